@@ -1,0 +1,23 @@
+#pragma once
+// Loading LLaMA-family checkpoints from disk, whatever their format.
+#include "core/models/llama_weights.h"
+
+#include <string>
+
+namespace npw {
+
+// MODEL may be: a directory with config.json + model.safetensors (or a sharded
+// model.safetensors.index.json), a llama2.c .bin file, or a bundled demo name ("demo:lm").
+// Checks every tensor's presence, shape and finiteness; throws npw::Error naming the file,
+// the tensor and what was expected.
+LlamaCheckpoint loadLlamaCheckpoint(const std::string& model);
+
+LlamaCheckpoint loadHfLlamaDirectory(const std::string& dir);
+LlamaCheckpoint loadLlama2cCheckpoint(const std::string& binPath);
+
+// Writes config.json + model.safetensors (+ tokenizer.json copied when known) into dir,
+// each file atomically. Refuses to write into the checkpoint's own source.
+void saveHfLlamaDirectory(const LlamaCheckpoint& ckpt, const std::string& dir,
+                          const std::string& extraConfigJson = "");
+
+} // namespace npw

@@ -1,0 +1,39 @@
+#pragma once
+// The tensors of a LLaMA model, in torch nn.Linear layout ([out, in]) and Hugging Face
+// naming, float32 on the CPU when loaded (moved/cast by the runtime).
+#include "core/models/llama_config.h"
+
+#include <ATen/core/Tensor.h>
+#include <vector>
+
+namespace npw {
+
+struct LlamaLayerWeights {
+    at::Tensor attn_norm;   // [hidden]
+    at::Tensor wq;          // [heads*head_dim, hidden]
+    at::Tensor wk;          // [kv_heads*head_dim, hidden]
+    at::Tensor wv;          // [kv_heads*head_dim, hidden]
+    at::Tensor wo;          // [hidden, heads*head_dim]
+    at::Tensor wo_bias;     // [hidden] or undefined (FLAP's bias compensation adds it)
+    at::Tensor ffn_norm;    // [hidden]
+    at::Tensor w_gate;      // [inter, hidden]
+    at::Tensor w_up;        // [inter, hidden]
+    at::Tensor w_down;      // [hidden, inter]
+    at::Tensor w_down_bias; // [hidden] or undefined
+};
+
+struct LlamaWeights {
+    at::Tensor embed;       // [vocab, hidden]
+    std::vector<LlamaLayerWeights> layers;
+    at::Tensor final_norm;  // [hidden]
+    at::Tensor lm_head;     // [vocab, hidden]; the same tensor as embed when tied
+};
+
+struct LlamaCheckpoint {
+    LlamaConfig config;
+    LlamaWeights weights;
+    std::string source;         // path it came from
+    std::string tokenizerPath;  // tokenizer.json beside it, or empty
+};
+
+} // namespace npw
