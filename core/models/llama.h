@@ -1,0 +1,53 @@
+#pragma once
+// The LLaMA forward pass: RMSNorm, rotary embeddings (both layouts), multi-head and
+// grouped-query causal attention, SwiGLU MLP, optional output biases, tied or untied
+// classifier, KV cache. Per-layer head counts and MLP widths may differ; a layer with no
+// heads (or no channels) contributes nothing from that block.
+#include "core/models/llama_weights.h"
+#include "core/models/runtime.h"
+
+#include <ATen/core/Tensor.h>
+#include <functional>
+#include <vector>
+
+namespace npw {
+
+// Where calibration taps the activations: the inputs of the scored linear layers.
+enum class TapSite { AttentionOutputInput, MlpDownInput };
+// Called with the input of o_proj / down_proj, [B, T, width] (float32 on the model's device).
+using ActivationTap = std::function<void(int64_t layer, TapSite site, const at::Tensor& input)>;
+
+struct KvCache {
+    std::vector<at::Tensor> k, v;  // per layer [B, kv_heads, T_cached, head_dim]
+    int64_t length = 0;            // positions already cached
+    void clear() { k.clear(); v.clear(); length = 0; }
+};
+
+// Functional forward over any weights (also used by the trainer with autograd on).
+// ids: [B, T] int64 on the weights' device. Returns logits [B, T, vocab] in the weights'
+// dtype. With a cache, positions start at cache->length and the cache is extended.
+at::Tensor llamaForward(const LlamaConfig& config, const LlamaWeights& weights, const at::Tensor& ids,
+                        KvCache* cache = nullptr, const ActivationTap& tap = nullptr);
+
+// A loaded model on a runtime (device + dtype), ready for inference (no autograd).
+class LlamaModel {
+public:
+    LlamaModel(LlamaCheckpoint checkpoint, Runtime runtime);
+
+    const LlamaConfig& config() const { return checkpoint_.config; }
+    const LlamaCheckpoint& checkpoint() const { return checkpoint_; }  // CPU float32 weights
+    const Runtime& runtime() const { return runtime_; }
+    const LlamaWeights& deviceWeights() const { return weights_; }
+
+    // ids: [B, T] int64 (any device). Returns float32 logits [B, T, vocab] on the CPU... or
+    // on the device when keepOnDevice.
+    at::Tensor logits(const at::Tensor& ids, KvCache* cache = nullptr, bool keepOnDevice = false,
+                      const ActivationTap& tap = nullptr) const;
+
+private:
+    LlamaCheckpoint checkpoint_;
+    Runtime runtime_;
+    LlamaWeights weights_;  // on runtime_.device in runtime_.dtype
+};
+
+} // namespace npw

@@ -1,0 +1,20 @@
+#pragma once
+// Where and in which precision models run: CUDA when this LibTorch has it and a GPU is
+// present (half precision there), else the CPU with all cores (float32).
+#include <c10/core/Device.h>
+#include <c10/core/ScalarType.h>
+#include <string>
+
+namespace npw {
+
+struct Runtime {
+    c10::Device device{c10::kCPU};
+    c10::ScalarType dtype = c10::kFloat;
+    std::string describe() const;  // e.g. "cpu float32 (2 threads)", "cuda:0 bfloat16 (NVIDIA H100)"
+};
+
+// preference: "auto", "cpu", "cuda", "cuda:N"; dtype: "auto", "float32", "float16", "bfloat16".
+// Throws npw::Error when CUDA is asked for and not available. Also sets the CPU thread count.
+Runtime chooseRuntime(const std::string& preference = "auto", const std::string& dtype = "auto");
+
+} // namespace npw
