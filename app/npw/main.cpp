@@ -1,1 +1,54 @@
-int main() { return 0; }
+// npw: the command line of the Numerical Pruning Workbench. Thin: parses flags, calls core,
+// prints a table (or one JSON object with --json). Progress goes to stderr.
+#include "app/npw/cli_args.h"
+#include "app/npw/commands.h"
+#include "core/util/error.h"
+
+#include <iostream>
+#include <string>
+#include <vector>
+
+using namespace npw;
+
+int main(int argc, char** argv) {
+    std::vector<std::string> args(argv + 1, argv + argc);
+    const auto& commands = cli::allCommands();
+    auto printUsage = [&](std::ostream& out) {
+        out << "npw — the Numerical Pruning Workbench\n\nusage: npw COMMAND [options]\n\ncommands:\n";
+        for (const auto& c : commands) out << "  " << c.name << std::string(18 - c.name.size(), ' ') << c.summary << "\n";
+        out << "\n'npw COMMAND --help' lists a command's options. MODEL is a checkpoint path or a bundled demo (demo:lm).\n";
+    };
+    if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+        printUsage(std::cout);
+        return args.empty() ? 2 : 0;
+    }
+    if (args[0] == "--version") {
+        std::cout << "npw " << cli::versionString() << "\n";
+        return 0;
+    }
+    for (const auto& c : commands) {
+        if (c.name != args[0]) continue;
+        std::vector<std::string> rest(args.begin() + 1, args.end());
+        for (const auto& a : rest)
+            if (a == "--help" || a == "-h") {
+                std::cout << "usage: npw " << c.name << " " << c.usage << "\n\n" << c.summary << "\n\noptions:\n"
+                          << cli::formatFlagHelp(c.flags);
+                return 0;
+            }
+        try {
+            return c.run(cli::parseArgs(c.flags, rest, c.name));
+        } catch (const Cancelled&) {
+            std::cerr << "npw " << c.name << ": cancelled\n";
+            return 130;
+        } catch (const Error& e) {
+            std::cerr << "npw " << c.name << ": error: " << e.what() << "\n";
+            return 1;
+        } catch (const std::exception& e) {
+            std::cerr << "npw " << c.name << ": internal error: " << e.what() << "\n";
+            return 3;
+        }
+    }
+    std::cerr << "npw: unknown command '" << args[0] << "'\n\n";
+    printUsage(std::cerr);
+    return 2;
+}

@@ -4,6 +4,8 @@
 #include "core/models/llama_config.h"
 
 #include <ATen/core/Tensor.h>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace npw {
@@ -35,5 +37,9 @@ struct LlamaCheckpoint {
     std::string source;         // path it came from
     std::string tokenizerPath;  // tokenizer.json beside it, or empty
 };
+
+// Every tensor with its Hugging Face name, in a fixed order (embedding, layers, norm, head).
+// A tied classifier is left out unless includeTiedHead (it is the embedding).
+std::vector<std::pair<std::string, at::Tensor*>> namedTensors(LlamaWeights& weights, bool includeTiedHead = false);
 
 } // namespace npw

@@ -1,0 +1,37 @@
+#pragma once
+#include "app/npw/cli_args.h"
+#include "core/util/progress.h"
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace npw::cli {
+
+struct Command {
+    std::string name;
+    std::string usage;    // after "npw NAME"
+    std::string summary;
+    std::vector<Flag> flags;
+    std::function<int(const Args&)> run;
+};
+
+const std::vector<Command>& allCommands();
+std::string versionString();
+
+// Each group of commands registers itself here.
+void addLanguageModelCommands(std::vector<Command>& out);  // info, eval, generate, bench
+void addTrainingCommands(std::vector<Command>& out);       // train-tokenizer, train-lm
+void addDemoCommand(std::vector<Command>& out);            // demo
+
+// Flags every model command shares.
+std::vector<Flag> runtimeFlags();  // --device, --dtype
+Flag jsonFlag();
+
+// A progress callback drawing a bar on stderr when it is a terminal (silent otherwise).
+ProgressFn terminalProgress();
+// Prints the JSON object (with --json) or calls the human printer.
+void emit(const Args& args, const nlohmann::json& result, const std::function<void()>& printHuman);
+
+} // namespace npw::cli

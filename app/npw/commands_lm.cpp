@@ -1,0 +1,232 @@
+// info, eval, generate, bench: looking at and measuring a language model.
+#include "app/npw/commands.h"
+#include "core/eval/generate.h"
+#include "core/eval/perplexity.h"
+#include "core/models/language_model.h"
+#include "core/util/atomic_file.h"
+#include "core/util/error.h"
+
+#include <cmath>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+namespace npw::cli {
+
+namespace {
+
+std::vector<Flag> withCommon(std::vector<Flag> flags) {
+    for (Flag f : runtimeFlags()) flags.push_back(f);
+    flags.push_back(jsonFlag());
+    return flags;
+}
+
+const std::string& modelArgument(const Args& args, const std::string& command) {
+    if (args.positional().size() != 1)
+        throw Error("'npw " + command + "' takes exactly one MODEL (a checkpoint path or demo:lm), got " +
+                    std::to_string(args.positional().size()));
+    return args.positional()[0];
+}
+
+LanguageModel openFromArgs(const Args& args, const std::string& model) {
+    return openLanguageModel(model, chooseRuntime(args.get("device"), args.get("dtype")));
+}
+
+nlohmann::json jsonOrNull(double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); }
+
+std::string joinList(const std::vector<int64_t>& v) {
+    std::ostringstream out;
+    for (size_t i = 0; i < v.size(); ++i) out << (i ? "," : "") << v[i];
+    return out.str();
+}
+
+int runInfo(const Args& args) {
+    const std::string& model = modelArgument(args, "info");
+    LanguageModel lm = openFromArgs(args, model);
+    const LlamaConfig& c = lm.model->config();
+    nlohmann::json j = {{"model", model},
+                        {"source", lm.model->checkpoint().source},
+                        {"layers", c.num_layers},
+                        {"hidden", c.hidden_size},
+                        {"heads", c.num_heads},
+                        {"kv_heads", c.num_kv_heads},
+                        {"head_dim", c.head_dim},
+                        {"intermediate", c.intermediate_size},
+                        {"vocab", c.vocab_size},
+                        {"context", c.max_position_embeddings},
+                        {"rope_theta", c.rope_theta},
+                        {"rope_layout", c.rope_layout == RopeLayout::HalfSplit ? "half-split" : "adjacent-pairs"},
+                        {"tied_embeddings", c.tie_word_embeddings},
+                        {"params", lm.model->checkpoint().weights.layers.empty() ? 0 : c.parameterCount()},
+                        {"tokenizer", lm.model->checkpoint().tokenizerPath},
+                        {"device", lm.model->runtime().describe()}};
+    emit(args, j, [&] {
+        std::cout << "model          " << model << "\n"
+                  << "source         " << lm.model->checkpoint().source << "\n"
+                  << "layers         " << c.num_layers << "\n"
+                  << "hidden         " << c.hidden_size << "\n"
+                  << "heads          " << joinList(c.num_heads) << "\n"
+                  << "kv heads       " << joinList(c.num_kv_heads) << "\n"
+                  << "head dim       " << c.head_dim << "\n"
+                  << "intermediate   " << joinList(c.intermediate_size) << "\n"
+                  << "vocab          " << c.vocab_size << "\n"
+                  << "context        " << c.max_position_embeddings << "\n"
+                  << "rope           " << j["rope_layout"].get<std::string>() << ", theta " << c.rope_theta << "\n"
+                  << "tied embedding " << (c.tie_word_embeddings ? "yes" : "no") << "\n"
+                  << "parameters     " << j["params"] << "\n"
+                  << "tokenizer      " << (j["tokenizer"].get<std::string>().empty() ? "(none)" : j["tokenizer"].get<std::string>()) << "\n";
+    });
+    return 0;
+}
+
+int runEval(const Args& args) {
+    const std::string& model = modelArgument(args, "eval");
+    if (args.has("text") == args.has("ids")) throw Error("give exactly one of --text FILE or --ids FILE");
+    LanguageModel lm = openFromArgs(args, model);
+    std::unique_ptr<LanguageModel> reference;
+    if (args.has("reference"))
+        reference = std::make_unique<LanguageModel>(openFromArgs(args, args.get("reference")));
+    std::vector<int32_t> ids;
+    std::string source;
+    if (args.has("text")) {
+        source = args.get("text");
+        const std::string text = readTextFile(source);
+        if (text.empty()) throw Error("evaluation text '" + source + "' is empty");
+        ids = lm.encode(text, /*addBos=*/true);  // the protocol: tokenize once, BOS once at the start
+    } else {
+        source = args.get("ids");
+        ids = readTokenIdFile(source, lm.model->config().vocab_size);
+    }
+    PerplexityOptions opt;
+    opt.seqlen = effectiveSeqlen(args.has("seqlen") ? args.getInt("seqlen") : 0, lm.model->config());
+    opt.maxWindows = args.getInt("max-windows");
+    opt.batchWindows = args.getInt("batch");
+    DecodeFn decode;
+    if (args.has("text")) decode = [&lm](const std::vector<int32_t>& v) { return lm.decode(v); };
+    PerplexityResult r = evaluatePerplexity(*lm.model, ids, opt, reference ? reference->model.get() : nullptr,
+                                            decode, terminalProgress());
+    nlohmann::json j = {{"model", model}, {"input", source}, {"ppl", r.ppl}, {"nll", r.nll}, {"tokens", r.tokens},
+                        {"windows", r.windows}, {"seqlen", r.seqlen}, {"corpus_tokens", ids.size()},
+                        {"bits_per_byte", jsonOrNull(r.bitsPerByte)}, {"bytes", r.bytes}};
+    if (reference) {
+        j["kl"] = r.kl;
+        j["reference"] = args.get("reference");
+    }
+    emit(args, j, [&] {
+        std::cout << std::fixed << std::setprecision(4) << "model     " << model << "\ninput     " << source
+                  << "\nppl       " << r.ppl << "\nnll       " << r.nll << " nats/token\n";
+        if (std::isfinite(r.bitsPerByte)) std::cout << "bits/byte " << r.bitsPerByte << "\n";
+        if (reference) std::cout << "kl        " << r.kl << " nats/token (reference " << args.get("reference") << ")\n";
+        std::cout << "scored    " << r.tokens << " tokens in " << r.windows << " windows of " << r.seqlen << "\n";
+    });
+    return 0;
+}
+
+std::vector<int32_t> parseIdList(const std::string& text) {
+    std::vector<int32_t> ids;
+    std::istringstream in(text);
+    std::string word;
+    while (in >> word) {
+        try {
+            ids.push_back(std::stoi(word));
+        } catch (const std::exception&) {
+            throw Error("--prompt-ids: '" + word + "' is not an integer token id");
+        }
+    }
+    return ids;
+}
+
+int runGenerate(const Args& args) {
+    const std::string& model = modelArgument(args, "generate");
+    LanguageModel lm = openFromArgs(args, model);
+    const LlamaConfig& c = lm.model->config();
+    std::vector<int32_t> prompt;
+    if (args.has("prompt-ids")) {
+        prompt = parseIdList(args.get("prompt-ids"));
+    } else if (lm.tokenizer) {
+        prompt = lm.encode(args.get("prompt"), /*addBos=*/true);
+    } else {
+        prompt = {static_cast<int32_t>(c.bos_token_id)};  // no tokenizer: start from BOS, print ids
+    }
+    SamplingOptions o;
+    o.maxNewTokens = args.getInt("tokens");
+    o.temperature = args.getDouble("temperature");
+    o.topP = args.getDouble("top-p");
+    o.seed = static_cast<uint64_t>(args.getInt("seed"));
+    if (o.topP <= 0 || o.topP > 1) throw Error("--top-p must be in (0, 1], got " + args.get("top-p"));
+    if (!args.flag("no-stop")) o.stopToken = c.eos_token_id;
+    GenerationResult g = generate(*lm.model, prompt, o);
+    nlohmann::json j = {{"model", model}, {"prompt_ids", prompt}, {"ids", g.tokens},
+                        {"prefill_seconds", g.prefillSeconds}, {"decode_seconds", g.decodeSeconds},
+                        {"temperature", o.temperature}, {"top_p", o.topP}, {"seed", o.seed}};
+    if (lm.tokenizer) {
+        j["prompt"] = args.has("prompt-ids") ? lm.decode(prompt) : args.get("prompt");
+        j["text"] = lm.decode(g.tokens);
+    }
+    emit(args, j, [&] {
+        if (lm.tokenizer) {
+            std::cout << j["prompt"].get<std::string>() << j["text"].get<std::string>() << "\n";
+        } else {
+            for (size_t i = 0; i < g.tokens.size(); ++i) std::cout << (i ? " " : "") << g.tokens[i];
+            std::cout << "\n";
+        }
+    });
+    return 0;
+}
+
+int runBench(const Args& args) {
+    const std::string& model = modelArgument(args, "bench");
+    LanguageModel lm = openFromArgs(args, model);
+    BenchResult b = benchmarkGeneration(*lm.model, args.getInt("prompt-tokens"), args.getInt("decode-tokens"),
+                                        static_cast<int>(args.getInt("repeats")), terminalProgress());
+    nlohmann::json j = {{"model", model}, {"device", b.device}, {"params", b.parameters},
+                        {"weights_mib", b.weightsMiB}, {"prompt_tokens", b.promptTokens},
+                        {"decode_tokens", b.decodeTokens}, {"repeats", b.repeats},
+                        {"prefill_tokens_per_s", b.prefillTokensPerSecond},
+                        {"decode_tokens_per_s", b.decodeTokensPerSecond}, {"peak_memory_mib", b.peakMemoryMiB}};
+    emit(args, j, [&] {
+        std::cout << std::fixed << std::setprecision(1) << "model            " << model << "\n"
+                  << "device           " << b.device << "\n"
+                  << "parameters       " << b.parameters << " (" << b.weightsMiB << " MiB)\n"
+                  << "prefill          " << b.prefillTokensPerSecond << " tokens/s (" << b.promptTokens
+                  << "-token prompt, median of " << b.repeats << ")\n"
+                  << "decode           " << b.decodeTokensPerSecond << " tokens/s (" << b.decodeTokens
+                  << " tokens, batch 1, KV cache)\n"
+                  << "peak memory      " << b.peakMemoryMiB << " MiB (process peak RSS)\n";
+    });
+    return 0;
+}
+
+} // namespace
+
+void addLanguageModelCommands(std::vector<Command>& out) {
+    out.push_back({"info", "MODEL [--json]", "Show a model's architecture and parameter count.",
+                   withCommon({}), runInfo});
+    out.push_back({"eval", "MODEL (--text FILE | --ids FILE) [--seqlen N] [--max-windows K] [--reference MODEL]",
+                   "Perplexity (GPTQ/FLAP protocol), bits per byte and KL divergence from a reference.",
+                   withCommon({{"text", "FILE", "", "UTF-8 text, tokenized once with BOS at the start"},
+                               {"ids", "FILE", "", "whitespace-separated token ids, used exactly as given"},
+                               {"seqlen", "N", "", "window length (default 2048, capped at the model's context)"},
+                               {"max-windows", "K", "0", "score only the first K windows (0 = all)"},
+                               {"reference", "MODEL", "", "also report KL(reference || model) per token"},
+                               {"batch", "N", "4", "windows per forward pass"}}),
+                   runEval});
+    out.push_back({"generate", "MODEL [--prompt TEXT] [--tokens N] [--temperature T] [--top-p P] [--seed S]",
+                   "Generate a continuation (greedy at temperature 0).",
+                   withCommon({{"prompt", "TEXT", "", "text to continue (BOS is prepended)"},
+                               {"prompt-ids", "IDS", "", "token ids to continue, e.g. \"1 461\" (no tokenizer needed)"},
+                               {"tokens", "N", "64", "new tokens at most"},
+                               {"temperature", "T", "0", "sampling temperature; 0 = greedy"},
+                               {"top-p", "P", "1", "nucleus sampling mass"},
+                               {"seed", "S", "0", "random seed"},
+                               {"no-stop", "", "", "do not stop at the end-of-sequence token"}}),
+                   runGenerate});
+    out.push_back({"bench", "MODEL [--prompt-tokens N] [--decode-tokens N] [--repeats R]",
+                   "Prefill and decode speed (tokens/s) and peak memory.",
+                   withCommon({{"prompt-tokens", "N", "128", "prompt length for the prefill figure"},
+                               {"decode-tokens", "N", "128", "tokens generated for the decode figure"},
+                               {"repeats", "R", "3", "timed runs (median reported) after one warm-up"}}),
+                   runBench});
+}
+
+} // namespace npw::cli

@@ -1,0 +1,57 @@
+#pragma once
+// Text generation with a KV cache (greedy, temperature, top-p; seeded) and the speed and
+// memory benchmark built on it.
+#include "core/models/llama.h"
+#include "core/util/progress.h"
+
+#include <cstdint>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace npw {
+
+struct SamplingOptions {
+    double temperature = 0.0;  // <= 0: greedy (argmax)
+    double topP = 1.0;         // nucleus: smallest set of tokens whose probability reaches topP
+    uint64_t seed = 0;
+    int64_t maxNewTokens = 64;
+    int64_t stopToken = -1;    // generation ends after this id (e.g. EOS); -1 = never
+};
+
+struct GenerationResult {
+    std::vector<int32_t> tokens;  // the new tokens only
+    int64_t promptTokens = 0;
+    double prefillSeconds = 0;    // the prompt's forward pass
+    double decodeSeconds = 0;     // all single-token steps
+};
+
+// Picks the next token from one row of logits [vocab] (CPU float32).
+int32_t sampleToken(const at::Tensor& logits, const SamplingOptions& options, std::mt19937_64& rng);
+
+// Generates from a non-empty prompt (batch 1). onToken is called with each new id.
+GenerationResult generate(const LlamaModel& model, const std::vector<int32_t>& prompt,
+                          const SamplingOptions& options,
+                          const std::function<void(int32_t)>& onToken = nullptr);
+
+struct BenchResult {
+    std::string device;
+    int64_t promptTokens = 0, decodeTokens = 0, batch = 1;
+    double prefillTokensPerSecond = 0;
+    double decodeTokensPerSecond = 0;
+    double peakMemoryMiB = 0;      // process peak RSS on the CPU; CUDA allocator peak on a GPU
+    double weightsMiB = 0;         // the model's weights in its runtime dtype
+    int64_t parameters = 0;
+    int repeats = 0;
+};
+
+// Median of `repeats` runs of a prefill of promptTokens and a greedy decode of
+// decodeTokens (after one warm-up run).
+BenchResult benchmarkGeneration(const LlamaModel& model, int64_t promptTokens, int64_t decodeTokens, int repeats,
+                                const ProgressFn& progress = nullptr);
+
+// Peak resident memory of this process (MiB), from the kernel.
+double peakResidentMiB();
+
+} // namespace npw

@@ -1,0 +1,51 @@
+#pragma once
+// Perplexity as GPTQ, FLAP, LLM-Pruner and SliceGPT measure it (notes/reference.md §3): the
+// corpus tokenized once, cut into floor(N/seqlen) non-overlapping windows, each scored
+// independently; PPL = exp(mean next-token NLL over all windows). Also the KL divergence
+// from a reference model and, for text, bits per byte.
+#include "core/models/llama.h"
+#include "core/util/progress.h"
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace npw {
+
+struct PerplexityOptions {
+    int64_t seqlen = 2048;    // capped at the model's context by the caller (see effectiveSeqlen)
+    int64_t maxWindows = 0;   // 0 = all windows
+    int64_t batchWindows = 4; // windows per forward pass
+};
+
+struct PerplexityResult {
+    double ppl = 0;
+    double nll = 0;          // mean NLL per predicted token (nats)
+    double totalNll = 0;     // summed NLL (nats)
+    int64_t tokens = 0;      // predicted (scored) tokens
+    int64_t windows = 0;
+    int64_t seqlen = 0;
+    int64_t bytes = 0;       // UTF-8 bytes of the scored text (0 when no tokenizer)
+    double bitsPerByte = std::numeric_limits<double>::quiet_NaN();
+    double kl = std::numeric_limits<double>::quiet_NaN();  // mean KL(reference || model), nats
+};
+
+// Decodes a token span to text; used to count the bytes of the scored text.
+using DecodeFn = std::function<std::string(const std::vector<int32_t>&)>;
+
+// Scores `ids` (exactly as given: no BOS added here). With `reference`, also the mean
+// KL(reference || model) over the same predicted positions. With `decode`, also bits per
+// byte: total NLL in bits over the bytes of the predicted tokens' text.
+PerplexityResult evaluatePerplexity(const LlamaModel& model, const std::vector<int32_t>& ids,
+                                    const PerplexityOptions& options, const LlamaModel* reference = nullptr,
+                                    const DecodeFn& decode = nullptr, const ProgressFn& progress = nullptr);
+
+// min(requested, model context); requested <= 0 means the default 2048.
+int64_t effectiveSeqlen(int64_t requested, const LlamaConfig& config);
+
+// Reads whitespace-separated token ids; errors name the file and the offending word.
+std::vector<int32_t> readTokenIdFile(const std::string& path, int64_t vocabSize);
+
+} // namespace npw

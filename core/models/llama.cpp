@@ -1,0 +1,159 @@
+#include "core/models/llama.h"
+#include "core/util/error.h"
+
+#include <ATen/ATen.h>
+#include <c10/core/InferenceMode.h>
+#include <cmath>
+#include <limits>
+
+namespace npw {
+
+namespace {
+
+at::Tensor rmsNorm(const at::Tensor& x, const at::Tensor& weight, double eps) {
+    // Computed in float32 whatever the model dtype, as LLaMA and LlamaGen do.
+    at::Tensor xf = x.to(at::kFloat);
+    at::Tensor normed = xf * at::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps);
+    return (normed.to(x.scalar_type())) * weight;
+}
+
+// cos/sin tables [T, head_dim/2] for positions start..start+T-1.
+std::pair<at::Tensor, at::Tensor> ropeTables(int64_t start, int64_t length, int64_t headDim, double theta,
+                                             const at::TensorOptions& opts) {
+    auto f64 = at::TensorOptions().dtype(at::kDouble);
+    at::Tensor inv = at::pow(theta, -at::arange(0, headDim, 2, f64) / static_cast<double>(headDim));
+    at::Tensor pos = at::arange(start, start + length, f64);
+    at::Tensor angles = at::outer(pos, inv);
+    return {angles.cos().to(opts), angles.sin().to(opts)};
+}
+
+// x: [B, H, T, D]. Rotates pairs of dimensions by position-dependent angles.
+at::Tensor applyRope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin, RopeLayout layout) {
+    const int64_t half = x.size(-1) / 2;
+    if (layout == RopeLayout::HalfSplit) {
+        at::Tensor x1 = x.narrow(-1, 0, half), x2 = x.narrow(-1, half, half);
+        return at::cat({x1 * cos - x2 * sin, x2 * cos + x1 * sin}, -1);
+    }
+    at::Tensor pairs = x.unflatten(-1, {half, 2});
+    at::Tensor x0 = pairs.select(-1, 0), x1 = pairs.select(-1, 1);
+    return at::stack({x0 * cos - x1 * sin, x0 * sin + x1 * cos}, -1).flatten(-2);
+}
+
+at::Tensor denseLayer(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias = {}) {
+    return at::linear(x, w, bias.defined() ? c10::optional<at::Tensor>(bias) : c10::nullopt);
+}
+
+} // namespace
+
+at::Tensor llamaForward(const LlamaConfig& cfg, const LlamaWeights& w, const at::Tensor& ids, KvCache* cache,
+                        const ActivationTap& tap) {
+    if (ids.dim() != 2) throw Error("llamaForward: ids must be [batch, tokens]");
+    const int64_t B = ids.size(0), T = ids.size(1), D = cfg.hidden_size, hd = cfg.head_dim;
+    const int64_t start = cache ? cache->length : 0;
+    if (start + T > cfg.max_position_embeddings)
+        throw Error("sequence of " + std::to_string(start + T) + " positions exceeds the model's context of " +
+                    std::to_string(cfg.max_position_embeddings));
+    if (cache && cache->k.empty()) {
+        cache->k.resize(cfg.num_layers);
+        cache->v.resize(cfg.num_layers);
+    }
+    const auto opts = w.embed.options();
+    at::Tensor x = at::embedding(w.embed, ids);  // [B, T, D]
+    auto [cos, sin] = ropeTables(start, T, hd, cfg.rope_theta, opts);
+
+    // Causal mask for T new queries against start+T keys: query i sees keys <= start+i.
+    at::Tensor mask;
+    if (T > 1) {
+        at::Tensor q = at::arange(start, start + T, at::kLong).unsqueeze(1);
+        at::Tensor k = at::arange(0, start + T, at::kLong).unsqueeze(0);
+        mask = at::zeros({T, start + T}, at::TensorOptions().dtype(opts.dtype()))
+                   .masked_fill(k > q, -std::numeric_limits<float>::infinity())
+                   .to(opts.device());
+    }
+    const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
+
+    for (int64_t l = 0; l < cfg.num_layers; ++l) {
+        const LlamaLayerWeights& L = w.layers[l];
+        const int64_t nh = cfg.num_heads[l], nkv = cfg.num_kv_heads[l];
+        if (nh > 0) {
+            at::Tensor h = rmsNorm(x, L.attn_norm, cfg.rms_norm_eps);
+            at::Tensor q = denseLayer(h, L.wq).view({B, T, nh, hd}).transpose(1, 2);
+            at::Tensor k = denseLayer(h, L.wk).view({B, T, nkv, hd}).transpose(1, 2);
+            at::Tensor v = denseLayer(h, L.wv).view({B, T, nkv, hd}).transpose(1, 2);
+            q = applyRope(q, cos, sin, cfg.rope_layout);
+            k = applyRope(k, cos, sin, cfg.rope_layout);
+            if (cache) {
+                if (cache->k[l].defined()) {
+                    k = at::cat({cache->k[l], k}, 2);
+                    v = at::cat({cache->v[l], v}, 2);
+                }
+                cache->k[l] = k;
+                cache->v[l] = v;
+            }
+            if (nkv != nh) {  // grouped-query attention: each KV head serves nh/nkv query heads
+                k = k.repeat_interleave(nh / nkv, 1);
+                v = v.repeat_interleave(nh / nkv, 1);
+            }
+            at::Tensor scores = at::matmul(q, k.transpose(-2, -1)) * scale;  // [B, nh, T, S]
+            if (mask.defined()) scores = scores + mask;
+            at::Tensor probs = at::softmax(scores.to(at::kFloat), -1).to(q.scalar_type());
+            at::Tensor attn = at::matmul(probs, v).transpose(1, 2).reshape({B, T, nh * hd});
+            if (tap) tap(l, TapSite::AttentionOutputInput, attn);
+            x = x + denseLayer(attn, L.wo, L.wo_bias);
+        }
+        if (cfg.intermediate_size[l] > 0) {
+            at::Tensor h = rmsNorm(x, L.ffn_norm, cfg.rms_norm_eps);
+            at::Tensor act = at::silu(denseLayer(h, L.w_gate)) * denseLayer(h, L.w_up);
+            if (tap) tap(l, TapSite::MlpDownInput, act);
+            x = x + denseLayer(act, L.w_down, L.w_down_bias);
+        }
+    }
+    if (cache) cache->length = start + T;
+    x = rmsNorm(x, w.final_norm, cfg.rms_norm_eps);
+    (void)D;
+    return denseLayer(x, w.lm_head);
+}
+
+namespace {
+
+at::Tensor toRuntime(const at::Tensor& t, const Runtime& rt) {
+    if (!t.defined()) return t;
+    return t.to(rt.device, rt.dtype).contiguous();
+}
+
+} // namespace
+
+LlamaModel::LlamaModel(LlamaCheckpoint checkpoint, Runtime runtime)
+    : checkpoint_(std::move(checkpoint)), runtime_(runtime) {
+    const LlamaWeights& src = checkpoint_.weights;
+    const bool tied = src.lm_head.defined() && src.lm_head.is_same(src.embed);
+    weights_.embed = toRuntime(src.embed, runtime_);
+    weights_.final_norm = toRuntime(src.final_norm, runtime_);
+    weights_.lm_head = tied ? weights_.embed : toRuntime(src.lm_head, runtime_);
+    weights_.layers.reserve(src.layers.size());
+    for (const LlamaLayerWeights& L : src.layers) {
+        LlamaLayerWeights d;
+        d.attn_norm = toRuntime(L.attn_norm, runtime_);
+        d.wq = toRuntime(L.wq, runtime_);
+        d.wk = toRuntime(L.wk, runtime_);
+        d.wv = toRuntime(L.wv, runtime_);
+        d.wo = toRuntime(L.wo, runtime_);
+        d.wo_bias = toRuntime(L.wo_bias, runtime_);
+        d.ffn_norm = toRuntime(L.ffn_norm, runtime_);
+        d.w_gate = toRuntime(L.w_gate, runtime_);
+        d.w_up = toRuntime(L.w_up, runtime_);
+        d.w_down = toRuntime(L.w_down, runtime_);
+        d.w_down_bias = toRuntime(L.w_down_bias, runtime_);
+        weights_.layers.push_back(std::move(d));
+    }
+}
+
+at::Tensor LlamaModel::logits(const at::Tensor& ids, KvCache* cache, bool keepOnDevice,
+                              const ActivationTap& tap) const {
+    c10::InferenceMode guard;
+    at::Tensor out = llamaForward(config(), weights_, ids.to(runtime_.device, at::kLong), cache, tap)
+                         .to(at::kFloat);
+    return keepOnDevice ? out : out.cpu();
+}
+
+} // namespace npw

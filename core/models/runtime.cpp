@@ -1,0 +1,66 @@
+#include "core/models/runtime.h"
+#include "core/util/error.h"
+
+#include <ATen/Context.h>
+#include <ATen/Parallel.h>
+#include <ATen/detail/CUDAHooksInterface.h>
+#include <thread>
+
+namespace npw {
+
+namespace {
+
+int cudaDeviceCount() {
+    if (!at::globalContext().hasCUDA()) return 0;
+    return at::detail::getCUDAHooks().getNumGPUs();
+}
+
+c10::ScalarType parseDtype(const std::string& name, bool onCuda) {
+    if (name == "auto") return onCuda ? c10::kBFloat16 : c10::kFloat;
+    if (name == "float32" || name == "f32") return c10::kFloat;
+    if (name == "float16" || name == "f16") return c10::kHalf;
+    if (name == "bfloat16" || name == "bf16") return c10::kBFloat16;
+    throw Error("unknown dtype '" + name + "' (expected auto, float32, float16 or bfloat16)");
+}
+
+} // namespace
+
+std::string Runtime::describe() const {
+    std::string name = device.is_cuda() ? "cuda:" + std::to_string(device.index() < 0 ? 0 : device.index())
+                                        : "cpu (" + std::to_string(at::get_num_threads()) + " threads)";
+    return name + " " + c10::toString(dtype);
+}
+
+Runtime chooseRuntime(const std::string& preference, const std::string& dtype) {
+    // LibTorch reports 1 thread on small machines; use every core (notes/environment.md).
+    static bool threadsSet = false;
+    if (!threadsSet) {
+        at::set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+        threadsSet = true;
+    }
+    const int gpus = cudaDeviceCount();
+    Runtime rt;
+    if (preference == "auto") {
+        if (gpus > 0) rt.device = c10::Device(c10::kCUDA, 0);
+    } else if (preference == "cpu") {
+        rt.device = c10::Device(c10::kCPU);
+    } else if (preference.rfind("cuda", 0) == 0) {
+        if (gpus == 0)
+            throw Error("device '" + preference + "' asked for, but " +
+                        (at::globalContext().hasCUDA() ? std::string("no CUDA GPU is present")
+                                                       : std::string("this LibTorch was built without CUDA")));
+        int index = 0;
+        if (preference.size() > 5 && preference[4] == ':') index = std::stoi(preference.substr(5));
+        if (index < 0 || index >= gpus)
+            throw Error("device '" + preference + "' does not exist (" + std::to_string(gpus) + " CUDA devices)");
+        rt.device = c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(index));
+    } else {
+        throw Error("unknown device '" + preference + "' (expected auto, cpu, cuda or cuda:N)");
+    }
+    rt.dtype = parseDtype(dtype, rt.device.is_cuda());
+    if (!rt.device.is_cuda() && rt.dtype != c10::kFloat)
+        throw Error("dtype " + dtype + " is only supported on CUDA; the CPU runs float32");
+    return rt;
+}
+
+} // namespace npw

@@ -1,0 +1,205 @@
+#include "core/train/lm_trainer.h"
+#include "core/io/safetensors.h"
+#include "core/models/llama.h"
+#include "core/util/error.h"
+
+#include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+
+namespace npw {
+
+namespace {
+
+at::Generator seededGenerator(uint64_t seed) {
+    at::Generator gen = at::detail::createCPUGenerator(seed);
+    return gen;
+}
+
+at::Tensor normalInit(at::IntArrayRef shape, double stdev, at::Generator& gen) {
+    return at::normal(0.0, stdev, shape, gen);
+}
+
+// The options that must not change between a run and its resumption.
+std::string runSignature(const LmTrainOptions& o) {
+    nlohmann::json j;
+    j["vocab"] = o.config.vocab_size;
+    j["hidden"] = o.config.hidden_size;
+    j["layers"] = o.config.num_layers;
+    j["heads"] = o.config.num_heads;
+    j["kv_heads"] = o.config.num_kv_heads;
+    j["intermediate"] = o.config.intermediate_size;
+    j["seqlen"] = o.seqlen;
+    j["batch"] = o.batchSize;
+    j["steps"] = o.steps;
+    j["lr"] = o.learningRate;
+    j["seed"] = o.seed;
+    return j.dump();
+}
+
+double learningRateAt(const LmTrainOptions& o, int64_t step) {
+    if (step < o.warmupSteps) return o.learningRate * (step + 1) / o.warmupSteps;
+    double progress = double(step - o.warmupSteps) / std::max<int64_t>(1, o.steps - o.warmupSteps);
+    progress = std::min(1.0, progress);
+    const double cosine = 0.5 * (1.0 + std::cos(M_PI * progress));
+    return o.learningRate * (o.minLrRatio + (1.0 - o.minLrRatio) * cosine);
+}
+
+// The batch of step `step` depends only on (seed, step): a resumed run sees the same data.
+at::Tensor batchAt(const std::vector<int32_t>& corpus, const LmTrainOptions& o, int64_t step) {
+    std::mt19937_64 rng(o.seed * 1000003ULL + static_cast<uint64_t>(step));
+    const int64_t span = o.seqlen + 1;
+    std::uniform_int_distribution<int64_t> pick(0, static_cast<int64_t>(corpus.size()) - span);
+    at::Tensor batch = at::empty({o.batchSize, span}, at::kLong);
+    auto acc = batch.accessor<int64_t, 2>();
+    for (int64_t b = 0; b < o.batchSize; ++b) {
+        const int64_t start = pick(rng);
+        for (int64_t t = 0; t < span; ++t) acc[b][t] = corpus[start + t];
+    }
+    return batch;
+}
+
+struct AdamState {
+    std::vector<at::Tensor> m, v;
+};
+
+} // namespace
+
+LlamaWeights initLlamaWeights(const LlamaConfig& c, uint64_t seed) {
+    at::Generator gen = seededGenerator(seed);
+    const double s = 0.02, sOut = 0.02 / std::sqrt(2.0 * c.num_layers);
+    LlamaWeights w;
+    w.embed = normalInit({c.vocab_size, c.hidden_size}, s, gen);
+    for (int64_t l = 0; l < c.num_layers; ++l) {
+        LlamaLayerWeights L;
+        const int64_t q = c.num_heads[l] * c.head_dim, kv = c.num_kv_heads[l] * c.head_dim;
+        const int64_t inter = c.intermediate_size[l];
+        L.attn_norm = at::ones({c.hidden_size});
+        L.wq = normalInit({q, c.hidden_size}, s, gen);
+        L.wk = normalInit({kv, c.hidden_size}, s, gen);
+        L.wv = normalInit({kv, c.hidden_size}, s, gen);
+        L.wo = normalInit({c.hidden_size, q}, sOut, gen);
+        L.ffn_norm = at::ones({c.hidden_size});
+        L.w_gate = normalInit({inter, c.hidden_size}, s, gen);
+        L.w_up = normalInit({inter, c.hidden_size}, s, gen);
+        L.w_down = normalInit({c.hidden_size, inter}, sOut, gen);
+        w.layers.push_back(L);
+    }
+    w.final_norm = at::ones({c.hidden_size});
+    w.lm_head = c.tie_word_embeddings ? w.embed : normalInit({c.vocab_size, c.hidden_size}, s, gen);
+    return w;
+}
+
+LlamaWeights trainLlama(const std::vector<int32_t>& corpus, const LmTrainOptions& o, LmTrainStatus& status,
+                        const ProgressFn& progress, const std::function<void(const std::string&)>& log) {
+    o.config.validate("training options");
+    if (static_cast<int64_t>(corpus.size()) < o.seqlen + 2)
+        throw Error("training corpus has " + std::to_string(corpus.size()) + " tokens; at least one window of " +
+                    std::to_string(o.seqlen + 1) + " is needed");
+    for (int32_t id : corpus)
+        if (id < 0 || id >= o.config.vocab_size)
+            throw Error("training corpus holds token id " + std::to_string(id) + " outside the vocabulary of " +
+                        std::to_string(o.config.vocab_size));
+
+    LlamaWeights w = initLlamaWeights(o.config, o.seed);
+    auto named = namedTensors(w);
+    AdamState adam;
+    for (auto& [name, t] : named) {
+        adam.m.push_back(at::zeros_like(*t));
+        adam.v.push_back(at::zeros_like(*t));
+    }
+    int64_t step = 0;
+    double smoothLoss = 0;
+    const std::string signature = runSignature(o);
+
+    if (!o.checkpointPath.empty() && std::filesystem::exists(o.checkpointPath)) {
+        auto ck = SafeTensorsFile::open(o.checkpointPath);
+        auto meta = ck->metadata();
+        if (meta["signature"] != signature)
+            throw Error("checkpoint '" + o.checkpointPath + "' belongs to another run (" + meta["signature"] +
+                        "); delete it or use the same options");
+        step = std::stoll(meta["step"]);
+        smoothLoss = std::stod(meta["loss"]);
+        for (size_t i = 0; i < named.size(); ++i) {
+            named[i].second->copy_(ck->loadFloat("p." + named[i].first));
+            adam.m[i].copy_(ck->loadFloat("m." + named[i].first));
+            adam.v[i].copy_(ck->loadFloat("v." + named[i].first));
+        }
+        if (log) log("resumed from " + o.checkpointPath + " at step " + std::to_string(step));
+    }
+    if (o.config.tie_word_embeddings) w.lm_head = w.embed;
+
+    auto saveCheckpoint = [&]() {
+        if (o.checkpointPath.empty()) return;
+        std::vector<std::pair<std::string, at::Tensor>> tensors;
+        for (size_t i = 0; i < named.size(); ++i) {
+            tensors.emplace_back("p." + named[i].first, *named[i].second);
+            tensors.emplace_back("m." + named[i].first, adam.m[i]);
+            tensors.emplace_back("v." + named[i].first, adam.v[i]);
+        }
+        std::ostringstream loss;
+        loss.precision(17);
+        loss << smoothLoss;
+        writeSafeTensors(o.checkpointPath, tensors,
+                         {{"signature", signature}, {"step", std::to_string(step)}, {"loss", loss.str()}});
+    };
+
+    for (auto& [name, t] : named) t->set_requires_grad(true);
+    const auto started = std::chrono::steady_clock::now();
+    const int64_t firstStep = step;
+    while (step < o.steps) {
+        at::Tensor batch = batchAt(corpus, o, step);
+        at::Tensor inputs = batch.narrow(1, 0, o.seqlen), targets = batch.narrow(1, 1, o.seqlen);
+        at::Tensor logits = llamaForward(o.config, w, inputs);
+        at::Tensor loss = at::cross_entropy_loss(logits.reshape({-1, o.config.vocab_size}), targets.reshape({-1}));
+        loss.backward();
+        const double lossValue = loss.item<double>();
+        if (!std::isfinite(lossValue))
+            throw Error("training diverged at step " + std::to_string(step) + " (loss " + std::to_string(lossValue) +
+                        "); lower the learning rate");
+        smoothLoss = (step == 0) ? lossValue : 0.98 * smoothLoss + 0.02 * lossValue;
+        {
+            at::NoGradGuard noGrad;
+            double sq = 0;
+            for (auto& [name, t] : named) sq += t->grad().pow(2).sum().item<double>();
+            const double clip = std::min(1.0, o.gradClip / (std::sqrt(sq) + 1e-6));
+            const double lr = learningRateAt(o, step);
+            const double bc1 = 1 - std::pow(o.beta1, step + 1), bc2 = 1 - std::pow(o.beta2, step + 1);
+            for (size_t i = 0; i < named.size(); ++i) {
+                at::Tensor& p = *named[i].second;
+                at::Tensor g = p.grad() * clip;
+                adam.m[i].mul_(o.beta1).add_(g, 1 - o.beta1);
+                adam.v[i].mul_(o.beta2).addcmul_(g, g, 1 - o.beta2);
+                if (p.dim() >= 2) p.mul_(1 - lr * o.weightDecay);  // decoupled decay, matrices only
+                at::Tensor denom = (adam.v[i] / bc2).sqrt_().add_(o.adamEps);
+                p.addcdiv_(adam.m[i], denom, -lr / bc1);
+                p.mutable_grad().zero_();
+            }
+        }
+        ++step;
+        const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        status.step = step;
+        status.loss = smoothLoss;
+        status.tokensPerSecond = (step - firstStep) * o.batchSize * o.seqlen / std::max(elapsed, 1e-9);
+        if (log && (step % 25 == 0 || step == o.steps)) {
+            std::ostringstream line;
+            line << "step " << step << "/" << o.steps << " loss " << smoothLoss << " lr " << learningRateAt(o, step - 1)
+                 << " " << static_cast<int64_t>(status.tokensPerSecond) << " tok/s";
+            log(line.str());
+        }
+        const bool timeUp = o.maxSeconds > 0 && elapsed >= o.maxSeconds;
+        if (step % o.checkpointEvery == 0 || step == o.steps || timeUp) saveCheckpoint();
+        reportProgress(progress, "train", static_cast<double>(step), static_cast<double>(o.steps));
+        if (timeUp) break;
+    }
+    status.finished = step >= o.steps;
+    for (auto& [name, t] : named) t->set_requires_grad(false);
+    return w;
+}
+
+} // namespace npw
