@@ -100,12 +100,17 @@ at::Tensor llamaForward(const LlamaConfig& cfg, const LlamaWeights& w, const at:
             at::Tensor attn = at::matmul(probs, v).transpose(1, 2).reshape({B, T, nh * hd});
             if (tap) tap(l, TapSite::AttentionOutputInput, attn);
             x = x + denseLayer(attn, L.wo, L.wo_bias);
+        } else if (L.wo_bias.defined()) {
+            // Every head pruned: FLAP's bias compensation leaves the block's mean output.
+            x = x + L.wo_bias;
         }
         if (cfg.intermediate_size[l] > 0) {
             at::Tensor h = rmsNorm(x, L.ffn_norm, cfg.rms_norm_eps);
             at::Tensor act = at::silu(denseLayer(h, L.w_gate)) * denseLayer(h, L.w_up);
             if (tap) tap(l, TapSite::MlpDownInput, act);
             x = x + denseLayer(act, L.w_down, L.w_down_bias);
+        } else if (L.w_down_bias.defined()) {
+            x = x + L.w_down_bias;
         }
     }
     if (cache) cache->length = start + T;
