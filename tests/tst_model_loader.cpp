@@ -335,6 +335,15 @@ private slots:
         QVERIFY2(containsAll(message, {QString::fromStdString(bad), "n_heads=3", "does not describe"}), qPrintable(message));
     }
 
+    void llama2cLookalikesAreNamed() {
+        std::string versioned = writeFile(tmp_, "versioned.bin", llama2cBytes({0x616b3432, 2, 0, 0, 0, 0, 0}, {}));
+        QString message = errorOf([&] { loadLlamaCheckpoint(versioned); });
+        QVERIFY2(containsAll(message, {QString::fromStdString(versioned), "ak42", "legacy"}), qPrintable(message));
+        std::string zip = writeFile(tmp_, "pytorch_model.bin", QByteArray("PK\x03\x04") + QByteArray(40, '\0'));
+        message = errorOf([&] { loadLlamaCheckpoint(zip); });
+        QVERIFY2(containsAll(message, {QString::fromStdString(zip), "zip (PyTorch)"}), qPrintable(message));
+    }
+
     // Saving the llama2.c model to HF format permutes wq/wk rows to the half-split RoPE
     // layout; the attention logits (with each layout's own RoPE) must stay the same.
     void llama2cSavedAsHfKeepsAttentionScores() {
@@ -549,6 +558,7 @@ private slots:
         QTest::newRow("list_of_wrong_length") << R"({"intermediate_size": [24]})"
                                               << QStringList{"'intermediate_size'", "list of 2 integers"};
         QTest::newRow("missing_hidden_size") << R"({"hidden_size": null})" << QStringList{"'hidden_size' is missing"};
+        QTest::newRow("absurd_layers") << R"({"num_hidden_layers": 1000000000})" << QStringList{"between 1 and 100000"};
         QTest::newRow("string_layers") << R"({"num_hidden_layers": "2"})" << QStringList{"'num_hidden_layers' must be an integer"};
         QTest::newRow("kv_not_dividing") << R"({"num_key_value_heads": 3})"
                                          << QStringList{"must divide the query heads", "layer 0", "3 key/value heads"};

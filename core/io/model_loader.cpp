@@ -334,24 +334,6 @@ LlamaCheckpoint loadLlama2cCheckpoint(const std::string& binPath) {
     const int64_t vocab = tied ? signedVocab : -signedVocab;
     const int64_t headDim = dim / heads, kvDim = kvHeads * headDim;
 
-    LlamaCheckpoint checkpoint;
-    checkpoint.source = binPath;
-    LlamaConfig& config = checkpoint.config;
-    config.vocab_size = vocab;
-    config.hidden_size = dim;
-    config.num_layers = numLayers;
-    config.head_dim = headDim;
-    config.num_heads.assign(static_cast<size_t>(numLayers), heads);
-    config.num_kv_heads.assign(static_cast<size_t>(numLayers), kvHeads);
-    config.intermediate_size.assign(static_cast<size_t>(numLayers), hidden);
-    config.max_position_embeddings = seqLen;
-    config.rope_theta = 10000.0;
-    config.rms_norm_eps = 1e-5;
-    config.tie_word_embeddings = tied;
-    config.rope_layout = RopeLayout::AdjacentPairs;
-    config.bos_token_id = 1;
-    config.eos_token_id = 2;
-
     // The blocks in file order. Each is [n_layers, ...] for the per-layer tensors.
     struct Block {
         const char* name;
@@ -375,6 +357,25 @@ LlamaCheckpoint loadLlama2cCheckpoint(const std::string& binPath) {
     if (fileBytes != expectedBytes)
         fail("the header (" + sizes + ") implies " + std::to_string(expectedBytes) + " bytes but the file has " +
              std::to_string(fileBytes) + (fileBytes < expectedBytes ? " (truncated)" : " (trailing data)"));
+
+    // Only now, with the sizes confirmed by the file, are per-layer lists allocated.
+    LlamaCheckpoint checkpoint;
+    checkpoint.source = binPath;
+    LlamaConfig& config = checkpoint.config;
+    config.vocab_size = vocab;
+    config.hidden_size = dim;
+    config.num_layers = numLayers;
+    config.head_dim = headDim;
+    config.num_heads.assign(static_cast<size_t>(numLayers), heads);
+    config.num_kv_heads.assign(static_cast<size_t>(numLayers), kvHeads);
+    config.intermediate_size.assign(static_cast<size_t>(numLayers), hidden);
+    config.max_position_embeddings = seqLen;
+    config.rope_theta = 10000.0;
+    config.rms_norm_eps = 1e-5;
+    config.tie_word_embeddings = tied;
+    config.rope_layout = RopeLayout::AdjacentPairs;
+    config.bos_token_id = 1;
+    config.eos_token_id = 2;
 
     at::Tensor floats = at::empty({totalFloats}, at::kFloat);
     in.read(reinterpret_cast<char*>(floats.data_ptr<float>()), static_cast<std::streamsize>(totalFloats * 4));

@@ -152,8 +152,11 @@ LlamaConfig readHfLlamaConfig(const std::string& configJsonPath) {
     result.vocab_size = readInteger(configJsonPath, config, "vocab_size");
     result.hidden_size = readInteger(configJsonPath, config, "hidden_size");
     result.num_layers = readInteger(configJsonPath, config, "num_hidden_layers");
-    if (result.num_layers <= 0)
-        failConfig(configJsonPath, "num_hidden_layers must be positive, got " + std::to_string(result.num_layers));
+    // Bounded before per-layer lists are allocated from it; the deepest LLaMAs have ~130 layers.
+    constexpr int64_t kMaxLayers = 100'000;
+    if (result.num_layers <= 0 || result.num_layers > kMaxLayers)
+        failConfig(configJsonPath, "num_hidden_layers must be between 1 and " + std::to_string(kMaxLayers) + ", got " +
+                                       std::to_string(result.num_layers));
     result.num_heads = readPerLayer(configJsonPath, config, "num_attention_heads", result.num_layers);
     result.num_kv_heads = given(config, "num_key_value_heads")
                               ? readPerLayer(configJsonPath, config, "num_key_value_heads", result.num_layers)
