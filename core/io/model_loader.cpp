@@ -1,0 +1,478 @@
+#include "core/io/model_loader.h"
+
+#include "core/io/safetensors.h"
+#include "core/io/shape_text.h"
+#include "core/util/atomic_file.h"
+#include "core/util/error.h"
+#include "core/util/paths.h"
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+namespace fs = std::filesystem;
+
+namespace npw {
+
+using nlohmann::json;
+
+namespace {
+
+using Shape = std::vector<int64_t>;
+
+std::string layerTensorName(int64_t layer, const std::string& suffix) {
+    return "model.layers." + std::to_string(layer) + "." + suffix;
+}
+
+// Every tensor a LLaMA with this config must have, by Hugging Face name, with the shape the
+// config implies. The loader fills the weights through it and the writer reads them, so the
+// two cannot disagree on names or shapes. Weights is LlamaWeights or const LlamaWeights.
+template <class Weights, class Visit>
+void forEachRequiredHfTensor(const LlamaConfig& config, Weights& weights, Visit visit) {
+    const int64_t hidden = config.hidden_size;
+    visit("model.embed_tokens.weight", Shape{config.vocab_size, hidden}, weights.embed);
+    for (int64_t i = 0; i < config.num_layers; ++i) {
+        auto& layer = weights.layers[static_cast<size_t>(i)];
+        const int64_t qWidth = config.num_heads[static_cast<size_t>(i)] * config.head_dim;
+        const int64_t kvWidth = config.num_kv_heads[static_cast<size_t>(i)] * config.head_dim;
+        const int64_t inter = config.intermediate_size[static_cast<size_t>(i)];
+        visit(layerTensorName(i, "input_layernorm.weight"), Shape{hidden}, layer.attn_norm);
+        visit(layerTensorName(i, "self_attn.q_proj.weight"), Shape{qWidth, hidden}, layer.wq);
+        visit(layerTensorName(i, "self_attn.k_proj.weight"), Shape{kvWidth, hidden}, layer.wk);
+        visit(layerTensorName(i, "self_attn.v_proj.weight"), Shape{kvWidth, hidden}, layer.wv);
+        visit(layerTensorName(i, "self_attn.o_proj.weight"), Shape{hidden, qWidth}, layer.wo);
+        visit(layerTensorName(i, "post_attention_layernorm.weight"), Shape{hidden}, layer.ffn_norm);
+        visit(layerTensorName(i, "mlp.gate_proj.weight"), Shape{inter, hidden}, layer.w_gate);
+        visit(layerTensorName(i, "mlp.up_proj.weight"), Shape{inter, hidden}, layer.w_up);
+        visit(layerTensorName(i, "mlp.down_proj.weight"), Shape{hidden, inter}, layer.w_down);
+    }
+    visit("model.norm.weight", Shape{hidden}, weights.final_norm);
+    if (!config.tie_word_embeddings) visit("lm_head.weight", Shape{config.vocab_size, hidden}, weights.lm_head);
+}
+
+// npw models carry biases only on o_proj and down_proj (what FLAP's bias compensation adds).
+// transformers' attention_bias switches on biases for all of q, k, v, o and mlp_bias for all
+// of gate, up, down, so the writer stores zeros for the biases npw lacks (transformers would
+// otherwise initialise them at random) and the reader accepts those only when they are zero.
+struct ZeroBias {
+    const char* suffix;
+    int64_t width;
+};
+
+std::vector<ZeroBias> zeroAttentionBiases(const LlamaConfig& config, size_t layer) {
+    const int64_t qWidth = config.num_heads[layer] * config.head_dim;
+    const int64_t kvWidth = config.num_kv_heads[layer] * config.head_dim;
+    return {{"self_attn.q_proj.bias", qWidth}, {"self_attn.k_proj.bias", kvWidth}, {"self_attn.v_proj.bias", kvWidth}};
+}
+
+std::vector<ZeroBias> zeroMlpBiases(const LlamaConfig& config, size_t layer) {
+    const int64_t inter = config.intermediate_size[layer];
+    return {{"mlp.gate_proj.bias", inter}, {"mlp.up_proj.bias", inter}};
+}
+
+void checkFinite(const at::Tensor& tensor, const std::string& file, const std::string& name) {
+    if (at::isfinite(tensor).all().item<bool>()) return;
+    at::Tensor bad = at::logical_not(at::isfinite(tensor)).flatten();
+    throw Error("tensor '" + name + "' in '" + file + "' has " + std::to_string(bad.sum().item<int64_t>()) +
+                " NaN or infinite values (the first at flat index " +
+                std::to_string(bad.nonzero()[0][0].item<int64_t>()) + ")");
+}
+
+// The safetensors files of one HF directory, and which tensors have been consumed, so that
+// anything left over can be refused: a checkpoint npw does not fully understand is rejected
+// rather than run wrong.
+class HfTensorStore {
+public:
+    HfTensorStore(const fs::path& dir, std::string configPath) : configPath_(std::move(configPath)) {
+        const fs::path single = dir / "model.safetensors";
+        const fs::path index = dir / "model.safetensors.index.json";
+        if (fs::exists(single)) {  // transformers prefers it over an index too
+            auto file = SafeTensorsFile::open(single.string());
+            for (const std::string& name : file->names()) fileOf_[name] = file;
+            listing_ = single.string();
+        } else if (fs::exists(index)) {
+            openShards(dir, index.string());
+            listing_ = index.string();
+        } else {
+            throw Error("'" + dir.string() + "' has no model.safetensors or model.safetensors.index.json (npw reads "
+                        "Hugging Face weights in safetensors format only)");
+        }
+    }
+
+    bool has(const std::string& name) const { return fileOf_.count(name) != 0; }
+
+    // The tensor as float32, after checking dtype, shape and finiteness.
+    at::Tensor take(const std::string& name, const Shape& expected) {
+        auto it = fileOf_.find(name);
+        if (it == fileOf_.end())
+            throw Error("missing tensor '" + name + "' in '" + listing_ + "' (config '" + configPath_ +
+                        "' implies shape " + formatShape(expected) + ")");
+        const SafeTensorsFile& file = *it->second;
+        const TensorInfo& info = file.info(name);
+        if (info.dtype != "F32" && info.dtype != "F16" && info.dtype != "BF16")
+            throw Error("tensor '" + name + "' in '" + file.path() + "' has dtype " + info.dtype +
+                        "; npw loads F32, F16 or BF16 weights");
+        if (info.shape != expected)
+            throw Error("tensor '" + name + "' in '" + file.path() + "' has shape " + formatShape(info.shape) +
+                        " but config '" + configPath_ + "' implies " + formatShape(expected));
+        at::Tensor tensor = file.loadFloat(name);
+        checkFinite(tensor, file.path(), name);
+        taken_.insert(name);
+        return tensor;
+    }
+
+    at::Tensor takeIfPresent(const std::string& name, const Shape& expected) {
+        return has(name) ? take(name, expected) : at::Tensor();
+    }
+
+    void takeZeroBias(const std::string& name, const Shape& expected) {
+        at::Tensor bias = takeIfPresent(name, expected);
+        if (bias.defined() && at::count_nonzero(bias).item<int64_t>() != 0)
+            throw Error("tensor '" + name + "' in '" + fileOf_.at(name)->path() +
+                        "' is a non-zero bias, which is unsupported: npw models have biases only on o_proj and "
+                        "down_proj");
+    }
+
+    const std::string& fileOf(const std::string& name) const { return fileOf_.at(name)->path(); }
+
+    void rejectUntaken() const {
+        for (const auto& [name, file] : fileOf_) {
+            // Older transformers saved this RoPE buffer; it is recomputed from rope_theta.
+            if (taken_.count(name) || endsWith(name, ".self_attn.rotary_emb.inv_freq")) continue;
+            throw Error("unexpected tensor '" + name + "' in '" + file->path() + "': a LLaMA with config '" +
+                        configPath_ + "' has no such tensor (npw refuses a checkpoint it does not fully understand)");
+        }
+    }
+
+private:
+    static bool endsWith(const std::string& text, const std::string& suffix) {
+        return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+    }
+
+    // Opens each shard once; the index and the shards must agree tensor for tensor.
+    void openShards(const fs::path& dir, const std::string& indexPath) {
+        json index;
+        try {
+            index = json::parse(readTextFile(indexPath));
+        } catch (const json::parse_error& e) {
+            throw Error("index '" + indexPath + "' is not valid JSON (" + e.what() + ")");
+        }
+        if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object())
+            throw Error("index '" + indexPath + "' has no \"weight_map\" object");
+        std::map<std::string, std::shared_ptr<SafeTensorsFile>> shards;
+        for (const auto& entry : index["weight_map"].items()) {
+            const std::string& name = entry.key();
+            if (!entry.value().is_string())
+                throw Error("index '" + indexPath + "': the shard of tensor '" + name + "' must be a file name, got " +
+                            entry.value().dump());
+            const std::string shard = entry.value().get<std::string>();
+            // Shards live beside the index; a path could reach any file on the machine.
+            if (shard.empty() || shard == "." || shard == ".." || fs::path(shard).filename() != shard)
+                throw Error("index '" + indexPath + "': the shard '" + shard + "' of tensor '" + name +
+                            "' is not a plain file name in the same directory");
+            auto& file = shards[shard];
+            if (!file) file = SafeTensorsFile::open((dir / shard).string());
+            if (!file->has(name))
+                throw Error("index '" + indexPath + "' puts tensor '" + name + "' in '" + file->path() +
+                            "', which does not contain it");
+            fileOf_[name] = file;
+        }
+        for (const auto& [shard, file] : shards)
+            for (const std::string& name : file->names()) {
+                auto it = fileOf_.find(name);
+                if (it == fileOf_.end() || it->second != file)
+                    throw Error("tensor '" + name + "' in '" + file->path() + "' is not assigned to that file by index '" +
+                                indexPath + "'");
+            }
+    }
+
+    std::string configPath_;
+    std::string listing_;  // where the tensors are listed: model.safetensors or the index
+    std::map<std::string, std::shared_ptr<SafeTensorsFile>> fileOf_;
+    std::set<std::string> taken_;
+};
+
+// llama2.c and Meta's original checkpoints rotate adjacent pairs (2i, 2i+1) of each head;
+// Hugging Face LLaMA rotates (i, i + head_dim/2). Reordering each head's rows of wq and wk
+// (its even rows, then its odd rows) is the permute of transformers'
+// convert_llama_weights_to_hf.py: the rotated q and k come out permuted the same way within
+// each head, so every q·k, and so the model's output, is unchanged.
+at::Tensor adjacentPairRowsToHalfSplit(const at::Tensor& weight, int64_t heads, int64_t headDim) {
+    const int64_t columns = weight.size(1);
+    return weight.reshape({heads, headDim / 2, 2, columns}).transpose(1, 2).reshape({heads * headDim, columns});
+}
+
+LlamaWeights withHalfSplitRope(const LlamaConfig& config, LlamaWeights weights) {
+    if (config.rope_layout == RopeLayout::HalfSplit) return weights;
+    for (size_t i = 0; i < weights.layers.size(); ++i) {
+        LlamaLayerWeights& layer = weights.layers[i];
+        layer.wq = adjacentPairRowsToHalfSplit(layer.wq, config.num_heads[i], config.head_dim);
+        layer.wk = adjacentPairRowsToHalfSplit(layer.wk, config.num_kv_heads[i], config.head_dim);
+    }
+    return weights;
+}
+
+std::string hfConfigText(const LlamaConfig& config, bool attentionBias, bool mlpBias, const std::string& extraConfigJson,
+                         const std::string& dir) {
+    json merged = json::parse(hfLlamaConfigJson(config, attentionBias, mlpBias));
+    if (extraConfigJson.empty()) return merged.dump(2) + "\n";
+    json extras;
+    try {
+        extras = json::parse(extraConfigJson);
+    } catch (const json::parse_error& e) {
+        throw Error("extra config.json fields for '" + dir + "' are not valid JSON (" + e.what() + ")");
+    }
+    if (!extras.is_object()) throw Error("extra config.json fields for '" + dir + "' must be a JSON object, got " + extras.dump());
+    for (const auto& item : extras.items()) {
+        // An override of a model field would write a config that lies about the weights.
+        if (merged.contains(item.key()))
+            throw Error("extra config.json field '" + item.key() + "' for '" + dir +
+                        "' would override the model's own field");
+        merged[item.key()] = item.value();
+    }
+    return merged.dump(2) + "\n";
+}
+
+// Sizes come from an untrusted header: products are overflow-checked.
+int64_t checkedProduct(const Shape& factors, const std::string& path) {
+    int64_t product = 1;
+    for (int64_t factor : factors)
+        if (__builtin_mul_overflow(product, factor, &product))
+            throw Error("llama2.c checkpoint '" + path + "': the header's sizes overflow");
+    return product;
+}
+
+} // namespace
+
+LlamaCheckpoint loadLlamaCheckpoint(const std::string& model) {
+    const std::string path = resolveModelPath(model);
+    std::error_code ec;
+    const fs::file_status status = fs::status(path, ec);
+    if (fs::is_directory(status)) return loadHfLlamaDirectory(path);
+    if (fs::is_regular_file(status) && fs::path(path).extension() == ".bin") return loadLlama2cCheckpoint(path);
+    if (!fs::exists(status)) throw Error("model '" + model + "' not found: there is no file or directory '" + path + "'");
+    throw Error("model '" + model + "': '" + path +
+                "' is neither a directory with config.json and safetensors weights nor a llama2.c .bin checkpoint");
+}
+
+LlamaCheckpoint loadHfLlamaDirectory(const std::string& dir) {
+    const fs::path root(dir);
+    const std::string configPath = (root / "config.json").string();
+    if (!fs::is_regular_file(configPath))
+        throw Error("'" + dir + "' is not a Hugging Face model directory: it has no config.json");
+
+    LlamaCheckpoint checkpoint;
+    checkpoint.source = dir;
+    checkpoint.config = readHfLlamaConfig(configPath);
+    const LlamaConfig& config = checkpoint.config;
+    config.validate(configPath);
+
+    HfTensorStore store(root, configPath);
+    LlamaWeights& weights = checkpoint.weights;
+    weights.layers.resize(static_cast<size_t>(config.num_layers));
+    forEachRequiredHfTensor(config, weights, [&](const std::string& name, const Shape& shape, at::Tensor& target) {
+        target = store.take(name, shape);
+    });
+    if (config.tie_word_embeddings) {
+        // Some tied checkpoints store the classifier anyway; it must then be the embedding.
+        const std::string headName = "lm_head.weight";
+        at::Tensor head = store.takeIfPresent(headName, Shape{config.vocab_size, config.hidden_size});
+        if (head.defined() && !at::equal(head, weights.embed))
+            throw Error("tensor '" + headName + "' in '" + store.fileOf(headName) + "' differs from the embedding, but config '" +
+                        configPath + "' says tie_word_embeddings");
+        weights.lm_head = weights.embed;
+    }
+    for (size_t i = 0; i < weights.layers.size(); ++i) {
+        const auto layer = static_cast<int64_t>(i);
+        const Shape hiddenShape{config.hidden_size};
+        weights.layers[i].wo_bias = store.takeIfPresent(layerTensorName(layer, "self_attn.o_proj.bias"), hiddenShape);
+        weights.layers[i].w_down_bias = store.takeIfPresent(layerTensorName(layer, "mlp.down_proj.bias"), hiddenShape);
+        for (const auto& biases : {zeroAttentionBiases(config, i), zeroMlpBiases(config, i)})
+            for (const ZeroBias& bias : biases) store.takeZeroBias(layerTensorName(layer, bias.suffix), Shape{bias.width});
+    }
+    store.rejectUntaken();
+
+    const fs::path tokenizer = root / "tokenizer.json";
+    if (fs::is_regular_file(tokenizer)) checkpoint.tokenizerPath = tokenizer.string();
+    return checkpoint;
+}
+
+LlamaCheckpoint loadLlama2cCheckpoint(const std::string& binPath) {
+    auto fail = [&](const std::string& problem) { throw Error("llama2.c checkpoint '" + binPath + "': " + problem); };
+    std::ifstream in(binPath, std::ios::binary);
+    if (!in) fail(std::string("cannot open: ") + std::strerror(errno));
+    std::error_code ec;
+    const uint64_t fileBytes = fs::file_size(binPath, ec);
+    if (ec) fail("cannot read its size: " + ec.message());
+    constexpr uint64_t kHeaderBytes = 7 * sizeof(int32_t);
+    if (fileBytes < kHeaderBytes)
+        fail("the file has " + std::to_string(fileBytes) + " bytes, fewer than the " + std::to_string(kHeaderBytes) +
+             " of the header");
+    int32_t header[7];
+    in.read(reinterpret_cast<char*>(header), sizeof(header));
+    if (header[0] == 0x616b3432)
+        fail("this is a versioned llama2.c export (magic \"ak42\"); npw reads the legacy format that run.c reads");
+    if (header[0] == 0x04034b50) fail("this is a zip (PyTorch) file, not a llama2.c checkpoint");
+
+    const int64_t dim = header[0], hidden = header[1], numLayers = header[2], heads = header[3], kvHeads = header[4];
+    const int64_t signedVocab = header[5], seqLen = header[6];
+    const std::string sizes = "dim=" + std::to_string(dim) + ", hidden_dim=" + std::to_string(hidden) +
+                              ", n_layers=" + std::to_string(numLayers) + ", n_heads=" + std::to_string(heads) +
+                              ", n_kv_heads=" + std::to_string(kvHeads) + ", vocab_size=" + std::to_string(signedVocab) +
+                              ", seq_len=" + std::to_string(seqLen);
+    if (dim <= 0 || hidden <= 0 || numLayers <= 0 || heads <= 0 || kvHeads <= 0 || seqLen <= 0 || signedVocab == 0 ||
+        heads % kvHeads != 0 || dim % heads != 0 || (dim / heads) % 2 != 0)
+        fail("the header (" + sizes + ") does not describe a LLaMA model");
+
+    // A positive vocab_size means the classifier is the embedding; a negative one that wcls follows.
+    const bool tied = signedVocab > 0;
+    const int64_t vocab = tied ? signedVocab : -signedVocab;
+    const int64_t headDim = dim / heads, kvDim = kvHeads * headDim;
+
+    // The blocks in file order. Each is [n_layers, ...] for the per-layer tensors.
+    struct Block {
+        const char* name;
+        Shape shape;
+    };
+    std::vector<Block> blocks = {
+        {"token_embedding_table", {vocab, dim}}, {"rms_att_weight", {numLayers, dim}},
+        {"wq", {numLayers, dim, dim}},           {"wk", {numLayers, kvDim, dim}},
+        {"wv", {numLayers, kvDim, dim}},         {"wo", {numLayers, dim, dim}},
+        {"rms_ffn_weight", {numLayers, dim}},    {"w1", {numLayers, hidden, dim}},
+        {"w2", {numLayers, dim, hidden}},        {"w3", {numLayers, hidden, dim}},
+        {"rms_final_weight", {dim}},             {"freq_cis_real", {seqLen, headDim / 2}},
+        {"freq_cis_imag", {seqLen, headDim / 2}},
+    };
+    if (!tied) blocks.push_back({"wcls", {vocab, dim}});
+    int64_t totalFloats = 0;
+    for (const Block& block : blocks)
+        if (__builtin_add_overflow(totalFloats, checkedProduct(block.shape, binPath), &totalFloats))
+            fail("the header's sizes overflow");
+    const uint64_t expectedBytes = kHeaderBytes + static_cast<uint64_t>(checkedProduct({totalFloats, 4}, binPath));
+    if (fileBytes != expectedBytes)
+        fail("the header (" + sizes + ") implies " + std::to_string(expectedBytes) + " bytes but the file has " +
+             std::to_string(fileBytes) + (fileBytes < expectedBytes ? " (truncated)" : " (trailing data)"));
+
+    // Only now, with the sizes confirmed by the file, are per-layer lists allocated.
+    LlamaCheckpoint checkpoint;
+    checkpoint.source = binPath;
+    LlamaConfig& config = checkpoint.config;
+    config.vocab_size = vocab;
+    config.hidden_size = dim;
+    config.num_layers = numLayers;
+    config.head_dim = headDim;
+    config.num_heads.assign(static_cast<size_t>(numLayers), heads);
+    config.num_kv_heads.assign(static_cast<size_t>(numLayers), kvHeads);
+    config.intermediate_size.assign(static_cast<size_t>(numLayers), hidden);
+    config.max_position_embeddings = seqLen;
+    config.rope_theta = 10000.0;
+    config.rms_norm_eps = 1e-5;
+    config.tie_word_embeddings = tied;
+    config.rope_layout = RopeLayout::AdjacentPairs;
+    config.bos_token_id = 1;
+    config.eos_token_id = 2;
+
+    at::Tensor floats = at::empty({totalFloats}, at::kFloat);
+    in.read(reinterpret_cast<char*>(floats.data_ptr<float>()), static_cast<std::streamsize>(totalFloats * 4));
+    if (!in) fail("reading the weights failed");
+
+    std::map<std::string, at::Tensor> byName;
+    int64_t offset = 0;
+    for (const Block& block : blocks) {
+        const int64_t count = checkedProduct(block.shape, binPath);
+        byName[block.name] = floats.narrow(0, offset, count).view(block.shape);
+        checkFinite(byName[block.name], binPath, block.name);
+        offset += count;
+    }
+
+    // Per-layer tensors are copied out of the blocks so that no tensor pins the whole file.
+    LlamaWeights& weights = checkpoint.weights;
+    weights.embed = byName["token_embedding_table"].clone();
+    weights.final_norm = byName["rms_final_weight"].clone();
+    weights.lm_head = tied ? weights.embed : byName["wcls"].clone();
+    weights.layers.resize(static_cast<size_t>(numLayers));
+    for (int64_t i = 0; i < numLayers; ++i) {
+        LlamaLayerWeights& layer = weights.layers[static_cast<size_t>(i)];
+        // llama2.c stores matrices as [out, in] like nn.Linear; w1 is the gate, w3 the up, w2 the down projection.
+        layer.attn_norm = byName["rms_att_weight"][i].clone();
+        layer.wq = byName["wq"][i].clone();
+        layer.wk = byName["wk"][i].clone();
+        layer.wv = byName["wv"][i].clone();
+        layer.wo = byName["wo"][i].clone();
+        layer.ffn_norm = byName["rms_ffn_weight"][i].clone();
+        layer.w_gate = byName["w1"][i].clone();
+        layer.w_down = byName["w2"][i].clone();
+        layer.w_up = byName["w3"][i].clone();
+    }
+    return checkpoint;
+}
+
+void saveHfLlamaDirectory(const LlamaCheckpoint& checkpoint, const std::string& dir, const std::string& extraConfigJson) {
+    if (!checkpoint.source.empty()) ensureNotOverwritingSource(checkpoint.source, dir);
+    const LlamaConfig& config = checkpoint.config;
+    config.validate(checkpoint.source.empty() ? dir : checkpoint.source);
+    const LlamaWeights& weights = checkpoint.weights;
+    auto fail = [&](const std::string& problem) { throw Error("cannot save the model to '" + dir + "': " + problem); };
+    if (static_cast<int64_t>(weights.layers.size()) != config.num_layers)
+        fail("the weights have " + std::to_string(weights.layers.size()) + " layers but the config says " +
+             std::to_string(config.num_layers));
+    forEachRequiredHfTensor(config, weights, [&](const std::string& name, const Shape& shape, const at::Tensor& tensor) {
+        if (!tensor.defined()) fail("tensor '" + name + "' is missing");
+        if (tensor.sizes() != at::IntArrayRef(shape))
+            fail("tensor '" + name + "' has shape " + formatShape(tensor.sizes()) + " but the config implies " +
+                 formatShape(shape));
+    });
+    if (config.tie_word_embeddings && weights.lm_head.defined() && !weights.lm_head.is_same(weights.embed) &&
+        !at::equal(weights.lm_head.cpu(), weights.embed.cpu()))
+        fail("the config says tie_word_embeddings but lm_head differs from the embedding");
+
+    bool attentionBias = false, mlpBias = false;
+    for (const LlamaLayerWeights& layer : weights.layers) {
+        attentionBias |= layer.wo_bias.defined();
+        mlpBias |= layer.w_down_bias.defined();
+    }
+    const std::string configText = hfConfigText(config, attentionBias, mlpBias, extraConfigJson, dir);
+
+    std::vector<std::pair<std::string, at::Tensor>> tensors;
+    const LlamaWeights hfWeights = withHalfSplitRope(config, weights);
+    forEachRequiredHfTensor(config, hfWeights, [&](const std::string& name, const Shape&, const at::Tensor& tensor) {
+        tensors.emplace_back(name, tensor.to(at::kCPU, at::kFloat));
+    });
+    for (size_t i = 0; i < hfWeights.layers.size(); ++i) {
+        const LlamaLayerWeights& layer = hfWeights.layers[i];
+        const auto index = static_cast<int64_t>(i);
+        auto addBias = [&](const char* suffix, const at::Tensor& bias, int64_t width) {
+            if (bias.defined() && bias.sizes() != at::IntArrayRef(Shape{width}))
+                fail("tensor '" + layerTensorName(index, suffix) + "' has shape " + formatShape(bias.sizes()) +
+                     " but the config implies [" + std::to_string(width) + "]");
+            tensors.emplace_back(layerTensorName(index, suffix),
+                                 bias.defined() ? bias.to(at::kCPU, at::kFloat) : at::zeros({width}, at::kFloat));
+        };
+        if (attentionBias) {
+            addBias("self_attn.o_proj.bias", layer.wo_bias, config.hidden_size);
+            for (const ZeroBias& bias : zeroAttentionBiases(config, i)) addBias(bias.suffix, at::Tensor(), bias.width);
+        }
+        if (mlpBias) {
+            addBias("mlp.down_proj.bias", layer.w_down_bias, config.hidden_size);
+            for (const ZeroBias& bias : zeroMlpBiases(config, i)) addBias(bias.suffix, at::Tensor(), bias.width);
+        }
+    }
+
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) fail("cannot create the directory: " + ec.message());
+    const fs::path root(dir);
+    // transformers refuses safetensors files without format metadata.
+    writeSafeTensors((root / "model.safetensors").string(), tensors, {{"format", "pt"}});
+    if (!checkpoint.tokenizerPath.empty())
+        writeTextAtomically((root / "tokenizer.json").string(), readTextFile(checkpoint.tokenizerPath));
+    // Last, so that a directory with a config.json has its weights.
+    writeTextAtomically((root / "config.json").string(), configText);
+}
+
+} // namespace npw

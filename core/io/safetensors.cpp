@@ -1,0 +1,375 @@
+#include "core/io/safetensors.h"
+
+#include "core/io/shape_text.h"
+#include "core/util/atomic_file.h"
+#include "core/util/error.h"
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <limits>
+#include <set>
+#include <string_view>
+#include <tuple>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+// The format is little-endian and tensors are copied byte for byte.
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "npw reads safetensors on little-endian hosts only");
+
+namespace npw {
+
+using nlohmann::json;
+
+namespace {
+
+// The reference implementation's limit: a bigger header is treated as an attack, not a model.
+constexpr uint64_t kMaxHeaderBytes = 100'000'000;
+constexpr const char* kMetadataKey = "__metadata__";
+
+struct DtypeSpec {
+    const char* name;
+    uint64_t bytes;
+    c10::ScalarType torchType;  // Undefined where LibTorch 1.13 has no such type
+};
+
+const DtypeSpec kDtypes[] = {
+    {"BOOL", 1, at::kBool},     {"U8", 1, at::kByte},        {"I8", 1, at::kChar},
+    {"F8_E5M2", 1, at::ScalarType::Undefined}, {"F8_E4M3", 1, at::ScalarType::Undefined},
+    {"I16", 2, at::kShort},     {"U16", 2, at::ScalarType::Undefined},
+    {"F16", 2, at::kHalf},      {"BF16", 2, at::kBFloat16},
+    {"I32", 4, at::kInt},       {"U32", 4, at::ScalarType::Undefined}, {"F32", 4, at::kFloat},
+    {"F64", 8, at::kDouble},    {"I64", 8, at::kLong},       {"U64", 8, at::ScalarType::Undefined},
+};
+
+const DtypeSpec* findDtype(const std::string& name) {
+    for (const DtypeSpec& spec : kDtypes)
+        if (name == spec.name) return &spec;
+    return nullptr;
+}
+
+const DtypeSpec* findDtype(c10::ScalarType type) {
+    for (const DtypeSpec& spec : kDtypes)
+        if (spec.torchType == type) return &spec;
+    return nullptr;
+}
+
+std::string knownDtypeList() {
+    std::string list;
+    for (const DtypeSpec& spec : kDtypes) list += (list.empty() ? "" : ", ") + std::string(spec.name);
+    return list;
+}
+
+[[noreturn]] void fail(const std::string& path, const std::string& problem) {
+    throw Error("safetensors file '" + path + "': " + problem);
+}
+
+// Strict UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF. Returns the offset
+// of the first bad byte, or npos.
+size_t firstInvalidUtf8(std::string_view text) {
+    size_t i = 0;
+    while (i < text.size()) {
+        const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
+        unsigned char lead = byte(i);
+        size_t length;
+        uint32_t lowestSecond = 0x80, highestSecond = 0xBF;
+        if (lead < 0x80) { ++i; continue; }
+        if (lead >= 0xC2 && lead <= 0xDF) length = 2;
+        else if (lead >= 0xE0 && lead <= 0xEF) {
+            length = 3;
+            if (lead == 0xE0) lowestSecond = 0xA0;   // overlong
+            if (lead == 0xED) highestSecond = 0x9F;  // surrogates
+        } else if (lead >= 0xF0 && lead <= 0xF4) {
+            length = 4;
+            if (lead == 0xF0) lowestSecond = 0x90;   // overlong
+            if (lead == 0xF4) highestSecond = 0x8F;  // above U+10FFFF
+        } else {
+            return i;
+        }
+        if (i + length > text.size()) return i;
+        if (byte(i + 1) < lowestSecond || byte(i + 1) > highestSecond) return i;
+        for (size_t k = 2; k < length; ++k)
+            if (byte(i + k) < 0x80 || byte(i + k) > 0xBF) return i;
+        i += length;
+    }
+    return std::string_view::npos;
+}
+
+// nlohmann::json keeps the last of duplicate keys without a word; the spec forbids
+// duplicates and parser differentials on them were a security-audit finding, so a parser
+// callback watches every object's keys and refuses the second occurrence.
+json parseHeaderRejectingDuplicates(const std::string& path, std::string_view header) {
+    struct OpenObject {
+        std::set<std::string> keys;
+        std::string lastKey;
+    };
+    std::vector<OpenObject> openObjects;
+    auto watchKeys = [&](int, json::parse_event_t event, json& parsed) {
+        if (event == json::parse_event_t::object_start) {
+            openObjects.emplace_back();
+        } else if (event == json::parse_event_t::object_end) {
+            openObjects.pop_back();
+        } else if (event == json::parse_event_t::key) {
+            const std::string key = parsed.get<std::string>();
+            OpenObject& object = openObjects.back();
+            if (!object.keys.insert(key).second) {
+                if (openObjects.size() == 1) fail(path, "duplicate tensor name '" + key + "' in the header");
+                fail(path, "duplicate key '" + key + "' inside the header entry '" + openObjects.front().lastKey + "'");
+            }
+            object.lastKey = key;
+        }
+        return true;
+    };
+    try {
+        return json::parse(header.begin(), header.end(), watchKeys);
+    } catch (const json::parse_error& e) {
+        fail(path, "the header is not valid JSON (" + std::string(e.what()) + ")");
+    }
+}
+
+uint64_t readUnsigned(const std::string& path, const std::string& tensor, const char* field, const json& value) {
+    if (!value.is_number_unsigned())
+        fail(path, "tensor '" + tensor + "': every element of '" + field +
+                       "' must be a non-negative integer, got " + value.dump());
+    return value.get<uint64_t>();
+}
+
+TensorInfo parseTensorEntry(const std::string& path, const std::string& name, const json& entry) {
+    if (!entry.is_object())
+        fail(path, "tensor '" + name + "': the header entry must be an object with dtype, shape and data_offsets, got " +
+                       entry.dump());
+    for (const auto& field : entry.items())
+        if (field.key() != "dtype" && field.key() != "shape" && field.key() != "data_offsets")
+            fail(path, "tensor '" + name + "': unknown field '" + field.key() +
+                           "' (expected only dtype, shape and data_offsets)");
+    for (const char* field : {"dtype", "shape", "data_offsets"})
+        if (!entry.contains(field)) fail(path, "tensor '" + name + "': the header entry has no '" + field + "'");
+
+    TensorInfo info;
+    const json& dtype = entry["dtype"];
+    if (!dtype.is_string()) fail(path, "tensor '" + name + "': dtype must be a string, got " + dtype.dump());
+    info.dtype = dtype.get<std::string>();
+    const DtypeSpec* spec = findDtype(info.dtype);
+    if (!spec) fail(path, "tensor '" + name + "': unknown dtype '" + info.dtype + "' (known: " + knownDtypeList() + ")");
+
+    const json& shape = entry["shape"];
+    if (!shape.is_array()) fail(path, "tensor '" + name + "': shape must be a list of integers, got " + shape.dump());
+    uint64_t numel = 1;
+    bool overflow = false;
+    for (const json& dim : shape) {
+        uint64_t size = readUnsigned(path, name, "shape", dim);
+        if (size > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+            fail(path, "tensor '" + name + "': dimension " + std::to_string(size) + " is too large");
+        info.shape.push_back(static_cast<int64_t>(size));
+        overflow |= __builtin_mul_overflow(numel, size, &numel);
+    }
+    uint64_t expectedBytes = 0;
+    overflow |= __builtin_mul_overflow(numel, spec->bytes, &expectedBytes);
+    if (overflow)
+        fail(path, "tensor '" + name + "': shape " + formatShape(info.shape) + " of " + info.dtype +
+                       " overflows 64 bits of bytes");
+
+    const json& offsets = entry["data_offsets"];
+    if (!offsets.is_array() || offsets.size() != 2)
+        fail(path, "tensor '" + name + "': data_offsets must be [begin, end], got " + offsets.dump());
+    info.begin = readUnsigned(path, name, "data_offsets", offsets[0]);
+    info.end = readUnsigned(path, name, "data_offsets", offsets[1]);
+    if (info.end < info.begin)
+        fail(path, "tensor '" + name + "': data_offsets end " + std::to_string(info.end) + " is before begin " +
+                       std::to_string(info.begin));
+    if (info.end - info.begin != expectedBytes)
+        fail(path, "tensor '" + name + "': shape " + formatShape(info.shape) + " of " + info.dtype + " needs " +
+                       std::to_string(expectedBytes) + " bytes, but data_offsets [" + std::to_string(info.begin) +
+                       ", " + std::to_string(info.end) + "] hold " + std::to_string(info.end - info.begin));
+    return info;
+}
+
+std::map<std::string, std::string> parseMetadata(const std::string& path, const json& metadata) {
+    if (!metadata.is_object())
+        fail(path, "__metadata__ must be an object of strings, got " + metadata.dump());
+    std::map<std::string, std::string> result;
+    for (const auto& item : metadata.items()) {
+        if (!item.value().is_string())
+            fail(path, "__metadata__ entry '" + item.key() + "' must be a string, got " + item.value().dump());
+        result[item.key()] = item.value().get<std::string>();
+    }
+    return result;
+}
+
+// The tensors must tile the byte buffer exactly: sorted by offset, the first begins at 0,
+// each begins where the previous ends, and the last ends at the end of the file. Trailing
+// bytes are refused too: they are how polyglot files hide a second payload.
+void checkDataLayout(const std::string& path, const std::map<std::string, TensorInfo>& tensors, uint64_t bufferBytes) {
+    std::vector<std::tuple<uint64_t, uint64_t, std::string>> byOffset;
+    for (const auto& [name, info] : tensors) byOffset.emplace_back(info.begin, info.end, name);
+    std::sort(byOffset.begin(), byOffset.end());
+
+    uint64_t expectedBegin = 0;
+    std::string previous;
+    for (const auto& [begin, end, name] : byOffset) {
+        if (begin != expectedBegin) {
+            std::string problem = begin > expectedBegin ? "a gap" : "an overlap";
+            std::string where = previous.empty() ? "the first tensor must begin at byte 0"
+                                                 : "it must begin at byte " + std::to_string(expectedBegin) +
+                                                       ", where tensor '" + previous + "' ends";
+            fail(path, "tensor '" + name + "' begins at data byte " + std::to_string(begin) + " but " + where + " (" +
+                           problem + " in the data)");
+        }
+        if (end > bufferBytes)
+            fail(path, "tensor '" + name + "' ends at data byte " + std::to_string(end) + " but the file holds only " +
+                           std::to_string(bufferBytes) + " data bytes after the header (truncated file?)");
+        expectedBegin = end;
+        previous = name;
+    }
+    if (expectedBegin != bufferBytes)
+        fail(path, std::to_string(bufferBytes - expectedBegin) + " trailing bytes after the last tensor (data ends at " +
+                       std::to_string(expectedBegin) + ", the file has " + std::to_string(bufferBytes) +
+                       " data bytes)");
+}
+
+} // namespace
+
+std::shared_ptr<SafeTensorsFile> SafeTensorsFile::open(const std::string& path) {
+    std::shared_ptr<SafeTensorsFile> file(new SafeTensorsFile());
+    file->path_ = path;
+
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) fail(path, std::string("cannot open: ") + std::strerror(errno));
+    struct stat status {};
+    if (::fstat(fd, &status) != 0 || !S_ISREG(status.st_mode)) {
+        ::close(fd);
+        fail(path, "not a regular file");
+    }
+    const uint64_t fileBytes = static_cast<uint64_t>(status.st_size);
+    if (fileBytes < 8) {
+        ::close(fd);
+        fail(path, "the file has " + std::to_string(fileBytes) + " bytes, fewer than the 8 of the header length");
+    }
+    void* mapping = ::mmap(nullptr, fileBytes, PROT_READ, MAP_PRIVATE, fd, 0);
+    int mapErrno = errno;
+    ::close(fd);
+    if (mapping == MAP_FAILED) fail(path, std::string("cannot map: ") + std::strerror(mapErrno));
+    file->mapping_ = mapping;  // from here on the destructor unmaps, also when a check throws
+    file->mappingSize_ = fileBytes;
+    const auto* bytes = static_cast<const uint8_t*>(mapping);
+
+    uint64_t headerBytes = 0;
+    std::memcpy(&headerBytes, bytes, 8);
+    if (headerBytes > kMaxHeaderBytes)
+        fail(path, "header length " + std::to_string(headerBytes) + " exceeds the limit of " +
+                       std::to_string(kMaxHeaderBytes) + " bytes");
+    if (8 + headerBytes > fileBytes)
+        fail(path, "header of " + std::to_string(headerBytes) + " bytes extends past the end of the file (" +
+                       std::to_string(fileBytes) + " bytes)");
+
+    std::string_view header(reinterpret_cast<const char*>(bytes + 8), headerBytes);
+    size_t badByte = firstInvalidUtf8(header);
+    if (badByte != std::string_view::npos)
+        fail(path, "the header is not valid UTF-8 (bad byte at header offset " + std::to_string(badByte) + ")");
+    json parsed = parseHeaderRejectingDuplicates(path, header);
+    if (!parsed.is_object()) fail(path, "the header is not a JSON object (it is " + std::string(parsed.type_name()) + ")");
+
+    for (const auto& item : parsed.items()) {
+        if (item.key() == kMetadataKey) file->metadata_ = parseMetadata(path, item.value());
+        else file->tensors_[item.key()] = parseTensorEntry(path, item.key(), item.value());
+    }
+    checkDataLayout(path, file->tensors_, fileBytes - 8 - headerBytes);
+    file->data_ = bytes + 8 + headerBytes;
+    return file;
+}
+
+SafeTensorsFile::~SafeTensorsFile() {
+    if (mapping_) ::munmap(mapping_, mappingSize_);
+}
+
+std::vector<std::string> SafeTensorsFile::names() const {
+    std::vector<std::string> result;
+    for (const auto& entry : tensors_) result.push_back(entry.first);
+    return result;
+}
+
+const TensorInfo& SafeTensorsFile::info(const std::string& name) const {
+    auto it = tensors_.find(name);
+    if (it == tensors_.end()) fail(path_, "no tensor named '" + name + "'");
+    return it->second;
+}
+
+at::Tensor SafeTensorsFile::load(const std::string& name) const {
+    const TensorInfo& tensorInfo = info(name);
+    const DtypeSpec* spec = findDtype(tensorInfo.dtype);
+    if (spec->torchType == at::ScalarType::Undefined)
+        fail(path_, "tensor '" + name + "' has dtype " + tensorInfo.dtype + ", which LibTorch 1.13 cannot hold");
+    // A copy rather than a view of the mapping: the data may be unaligned, and the tensor
+    // must outlive this file.
+    at::Tensor tensor = at::empty(tensorInfo.shape, at::TensorOptions().dtype(spec->torchType));
+    if (tensorInfo.end > tensorInfo.begin)
+        std::memcpy(tensor.data_ptr(), data_ + tensorInfo.begin, tensorInfo.end - tensorInfo.begin);
+    return tensor;
+}
+
+at::Tensor SafeTensorsFile::loadFloat(const std::string& name) const {
+    const std::string& dtype = info(name).dtype;
+    if (dtype != "F32" && dtype != "F16" && dtype != "BF16" && dtype != "F64")
+        fail(path_, "tensor '" + name + "' has dtype " + dtype + "; a floating-point tensor (F32, F16, BF16, F64) was expected");
+    return load(name).to(at::kFloat);
+}
+
+void writeSafeTensors(const std::string& path, const std::vector<std::pair<std::string, at::Tensor>>& tensors,
+                      const std::map<std::string, std::string>& metadata) {
+    struct PendingTensor {
+        std::string name;
+        const DtypeSpec* dtype;
+        at::Tensor data;  // contiguous, on the CPU
+    };
+    std::vector<PendingTensor> pending;
+    std::set<std::string> seen;
+    for (const auto& [name, tensor] : tensors) {
+        if (name == kMetadataKey) fail(path, "cannot write a tensor named '__metadata__' (the name is reserved)");
+        if (!seen.insert(name).second) fail(path, "cannot write two tensors named '" + name + "'");
+        if (!tensor.defined()) fail(path, "cannot write tensor '" + name + "': it is undefined");
+        const DtypeSpec* dtype = findDtype(tensor.scalar_type());
+        if (!dtype) fail(path, "cannot write tensor '" + name + "': dtype " + std::string(c10::toString(tensor.scalar_type())) + " has no safetensors equivalent");
+        pending.push_back({name, dtype, tensor.detach().cpu().contiguous()});
+    }
+    // Ordered like the reference writer's "dtype descending, then name": largest elements
+    // first, so with the header padded to 8 bytes every tensor is aligned to its element size.
+    std::sort(pending.begin(), pending.end(), [](const PendingTensor& a, const PendingTensor& b) {
+        if (a.dtype->bytes != b.dtype->bytes) return a.dtype->bytes > b.dtype->bytes;
+        return a.name < b.name;
+    });
+
+    json header = json::object();
+    uint64_t offset = 0;
+    for (const PendingTensor& tensor : pending) {
+        uint64_t bytes = static_cast<uint64_t>(tensor.data.numel()) * tensor.dtype->bytes;
+        header[tensor.name] = {{"dtype", tensor.dtype->name},
+                               {"shape", tensor.data.sizes().vec()},
+                               {"data_offsets", {offset, offset + bytes}}};
+        offset += bytes;
+    }
+    if (!metadata.empty()) header[kMetadataKey] = metadata;
+    std::string headerText;
+    try {
+        headerText = header.dump();
+    } catch (const json::type_error& e) {
+        fail(path, "a tensor name or metadata string is not valid UTF-8 (" + std::string(e.what()) + ")");
+    }
+    headerText.append((8 - headerText.size() % 8) % 8, ' ');
+
+    writeFileAtomically(path, [&](std::ostream& out) {
+        uint64_t headerBytes = headerText.size();
+        out.write(reinterpret_cast<const char*>(&headerBytes), 8);
+        out.write(headerText.data(), static_cast<std::streamsize>(headerText.size()));
+        for (const PendingTensor& tensor : pending)
+            out.write(static_cast<const char*>(tensor.data.data_ptr()),
+                      static_cast<std::streamsize>(tensor.data.numel() * tensor.dtype->bytes));
+    });
+}
+
+} // namespace npw

@@ -1,0 +1,223 @@
+#include "core/models/llama_config.h"
+
+#include "core/util/atomic_file.h"
+#include "core/util/error.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+
+namespace npw {
+
+using nlohmann::json;
+
+namespace {
+
+[[noreturn]] void failConfig(const std::string& path, const std::string& problem) {
+    throw Error("config '" + path + "': " + problem);
+}
+
+// A key counts as given when it is present and not null (transformers writes nulls for
+// unset optional fields).
+bool given(const json& config, const char* key) { return config.contains(key) && !config[key].is_null(); }
+
+int64_t readInteger(const std::string& path, const json& config, const char* key) {
+    if (!given(config, key)) failConfig(path, std::string("'") + key + "' is missing");
+    const json& value = config[key];
+    if (!value.is_number_integer()) failConfig(path, std::string("'") + key + "' must be an integer, got " + value.dump());
+    return value.get<int64_t>();
+}
+
+int64_t readInteger(const std::string& path, const json& config, const char* key, int64_t fallback) {
+    return given(config, key) ? readInteger(path, config, key) : fallback;
+}
+
+double readNumber(const std::string& path, const json& config, const char* key, double fallback) {
+    if (!given(config, key)) return fallback;
+    const json& value = config[key];
+    if (!value.is_number()) failConfig(path, std::string("'") + key + "' must be a number, got " + value.dump());
+    return value.get<double>();
+}
+
+bool readBool(const std::string& path, const json& config, const char* key, bool fallback) {
+    if (!given(config, key)) return fallback;
+    const json& value = config[key];
+    if (!value.is_boolean()) failConfig(path, std::string("'") + key + "' must be true or false, got " + value.dump());
+    return value.get<bool>();
+}
+
+// Pruned models have per-layer sizes; unpruned ones a scalar that holds for every layer.
+std::vector<int64_t> readPerLayer(const std::string& path, const json& config, const char* key, int64_t numLayers) {
+    if (!given(config, key)) failConfig(path, std::string("'") + key + "' is missing");
+    const json& value = config[key];
+    if (value.is_number_integer()) return std::vector<int64_t>(static_cast<size_t>(numLayers), value.get<int64_t>());
+    std::string expected = std::string("'") + key + "' must be an integer or a list of " + std::to_string(numLayers) +
+                           " integers (one per layer)";
+    if (!value.is_array() || static_cast<int64_t>(value.size()) != numLayers)
+        failConfig(path, expected + ", got " + value.dump());
+    std::vector<int64_t> perLayer;
+    for (const json& item : value) {
+        if (!item.is_number_integer()) failConfig(path, expected + ", got " + value.dump());
+        perLayer.push_back(item.get<int64_t>());
+    }
+    return perLayer;
+}
+
+// Llama 3.1 lists several end-of-sequence ids; npw stops at the first.
+int64_t readTokenId(const std::string& path, const json& config, const char* key, int64_t fallback) {
+    if (given(config, key) && config[key].is_array()) {
+        const json& ids = config[key];
+        if (ids.empty() || !ids[0].is_number_integer())
+            failConfig(path, std::string("'") + key + "' must be an integer or a non-empty list of integers, got " + ids.dump());
+        return ids[0].get<int64_t>();
+    }
+    return readInteger(path, config, key, fallback);
+}
+
+void rejectUnsupported(const std::string& path, const json& config) {
+    if (given(config, "model_type") && config["model_type"] != "llama")
+        failConfig(path, "model_type " + config["model_type"].dump() + " is unsupported (npw reads \"llama\" models)");
+    if (given(config, "rope_scaling"))
+        failConfig(path, "rope_scaling " + config["rope_scaling"].dump() +
+                             " is unsupported (npw implements plain RoPE; a scaled model would run wrong)");
+    if (given(config, "hidden_act") && config["hidden_act"] != "silu")
+        failConfig(path, "hidden_act " + config["hidden_act"].dump() + " is unsupported (LLaMA uses \"silu\")");
+    readBool(path, config, "attention_bias", false);  // type-checked only: the tensors decide which biases exist
+    readBool(path, config, "mlp_bias", false);
+}
+
+} // namespace
+
+bool LlamaConfig::isUniform() const {
+    auto allEqual = [](const std::vector<int64_t>& sizes) {
+        return std::all_of(sizes.begin(), sizes.end(), [&](int64_t size) { return size == sizes.front(); });
+    };
+    return allEqual(num_heads) && allEqual(num_kv_heads) && allEqual(intermediate_size);
+}
+
+int64_t LlamaConfig::parameterCount(bool withAttnBias, bool withMlpBias) const {
+    int64_t count = vocab_size * hidden_size * (tie_word_embeddings ? 1 : 2) + hidden_size;
+    for (int64_t layer = 0; layer < num_layers; ++layer) {
+        const auto i = static_cast<size_t>(layer);
+        int64_t qWidth = num_heads[i] * head_dim, kvWidth = num_kv_heads[i] * head_dim;
+        count += 2 * hidden_size;                                      // the two RMSNorms
+        count += 2 * hidden_size * qWidth + 2 * hidden_size * kvWidth;  // q, o; k, v
+        count += 3 * hidden_size * intermediate_size[i];               // gate, up, down
+        if (withAttnBias) count += hidden_size;                        // o_proj bias
+        if (withMlpBias) count += hidden_size;                         // down_proj bias
+    }
+    return count;
+}
+
+void LlamaConfig::validate(const std::string& source) const {
+    auto fail = [&](const std::string& problem) { throw Error("model config of '" + source + "': " + problem); };
+    if (vocab_size <= 0) fail("vocab_size must be positive, got " + std::to_string(vocab_size));
+    if (hidden_size <= 0) fail("hidden_size must be positive, got " + std::to_string(hidden_size));
+    if (num_layers <= 0) fail("num_layers must be positive, got " + std::to_string(num_layers));
+    if (head_dim <= 0 || head_dim % 2 != 0)
+        fail("head_dim must be positive and even (RoPE rotates pairs), got " + std::to_string(head_dim));
+    if (max_position_embeddings <= 0)
+        fail("max_position_embeddings must be positive, got " + std::to_string(max_position_embeddings));
+    if (!(rope_theta > 0)) fail("rope_theta must be positive, got " + std::to_string(rope_theta));
+    if (!(rms_norm_eps > 0)) fail("rms_norm_eps must be positive, got " + std::to_string(rms_norm_eps));
+    for (const auto& [name, sizes] : {std::pair<const char*, const std::vector<int64_t>&>{"num_heads", num_heads},
+                                      {"num_kv_heads", num_kv_heads},
+                                      {"intermediate_size", intermediate_size}}) {
+        if (static_cast<int64_t>(sizes.size()) != num_layers)
+            fail(std::string(name) + " has " + std::to_string(sizes.size()) + " entries but there are " +
+                 std::to_string(num_layers) + " layers");
+        for (size_t layer = 0; layer < sizes.size(); ++layer)
+            if (sizes[layer] < 0) fail(std::string(name) + " of layer " + std::to_string(layer) + " is negative");
+    }
+    for (size_t layer = 0; layer < num_heads.size(); ++layer) {
+        int64_t heads = num_heads[layer], kvHeads = num_kv_heads[layer];
+        std::string counts = " (layer " + std::to_string(layer) + ": " + std::to_string(heads) + " heads, " +
+                             std::to_string(kvHeads) + " key/value heads)";
+        if ((heads == 0) != (kvHeads == 0)) fail("a layer without query heads must have no key/value heads and vice versa" + counts);
+        if (kvHeads > 0 && heads % kvHeads != 0) fail("the key/value heads must divide the query heads" + counts);
+    }
+}
+
+LlamaConfig readHfLlamaConfig(const std::string& configJsonPath) {
+    json config;
+    try {
+        config = json::parse(readTextFile(configJsonPath));
+    } catch (const json::parse_error& e) {
+        failConfig(configJsonPath, "not valid JSON (" + std::string(e.what()) + ")");
+    }
+    if (!config.is_object()) failConfig(configJsonPath, "not a JSON object");
+    rejectUnsupported(configJsonPath, config);
+
+    LlamaConfig result;
+    result.vocab_size = readInteger(configJsonPath, config, "vocab_size");
+    result.hidden_size = readInteger(configJsonPath, config, "hidden_size");
+    result.num_layers = readInteger(configJsonPath, config, "num_hidden_layers");
+    // Bounded before per-layer lists are allocated from it; the deepest LLaMAs have ~130 layers.
+    constexpr int64_t kMaxLayers = 100'000;
+    if (result.num_layers <= 0 || result.num_layers > kMaxLayers)
+        failConfig(configJsonPath, "num_hidden_layers must be between 1 and " + std::to_string(kMaxLayers) + ", got " +
+                                       std::to_string(result.num_layers));
+    result.num_heads = readPerLayer(configJsonPath, config, "num_attention_heads", result.num_layers);
+    result.num_kv_heads = given(config, "num_key_value_heads")
+                              ? readPerLayer(configJsonPath, config, "num_key_value_heads", result.num_layers)
+                              : result.num_heads;  // no key: multi-head attention (transformers' default)
+    result.intermediate_size = readPerLayer(configJsonPath, config, "intermediate_size", result.num_layers);
+
+    // head_dim = hidden / heads holds only for the unpruned model. A list of head counts
+    // means a pruned one, whose original head count is unknown, so head_dim must be given
+    // (npw always writes it). A scalar head count is taken as the unpruned one.
+    if (given(config, "head_dim")) {
+        result.head_dim = readInteger(configJsonPath, config, "head_dim");
+    } else if (config["num_attention_heads"].is_array()) {
+        failConfig(configJsonPath, "head_dim is missing: with per-layer num_attention_heads it cannot be derived from "
+                                   "hidden_size (the unpruned head count is unknown)");
+    } else {
+        int64_t heads = result.num_heads.front();
+        if (heads <= 0 || result.hidden_size % heads != 0)
+            failConfig(configJsonPath, "head_dim is missing and hidden_size " + std::to_string(result.hidden_size) +
+                                           " is not a multiple of num_attention_heads " + std::to_string(heads));
+        result.head_dim = result.hidden_size / heads;
+    }
+
+    // Defaults are transformers' LlamaConfig defaults, so a terse config means what it means there.
+    result.max_position_embeddings = readInteger(configJsonPath, config, "max_position_embeddings", 2048);
+    result.rope_theta = readNumber(configJsonPath, config, "rope_theta", 10000.0);
+    result.rms_norm_eps = readNumber(configJsonPath, config, "rms_norm_eps", 1e-6);
+    result.tie_word_embeddings = readBool(configJsonPath, config, "tie_word_embeddings", false);
+    result.bos_token_id = readTokenId(configJsonPath, config, "bos_token_id", 1);
+    result.eos_token_id = readTokenId(configJsonPath, config, "eos_token_id", 2);
+    result.rope_layout = RopeLayout::HalfSplit;
+    return result;
+}
+
+std::string hfLlamaConfigJson(const LlamaConfig& config, bool attentionBias, bool mlpBias) {
+    // Scalars keep a uniform model readable by transformers; a pruned model needs the lists.
+    const bool uniform = config.isUniform();
+    auto perLayerJson = [&](const std::vector<int64_t>& sizes) {
+        return uniform && !sizes.empty() ? json(sizes.front()) : json(sizes);
+    };
+    json out = {
+        {"architectures", {"LlamaForCausalLM"}},
+        {"model_type", "llama"},
+        {"torch_dtype", "float32"},
+        {"hidden_act", "silu"},
+        {"vocab_size", config.vocab_size},
+        {"hidden_size", config.hidden_size},
+        {"num_hidden_layers", config.num_layers},
+        {"num_attention_heads", perLayerJson(config.num_heads)},
+        {"num_key_value_heads", perLayerJson(config.num_kv_heads)},
+        {"intermediate_size", perLayerJson(config.intermediate_size)},
+        {"head_dim", config.head_dim},
+        {"max_position_embeddings", config.max_position_embeddings},
+        {"rope_theta", config.rope_theta},
+        {"rms_norm_eps", config.rms_norm_eps},
+        {"tie_word_embeddings", config.tie_word_embeddings},
+        {"bos_token_id", config.bos_token_id},
+        {"eos_token_id", config.eos_token_id},
+        {"attention_bias", attentionBias},
+        {"mlp_bias", mlpBias},
+    };
+    return out.dump(2) + "\n";
+}
+
+} // namespace npw

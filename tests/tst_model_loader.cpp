@@ -1,0 +1,653 @@
+// Loading and saving LLaMA checkpoints: the real llama2.c stories260K, Hugging Face
+// directories (single file, sharded, fp16/bf16), and the errors for broken ones.
+#include "core/io/model_loader.h"
+#include "core/io/safetensors.h"
+#include "core/util/error.h"
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+#include <QFile>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+
+using namespace npw;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kStories = std::string(NPW_SHARED_FIXTURES) + "/stories260K.bin";
+
+template <class Fn>
+QString errorOf(Fn fn) {
+    try {
+        fn();
+    } catch (const Error& e) {
+        return QString::fromStdString(e.what());
+    }
+    return {};
+}
+
+bool containsAll(const QString& message, const QStringList& parts) {
+    for (const QString& part : parts)
+        if (!message.contains(part)) return false;
+    return !message.isEmpty();
+}
+
+std::vector<std::pair<std::string, at::Tensor>> namedTensors(const LlamaWeights& weights) {
+    std::vector<std::pair<std::string, at::Tensor>> named{{"embed", weights.embed}, {"final_norm", weights.final_norm},
+                                                          {"lm_head", weights.lm_head}};
+    for (size_t i = 0; i < weights.layers.size(); ++i) {
+        const LlamaLayerWeights& l = weights.layers[i];
+        const std::string p = "layers[" + std::to_string(i) + "].";
+        for (const auto& [name, tensor] : {std::pair<const char*, at::Tensor>{"attn_norm", l.attn_norm}, {"wq", l.wq},
+                                           {"wk", l.wk}, {"wv", l.wv}, {"wo", l.wo}, {"wo_bias", l.wo_bias},
+                                           {"ffn_norm", l.ffn_norm}, {"w_gate", l.w_gate}, {"w_up", l.w_up},
+                                           {"w_down", l.w_down}, {"w_down_bias", l.w_down_bias}})
+            named.emplace_back(p + name, tensor);
+    }
+    return named;
+}
+
+// The first tensor that differs ("" when all are equal); undefined matches undefined.
+QString firstDifference(const LlamaWeights& a, const LlamaWeights& b) {
+    auto namedA = namedTensors(a), namedB = namedTensors(b);
+    if (namedA.size() != namedB.size()) return "layer count";
+    for (size_t i = 0; i < namedA.size(); ++i) {
+        const at::Tensor &x = namedA[i].second, &y = namedB[i].second;
+        if (x.defined() != y.defined() || (x.defined() && !at::equal(x, y))) return QString::fromStdString(namedA[i].first);
+    }
+    return {};
+}
+
+// A small random LLaMA with per-layer sizes; optional o_proj/down_proj biases on some layers.
+LlamaCheckpoint tinyCheckpoint(std::vector<int64_t> heads, std::vector<int64_t> kvHeads, std::vector<int64_t> inter,
+                               bool withBiases = false) {
+    at::manual_seed(7);
+    LlamaCheckpoint checkpoint;
+    LlamaConfig& config = checkpoint.config;
+    config.vocab_size = 32;
+    config.hidden_size = 16;
+    config.num_layers = static_cast<int64_t>(heads.size());
+    config.head_dim = 4;
+    config.num_heads = heads;
+    config.num_kv_heads = kvHeads;
+    config.intermediate_size = inter;
+    config.max_position_embeddings = 64;
+    config.rope_theta = 5000.0;
+    config.rms_norm_eps = 1e-5;
+    LlamaWeights& w = checkpoint.weights;
+    const int64_t hidden = config.hidden_size;
+    w.embed = at::randn({config.vocab_size, hidden});
+    w.final_norm = at::randn({hidden});
+    w.lm_head = at::randn({config.vocab_size, hidden});
+    for (size_t i = 0; i < heads.size(); ++i) {
+        LlamaLayerWeights layer;
+        const int64_t q = heads[i] * config.head_dim, kv = kvHeads[i] * config.head_dim;
+        layer.attn_norm = at::randn({hidden});
+        layer.wq = at::randn({q, hidden});
+        layer.wk = at::randn({kv, hidden});
+        layer.wv = at::randn({kv, hidden});
+        layer.wo = at::randn({hidden, q});
+        layer.ffn_norm = at::randn({hidden});
+        layer.w_gate = at::randn({inter[i], hidden});
+        layer.w_up = at::randn({inter[i], hidden});
+        layer.w_down = at::randn({hidden, inter[i]});
+        w.layers.push_back(layer);
+    }
+    if (withBiases) {  // on different layers, so the writer must fill the others with zeros
+        w.layers.front().wo_bias = at::randn({hidden});
+        w.layers.back().w_down_bias = at::randn({hidden});
+    }
+    return checkpoint;
+}
+
+LlamaCheckpoint tinyUniform(bool withBiases = false) { return tinyCheckpoint({4, 4}, {2, 2}, {24, 24}, withBiases); }
+
+json readJson(const std::string& path) {
+    std::ifstream in(path);
+    return json::parse(in);
+}
+
+void writeJson(const std::string& path, const json& value) { std::ofstream(path) << value.dump(2); }
+
+using TensorMap = std::map<std::string, at::Tensor>;
+
+TensorMap readAllTensors(const std::string& path) {
+    auto file = SafeTensorsFile::open(path);
+    TensorMap tensors;
+    for (const std::string& name : file->names()) tensors[name] = file->load(name);
+    return tensors;
+}
+
+void writeAllTensors(const std::string& path, const TensorMap& tensors) {
+    writeSafeTensors(path, {tensors.begin(), tensors.end()}, {{"format", "pt"}});
+}
+
+// Applies edit to the tensors of dir/model.safetensors.
+void editWeights(const std::string& dir, const std::function<void(TensorMap&)>& edit) {
+    const std::string path = dir + "/model.safetensors";
+    TensorMap tensors = readAllTensors(path);
+    edit(tensors);
+    writeAllTensors(path, tensors);
+}
+
+void editConfig(const std::string& dir, const std::function<void(json&)>& edit) {
+    json config = readJson(dir + "/config.json");
+    edit(config);
+    writeJson(dir + "/config.json", config);
+}
+
+// Splits dir/model.safetensors into two shards (the first in F16, the second in BF16) with
+// an index, the way transformers writes big models.
+void shardHalfPrecision(const std::string& dir) {
+    TensorMap all = readAllTensors(dir + "/model.safetensors");
+    fs::remove(dir + "/model.safetensors");
+    TensorMap first, second;
+    json weightMap = json::object();
+    for (const auto& [name, tensor] : all) {
+        const bool inFirst = name.rfind("model.layers.0.", 0) == 0 || name.rfind("model.embed", 0) == 0;
+        (inFirst ? first : second)[name] = tensor.to(inFirst ? at::kHalf : at::kBFloat16);
+        weightMap[name] = inFirst ? "model-00001-of-00002.safetensors" : "model-00002-of-00002.safetensors";
+    }
+    writeAllTensors(dir + "/model-00001-of-00002.safetensors", first);
+    writeAllTensors(dir + "/model-00002-of-00002.safetensors", second);
+    writeJson(dir + "/model.safetensors.index.json", {{"metadata", {{"total_size", 0}}}, {"weight_map", weightMap}});
+}
+
+// Rotary embedding of x [T, heads, head_dim] at positions 0..T-1, written here from the
+// definitions (not npw's runtime): adjacent pairs (2i, 2i+1) or halves (i, i + d/2).
+at::Tensor rotate(const at::Tensor& x, bool adjacentPairs, double theta) {
+    const int64_t positions = x.size(0), d = x.size(2);
+    at::Tensor inverseFrequency = at::pow(theta, at::arange(0, d / 2, at::kDouble) * (-2.0 / double(d)));
+    at::Tensor angles = at::arange(0, positions, at::kDouble).unsqueeze(1) * inverseFrequency.unsqueeze(0);
+    at::Tensor cos = angles.cos().to(at::kFloat).unsqueeze(1), sin = angles.sin().to(at::kFloat).unsqueeze(1);
+    at::Tensor a = adjacentPairs ? x.slice(2, 0, d, 2) : x.slice(2, 0, d / 2);
+    at::Tensor b = adjacentPairs ? x.slice(2, 1, d, 2) : x.slice(2, d / 2, d);
+    at::Tensor ra = a * cos - b * sin, rb = a * sin + b * cos;
+    return adjacentPairs ? at::stack({ra, rb}, -1).flatten(2) : at::cat({ra, rb}, 2);
+}
+
+// Attention logits q·k of one layer for input x [T, hidden]: [heads, T, T].
+at::Tensor attentionScores(const LlamaConfig& config, const LlamaLayerWeights& layer, const at::Tensor& x,
+                           bool adjacentPairs) {
+    const int64_t positions = x.size(0), d = config.head_dim;
+    const int64_t heads = config.num_heads[0], kvHeads = config.num_kv_heads[0];
+    at::Tensor q = rotate(at::matmul(x, layer.wq.t()).view({positions, heads, d}), adjacentPairs, config.rope_theta);
+    at::Tensor k = rotate(at::matmul(x, layer.wk.t()).view({positions, kvHeads, d}), adjacentPairs, config.rope_theta);
+    k = k.repeat_interleave(heads / kvHeads, 1);
+    return at::einsum("thd,shd->hts", {q, k});
+}
+
+// Reference values printed by tests/fixtures/stories260k_values.py (struct-based reader of
+// the same file; output kept in tests/fixtures/stories260k_values.txt).
+struct ReferenceValues {
+    const char* label;
+    std::function<at::Tensor(const LlamaWeights&)> tensor;
+    int64_t flatStart;
+    float values[4];
+};
+
+const std::vector<ReferenceValues>& storiesReference() {
+    static const std::vector<ReferenceValues> reference = {
+        {"embed[0]", [](const LlamaWeights& w) { return w.embed; }, 0,
+         {-0.29474878311157227f, 0.5618956089019775f, 0.1754225343465805f, 0.34057360887527466f}},
+        {"embed[511*64]", [](const LlamaWeights& w) { return w.embed; }, 511 * 64,
+         {-0.24446307122707367f, 0.4325908422470093f, 0.21987290680408478f, 0.1838184893131256f}},
+        {"layers[0].attn_norm[0]", [](const LlamaWeights& w) { return w.layers[0].attn_norm; }, 0,
+         {0.9722429513931274f, 0.6754933595657349f, 0.8203195333480835f, 0.8715896606445312f}},
+        {"layers[0].wq[0]", [](const LlamaWeights& w) { return w.layers[0].wq; }, 0,
+         {0.04439278692007065f, 0.22455421090126038f, 0.055401116609573364f, 0.03573725000023842f}},
+        {"layers[2].wk[5*64]", [](const LlamaWeights& w) { return w.layers[2].wk; }, 5 * 64,
+         {-0.09573231637477875f, -0.0015584066277369857f, 0.040719226002693176f, 0.18864239752292633f}},
+        {"layers[4].wv[31*64+60]", [](const LlamaWeights& w) { return w.layers[4].wv; }, 31 * 64 + 60,
+         {-0.09909851849079132f, 0.1129368469119072f, -0.1368415802717209f, 0.08836912363767624f}},
+        {"layers[1].wo[7*64]", [](const LlamaWeights& w) { return w.layers[1].wo; }, 7 * 64,
+         {0.007528025656938553f, 0.04520951956510544f, 0.06738017499446869f, 0.047894664108753204f}},
+        {"layers[3].ffn_norm[0]", [](const LlamaWeights& w) { return w.layers[3].ffn_norm; }, 0,
+         {0.911358118057251f, 0.8842078447341919f, 1.1950972080230713f, 0.8745682835578918f}},
+        {"layers[0].w_gate[0]", [](const LlamaWeights& w) { return w.layers[0].w_gate; }, 0,
+         {0.21368665993213654f, 0.06993693113327026f, -0.043732721358537674f, -0.08667291700839996f}},
+        {"layers[4].w_down[63*172]", [](const LlamaWeights& w) { return w.layers[4].w_down; }, 63 * 172,
+         {-0.10412455350160599f, 0.15565508604049683f, -0.0965784415602684f, -0.04620424285531044f}},
+        {"layers[2].w_up[100*64]", [](const LlamaWeights& w) { return w.layers[2].w_up; }, 100 * 64,
+         {0.03423865884542465f, 0.06379755586385727f, -0.1349821537733078f, -0.05061396583914757f}},
+        {"final_norm[60]", [](const LlamaWeights& w) { return w.final_norm; }, 60,
+         {1.7217220067977905f, 0.9720380902290344f, 1.4526383876800537f, 1.7077769041061401f}},
+    };
+    return reference;
+}
+
+QByteArray llama2cBytes(const std::vector<int32_t>& header, const std::vector<float>& floats) {
+    QByteArray bytes(reinterpret_cast<const char*>(header.data()), int(header.size() * 4));
+    bytes.append(reinterpret_cast<const char*>(floats.data()), int(floats.size() * 4));
+    return bytes;
+}
+
+QByteArray fileBytes(const std::string& path) {
+    QFile file(QString::fromStdString(path));
+    if (!file.open(QIODevice::ReadOnly)) qFatal("cannot read %s", path.c_str());
+    return file.readAll();
+}
+
+std::string writeFile(const QTemporaryDir& dir, const QString& name, const QByteArray& bytes) {
+    QString path = dir.filePath(name);
+    QFile file(path);
+    if (!file.open(QIODevice::WriteOnly) || file.write(bytes) != bytes.size()) qFatal("cannot write %s", qPrintable(path));
+    return path.toStdString();
+}
+
+} // namespace
+
+class TestModelLoader : public QObject {
+    Q_OBJECT
+
+private:
+    QTemporaryDir tmp_;
+    int dirCounter_ = 0;
+
+    // A fresh directory holding a saved copy of the tiny model.
+    std::string savedTiny(const LlamaCheckpoint& checkpoint) {
+        std::string dir = tmp_.filePath(QString("hf%1").arg(dirCounter_++)).toStdString();
+        saveHfLlamaDirectory(checkpoint, dir);
+        return dir;
+    }
+
+private slots:
+    void initTestCase() { QVERIFY(tmp_.isValid()); }
+
+    void llama2cStories260K() {
+        if (!fs::exists(kStories)) QSKIP("shared/fixtures/stories260K.bin is not here");
+        LlamaCheckpoint checkpoint = loadLlama2cCheckpoint(kStories);
+        const LlamaConfig& c = checkpoint.config;
+        QCOMPARE(c.hidden_size, int64_t(64));
+        QCOMPARE(c.num_layers, int64_t(5));
+        QCOMPARE(c.num_heads, std::vector<int64_t>(5, 8));
+        QCOMPARE(c.num_kv_heads, std::vector<int64_t>(5, 4));
+        QCOMPARE(c.intermediate_size, std::vector<int64_t>(5, 172));
+        QCOMPARE(c.vocab_size, int64_t(512));
+        QCOMPARE(c.head_dim, int64_t(8));
+        QCOMPARE(c.max_position_embeddings, int64_t(512));
+        QVERIFY(c.tie_word_embeddings);
+        QVERIFY(c.rope_layout == RopeLayout::AdjacentPairs);
+        QCOMPARE(c.rope_theta, 10000.0);
+        QCOMPARE(c.rms_norm_eps, 1e-5);
+        QCOMPARE(c.bos_token_id, int64_t(1));
+        QCOMPARE(c.eos_token_id, int64_t(2));
+        QCOMPARE(QString::fromStdString(checkpoint.source), QString::fromStdString(kStories));
+        QVERIFY(checkpoint.weights.lm_head.is_same(checkpoint.weights.embed));
+        QCOMPARE(checkpoint.weights.layers[3].wk.sizes().vec(), (std::vector<int64_t>{32, 64}));
+        QCOMPARE(checkpoint.weights.layers[3].w_down.sizes().vec(), (std::vector<int64_t>{64, 172}));
+        QCOMPARE(c.parameterCount(), int64_t(260032));  // every float of the file but the legacy RoPE tables
+
+        for (const ReferenceValues& reference : storiesReference()) {
+            at::Tensor flat = reference.tensor(checkpoint.weights).flatten();
+            for (int k = 0; k < 4; ++k)
+                QVERIFY2(flat[reference.flatStart + k].item<float>() == reference.values[k], reference.label);
+        }
+        QVERIFY(loadLlamaCheckpoint(kStories).config.num_layers == 5);  // dispatch by .bin
+    }
+
+    void llama2cWrongSizeIsRefused() {
+        if (!fs::exists(kStories)) QSKIP("shared/fixtures/stories260K.bin is not here");
+        QByteArray bytes = fileBytes(kStories);
+        std::string truncated = writeFile(tmp_, "truncated.bin", bytes.left(bytes.size() - 100));
+        QString message = errorOf([&] { loadLlama2cCheckpoint(truncated); });
+        QVERIFY2(containsAll(message, {QString::fromStdString(truncated), "1056540 bytes", "1056440", "truncated"}),
+                 qPrintable(message));
+        std::string longer = writeFile(tmp_, "longer.bin", bytes + QByteArray(4, '\0'));
+        message = errorOf([&] { loadLlama2cCheckpoint(longer); });
+        QVERIFY2(containsAll(message, {QString::fromStdString(longer), "1056544", "trailing data"}), qPrintable(message));
+        std::string headerOnly = writeFile(tmp_, "short.bin", bytes.left(10));
+        message = errorOf([&] { loadLlama2cCheckpoint(headerOnly); });
+        QVERIFY2(containsAll(message, {QString::fromStdString(headerOnly), "10 bytes", "28"}), qPrintable(message));
+    }
+
+    // A negative vocab_size means a separate classifier (wcls) after the RoPE tables.
+    void llama2cUntiedClassifier() {
+        // dim 4, hidden 6, 1 layer, 2 heads, 1 kv head, vocab 3 (untied), seq_len 2
+        const std::vector<int32_t> header{4, 6, 1, 2, 1, -3, 2};
+        const int floatsBeforeWcls = 12 + 4 + 16 + 8 + 8 + 16 + 4 + 24 + 24 + 24 + 4 + 4;
+        std::vector<float> floats(floatsBeforeWcls + 12);
+        for (size_t i = 0; i < floats.size(); ++i) floats[i] = 0.01f * float(i);
+        std::string path = writeFile(tmp_, "untied.bin", llama2cBytes(header, floats));
+        LlamaCheckpoint checkpoint = loadLlama2cCheckpoint(path);
+        QVERIFY(!checkpoint.config.tie_word_embeddings);
+        QCOMPARE(checkpoint.config.vocab_size, int64_t(3));
+        QCOMPARE(checkpoint.config.num_kv_heads, std::vector<int64_t>{1});
+        const LlamaWeights& w = checkpoint.weights;
+        QCOMPARE(w.lm_head.sizes().vec(), (std::vector<int64_t>{3, 4}));
+        QCOMPARE(w.lm_head[0][0].item<float>(), floats[floatsBeforeWcls]);
+        QCOMPARE(w.layers[0].wk.sizes().vec(), (std::vector<int64_t>{2, 4}));
+        QCOMPARE(w.layers[0].wk[0][0].item<float>(), floats[12 + 4 + 16]);
+        QCOMPARE(w.layers[0].w_gate[0][0].item<float>(), floats[12 + 4 + 16 + 8 + 8 + 16 + 4]);  // w1
+        QCOMPARE(w.layers[0].w_down.sizes().vec(), (std::vector<int64_t>{4, 6}));                  // w2
+        QCOMPARE(w.layers[0].w_up[0][0].item<float>(), floats[12 + 4 + 16 + 8 + 8 + 16 + 4 + 48]);  // w3
+        QCOMPARE(w.final_norm[3].item<float>(), floats[floatsBeforeWcls - 5]);
+
+        std::string bad = writeFile(tmp_, "bad_heads.bin", llama2cBytes({4, 6, 1, 3, 1, 3, 2}, floats));
+        QString message = errorOf([&] { loadLlama2cCheckpoint(bad); });
+        QVERIFY2(containsAll(message, {QString::fromStdString(bad), "n_heads=3", "does not describe"}), qPrintable(message));
+    }
+
+    void llama2cLookalikesAreNamed() {
+        std::string versioned = writeFile(tmp_, "versioned.bin", llama2cBytes({0x616b3432, 2, 0, 0, 0, 0, 0}, {}));
+        QString message = errorOf([&] { loadLlamaCheckpoint(versioned); });
+        QVERIFY2(containsAll(message, {QString::fromStdString(versioned), "ak42", "legacy"}), qPrintable(message));
+        std::string zip = writeFile(tmp_, "pytorch_model.bin", QByteArray("PK\x03\x04") + QByteArray(40, '\0'));
+        message = errorOf([&] { loadLlamaCheckpoint(zip); });
+        QVERIFY2(containsAll(message, {QString::fromStdString(zip), "zip (PyTorch)"}), qPrintable(message));
+    }
+
+    // Saving the llama2.c model to HF format permutes wq/wk rows to the half-split RoPE
+    // layout; the attention logits (with each layout's own RoPE) must stay the same.
+    void llama2cSavedAsHfKeepsAttentionScores() {
+        if (!fs::exists(kStories)) QSKIP("shared/fixtures/stories260K.bin is not here");
+        LlamaCheckpoint original = loadLlama2cCheckpoint(kStories);
+        std::string dir = tmp_.filePath("stories_hf").toStdString();
+        saveHfLlamaDirectory(original, dir);
+        LlamaCheckpoint converted = loadHfLlamaDirectory(dir);
+        QVERIFY(converted.config.rope_layout == RopeLayout::HalfSplit);
+        QVERIFY(converted.config.tie_word_embeddings);
+        QVERIFY(!SafeTensorsFile::open(dir + "/model.safetensors")->has("lm_head.weight"));
+        QCOMPARE(converted.config.num_kv_heads, original.config.num_kv_heads);
+        QCOMPARE(converted.config.rms_norm_eps, original.config.rms_norm_eps);
+
+        at::manual_seed(3);
+        at::Tensor x = at::randn({6, 64});
+        for (size_t layer = 0; layer < 5; ++layer) {
+            const LlamaLayerWeights &before = original.weights.layers[layer], &after = converted.weights.layers[layer];
+            QVERIFY(at::equal(before.wv, after.wv) && at::equal(before.wo, after.wo) && at::equal(before.w_up, after.w_up));
+            at::Tensor expected = attentionScores(original.config, before, x, /*adjacentPairs=*/true);
+            at::Tensor actual = attentionScores(converted.config, after, x, /*adjacentPairs=*/false);
+            QVERIFY2(at::allclose(actual, expected, 1e-4, 1e-5), qPrintable(QString("layer %1").arg(layer)));
+            // Not vacuous: without the permutation the logits differ.
+            QVERIFY(!at::allclose(attentionScores(original.config, before, x, false), expected, 1e-4, 1e-5));
+        }
+    }
+
+    void hfRoundTripWithBiasesAndTokenizer() {
+        LlamaCheckpoint checkpoint = tinyUniform(/*withBiases=*/true);
+        std::string tokenizer = writeFile(tmp_, "tokenizer.json", R"({"model": {"type": "BPE"}})");
+        checkpoint.tokenizerPath = tokenizer;
+        std::string dir = savedTiny(checkpoint);
+
+        json config = readJson(dir + "/config.json");
+        QCOMPARE(config["architectures"], json({"LlamaForCausalLM"}));
+        QCOMPARE(config["model_type"], json("llama"));
+        QCOMPARE(config["torch_dtype"], json("float32"));
+        QCOMPARE(config["num_attention_heads"], json(4));  // uniform: scalars, readable by transformers
+        QCOMPARE(config["num_key_value_heads"], json(2));
+        QCOMPARE(config["intermediate_size"], json(24));
+        QCOMPARE(config["head_dim"], json(4));
+        QCOMPARE(config["attention_bias"], json(true));
+        QCOMPARE(config["mlp_bias"], json(true));
+        QCOMPARE(config["rope_theta"], json(5000.0));
+
+        auto file = SafeTensorsFile::open(dir + "/model.safetensors");
+        QCOMPARE(file->metadata().at("format"), std::string("pt"));  // transformers requires it
+        // transformers' attention_bias/mlp_bias give every projection a bias: npw stores zeros.
+        QVERIFY(at::equal(file->loadFloat("model.layers.1.self_attn.q_proj.bias"), at::zeros({16})));
+        QVERIFY(at::equal(file->loadFloat("model.layers.0.mlp.up_proj.bias"), at::zeros({24})));
+        QVERIFY(at::equal(file->loadFloat("model.layers.1.self_attn.o_proj.bias"), at::zeros({16})));
+
+        LlamaCheckpoint loaded = loadHfLlamaDirectory(dir);
+        QCOMPARE(QString::fromStdString(loaded.tokenizerPath), QString::fromStdString(dir + "/tokenizer.json"));
+        QCOMPARE(fileBytes(loaded.tokenizerPath), fileBytes(tokenizer));
+        QCOMPARE(QString::fromStdString(loaded.source), QString::fromStdString(dir));
+        // Layers without a bias come back with a zero one.
+        checkpoint.weights.layers[1].wo_bias = at::zeros({16});
+        checkpoint.weights.layers[0].w_down_bias = at::zeros({16});
+        QCOMPARE(firstDifference(loaded.weights, checkpoint.weights), QString());
+        QCOMPARE(loaded.config.num_heads, checkpoint.config.num_heads);
+        QCOMPARE(loaded.config.rope_theta, 5000.0);
+        QCOMPARE(loaded.config.max_position_embeddings, int64_t(64));
+        QVERIFY(!loaded.config.tie_word_embeddings);
+    }
+
+    void hfRoundTripNonUniform() {
+        LlamaCheckpoint checkpoint = tinyCheckpoint({4, 2, 0}, {2, 1, 0}, {24, 8, 0});
+        std::string dir = savedTiny(checkpoint);
+        json config = readJson(dir + "/config.json");
+        QCOMPARE(config["num_attention_heads"], json({4, 2, 0}));
+        QCOMPARE(config["num_key_value_heads"], json({2, 1, 0}));
+        QCOMPARE(config["intermediate_size"], json({24, 8, 0}));
+        QCOMPARE(config["attention_bias"], json(false));
+        LlamaCheckpoint loaded = loadLlamaCheckpoint(dir);  // dispatch by directory
+        QCOMPARE(loaded.config.num_heads, checkpoint.config.num_heads);
+        QCOMPARE(loaded.config.intermediate_size, checkpoint.config.intermediate_size);
+        QCOMPARE(loaded.config.head_dim, int64_t(4));
+        QCOMPARE(firstDifference(loaded.weights, checkpoint.weights), QString());
+        QVERIFY(loaded.tokenizerPath.empty());
+
+        int64_t stored = 0;
+        for (const auto& [name, tensor] : namedTensors(loaded.weights)) stored += tensor.defined() ? tensor.numel() : 0;
+        QCOMPARE(loaded.config.parameterCount(), stored);
+        QVERIFY(!loaded.config.isUniform());
+    }
+
+    void hfShardedHalfPrecision() {
+        LlamaCheckpoint checkpoint = tinyUniform();
+        std::string dir = savedTiny(checkpoint);
+        shardHalfPrecision(dir);
+        LlamaCheckpoint loaded = loadHfLlamaDirectory(dir);
+        QVERIFY(at::equal(loaded.weights.embed, checkpoint.weights.embed.to(at::kHalf).to(at::kFloat)));
+        QVERIFY(at::equal(loaded.weights.layers[0].wq, checkpoint.weights.layers[0].wq.to(at::kHalf).to(at::kFloat)));
+        QVERIFY(at::equal(loaded.weights.layers[1].w_down,
+                          checkpoint.weights.layers[1].w_down.to(at::kBFloat16).to(at::kFloat)));
+        QVERIFY(at::equal(loaded.weights.lm_head, checkpoint.weights.lm_head.to(at::kBFloat16).to(at::kFloat)));
+        QCOMPARE(loaded.weights.final_norm.scalar_type(), at::kFloat);
+    }
+
+    void hfShardIndexMustAgreeWithShards() {
+        std::string dir = savedTiny(tinyUniform());
+        shardHalfPrecision(dir);
+        const std::string index = dir + "/model.safetensors.index.json";
+        json original = readJson(index);
+
+        json moved = original;
+        moved["weight_map"]["model.norm.weight"] = "model-00001-of-00002.safetensors";
+        writeJson(index, moved);
+        QString message = errorOf([&] { loadHfLlamaDirectory(dir); });
+        QVERIFY2(containsAll(message, {QString::fromStdString(index), "'model.norm.weight'", "model-00001-of-00002",
+                                       "does not contain it"}),
+                 qPrintable(message));
+
+        json escaping = original;
+        escaping["weight_map"]["model.norm.weight"] = "../model-00002-of-00002.safetensors";
+        writeJson(index, escaping);
+        message = errorOf([&] { loadHfLlamaDirectory(dir); });
+        QVERIFY2(containsAll(message, {QString::fromStdString(index), "not a plain file name"}), qPrintable(message));
+
+        json unlisted = original;
+        unlisted["weight_map"].erase("model.norm.weight");
+        writeJson(index, unlisted);
+        message = errorOf([&] { loadHfLlamaDirectory(dir); });
+        QVERIFY2(containsAll(message, {"'model.norm.weight'", "model-00002-of-00002.safetensors", "not assigned"}),
+                 qPrintable(message));
+    }
+
+    void hfMissingTensor() {
+        std::string dir = savedTiny(tinyUniform());
+        editWeights(dir, [](TensorMap& t) { t.erase("model.layers.1.mlp.up_proj.weight"); });
+        QString message = errorOf([&] { loadHfLlamaDirectory(dir); });
+        QVERIFY2(containsAll(message, {"missing tensor 'model.layers.1.mlp.up_proj.weight'",
+                                       QString::fromStdString(dir + "/model.safetensors"), "[24, 16]"}),
+                 qPrintable(message));
+    }
+
+    void hfWrongShape() {
+        std::string dir = savedTiny(tinyUniform());
+        editWeights(dir, [](TensorMap& t) { t["model.embed_tokens.weight"] = at::zeros({31, 16}); });
+        QString message = errorOf([&] { loadHfLlamaDirectory(dir); });
+        QVERIFY2(containsAll(message, {"'model.embed_tokens.weight'", QString::fromStdString(dir + "/model.safetensors"),
+                                       "[31, 16]", "[32, 16]", QString::fromStdString(dir + "/config.json")}),
+                 qPrintable(message));
+    }
+
+    void hfNanWeight() {
+        std::string dir = savedTiny(tinyUniform());
+        editWeights(dir, [](TensorMap& t) { t["model.layers.0.self_attn.k_proj.weight"][1][2] = NAN; });
+        QString message = errorOf([&] { loadHfLlamaDirectory(dir); });
+        QVERIFY2(containsAll(message, {"'model.layers.0.self_attn.k_proj.weight'",
+                                       QString::fromStdString(dir + "/model.safetensors"), "NaN", "index 18"}),
+                 qPrintable(message));
+    }
+
+    void hfUnsupportedDtype() {
+        std::string dir = savedTiny(tinyUniform());
+        editWeights(dir, [](TensorMap& t) { t["model.norm.weight"] = t["model.norm.weight"].to(at::kDouble); });
+        QString message = errorOf([&] { loadHfLlamaDirectory(dir); });
+        QVERIFY2(containsAll(message, {"'model.norm.weight'", "dtype F64", QString::fromStdString(dir)}), qPrintable(message));
+    }
+
+    // config.json says one thing, the weights another: the shape check names both files.
+    void hfLyingConfig() {
+        std::string dir = savedTiny(tinyUniform());
+        editConfig(dir, [](json& c) { c["intermediate_size"] = 30; });
+        QString message = errorOf([&] { loadHfLlamaDirectory(dir); });
+        QVERIFY2(containsAll(message, {"'model.layers.0.mlp.gate_proj.weight'", "[24, 16]", "[30, 16]",
+                                       QString::fromStdString(dir + "/config.json")}),
+                 qPrintable(message));
+        editConfig(dir, [](json& c) { c["intermediate_size"] = 24; c["tie_word_embeddings"] = true; });
+        message = errorOf([&] { loadHfLlamaDirectory(dir); });
+        QVERIFY2(containsAll(message, {"'lm_head.weight'", "differs from the embedding", "tie_word_embeddings"}),
+                 qPrintable(message));
+    }
+
+    void hfUnexpectedTensors() {
+        std::string dir = savedTiny(tinyUniform());
+        editWeights(dir, [](TensorMap& t) { t["model.layers.0.self_attn.rotary_emb.inv_freq"] = at::ones({2}); });
+        QVERIFY(loadHfLlamaDirectory(dir).config.num_layers == 2);  // old transformers' RoPE buffer: ignored
+        editWeights(dir, [](TensorMap& t) { t["model.layers.2.mlp.up_proj.weight"] = at::ones({24, 16}); });
+        QString message = errorOf([&] { loadHfLlamaDirectory(dir); });
+        QVERIFY2(containsAll(message, {"unexpected tensor 'model.layers.2.mlp.up_proj.weight'",
+                                       QString::fromStdString(dir + "/model.safetensors")}),
+                 qPrintable(message));
+    }
+
+    void hfBiasesOnlyWhereNpwHasThem() {
+        std::string dir = savedTiny(tinyUniform());
+        editWeights(dir, [](TensorMap& t) {
+            t["model.layers.1.self_attn.o_proj.bias"] = at::ones({16});
+            t["model.layers.1.self_attn.q_proj.bias"] = at::zeros({16});  // zero: harmless, dropped
+        });
+        LlamaCheckpoint loaded = loadHfLlamaDirectory(dir);
+        QVERIFY(!loaded.weights.layers[0].wo_bias.defined());
+        QVERIFY(at::equal(loaded.weights.layers[1].wo_bias, at::ones({16})));
+        editWeights(dir, [](TensorMap& t) { t["model.layers.1.self_attn.v_proj.bias"] = at::ones({8}); });
+        QString message = errorOf([&] { loadHfLlamaDirectory(dir); });
+        QVERIFY2(containsAll(message, {"'model.layers.1.self_attn.v_proj.bias'", "non-zero bias", "unsupported"}),
+                 qPrintable(message));
+    }
+
+    void hfConfigRules_data() {
+        QTest::addColumn<QString>("edit");  // JSON merged into a valid config.json
+        QTest::addColumn<QStringList>("expected");
+        QTest::newRow("rope_scaling") << R"({"rope_scaling": {"rope_type": "llama3", "factor": 8.0}})"
+                                      << QStringList{"rope_scaling", "unsupported"};
+        QTest::newRow("model_type") << R"({"model_type": "gpt2"})" << QStringList{"model_type", "gpt2", "unsupported"};
+        QTest::newRow("hidden_act") << R"({"hidden_act": "gelu"})" << QStringList{"hidden_act", "unsupported"};
+        QTest::newRow("lists_without_head_dim") << R"({"num_attention_heads": [4, 4], "head_dim": null})"
+                                                << QStringList{"head_dim is missing", "per-layer"};
+        QTest::newRow("list_of_wrong_length") << R"({"intermediate_size": [24]})"
+                                              << QStringList{"'intermediate_size'", "list of 2 integers"};
+        QTest::newRow("missing_hidden_size") << R"({"hidden_size": null})" << QStringList{"'hidden_size' is missing"};
+        QTest::newRow("absurd_layers") << R"({"num_hidden_layers": 1000000000})" << QStringList{"between 1 and 100000"};
+        QTest::newRow("string_layers") << R"({"num_hidden_layers": "2"})" << QStringList{"'num_hidden_layers' must be an integer"};
+        QTest::newRow("kv_not_dividing") << R"({"num_key_value_heads": 3})"
+                                         << QStringList{"must divide the query heads", "layer 0", "3 key/value heads"};
+        QTest::newRow("odd_head_dim") << R"({"head_dim": 3})" << QStringList{"head_dim must be positive and even"};
+        QTest::newRow("not_json") << "" << QStringList{"not valid JSON"};
+    }
+
+    void hfConfigRules() {
+        QFETCH(QString, edit);
+        QFETCH(QStringList, expected);
+        std::string dir = savedTiny(tinyUniform());
+        const std::string configPath = dir + "/config.json";
+        if (edit.isEmpty()) std::ofstream(configPath) << "{ not json";
+        else editConfig(dir, [&](json& c) { c.merge_patch(json::parse(edit.toStdString())); });
+        if (edit.contains("\"head_dim\": null")) {  // merge_patch deletes keys set to null
+            json c = readJson(configPath);
+            QVERIFY(!c.contains("head_dim"));
+        }
+        QString message = errorOf([&] { loadHfLlamaDirectory(dir); });
+        expected << QString::fromStdString(configPath);
+        QVERIFY2(containsAll(message, expected), qPrintable(message));
+    }
+
+    void hfConfigDefaults() {
+        std::string dir = savedTiny(tinyCheckpoint({2, 2}, {2, 2}, {24, 24}));
+        editConfig(dir, [](json& c) {
+            for (const char* key : {"num_key_value_heads", "head_dim", "rope_theta", "rms_norm_eps", "max_position_embeddings",
+                                    "tie_word_embeddings", "bos_token_id"})
+                c.erase(key);
+            c["hidden_size"] = 16;
+            c["num_attention_heads"] = 4;  // head_dim = 16 / 4 = 4 when not given
+            c["eos_token_id"] = {7, 8};    // Llama 3.1 style: the first one is used
+        });
+        LlamaConfig config = readHfLlamaConfig(dir + "/config.json");
+        QCOMPARE(config.head_dim, int64_t(4));
+        QCOMPARE(config.num_kv_heads, (std::vector<int64_t>{4, 4}));  // defaults to the query heads
+        QCOMPARE(config.rope_theta, 10000.0);
+        QCOMPARE(config.rms_norm_eps, 1e-6);
+        QCOMPARE(config.max_position_embeddings, int64_t(2048));
+        QCOMPARE(config.bos_token_id, int64_t(1));
+        QCOMPARE(config.eos_token_id, int64_t(7));
+        QVERIFY(!config.tie_word_embeddings);
+    }
+
+    void hfMissingFiles() {
+        std::string empty = tmp_.filePath("empty_dir").toStdString();
+        fs::create_directories(empty);
+        QString message = errorOf([&] { loadHfLlamaDirectory(empty); });
+        QVERIFY2(containsAll(message, {QString::fromStdString(empty), "no config.json"}), qPrintable(message));
+        std::string dir = savedTiny(tinyUniform());
+        fs::remove(dir + "/model.safetensors");
+        message = errorOf([&] { loadHfLlamaDirectory(dir); });
+        QVERIFY2(containsAll(message, {QString::fromStdString(dir), "no model.safetensors"}), qPrintable(message));
+    }
+
+    void saveRefusesTheSourceAndBadExtras() {
+        std::string dir = savedTiny(tinyUniform());
+        LlamaCheckpoint loaded = loadHfLlamaDirectory(dir);
+        QString message = errorOf([&] { saveHfLlamaDirectory(loaded, dir); });
+        QVERIFY2(containsAll(message, {QString::fromStdString(dir), "refusing"}), qPrintable(message));
+
+        std::string out = tmp_.filePath("with_extras/nested").toStdString();  // created on the way
+        saveHfLlamaDirectory(loaded, out, R"({"npw": {"pruned_from": "x", "ratio": 0.2}})");
+        QCOMPARE(readJson(out + "/config.json")["npw"]["ratio"], json(0.2));
+        QVERIFY(loadHfLlamaDirectory(out).config.num_layers == 2);
+
+        const std::string other = tmp_.filePath("extras_rejected").toStdString();
+        message = errorOf([&] { saveHfLlamaDirectory(loaded, other, "[1]"); });
+        QVERIFY2(containsAll(message, {"must be a JSON object"}), qPrintable(message));
+        message = errorOf([&] { saveHfLlamaDirectory(loaded, other, R"({"hidden_size": 8})"); });
+        QVERIFY2(containsAll(message, {"'hidden_size'", "override"}), qPrintable(message));
+
+        LlamaCheckpoint inconsistent = loaded;
+        inconsistent.weights.layers[1].w_up = at::zeros({23, 16});
+        message = errorOf([&] { saveHfLlamaDirectory(inconsistent, other); });
+        QVERIFY2(containsAll(message, {"'model.layers.1.mlp.up_proj.weight'", "[23, 16]", "[24, 16]"}), qPrintable(message));
+        QVERIFY(!fs::exists(other + "/config.json"));
+    }
+
+    void dispatchRefusesUnknownInputs() {
+        std::string text = writeFile(tmp_, "model.txt", "hello");
+        QString message = errorOf([&] { loadLlamaCheckpoint(text); });
+        QVERIFY2(containsAll(message, {QString::fromStdString(text), "neither"}), qPrintable(message));
+        message = errorOf([&] { loadLlamaCheckpoint(tmp_.filePath("absent").toStdString()); });
+        QVERIFY2(containsAll(message, {"absent", "not found"}), qPrintable(message));
+        message = errorOf([&] { loadLlamaCheckpoint("demo:no-such-demo"); });
+        QVERIFY2(containsAll(message, {"demo:no-such-demo"}), qPrintable(message));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestModelLoader)
+#include "tst_model_loader.moc"
