@@ -91,10 +91,11 @@ private slots:
         }
         QCOMPARE(r.windows, windows);
         QCOMPARE(r.tokens, count);
-        // float32 forward, float64 accumulation: agreement to 1e-9 relative is expected.
-        QVERIFY(std::abs(r.nll - nll / count) < 1e-9 * std::max(1.0, nll / count));
-        QVERIFY(std::abs(r.ppl - std::exp(nll / count)) < 1e-8 * r.ppl);
-        QVERIFY(std::abs(r.kl - kl / count) < 1e-9);
+        // The forward runs in float32 and batched matmuls round differently from single
+        // ones (BLAS blocking), so agreement is to float32 precision: 1e-6 relative.
+        QVERIFY(std::abs(r.nll - nll / count) < 1e-6 * std::max(1.0, nll / count));
+        QVERIFY(std::abs(r.ppl - std::exp(nll / count)) < 1e-6 * r.ppl);
+        QVERIFY(std::abs(r.kl - kl / count) < 1e-6 * std::max(1.0, kl / count));
         QVERIFY(r.kl > 0.01);  // two different models
     }
 

@@ -4,6 +4,7 @@
 #include "core/models/llama.h"
 #include "core/train/demo_presets.h"
 #include "core/train/lm_trainer.h"
+#include "core/util/error.h"
 
 #include <ATen/ATen.h>
 #include <QTemporaryDir>
@@ -26,7 +27,7 @@ LmTrainOptions tinyOptions() {
     o.config.tie_word_embeddings = true;
     o.seqlen = 16;
     o.batchSize = 4;
-    o.steps = 60;
+    o.steps = 200;
     o.warmupSteps = 5;
     o.learningRate = 1e-2;
     o.checkpointEvery = 10;
