@@ -1,0 +1,243 @@
+#include "core/text/pre_tokenizer.h"
+
+#include "core/text/json_fields.h"
+#include "core/text/utf8.h"
+#include "core/util/error.h"
+
+#include <unicode/regex.h>
+#include <unicode/utext.h>
+
+#include <array>
+
+namespace npw {
+
+struct PreTokenizer::Step {
+    virtual ~Step() = default;
+    virtual void apply(std::vector<PreToken>& pieces) const = 0;
+};
+
+namespace {
+
+using json_fields::Json;
+
+struct ByteLevelTables {
+    std::array<std::string, 256> characterOfByte;
+    std::array<char32_t, 256> codePointOfByte;
+};
+
+// GPT-2's bytes_to_unicode: printable Latin-1 bytes stand for themselves, the other 68 bytes
+// take the code points from U+0100 on, in byte order.
+const ByteLevelTables& byteLevelTables() {
+    static const ByteLevelTables tables = [] {
+        ByteLevelTables t;
+        char32_t next = 256;
+        for (int byte = 0; byte < 256; ++byte) {
+            const bool printable = (byte >= '!' && byte <= '~') || (byte >= 0xA1 && byte <= 0xAC) || byte >= 0xAE;
+            t.codePointOfByte[byte] = printable ? static_cast<char32_t>(byte) : next++;
+            utf8::append(t.characterOfByte[byte], t.codePointOfByte[byte]);
+        }
+        return t;
+    }();
+    return tables;
+}
+
+// Cuts each piece at the matches of `pattern`, keeping matches and the text between them as
+// pieces of their own (Hugging Face's SplitDelimiterBehavior::Isolated).
+class IsolatingSplit {
+public:
+    IsolatingSplit(const std::string& pattern, uint32_t flags, const std::string& path) {
+        UErrorCode status = U_ZERO_ERROR;
+        UParseError where{};
+        pattern_.reset(icu::RegexPattern::compile(icu::UnicodeString::fromUTF8(pattern), flags, where, status));
+        if (U_FAILURE(status))
+            throw Error("'" + path + "': ICU rejects the regex (" + u_errorName(status) + " at offset " +
+                        std::to_string(where.offset) + "): " + pattern);
+    }
+
+    void apply(std::vector<PreToken>& pieces) const {
+        UErrorCode status = U_ZERO_ERROR;
+        // Matchers hold match state, so each call (and thread) gets its own.
+        std::unique_ptr<icu::RegexMatcher> matcher(pattern_->matcher(status));
+        std::vector<PreToken> out;
+        out.reserve(pieces.size());
+        for (PreToken& piece : pieces) {
+            const std::string& text = piece.text;
+            bool first = piece.atTextStart;
+            auto emit = [&](std::size_t begin, std::size_t end) {
+                if (begin < end) {
+                    out.push_back({text.substr(begin, end - begin), first});
+                    first = false;
+                }
+            };
+            // UTF-8 UText: match positions come back as byte offsets into `text`.
+            icu::LocalUTextPointer utext(utext_openUTF8(nullptr, text.data(), static_cast<int64_t>(text.size()), &status));
+            matcher->reset(utext.getAlias());
+            std::size_t done = 0;
+            while (matcher->find(status) && U_SUCCESS(status)) {
+                const auto begin = static_cast<std::size_t>(matcher->start64(status));
+                const auto end = static_cast<std::size_t>(matcher->end64(status));
+                if (begin == end)
+                    continue;
+                emit(done, begin);
+                emit(begin, end);
+                done = end;
+            }
+            emit(done, text.size());
+            if (U_FAILURE(status))
+                throw Error(std::string("pre-tokenizer regex failed: ") + u_errorName(status));
+        }
+        pieces = std::move(out);
+    }
+
+private:
+    std::shared_ptr<icu::RegexPattern> pattern_;
+};
+
+struct Split final : PreTokenizer::Step {
+    explicit Split(IsolatingSplit split) : split(std::move(split)) {}
+    IsolatingSplit split;
+    void apply(std::vector<PreToken>& pieces) const override { split.apply(pieces); }
+};
+
+struct ByteLevel final : PreTokenizer::Step {
+    bool addPrefixSpace = true;
+    std::unique_ptr<IsolatingSplit> gpt2Split;  // null when use_regex is false
+
+    void apply(std::vector<PreToken>& pieces) const override {
+        if (addPrefixSpace)
+            for (PreToken& piece : pieces)
+                if (piece.text.empty() || piece.text.front() != ' ')
+                    piece.text.insert(0, 1, ' ');
+        if (gpt2Split)
+            gpt2Split->apply(pieces);
+        const ByteLevelTables& tables = byteLevelTables();
+        for (PreToken& piece : pieces) {
+            std::string mapped;
+            mapped.reserve(piece.text.size() * 2);
+            for (unsigned char byte : piece.text)
+                mapped += tables.characterOfByte[byte];
+            piece.text = std::move(mapped);
+        }
+    }
+};
+
+struct Metaspace final : PreTokenizer::Step {
+    enum class Prepend { Always, First, Never };
+    std::string replacement;
+    Prepend prepend = Prepend::Always;
+    bool split = true;
+
+    void apply(std::vector<PreToken>& pieces) const override {
+        std::vector<PreToken> out;
+        for (PreToken& piece : pieces) {
+            std::string text;
+            for (char c : piece.text)
+                c == ' ' ? text.append(replacement) : text.append(1, c);
+            const bool needsPrefix = text.compare(0, replacement.size(), replacement) != 0;
+            if (needsPrefix && (prepend == Prepend::Always || (prepend == Prepend::First && piece.atTextStart)))
+                text.insert(0, replacement);
+            if (!split) {
+                out.push_back({std::move(text), piece.atTextStart});
+                continue;
+            }
+            // Each replacement character starts a new word (SplitDelimiterBehavior::MergedWithNext).
+            std::size_t start = 0;
+            for (std::size_t hit = text.find(replacement, 1); hit != std::string::npos;
+                 hit = text.find(replacement, hit + replacement.size())) {
+                out.push_back({text.substr(start, hit - start), piece.atTextStart && start == 0});
+                start = hit;
+            }
+            out.push_back({text.substr(start), piece.atTextStart && start == 0});
+        }
+        pieces = std::move(out);
+    }
+};
+
+Metaspace::Prepend prependScheme(const Json& node, const std::string& path) {
+    // Files written before prepend_scheme existed say add_prefix_space (true: always).
+    const bool addPrefixSpace = json_fields::boolOr(node, "add_prefix_space", true, path);
+    const std::string scheme = json_fields::stringOr(node, "prepend_scheme", addPrefixSpace ? "always" : "never", path);
+    if (scheme == "always")
+        return Metaspace::Prepend::Always;
+    if (scheme == "first")
+        return Metaspace::Prepend::First;
+    if (scheme == "never")
+        return Metaspace::Prepend::Never;
+    throw Error("'" + path + ".prepend_scheme' is '" + scheme + "'; expected always, first or never");
+}
+
+// GPT-2's pre-tokenizer regex, used by ByteLevel when use_regex is true.
+constexpr const char* gpt2Pattern = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+
+void appendSteps(const Json& node, const std::string& path, std::vector<std::shared_ptr<const PreTokenizer::Step>>& steps,
+                 bool& hasByteLevel) {
+    if (node.is_null())
+        return;
+    const std::string type = json_fields::typeOf(node, path);
+    if (type == "Sequence") {
+        const Json& list = json_fields::required(node, "pretokenizers", path);
+        if (!list.is_array())
+            throw Error("'" + path + ".pretokenizers' must be an array");
+        for (std::size_t i = 0; i < list.size(); ++i)
+            appendSteps(list[i], path + ".pretokenizers[" + std::to_string(i) + "]", steps, hasByteLevel);
+    } else if (type == "Metaspace") {
+        auto step = std::make_shared<Metaspace>();
+        step->replacement = json_fields::stringOr(node, "replacement", "\u2581", path);
+        if (step->replacement.empty() || utf8::charLength(step->replacement, 0) != step->replacement.size())
+            throw Error("'" + path + ".replacement' must be one character");
+        step->prepend = prependScheme(node, path);
+        step->split = json_fields::boolOr(node, "split", true, path);
+        steps.push_back(step);
+    } else if (type == "ByteLevel") {
+        auto step = std::make_shared<ByteLevel>();
+        step->addPrefixSpace = json_fields::boolOr(node, "add_prefix_space", true, path);
+        if (json_fields::boolOr(node, "use_regex", true, path))
+            step->gpt2Split = std::make_unique<IsolatingSplit>(gpt2Pattern, 0, path);
+        steps.push_back(step);
+        hasByteLevel = true;
+    } else if (type == "Split") {
+        const std::string behavior = json_fields::requiredString(node, "behavior", path);
+        if (behavior != "Isolated")
+            throw Error("'" + path + ".behavior' is '" + behavior + "'; only Isolated is supported");
+        if (json_fields::boolOr(node, "invert", false, path))
+            throw Error("'" + path + ".invert' is true; only false is supported");
+        std::string regex;
+        const std::string literal = json_fields::literalPattern(node, path, &regex);
+        steps.push_back(std::make_shared<Split>(regex.empty() ? IsolatingSplit(literal, UREGEX_LITERAL, path)
+                                                              : IsolatingSplit(regex, 0, path)));
+    } else {
+        throw Error("pre-tokenizer type '" + type + "' at '" + path +
+                    "' is not supported (supported: Sequence, Metaspace, ByteLevel, Split)");
+    }
+}
+
+} // namespace
+
+const std::string& byteLevelCharacter(unsigned char byte) { return byteLevelTables().characterOfByte[byte]; }
+
+int byteOfByteLevelCharacter(char32_t character) {
+    static const std::array<int, 324> byteOfCodePoint = [] {
+        std::array<int, 324> table;
+        table.fill(-1);
+        const ByteLevelTables& tables = byteLevelTables();
+        for (int byte = 0; byte < 256; ++byte)
+            table[tables.codePointOfByte[byte]] = byte;
+        return table;
+    }();
+    return character < byteOfCodePoint.size() ? byteOfCodePoint[character] : -1;
+}
+
+PreTokenizer PreTokenizer::fromJson(const nlohmann::json& node, const std::string& path) {
+    PreTokenizer preTokenizer;
+    appendSteps(node, path, preTokenizer.steps_, preTokenizer.hasByteLevel_);
+    return preTokenizer;
+}
+
+std::vector<PreToken> PreTokenizer::apply(std::string text, bool atTextStart) const {
+    std::vector<PreToken> pieces{{std::move(text), atTextStart}};
+    for (const auto& step : steps_)
+        step->apply(pieces);
+    return pieces;
+}
+
+} // namespace npw
