@@ -328,6 +328,15 @@ private slots:
         file["pre_tokenizer"]["add_prefix_space"] = false;
         const auto withoutPrefix = Tokenizer::fromJson(file.dump(), "gpt2-like.json");
         QCOMPARE(idsText(withoutPrefix->encode("the the", false)), idsText({the, spaceThe}));
+
+        // A String pattern splits literally, the space isolated as a word of its own.
+        file["pre_tokenizer"] = {
+            {"type", "Sequence"},
+            {"pretokenizers",
+             Json::array({{{"type", "Split"}, {"pattern", {{"String", " "}}}, {"behavior", "Isolated"}},
+                          {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}}})}};
+        const auto literalSplit = Tokenizer::fromJson(file.dump(), "gpt2-like.json");
+        QCOMPARE(idsText(literalSplit->encode("the the", false)), idsText({the, vocab["\u0120"], the}));
     }
 
     // lstrip/rstrip: an added token takes the whitespace around it with it.
@@ -390,6 +399,9 @@ private slots:
                    f["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"String", " "}}}, {"behavior", "Removed"}};
                })
             << QStringList{"'pre_tokenizer.behavior' is 'Removed'"};
+        QTest::newRow("regex where only strings go")
+            << variant([](Json& f) { f["normalizer"]["normalizers"][1]["pattern"] = {{"Regex", " +"}}; })
+            << QStringList{"'normalizer.normalizers[1].pattern' is a Regex"};
         QTest::newRow("field of the wrong type") << variant([](Json& f) { f["model"]["byte_fallback"] = "yes"; })
                                                  << QStringList{"'model.byte_fallback' must be true or false"};
     }
@@ -444,6 +456,13 @@ private slots:
         roomy.minFrequency = 1;
         const auto everyPair = Tokenizer::fromJson(trainSentencePieceBpe(smallCorpus(), roomy), "every pair");
         QVERIFY(everyPair->vocabSize() > stopped->vocabSize());
+
+        // Less room than characters: the most frequent ones are kept, the rest fall back to bytes.
+        BpeTrainOptions cramped;
+        cramped.vocabSize = 270;
+        const auto charactersOnly = Tokenizer::fromJson(trainSentencePieceBpe(smallCorpus(), cramped), "cramped");
+        QCOMPARE(charactersOnly->vocabSize(), 270);
+        QCOMPARE(charactersOnly->decode(charactersOnly->encode(smallCorpus()[1], true)), smallCorpus()[1]);
     }
 
     void trainerIsDeterministic() {

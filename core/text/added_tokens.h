@@ -1,7 +1,9 @@
 #pragma once
 // Added tokens (tokenizer.json "added_tokens": <s>, <|begin_of_text|>, ...) are found in the
 // input text and split out before normalization and BPE, as Hugging Face tokenizers do, so
-// "<s>" written in the text becomes the one BOS id. Matching is leftmost-longest.
+// "<s>" written in the text becomes the one BOS id. Matching is leftmost-longest, on the raw
+// text: right for LLaMA's tokens ("normalized": false); a token marked "normalized": true
+// whose text the normalizer would change is not found as Hugging Face would find it.
 #include <cstddef>
 #include <cstdint>
 #include <map>

@@ -28,10 +28,8 @@ public:
     // Appends the ids of `word` to `out`.
     void tokenize(std::string_view word, std::vector<int32_t>& out) const;
 
-    int32_t idOf(const std::string& token) const;  // -1 when not in the vocabulary
-    const std::unordered_map<std::string, int32_t>& vocab() const { return vocab_; }
-
 private:
+    int32_t idOf(const std::string& token) const;  // -1 when not in the vocabulary
     struct Merge {
         int32_t rank;
         int32_t mergedId;

@@ -110,7 +110,8 @@ public:
             if (banned_.count(top.pair))
                 continue;
             const int64_t current = pairCounts_[top.pair];
-            if (current != top.count) {  // counts only fall after a push: re-queue the lower one
+            // Rising counts are queued as they rise, so a stale entry means the count fell.
+            if (current != top.count) {
                 if (current >= options_.minFrequency)
                     queue_.push({current, top.pair});
                 continue;

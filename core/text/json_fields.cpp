@@ -68,23 +68,21 @@ std::string requiredString(const Json& object, const char* key, const std::strin
 
 std::string typeOf(const Json& component, const std::string& path) { return requiredString(component, "type", path); }
 
-std::string literalPattern(const Json& component, const std::string& path, std::string* regex) {
-    const Json& pattern = required(component, "pattern", path);
+Pattern pattern(const Json& component, const std::string& path) {
+    const Json& value = required(component, "pattern", path);
     const std::string patternPath = field(path, "pattern");
-    if (const Json* literal = find(pattern, "String", patternPath)) {
-        if (!literal->is_string())
-            wrongType(patternPath, "String", "a string", *literal);
-        if (regex)
-            regex->clear();
-        return literal->get<std::string>();
-    }
-    if (find(pattern, "Regex", patternPath)) {
-        if (!regex)
-            throw Error("'" + patternPath + "' is a Regex; only {\"String\": ...} patterns are supported here");
-        *regex = requiredString(pattern, "Regex", patternPath);
-        return {};
-    }
+    if (find(value, "String", patternPath))
+        return {requiredString(value, "String", patternPath), false};
+    if (find(value, "Regex", patternPath))
+        return {requiredString(value, "Regex", patternPath), true};
     throw Error("'" + patternPath + "' must hold \"String\" or \"Regex\"");
+}
+
+std::string literalPattern(const Json& component, const std::string& path) {
+    Pattern found = pattern(component, path);
+    if (found.isRegex)
+        throw Error("'" + field(path, "pattern") + "' is a Regex; only {\"String\": ...} patterns are supported here");
+    return std::move(found.text);
 }
 
 } // namespace npw::json_fields

@@ -24,8 +24,13 @@ std::string requiredString(const Json& object, const char* key, const std::strin
 // The "type" member every normalizer, pre-tokenizer, decoder and model has.
 std::string typeOf(const Json& component, const std::string& path);
 
-// A {"String": "..."} pattern as Replace and Split write it; {"Regex": ...} is reported as
-// unsupported unless `regex` is given, which then receives it.
-std::string literalPattern(const Json& component, const std::string& path, std::string* regex = nullptr);
+// The "pattern" of Replace and Split: {"String": "..."} or {"Regex": "..."}.
+struct Pattern {
+    std::string text;
+    bool isRegex = false;
+};
+Pattern pattern(const Json& component, const std::string& path);
+// The same where only a String pattern is supported; a Regex throws.
+std::string literalPattern(const Json& component, const std::string& path);
 
 } // namespace npw::json_fields

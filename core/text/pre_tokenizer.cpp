@@ -201,10 +201,8 @@ void appendSteps(const Json& node, const std::string& path, std::vector<std::sha
             throw Error("'" + path + ".behavior' is '" + behavior + "'; only Isolated is supported");
         if (json_fields::boolOr(node, "invert", false, path))
             throw Error("'" + path + ".invert' is true; only false is supported");
-        std::string regex;
-        const std::string literal = json_fields::literalPattern(node, path, &regex);
-        steps.push_back(std::make_shared<Split>(regex.empty() ? IsolatingSplit(literal, UREGEX_LITERAL, path)
-                                                              : IsolatingSplit(regex, 0, path)));
+        const json_fields::Pattern pattern = json_fields::pattern(node, path);
+        steps.push_back(std::make_shared<Split>(IsolatingSplit(pattern.text, pattern.isRegex ? 0 : UREGEX_LITERAL, path)));
     } else {
         throw Error("pre-tokenizer type '" + type + "' at '" + path +
                     "' is not supported (supported: Sequence, Metaspace, ByteLevel, Split)");
@@ -212,8 +210,6 @@ void appendSteps(const Json& node, const std::string& path, std::vector<std::sha
 }
 
 } // namespace
-
-const std::string& byteLevelCharacter(unsigned char byte) { return byteLevelTables().characterOfByte[byte]; }
 
 int byteOfByteLevelCharacter(char32_t character) {
     static const std::array<int, 324> byteOfCodePoint = [] {

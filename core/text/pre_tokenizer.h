@@ -28,7 +28,6 @@ public:
     std::vector<PreToken> apply(std::string text, bool atTextStart) const;
 
     bool hasByteLevel() const { return hasByteLevel_; }
-    bool empty() const { return steps_.empty(); }
 
     struct Step;
 
@@ -37,9 +36,8 @@ private:
     bool hasByteLevel_ = false;
 };
 
-// GPT-2's reversible map from each byte to a printable character ("Ġ" for the space byte),
-// and back (-1 for a character that stands for no byte).
-const std::string& byteLevelCharacter(unsigned char byte);
+// The byte a character of GPT-2's byte-to-unicode map stands for ("Ġ" -> ' '); -1 for a
+// character outside the map.
 int byteOfByteLevelCharacter(char32_t character);
 
 } // namespace npw

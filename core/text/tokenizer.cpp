@@ -176,11 +176,13 @@ public:
         model_ = std::make_unique<BpeModel>(std::move(parts.vocab), parts.merges, parts.options);
         addedTokens_ = std::make_unique<AddedTokenMatcher>(addedTokens);
 
-        const Template bosTemplate = readTemplate(json_fields::optional(root, "post_processor", ""), "post_processor");
-        bosId_ = bosTemplate.present ? bosTemplate.leadingId
-                                     : addedTokenNamed(addedTokens, {"<s>", "<|begin_of_text|>", "<bos>"});
-        eosId_ = bosTemplate.trailingId >= 0
-                     ? bosTemplate.trailingId
+        // The template says what BOS the file's own encoding adds. Files without one (this
+        // LLaMA-3 file) and EOS, which templates rarely add, go by the names LLaMA, Mistral,
+        // Gemma and GPT-2 give these tokens.
+        const Template single = readTemplate(json_fields::optional(root, "post_processor", ""), "post_processor");
+        bosId_ = single.present ? single.leadingId : addedTokenNamed(addedTokens, {"<s>", "<|begin_of_text|>", "<bos>"});
+        eosId_ = single.trailingId >= 0
+                     ? single.trailingId
                      : addedTokenNamed(addedTokens, {"</s>", "<|end_of_text|>", "<eos>", "<|endoftext|>"});
     }
 
