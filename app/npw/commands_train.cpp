@@ -1,6 +1,7 @@
 // train-tokenizer, train-lm: how the bundled demo models were made (resumable, seeded).
 #include "app/npw/commands.h"
 #include "core/io/model_loader.h"
+#include "core/models/runtime.h"
 #include "core/text/bpe_trainer.h"
 #include "core/text/tokenizer.h"
 #include "core/train/demo_presets.h"
@@ -49,6 +50,7 @@ int runTrainLm(const Args& args) {
     for (const char* required : {"corpus", "tokenizer", "out"})
         if (!args.has(required)) throw Error(std::string("--") + required + " is required");
     const std::string preset = args.get("preset");
+    chooseRuntime("cpu");  // the trainer runs on the CPU, all cores (or NPW_NUM_THREADS)
     auto tokenizer = Tokenizer::fromFile(args.get("tokenizer"));
     LmTrainOptions o = demoLmTrainOptions(preset, tokenizer->vocabSize(), static_cast<uint64_t>(args.getInt("seed")));
     if (args.has("steps")) o.steps = args.getInt("steps");

@@ -4,6 +4,7 @@
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
 #include <ATen/detail/CUDAHooksInterface.h>
+#include <cstdlib>
 #include <thread>
 
 namespace npw {
@@ -33,9 +34,12 @@ std::string Runtime::describe() const {
 
 Runtime chooseRuntime(const std::string& preference, const std::string& dtype) {
     // LibTorch reports 1 thread on small machines; use every core (notes/environment.md).
+    // NPW_NUM_THREADS overrides (e.g. two trainings side by side, one core each).
     static bool threadsSet = false;
     if (!threadsSet) {
-        at::set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+        int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+        if (const char* env = std::getenv("NPW_NUM_THREADS"); env && std::atoi(env) > 0) threads = std::atoi(env);
+        at::set_num_threads(threads);
         threadsSet = true;
     }
     const int gpus = cudaDeviceCount();

@@ -37,7 +37,7 @@ LmTrainOptions demoLmTrainOptions(const std::string& preset, int64_t vocabSize, 
     o.config = demoLmConfig(preset, vocabSize);
     o.seqlen = 512;
     o.batchSize = 8;
-    o.steps = 3000;
+    o.steps = 1200;
     o.warmupSteps = 100;
     o.learningRate = 3e-3;
     o.seed = seed;
