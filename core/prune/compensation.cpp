@@ -1,0 +1,91 @@
+#include "core/prune/compensation.h"
+
+#include "core/util/error.h"
+
+#include <ATen/ATen.h>
+#include <cmath>
+#include <string>
+
+namespace npw {
+
+namespace {
+
+void requireShapes(const char* what, const at::Tensor& weight, int64_t channels, size_t maskSize) {
+    if (weight.dim() != 2 || weight.size(1) != channels)
+        throw Error(std::string(what) + ": weight must be [out, " + std::to_string(channels) + "] (torch layout), got " +
+                    (weight.dim() == 2 ? "[" + std::to_string(weight.size(0)) + ", " + std::to_string(weight.size(1)) + "]"
+                                       : std::to_string(weight.dim()) + " dimensions"));
+    if (maskSize != static_cast<size_t>(channels))
+        throw Error(std::string(what) + ": channel mask has " + std::to_string(maskSize) + " entries, weight has " +
+                    std::to_string(channels) + " input channels");
+}
+
+at::Tensor indicesWhere(const std::vector<bool>& flags, bool value, const at::Device& device) {
+    std::vector<int64_t> idx;
+    for (size_t i = 0; i < flags.size(); ++i)
+        if (flags[i] == value) idx.push_back(static_cast<int64_t>(i));
+    return at::tensor(idx, at::kLong).to(device);
+}
+
+at::Tensor prunedIndicator(const std::vector<bool>& keep, const at::TensorOptions& options) {
+    std::vector<double> v(keep.size());
+    for (size_t i = 0; i < keep.size(); ++i) v[i] = keep[i] ? 0.0 : 1.0;
+    return at::tensor(v, at::kDouble).to(options.device());
+}
+
+} // namespace
+
+CompensationResult compensatePrunedChannels(const at::Tensor& weight, const at::Tensor& gram,
+                                            const std::vector<bool>& keepChannel, double gamma) {
+    if (gram.dim() != 2 || gram.size(0) != gram.size(1))
+        throw Error("compensatePrunedChannels: gram must be square [D, D]");
+    const int64_t d = gram.size(0);
+    requireShapes("compensatePrunedChannels", weight, d, keepChannel.size());
+    if (!(gamma >= 0) || !std::isfinite(gamma))
+        throw Error("compensatePrunedChannels: dampening γ must be ≥ 0, got " + std::to_string(gamma));
+
+    const at::Device device = gram.device();
+    const at::Tensor w = weight.to(device, at::kDouble).t().contiguous();  // paper's W: [D, out]
+    const at::Tensor pruned = indicesWhere(keepChannel, false, device);
+    CompensationResult out;
+    const at::Tensor h2 = 2.0 * gram.to(at::kDouble);
+    out.dampening = gamma * h2.diagonal().mean().item<double>();
+    if (pruned.numel() == 0) {
+        out.weight = weight.clone();
+        return out;
+    }
+
+    const at::Tensor h = h2 + out.dampening * at::eye(d, h2.options());
+    auto [factor, info] = at::linalg_cholesky_ex(h, /*upper=*/false, /*check_errors=*/false);
+    if (info.item<int64_t>() != 0)
+        throw Error("compensatePrunedChannels: 2G + γ·mean(diag 2G)·I is not positive definite (γ = " +
+                    std::to_string(gamma) + ", D = " + std::to_string(d) +
+                    "): G is singular (fewer calibration tokens than channels, or a dead channel); use γ > 0");
+    const at::Tensor hinv = at::cholesky_inverse(factor, /*upper=*/false);
+
+    const at::Tensor hinvColsP = hinv.index_select(1, pruned);       // Hinv[:, p]  [D, k]
+    const at::Tensor hinvPP = hinvColsP.index_select(0, pruned);     // Hinv[p, p]  [k, k], SPD
+    const at::Tensor wPruned = w.index_select(0, pruned);            // W[p, :]     [k, out]
+    const at::Tensor ppFactor = at::linalg_cholesky(hinvPP);
+    const at::Tensor y = at::cholesky_solve(wPruned, ppFactor, /*upper=*/false);  // Hinv[p,p]⁻¹ W[p,:]
+
+    at::Tensor compensated = w - at::matmul(hinvColsP, y);
+    compensated.index_fill_(0, pruned, 0.0);  // exactly zero, not merely ≈ 0
+    out.optimalLoss = 0.5 * (wPruned * y).sum().item<double>();
+    out.weight = compensated.t().to(weight.device(), weight.scalar_type()).contiguous();
+    return out;
+}
+
+at::Tensor flapBiasCompensation(const at::Tensor& weight, const at::Tensor& inputMean,
+                                const std::vector<bool>& keepChannel) {
+    if (weight.dim() != 2) throw Error("flapBiasCompensation: weight must be [out, D]");
+    const int64_t d = weight.size(1);
+    requireShapes("flapBiasCompensation", weight, d, keepChannel.size());
+    if (inputMean.dim() != 1 || inputMean.size(0) != d)
+        throw Error("flapBiasCompensation: input mean must be [" + std::to_string(d) + "]");
+    const at::Tensor w = weight.to(at::kDouble);
+    const at::Tensor removedMean = inputMean.to(w.device(), at::kDouble) * prunedIndicator(keepChannel, w.options());
+    return at::matmul(removedMean, w.t()).to(weight.scalar_type());
+}
+
+} // namespace npw

@@ -1,0 +1,57 @@
+#pragma once
+// The numerical score (paper §3.2, Algorithm 1) of the input channels of one scored layer
+// (o_proj or down_proj).
+//
+// Convention: the paper writes X·W with W ∈ R^{D×D'} (rows = input channels). A torch
+// weight is [out, in], so the paper's W is weight.T and its W Wᵀ is weight.T @ weight, the
+// D×D product over input channels. The problem (eq. 5) is
+//     min_z ½ (z − 1)ᵀ A (z − 1) + ½ λ (⟨1, z⟩ − r)²,   A = (W Wᵀ) ∘ G,  r = (1 − ρ) D.
+// It is quadratic with the constant Hessian H = A + λ11ᵀ, so one exact Newton step reaches
+// the minimiser, and by Sherman-Morrison
+//     z* = 1 − ρ·w,   w = λD·A⁻¹1 / (1 + λc),   c = 1ᵀA⁻¹1.
+// One Cholesky solve per layer (A⁻¹1 and c) therefore gives z for every ρ and λ; inside a
+// layer the ranking of channels is that of −A⁻¹1 and depends on neither.
+// Like Algorithm 1, nothing here clamps z to [0, 1].
+#include "core/prune/unit_scores.h"
+
+#include <ATen/core/Tensor.h>
+#include <cstdint>
+
+namespace npw {
+
+// A = (weight.T @ weight) ∘ gram in float64. weight: torch layout [out, D] (any float dtype);
+// gram: [D, D], normally LayerStats::gramPerToken(). Throws npw::Error on mismatched shapes.
+at::Tensor numericalScoreMatrix(const at::Tensor& weight, const at::Tensor& gram);
+
+// What a layer keeps so that z for any ρ and λ is closed-form.
+struct NumericalSolve {
+    at::Tensor Ainv1;     // float64 [D]: A⁻¹1
+    double c = 0;         // 1ᵀA⁻¹1
+    int64_t D = 0;        // input channels
+    double jitter = 0;    // absolute value added to A's diagonal to make it factorise; 0 when
+                          // A was positive definite as it is (a dead channel makes it singular)
+};
+
+// One Cholesky solve of A (from numericalScoreMatrix). When the factorisation fails, a jitter
+// of 1e-12·mean(diag A) (× 10 per retry, up to 1e-2·mean(diag A)) is added to the diagonal
+// and reported in `jitter`; an all-zero A uses 1 as its scale. Throws npw::Error when even
+// the largest jitter fails (A not positive semidefinite) or A has NaN/Inf entries.
+NumericalSolve solveNumericalScore(const at::Tensor& A);
+
+// z* = 1 − ρ·λD·A⁻¹1 / (1 + λc): float64 [D]. ρ ∈ [0, 1], λ > 0 (npw::Error otherwise).
+at::Tensor numericalScoreClosedForm(const NumericalSolve& solve, double rho, double lambda);
+
+// Algorithm 1 as written: H = A + λ11ᵀ, g = A(z − 1) + λ(⟨1, z⟩ − r)·1, z ← z − H⁻¹g, for T
+// iterations from z0 (float64 [D]). reuseFactorisation=false builds H and solves it afresh in
+// every iteration, as the algorithm is written (O(T·D³)); true factorises H once (Cholesky)
+// and reuses it (O(D³ + T·D²)). Kept as the paper's reference and to check the closed form.
+at::Tensor numericalScoreNewton(const at::Tensor& A, double r, double lambda, int T, const at::Tensor& z0,
+                                bool reuseFactorisation);
+
+// A layer's unit scores at ρ and λ: attention units = block means of the o_proj input
+// channels' z (unitWidth = D_h, or g·D_h for KV groups), MLP channels = down_proj's z.
+// Either solve may be empty (a layer without heads or without channels).
+LayerScores numericalLayerScores(const NumericalSolve& attention, const NumericalSolve& mlp, int64_t unitWidth,
+                                 double rho, double lambda);
+
+} // namespace npw
