@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# How the committed demo language models were made (resources/demo/lm, resources/demo/lm-gqa).
+# Deterministic from the seed. Resumable: training checkpoints into work-train/ and the same
+# command continues where a stopped run left off. About 40 minutes of 2 cores per model.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+NPW=${NPW:-build/app/npw}
+mkdir -p work-train
+[ -f work-train/tokenizer.json ] ||
+  "$NPW" train-tokenizer --corpus resources/demo/data/kjv-ot.txt --vocab 2048 --out work-train/tokenizer.json
+for preset in ${PRESETS:-lm lm-gqa}; do
+  "$NPW" train-lm --preset "$preset" --seed 1 --corpus resources/demo/data/kjv-ot.txt \
+    --tokenizer work-train/tokenizer.json --work "work-train/$preset" --out "resources/demo/$preset"
+done
