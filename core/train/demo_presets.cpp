@@ -36,10 +36,10 @@ LmTrainOptions demoLmTrainOptions(const std::string& preset, int64_t vocabSize, 
     LmTrainOptions o;
     o.config = demoLmConfig(preset, vocabSize);
     o.seqlen = 512;
-    o.batchSize = 8;
-    o.steps = 1200;
+    o.batchSize = 4;
+    o.steps = 1500;
     o.warmupSteps = 100;
-    o.learningRate = 3e-3;
+    o.learningRate = 2e-3;
     o.seed = seed;
     return o;
 }
