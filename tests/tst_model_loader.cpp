@@ -39,7 +39,7 @@ bool containsAll(const QString& message, const QStringList& parts) {
     return !message.isEmpty();
 }
 
-std::vector<std::pair<std::string, at::Tensor>> namedTensors(const LlamaWeights& weights) {
+std::vector<std::pair<std::string, at::Tensor>> testTensors(const LlamaWeights& weights) {
     std::vector<std::pair<std::string, at::Tensor>> named{{"embed", weights.embed}, {"final_norm", weights.final_norm},
                                                           {"lm_head", weights.lm_head}};
     for (size_t i = 0; i < weights.layers.size(); ++i) {
@@ -56,7 +56,7 @@ std::vector<std::pair<std::string, at::Tensor>> namedTensors(const LlamaWeights&
 
 // The first tensor that differs ("" when all are equal); undefined matches undefined.
 QString firstDifference(const LlamaWeights& a, const LlamaWeights& b) {
-    auto namedA = namedTensors(a), namedB = namedTensors(b);
+    auto namedA = testTensors(a), namedB = testTensors(b);
     if (namedA.size() != namedB.size()) return "layer count";
     for (size_t i = 0; i < namedA.size(); ++i) {
         const at::Tensor &x = namedA[i].second, &y = namedB[i].second;
@@ -426,7 +426,7 @@ private slots:
         QVERIFY(loaded.tokenizerPath.empty());
 
         int64_t stored = 0;
-        for (const auto& [name, tensor] : namedTensors(loaded.weights)) stored += tensor.defined() ? tensor.numel() : 0;
+        for (const auto& [name, tensor] : testTensors(loaded.weights)) stored += tensor.defined() ? tensor.numel() : 0;
         QCOMPARE(loaded.config.parameterCount(), stored);
         QVERIFY(!loaded.config.isUniform());
     }
