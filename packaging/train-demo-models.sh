@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # How the committed demo language models were made (resources/demo/lm, resources/demo/lm-gqa).
 # Deterministic from the seed. Resumable: training checkpoints into work-train/ and the same
-# command continues where a stopped run left off. About 40 minutes of 2 cores per model.
+# command continues where a stopped run left off. The committed models were trained side
+# by side, one core each: OPENBLAS_NUM_THREADS=1 NPW_NUM_THREADS=1 PRESETS=lm (and lm-gqa).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 NPW=${NPW:-build/app/npw}

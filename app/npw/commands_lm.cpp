@@ -183,7 +183,8 @@ int runBench(const Args& args) {
                         {"weights_mib", b.weightsMiB}, {"prompt_tokens", b.promptTokens},
                         {"decode_tokens", b.decodeTokens}, {"repeats", b.repeats},
                         {"prefill_tokens_per_s", b.prefillTokensPerSecond},
-                        {"decode_tokens_per_s", b.decodeTokensPerSecond}, {"peak_memory_mib", b.peakMemoryMiB}};
+                        {"decode_tokens_per_s", b.decodeTokensPerSecond}, {"peak_memory_mib", b.peakMemoryMiB},
+                        {"peak_memory_kind", b.peakMemoryKind}};
     emit(args, j, [&] {
         std::cout << std::fixed << std::setprecision(1) << "model            " << model << "\n"
                   << "device           " << b.device << "\n"
@@ -192,7 +193,7 @@ int runBench(const Args& args) {
                   << "-token prompt, median of " << b.repeats << ")\n"
                   << "decode           " << b.decodeTokensPerSecond << " tokens/s (" << b.decodeTokens
                   << " tokens, batch 1, KV cache)\n"
-                  << "peak memory      " << b.peakMemoryMiB << " MiB (process peak RSS)\n";
+                  << "peak memory      " << b.peakMemoryMiB << " MiB (" << b.peakMemoryKind << ")\n";
     });
     return 0;
 }

@@ -6,6 +6,9 @@
 #include <algorithm>
 #include <chrono>
 #include <sys/resource.h>
+#ifdef NPW_WITH_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#endif
 
 namespace npw {
 
@@ -99,6 +102,10 @@ BenchResult benchmarkGeneration(const LlamaModel& model, int64_t promptTokens, i
     SamplingOptions greedy;
     greedy.maxNewTokens = decodeTokens;
     std::vector<double> prefill, decode;
+#ifdef NPW_WITH_CUDA
+    if (model.runtime().device.is_cuda())
+        c10::cuda::CUDACachingAllocator::resetPeakStats(model.runtime().device.index());
+#endif
     for (int i = 0; i <= repeats; ++i) {
         GenerationResult g = generate(model, prompt, greedy);
         if (i > 0) {  // run 0 warms up allocators and caches
@@ -119,6 +126,15 @@ BenchResult benchmarkGeneration(const LlamaModel& model, int64_t promptTokens, i
     r.prefillTokensPerSecond = promptTokens / median(prefill);
     r.decodeTokensPerSecond = 1.0 / median(decode);
     r.peakMemoryMiB = peakResidentMiB();
+    r.peakMemoryKind = "process peak RSS";
+#ifdef NPW_WITH_CUDA
+    if (model.runtime().device.is_cuda()) {
+        using namespace c10::cuda::CUDACachingAllocator;
+        const DeviceStats stats = getDeviceStats(model.runtime().device.index());
+        r.peakMemoryMiB = stats.allocated_bytes[static_cast<size_t>(StatType::AGGREGATE)].peak / (1024.0 * 1024.0);
+        r.peakMemoryKind = "CUDA allocator peak";
+    }
+#endif
     r.parameters = c.parameterCount();
     r.weightsMiB = r.parameters * c10::elementSize(model.runtime().dtype) / (1024.0 * 1024.0);
     return r;

@@ -41,6 +41,7 @@ struct BenchResult {
     double prefillTokensPerSecond = 0;
     double decodeTokensPerSecond = 0;
     double peakMemoryMiB = 0;      // process peak RSS on the CPU; CUDA allocator peak on a GPU
+    std::string peakMemoryKind;    // which of the two
     double weightsMiB = 0;         // the model's weights in its runtime dtype
     int64_t parameters = 0;
     int repeats = 0;

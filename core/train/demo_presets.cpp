@@ -37,7 +37,7 @@ LmTrainOptions demoLmTrainOptions(const std::string& preset, int64_t vocabSize, 
     o.config = demoLmConfig(preset, vocabSize);
     o.seqlen = 512;
     o.batchSize = 4;
-    o.steps = 1500;
+    o.steps = 800;
     o.warmupSteps = 100;
     o.learningRate = 2e-3;
     o.seed = seed;
