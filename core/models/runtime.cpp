@@ -3,7 +3,7 @@
 
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
-#include <ATen/detail/CUDAHooksInterface.h>
+#include <torch/cuda.h>
 #include <cstdlib>
 #include <thread>
 
@@ -11,9 +11,11 @@ namespace npw {
 
 namespace {
 
+// torch::cuda::device_count is the one spelling stable from LibTorch 1.13 to 2.x
+// (the CUDA hooks' method was renamed); it returns 0 on a CPU-only build.
 int cudaDeviceCount() {
     if (!at::globalContext().hasCUDA()) return 0;
-    return at::detail::getCUDAHooks().getNumGPUs();
+    return static_cast<int>(torch::cuda::device_count());
 }
 
 c10::ScalarType parseDtype(const std::string& name, bool onCuda) {
