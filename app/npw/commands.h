@@ -24,6 +24,7 @@ std::string versionString();
 void addLanguageModelCommands(std::vector<Command>& out);  // info, eval, generate, bench
 void addTrainingCommands(std::vector<Command>& out);       // train-tokenizer, train-lm
 void addDemoCommand(std::vector<Command>& out);            // demo
+void addPruneCommand(std::vector<Command>& out);           // prune
 
 // Flags every model command shares.
 std::vector<Flag> runtimeFlags();  // --device, --dtype

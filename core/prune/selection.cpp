@@ -141,34 +141,38 @@ SelectionResult SelectionIndex::removeLowest(int64_t heads, int64_t channels, do
     return r;
 }
 
-SelectionResult SelectionIndex::select(double rho, double alpha, AlphaMode mode) const {
+SelectionResult SelectionIndex::select(double rho, double alpha, AlphaMode mode, double headOffset) const {
     requireRho(rho);
     requireAlpha(alpha);
+    if (!std::isfinite(headOffset) || (mode == AlphaMode::Budget && headOffset != 0))
+        throw Error("selection: a head offset must be finite and is only defined for the paper reading, got " +
+                    std::to_string(headOffset));
     const int64_t nh = candidateHeads(), nc = candidateChannels();
     const auto hBegin = heads_.begin(), hEnd = heads_.end();
     const auto cBegin = channels_.begin(), cEnd = channels_.end();
 
     if (mode == AlphaMode::Paper) {
-        // Ψ = α·heads ∪ channels. Multiplying by α > 0 is monotone in floating point too, so
-        // the ascending head list is also ascending in α·score.
+        // Ψ = (α·heads + offset) ∪ channels. Multiplying by α > 0 and adding a constant are
+        // monotone in floating point too, so the ascending head list stays ascending.
+        const double off = headOffset;
         const int64_t n = nh + nc;
         const int64_t k = std::llround(rho * static_cast<double>(n));
         if (n == 0) return removeLowest(0, 0, -std::numeric_limits<double>::infinity());
         if (k >= n) return removeLowest(nh, nc, std::numeric_limits<double>::infinity());
         // #{ψ ∈ Ψ : ψ ≤ v}
         auto countAtMost = [&](double v) {
-            const auto h = std::upper_bound(hBegin, hEnd, v, [alpha](double x, const Unit& u) { return x < alpha * u.score; });
+            const auto h = std::upper_bound(hBegin, hEnd, v, [alpha, off](double x, const Unit& u) { return x < alpha * u.score + off; });
             const auto c = std::upper_bound(cBegin, cEnd, v, [](double x, const Unit& u) { return x < u.score; });
             return static_cast<int64_t>((h - hBegin) + (c - cBegin));
         };
         // η = the smallest ψ with #{≤ ψ} ≥ k + 1. It lies in one of the two lists; in each,
         // the first entry passing that test is a candidate, and the smaller candidate is η.
         double eta = std::numeric_limits<double>::infinity();
-        const auto h = std::partition_point(hBegin, hEnd, [&](const Unit& u) { return countAtMost(alpha * u.score) < k + 1; });
-        if (h != hEnd) eta = std::min(eta, alpha * h->score);
+        const auto h = std::partition_point(hBegin, hEnd, [&](const Unit& u) { return countAtMost(alpha * u.score + off) < k + 1; });
+        if (h != hEnd) eta = std::min(eta, alpha * h->score + off);
         const auto c = std::partition_point(cBegin, cEnd, [&](const Unit& u) { return countAtMost(u.score) < k + 1; });
         if (c != cEnd) eta = std::min(eta, c->score);
-        const auto hCut = std::lower_bound(hBegin, hEnd, eta, [alpha](const Unit& u, double x) { return alpha * u.score < x; });
+        const auto hCut = std::lower_bound(hBegin, hEnd, eta, [alpha, off](const Unit& u, double x) { return alpha * u.score + off < x; });
         const auto cCut = std::lower_bound(cBegin, cEnd, eta, [](const Unit& u, double x) { return u.score < x; });
         return removeLowest(hCut - hBegin, cCut - cBegin, eta);
     }

@@ -74,7 +74,10 @@ public:
                    SelectionOptions options = {});
 
     // ρ ∈ [0, 1) and α > 0 finite (npw::Error otherwise). No sorting here.
-    SelectionResult select(double rho, double alpha, AlphaMode mode) const;
+    // headOffset (Paper reading only; finite): ranks α·unit score + headOffset instead of
+    // α·unit score. The numerical score needs it to re-select for a new ρ without re-sorting
+    // (core/prune/pruner.h, MaskSelector); η is then reported on that shifted scale.
+    SelectionResult select(double rho, double alpha, AlphaMode mode, double headOffset = 0) const;
 
     int64_t candidateHeads() const { return static_cast<int64_t>(heads_.size()); }
     int64_t candidateChannels() const { return static_cast<int64_t>(channels_.size()); }

@@ -1,0 +1,218 @@
+// prune: calibrate, score, select, compensate, slice and export (core/prune/pruner.h).
+#include "app/npw/commands.h"
+#include "core/eval/perplexity.h"
+#include "core/models/language_model.h"
+#include "core/prune/pruner.h"
+#include "core/util/error.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+namespace npw::cli {
+
+namespace {
+
+std::string formatNumber(double x) {
+    std::ostringstream out;
+    out << x;
+    return out.str();
+}
+
+// "3", "0,2,5", "0-3,7": layer indices (checked against the model later).
+std::vector<int64_t> parseLayerList(const std::string& text) {
+    std::vector<int64_t> layers;
+    std::istringstream in(text);
+    for (std::string item; std::getline(in, item, ',');) {
+        if (item.empty()) continue;
+        try {
+            const size_t dash = item.find('-', 1);
+            const std::string head = item.substr(0, dash);
+            const std::string tail = dash == std::string::npos ? head : item.substr(dash + 1);
+            size_t usedHead = 0, usedTail = 0;
+            const long long first = std::stoll(head, &usedHead);
+            const long long last = std::stoll(tail, &usedTail);
+            if (usedHead != head.size() || usedTail != tail.size()) throw std::invalid_argument(item);
+            if (first < 0 || last < first) throw std::invalid_argument(item);
+            for (long long l = first; l <= last; ++l) layers.push_back(l);
+        } catch (const std::exception&) {
+            throw Error("--protect: '" + item + "' is not a layer index or range (e.g. 0,2-4)");
+        }
+    }
+    return layers;
+}
+
+PruneSettings settingsFromArgs(const Args& args) {
+    PruneSettings s;
+    s.method = parsePruneMethod(args.get("method"));
+    s.ratio = args.getDouble("ratio");
+    if (args.has("alpha")) s.alpha = args.getDouble("alpha");
+    const std::string mode = args.get("alpha-mode");
+    if (mode == "paper") s.alphaMode = AlphaMode::Paper;
+    else if (mode == "budget") s.alphaMode = AlphaMode::Budget;
+    else throw Error("--alpha-mode must be paper or budget, got '" + mode + "'");
+    s.lambda = args.getDouble("lambda");
+    s.iters = static_cast<int>(args.getInt("iters"));
+    s.damp = args.getDouble("damp");
+    const std::string comp = args.get("compensation");
+    if (comp == "auto") s.compensation = CompensationKind::MethodDefault;
+    else if (comp == "theorem3") s.compensation = CompensationKind::Theorem3;
+    else if (comp == "bias") s.compensation = CompensationKind::FlapBias;
+    else if (comp == "none") s.compensation = CompensationKind::None;
+    else throw Error("--compensation must be auto, theorem3, bias or none, got '" + comp + "'");
+    if (args.flag("no-compensation")) {
+        if (args.has("compensation") && comp != "none")
+            throw Error("--no-compensation contradicts --compensation " + comp);
+        s.compensation = CompensationKind::None;
+    }
+    if (args.has("only")) {
+        const std::string only = args.get("only");
+        if (only == "attention") s.scope = SelectionScope::AttentionOnly;
+        else if (only == "mlp") s.scope = SelectionScope::MlpOnly;
+        else throw Error("--only must be attention or mlp, got '" + only + "'");
+    }
+    if (args.has("protect")) s.protectedLayers = parseLayerList(args.get("protect"));
+    s.seed = static_cast<uint64_t>(args.getInt("seed"));
+    const std::string unit = args.get("unit");
+    if (unit == "kv-group") s.attentionUnit = AttentionUnitKind::KvGroup;
+    else if (unit == "query-slot") s.attentionUnit = AttentionUnitKind::QuerySlot;
+    else throw Error("--unit must be kv-group or query-slot, got '" + unit + "'");
+    s.standardisedGlobal = args.flag("standardised-global");
+    s.validate();
+    return s;
+}
+
+std::string lossText(double loss, int64_t before, int64_t after) {
+    if (before == after) return "-";
+    std::ostringstream out;
+    out << std::scientific << std::setprecision(2) << loss;
+    return out.str();
+}
+
+void printHuman(const PruneReport& r, const std::string& model, const std::string& out) {
+    std::cout << "pruned    " << model << " -> " << out << "\n"
+              << "method    " << r.method << ", ratio " << r.ratio << ", " << alphaModeName(r.alphaMode) << " alpha "
+              << std::setprecision(4) << r.alpha << (r.method == "numerical" ? ", lambda " + formatNumber(r.lambda) : "")
+              << ", compensation " << compensationName(r.compensation) << "\n"
+              << "params    " << r.paramsBefore << " -> " << r.paramsAfter << std::fixed << std::setprecision(1)
+              << "  (removed " << 100 * r.achievedRatio << "% of attention+MLP, " << 100 * r.achievedRatioModel
+              << "% of the model)\n\n";
+    std::cout << "layer  heads    kv      channels     attn loss (uncomp.)    mlp loss (uncomp.)\n";
+    for (size_t l = 0; l < r.layers.size(); ++l) {
+        const LayerPruneReport& p = r.layers[l];
+        auto arrow = [](int64_t a, int64_t b) { return std::to_string(a) + "->" + std::to_string(b); };
+        std::cout << std::left << std::setw(7) << l << std::setw(9) << arrow(p.headsBefore, p.headsAfter) << std::setw(8)
+                  << arrow(p.kvHeadsBefore, p.kvHeadsAfter) << std::setw(13) << arrow(p.channelsBefore, p.channelsAfter)
+                  << std::setw(9) << lossText(p.attentionLoss, p.headsBefore, p.headsAfter) << " (" << std::setw(9)
+                  << lossText(p.attentionLossUncompensated, p.headsBefore, p.headsAfter) << ")    " << std::setw(9)
+                  << lossText(p.mlpLoss, p.channelsBefore, p.channelsAfter) << " ("
+                  << lossText(p.mlpLossUncompensated, p.channelsBefore, p.channelsAfter) << ")\n"
+                  << std::right;
+    }
+    std::cout << std::setprecision(2) << "\ntimings   calibrate " << r.timings.calibrateSeconds << " s, score "
+              << r.timings.scoreSeconds << " s, select " << r.timings.selectSeconds << " s, apply "
+              << r.timings.applySeconds << " s\n";
+}
+
+int runPrune(const Args& args) {
+    if (args.positional().size() != 1)
+        throw Error("'npw prune' takes exactly one MODEL, got " + std::to_string(args.positional().size()));
+    const std::string& model = args.positional()[0];
+    if (args.has("calib") == args.has("stats"))
+        throw Error("give --calib FILE (text, or token ids with --calib-ids) or --stats FILE (from --save-stats)");
+    if (!args.has("out")) throw Error("--out DIR is required (the pruned model's directory)");
+    const PruneSettings settings = settingsFromArgs(args);  // bad flags fail before anything is loaded
+
+    LanguageModel lm = openLanguageModel(model, chooseRuntime(args.get("device"), args.get("dtype")));
+    const LlamaConfig& config = lm.model->config();
+    const std::string out = args.get("out");
+    checkExportTarget(lm.model->checkpoint().source, out);  // before the expensive part
+
+    PruneRun run;
+    CalibrationSummary calibration;
+    if (args.has("calib")) {
+        const std::string calibPath = args.get("calib");
+        const bool idFile = args.flag("calib-ids");
+        const std::vector<int32_t> stream = readCalibrationStream(calibPath, idFile, lm);
+        const int64_t seqlen = args.has("seqlen") ? args.getInt("seqlen") : effectiveSeqlen(0, config);
+        CalibrationSet set = drawCalibrationSet(stream, args.getInt("nsamples"), seqlen, settings.seed, calibPath);
+        set.sourceIsIds = idFile;
+        calibration = CalibrationSummary::of(set);
+        run = pruneModel(*lm.model, set, settings, terminalProgress());
+    } else {
+        std::map<std::string, std::string> metadata;
+        ModelStats stats = loadModelStats(args.get("stats"), config.num_layers, &metadata);
+        calibration = CalibrationSummary::fromMetadata(metadata, args.get("stats"));
+        run = pruneModelWithStats(*lm.model, std::move(stats), settings, terminalProgress());
+    }
+
+    const auto saveStart = std::chrono::steady_clock::now();
+    if (args.has("save-stats")) {
+        std::map<std::string, std::string> metadata = calibration.toMetadata();
+        metadata["model"] = model;
+        saveModelStats(run.stats, args.get("save-stats"), metadata);
+    }
+    if (args.has("save-scores")) saveScoreSet(run.scores, settings.ratio, args.get("save-scores"));
+    savePrunedModel(run.pruned.checkpoint, out, pruneManifestJson(run.report, settings, calibration, model));
+    const double saveSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - saveStart).count();
+
+    nlohmann::json j = pruneReportJson(run.report);
+    j["model"] = model;
+    j["out"] = out;
+    j["timings"]["save_s"] = saveSeconds;
+    j["calibration"] = {{"source", calibration.source}, {"samples", calibration.samples},
+                        {"seqlen", calibration.seqlen}, {"tokens", calibration.tokens}};
+    if (!calibration.statsFile.empty()) j["calibration"]["statistics_file"] = calibration.statsFile;
+    emit(args, j, [&] { printHuman(run.report, model, out); });
+    return 0;
+}
+
+std::vector<Flag> pruneFlags() {
+    const PruneSettings d;  // defaults come from the settings object, never copied by hand
+    std::vector<Flag> flags = {
+        {"method", "M", methodName(d.method), "numerical, flap, wanda-sp, magnitude or random"},
+        {"ratio", "R", formatNumber(d.ratio), "pruning ratio rho in [0, 1)"},
+        {"calib", "FILE", "", "calibration text (tokenized once with BOS), or token ids with --calib-ids"},
+        {"calib-ids", "", "", "--calib holds whitespace-separated token ids"},
+        {"nsamples", "N", "128", "calibration windows, drawn at seeded random offsets"},
+        {"seqlen", "L", "", "tokens per window (default: the model's context, at most 2048)"},
+        {"alpha", "A", "", "head/channel balance (default: unit params / channel params = 4*D_h/3 MHA, (2g+2)*D_h/3 GQA)"},
+        {"alpha-mode", "paper|budget", alphaModeName(d.alphaMode),
+         "paper: eq. 7 (alpha*unit scores with channel scores, rho of units); budget: FLAP's reading (rho of parameters)"},
+        {"lambda", "X", formatNumber(d.lambda), "penalty lambda of the numerical score (G normalised per token)"},
+        {"iters", "T", std::to_string(d.iters), "0: closed form; T > 0: Algorithm 1 with T Newton steps"},
+        {"damp", "G", formatNumber(d.damp), "Theorem 3 dampening gamma, relative to mean(diag 2G)"},
+        {"no-compensation", "", "", "slice without compensating o_proj/down_proj"},
+        {"compensation", "KIND", "auto", "auto (theorem3 for numerical, bias for flap, none else), theorem3, bias, none"},
+        {"only", "attention|mlp", "", "prune only attention units or only MLP channels"},
+        {"protect", "LAYERS", "", "layers left intact, e.g. 0,1 or 0-2"},
+        {"unit", "KIND", "kv-group", "GQA attention unit: kv-group (KV head + its query heads) or query-slot"},
+        {"standardised-global", "", "",
+         "labelled option: standardise any method's metric per layer and rank globally (FLAP's structure)"},
+        {"seed", "S", std::to_string(d.seed), "seed of the calibration offsets and of --method random"},
+        {"out", "DIR", "", "output directory (Hugging Face layout + npw-manifest.json)"},
+        {"save-scores", "FILE", "", "also write the scores (safetensors)"},
+        {"save-stats", "FILE", "", "also write the calibration statistics (safetensors, raw sums)"},
+        {"stats", "FILE", "", "reuse statistics written by --save-stats instead of calibrating (same model)"},
+    };
+    for (const Flag& f : runtimeFlags()) flags.push_back(f);
+    flags.push_back(jsonFlag());
+    return flags;
+}
+
+} // namespace
+
+void addPruneCommand(std::vector<Command>& out) {
+    out.push_back({"prune",
+                   "MODEL --method M --ratio R (--calib FILE [--calib-ids] [--nsamples N] [--seqlen L] | --stats FILE) [--alpha A] "
+                   "[--alpha-mode paper|budget] [--lambda X] [--iters T] [--damp G] [--no-compensation] "
+                   "[--only attention|mlp] [--protect LAYERS] [--seed S] --out DIR [--save-scores F] [--save-stats F]",
+                   "Structured pruning: calibrate, score, select globally, compensate, slice, export.", pruneFlags(),
+                   runPrune});
+}
+
+} // namespace npw::cli

@@ -1,0 +1,221 @@
+#include "core/prune/calibration.h"
+
+#include "core/eval/perplexity.h"
+#include "core/io/safetensors.h"
+#include "core/models/language_model.h"
+#include "core/util/atomic_file.h"
+#include "core/util/error.h"
+
+#include <ATen/ATen.h>
+#include <algorithm>
+#include <random>
+
+namespace npw {
+
+namespace {
+
+std::string siteName(TapSite site) { return site == TapSite::AttentionOutputInput ? "attn" : "mlp"; }
+
+std::string statName(size_t layer, const std::string& site, const std::string& field) {
+    return "layers." + std::to_string(layer) + "." + site + "." + field;
+}
+
+void requireFinite(const LayerStats& s, size_t layer, const char* what) {
+    if (s.channels() == 0) return;
+    if (!at::isfinite(s.gram).all().item<bool>() || !at::isfinite(s.sum).all().item<bool>())
+        throw Error("calibration: the input of " + std::string(what) + " in layer " + std::to_string(layer) +
+                    " has NaN or infinite values (the model overflows on the calibration data; try --dtype float32)");
+}
+
+} // namespace
+
+CalibrationSet drawCalibrationSet(const std::vector<int32_t>& stream, int64_t samples, int64_t seqlen, uint64_t seed,
+                                  const std::string& source) {
+    const std::string where = source.empty() ? std::string("the calibration stream") : "calibration file '" + source + "'";
+    if (samples <= 0) throw Error("calibration: the number of samples must be positive, got " + std::to_string(samples));
+    if (seqlen <= 0) throw Error("calibration: the window length must be positive, got " + std::to_string(seqlen));
+    const auto length = static_cast<int64_t>(stream.size());
+    if (length < seqlen)
+        throw Error(where + " has " + std::to_string(length) + " tokens, fewer than one calibration window of " +
+                    std::to_string(seqlen) + " (use a longer file or a smaller --seqlen)");
+    CalibrationSet set;
+    set.seqlen = seqlen;
+    set.seed = seed;
+    set.streamTokens = length;
+    set.source = source;
+    std::mt19937_64 rng(seed);
+    const auto range = static_cast<uint64_t>(length - seqlen + 1);
+    set.windows.reserve(static_cast<size_t>(samples));
+    for (int64_t i = 0; i < samples; ++i) {
+        const auto start = static_cast<int64_t>(rng() % range);
+        set.windows.emplace_back(stream.begin() + start, stream.begin() + start + seqlen);
+    }
+    return set;
+}
+
+std::vector<int32_t> readCalibrationStream(const std::string& path, bool idFile, const LanguageModel& model) {
+    if (idFile) return readTokenIdFile(path, model.model->config().vocab_size);
+    const std::string text = readTextFile(path);
+    if (text.empty()) throw Error("calibration text '" + path + "' is empty");
+    return model.encode(text, /*addBos=*/true);  // tokenized once, one BOS, as the perplexity protocol
+}
+
+CalibrationSummary CalibrationSummary::of(const CalibrationSet& set) {
+    CalibrationSummary s;
+    s.source = set.source;
+    s.sourceIsIds = set.sourceIsIds;
+    s.samples = static_cast<int64_t>(set.windows.size());
+    s.seqlen = set.seqlen;
+    s.streamTokens = set.streamTokens;
+    s.tokens = set.tokens();
+    s.seed = set.seed;
+    return s;
+}
+
+std::map<std::string, std::string> CalibrationSummary::toMetadata() const {
+    return {{"calibration_source", source},
+            {"calibration_kind", sourceIsIds ? "ids" : "text"},
+            {"calibration_samples", std::to_string(samples)},
+            {"calibration_seqlen", std::to_string(seqlen)},
+            {"calibration_stream_tokens", std::to_string(streamTokens)},
+            {"calibration_tokens", std::to_string(tokens)},
+            {"calibration_seed", std::to_string(seed)}};
+}
+
+CalibrationSummary CalibrationSummary::fromMetadata(const std::map<std::string, std::string>& metadata,
+                                                    const std::string& file) {
+    auto field = [&](const std::string& key) -> const std::string& {
+        auto it = metadata.find(key);
+        if (it == metadata.end())
+            throw Error("statistics file '" + file + "' lacks the metadata field '" + key +
+                        "' (write it with npw prune --save-stats)");
+        return it->second;
+    };
+    auto integer = [&](const std::string& key) {
+        try {
+            return std::stoll(field(key));
+        } catch (const std::logic_error&) {
+            throw Error("statistics file '" + file + "': metadata field '" + key + "' is not an integer");
+        }
+    };
+    CalibrationSummary s;
+    s.source = field("calibration_source");
+    s.sourceIsIds = field("calibration_kind") == "ids";
+    s.samples = integer("calibration_samples");
+    s.seqlen = integer("calibration_seqlen");
+    s.streamTokens = integer("calibration_stream_tokens");
+    s.tokens = integer("calibration_tokens");
+    s.seed = static_cast<uint64_t>(integer("calibration_seed"));
+    s.statsFile = file;
+    return s;
+}
+
+int64_t ModelStats::tokens() const {
+    for (const auto* sites : {&attn, &mlp})
+        for (const LayerStats& s : *sites)
+            if (s.channels() > 0) return s.tokens;
+    return 0;
+}
+
+ModelStats calibrate(const LlamaModel& model, const CalibrationSet& set, const ProgressFn& progress,
+                     const CalibrationOptions& options) {
+    const LlamaConfig& config = model.config();
+    if (set.windows.empty()) throw Error("calibration: no windows to run");
+    if (set.seqlen > config.max_position_embeddings)
+        throw Error("calibration windows of " + std::to_string(set.seqlen) + " tokens exceed the model's context of " +
+                    std::to_string(config.max_position_embeddings) + " (use a smaller --seqlen)");
+    for (const auto& window : set.windows) {
+        if (static_cast<int64_t>(window.size()) != set.seqlen)
+            throw Error("calibration: a window has " + std::to_string(window.size()) + " tokens, expected " +
+                        std::to_string(set.seqlen));
+        for (int32_t id : window)
+            if (id < 0 || id >= config.vocab_size)
+                throw Error("calibration: token id " + std::to_string(id) + " is outside the model's vocabulary of " +
+                            std::to_string(config.vocab_size));
+    }
+
+    const c10::Device statsDevice = options.statsOnModelDevice ? model.runtime().device : c10::Device(c10::kCPU);
+    ModelStats stats;
+    stats.attn.resize(static_cast<size_t>(config.num_layers));
+    stats.mlp.resize(static_cast<size_t>(config.num_layers));
+    for (size_t l = 0; l < stats.attn.size(); ++l) {
+        if (config.num_heads[l] > 0) stats.attn[l] = LayerStats(config.num_heads[l] * config.head_dim, statsDevice);
+        if (config.intermediate_size[l] > 0) stats.mlp[l] = LayerStats(config.intermediate_size[l], statsDevice);
+    }
+    const ActivationTap tap = [&stats](int64_t layer, TapSite site, const at::Tensor& input) {
+        auto& sites = site == TapSite::AttentionOutputInput ? stats.attn : stats.mlp;
+        sites.at(static_cast<size_t>(layer)).accumulate(input);
+    };
+
+    const auto windows = static_cast<int64_t>(set.windows.size());
+    const int64_t maxHeads = *std::max_element(config.num_heads.begin(), config.num_heads.end());
+    const int64_t attentionBytesPerWindow =
+        std::max<int64_t>(1, maxHeads * set.seqlen * set.seqlen * static_cast<int64_t>(c10::elementSize(model.runtime().dtype)));
+    const int64_t perBatch = std::max<int64_t>(
+        1, std::min(options.batchTokens / set.seqlen, options.batchAttentionBytes / attentionBytesPerWindow));
+    reportProgress(progress, "calibrate", 0, static_cast<double>(windows));
+    for (int64_t first = 0; first < windows; first += perBatch) {
+        const int64_t count = std::min(perBatch, windows - first);
+        at::Tensor ids = at::empty({count, set.seqlen}, at::kLong);
+        auto acc = ids.accessor<int64_t, 2>();
+        for (int64_t b = 0; b < count; ++b)
+            for (int64_t t = 0; t < set.seqlen; ++t) acc[b][t] = set.windows[static_cast<size_t>(first + b)][static_cast<size_t>(t)];
+        model.logits(ids, /*cache=*/nullptr, /*keepOnDevice=*/true, tap);
+        reportProgress(progress, "calibrate", static_cast<double>(first + count), static_cast<double>(windows));
+    }
+    for (size_t l = 0; l < stats.attn.size(); ++l) {
+        requireFinite(stats.attn[l], l, "o_proj");
+        requireFinite(stats.mlp[l], l, "down_proj");
+    }
+    return stats;
+}
+
+void saveModelStats(const ModelStats& stats, const std::string& path, const std::map<std::string, std::string>& metadata) {
+    std::vector<std::pair<std::string, at::Tensor>> tensors;
+    for (TapSite site : {TapSite::AttentionOutputInput, TapSite::MlpDownInput}) {
+        const auto& sites = site == TapSite::AttentionOutputInput ? stats.attn : stats.mlp;
+        for (size_t l = 0; l < sites.size(); ++l) {
+            const LayerStats& s = sites[l];
+            if (s.channels() == 0) continue;
+            const std::string name = siteName(site);
+            tensors.emplace_back(statName(l, name, "gram"), s.gram.cpu());
+            tensors.emplace_back(statName(l, name, "sum"), s.sum.cpu());
+            tensors.emplace_back(statName(l, name, "sum_sq"), s.sumSq.cpu());
+            tensors.emplace_back(statName(l, name, "tokens"), at::full({1}, s.tokens, at::kLong));
+        }
+    }
+    std::map<std::string, std::string> meta = metadata;
+    meta["format"] = "npw-calibration-stats";
+    meta["normalisation"] =
+        "raw sums over all calibration tokens: gram = sum x^T x, sum = sum x, sum_sq = sum x^2; divide by tokens "
+        "(the numerical score and Theorem 3 use gram / tokens)";
+    writeSafeTensors(path, tensors, meta);
+}
+
+ModelStats loadModelStats(const std::string& path, int64_t layers, std::map<std::string, std::string>* metadata) {
+    auto file = SafeTensorsFile::open(path);
+    if (metadata) *metadata = file->metadata();
+    ModelStats stats;
+    stats.attn.resize(static_cast<size_t>(layers));
+    stats.mlp.resize(static_cast<size_t>(layers));
+    for (TapSite site : {TapSite::AttentionOutputInput, TapSite::MlpDownInput}) {
+        auto& sites = site == TapSite::AttentionOutputInput ? stats.attn : stats.mlp;
+        const std::string name = siteName(site);
+        for (size_t l = 0; l < sites.size(); ++l) {
+            if (!file->has(statName(l, name, "gram"))) continue;
+            LayerStats s;
+            s.gram = file->load(statName(l, name, "gram")).to(at::kDouble);
+            s.sum = file->load(statName(l, name, "sum")).to(at::kDouble);
+            s.sumSq = file->load(statName(l, name, "sum_sq")).to(at::kDouble);
+            s.tokens = file->load(statName(l, name, "tokens")).to(at::kLong).item<int64_t>();
+            const int64_t d = s.sum.numel();
+            if (s.gram.dim() != 2 || s.gram.size(0) != d || s.gram.size(1) != d || s.sumSq.numel() != d)
+                throw Error("statistics file '" + path + "': layer " + std::to_string(l) + " " + name +
+                            " has inconsistent shapes");
+            sites[l] = std::move(s);
+        }
+    }
+    return stats;
+}
+
+} // namespace npw

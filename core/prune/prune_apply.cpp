@@ -1,0 +1,224 @@
+// applyMask (compensation and slicing), parameter counts and the whole-run driver (pruner.h).
+#include "core/prune/compensation.h"
+#include "core/prune/pruner.h"
+#include "core/util/error.h"
+
+#include <ATen/ATen.h>
+#include <algorithm>
+#include <chrono>
+
+namespace npw {
+
+namespace {
+
+at::Tensor indicesOf(const std::vector<bool>& flags, bool value) {
+    std::vector<int64_t> idx;
+    for (size_t i = 0; i < flags.size(); ++i)
+        if (flags[i] == value) idx.push_back(static_cast<int64_t>(i));
+    return at::tensor(idx, at::kLong);
+}
+
+int64_t countTrue(const std::vector<bool>& flags) { return std::count(flags.begin(), flags.end(), true); }
+
+// The rows (dim 0) or columns (dim 1) of `t` whose flag is set, as a new contiguous tensor.
+at::Tensor keepAlong(const at::Tensor& t, int64_t dim, const std::vector<bool>& keep) {
+    return t.index_select(dim, indicesOf(keep, true).to(t.device())).contiguous();
+}
+
+struct ProjectionResult {
+    at::Tensor weight;  // [out, kept], torch layout
+    at::Tensor bias;    // undefined when the layer had none and none was added
+    double loss = 0, lossUncompensated = 0;
+};
+
+// One output projection (o_proj or down_proj) whose input channels `keep` survive: compensated
+// on the full weight, then sliced. Losses are per calibration token (G/N).
+ProjectionResult pruneProjection(const at::Tensor& weight, const at::Tensor& bias, const LayerStats& stats,
+                                 const std::vector<bool>& keep, CompensationKind kind, double damp,
+                                 const std::string& where) {
+    ProjectionResult out;
+    out.bias = bias;
+    if (countTrue(keep) == static_cast<int64_t>(keep.size())) {
+        out.weight = weight;
+        return out;
+    }
+    const bool haveStats = stats.channels() == weight.size(1) && stats.tokens > 0;
+    if (!haveStats && kind != CompensationKind::None)
+        throw Error(where + ": no calibration statistics for " + compensationName(kind) + " compensation");
+    at::Tensor full = weight;
+    if (haveStats) {
+        const at::Tensor gram = stats.gramPerToken();
+        const at::Tensor pruned = indicesOf(keep, false).to(gram.device());
+        const at::Tensor wp = weight.to(gram.device(), at::kDouble).index_select(1, pruned);  // [out, k]
+        // ‖X_p W_pᵀ‖²/N = tr(W_p G_pp W_pᵀ)/N: the error of merely zeroing the channels.
+        auto errorWith = [&](const at::Tensor& g) {
+            return (at::matmul(wp, g.index_select(0, pruned).index_select(1, pruned)) * wp).sum().item<double>();
+        };
+        out.lossUncompensated = errorWith(gram);
+        out.loss = out.lossUncompensated;
+        try {
+            if (kind == CompensationKind::Theorem3) {
+                CompensationResult r = compensatePrunedChannels(weight, gram, keep, damp);
+                full = r.weight;
+                out.loss = r.optimalLoss;
+            } else if (kind == CompensationKind::FlapBias) {
+                const at::Tensor mean = stats.mean();
+                const at::Tensor added = flapBiasCompensation(weight, mean, keep);
+                out.bias = bias.defined() ? bias + added.to(bias.scalar_type()) : added;
+                // What the bias cannot remove: the pruned inputs' covariance, E[(x−μ)(x−μ)ᵀ].
+                out.loss = errorWith(gram - at::outer(mean, mean));
+            }
+        } catch (const Error& e) {
+            throw Error(where + ": " + e.what() + (kind == CompensationKind::Theorem3 ? " (--damp sets γ)" : ""));
+        }
+    }
+    out.weight = keepAlong(full, 1, keep);
+    return out;
+}
+
+} // namespace
+
+int64_t prunableParameters(const LlamaConfig& config) {
+    int64_t count = 0;
+    for (size_t l = 0; l < static_cast<size_t>(config.num_layers); ++l)
+        count += config.hidden_size * (2 * config.num_heads[l] * config.head_dim + 2 * config.num_kv_heads[l] * config.head_dim +
+                                       3 * config.intermediate_size[l]);
+    return count;
+}
+
+int64_t checkpointParameters(const LlamaCheckpoint& checkpoint) {
+    LlamaWeights weights = checkpoint.weights;  // handles only
+    int64_t count = 0;
+    for (const auto& [name, tensor] : namedTensors(weights))
+        if (tensor->defined()) count += tensor->numel();
+    return count;
+}
+
+PrunedModel applyMask(const LlamaCheckpoint& checkpoint, const ModelStats& stats, const Mask& mask,
+                      const PruneSettings& settings) {
+    settings.validate();
+    const LlamaConfig& config = checkpoint.config;
+    const auto layers = static_cast<size_t>(config.num_layers);
+    if (mask.keepHeads.size() != layers || mask.keepChannels.size() != layers)
+        throw Error("applyMask: the mask has " + std::to_string(mask.keepHeads.size()) + "/" +
+                    std::to_string(mask.keepChannels.size()) + " layers, the model " + std::to_string(layers));
+    PrunedModel out;
+    out.compensation = settings.effectiveCompensation();
+    out.checkpoint = checkpoint;  // shares the unchanged tensors; changed ones are replaced, never written
+    LlamaConfig& newConfig = out.checkpoint.config;
+    out.layers.resize(layers);
+    const LayerStats noStats;
+    auto statsAt = [&](const std::vector<LayerStats>& sites, size_t l) -> const LayerStats& {
+        return l < sites.size() ? sites[l] : noStats;
+    };
+    for (size_t l = 0; l < layers; ++l) {
+        const LlamaLayerWeights& src = checkpoint.weights.layers.at(l);
+        LlamaLayerWeights& dst = out.checkpoint.weights.layers[l];
+        LayerPruneReport& report = out.layers[l];
+        const AttentionUnits units(config, static_cast<int64_t>(l), settings.attentionUnit);
+        report.headsBefore = report.headsAfter = units.heads;
+        report.kvHeadsBefore = report.kvHeadsAfter = units.kvHeads;
+        report.channelsBefore = report.channelsAfter = config.intermediate_size[l];
+        const std::string layerName = "layer " + std::to_string(l);
+
+        if (units.count() > 0) {
+            const std::vector<bool> keepQ = units.keptQueryHeads(mask.keepHeads[l]);
+            const std::vector<bool> keepKv = units.keptKvHeads(mask.keepHeads[l]);
+            const std::vector<bool> qChannels = expandUnitMask(keepQ, config.head_dim);
+            const std::vector<bool> kvChannels = expandUnitMask(keepKv, config.head_dim);
+            ProjectionResult o = pruneProjection(src.wo, src.wo_bias, statsAt(stats.attn, l), qChannels,
+                                                 out.compensation, settings.damp, layerName + " o_proj");
+            dst.wo = o.weight;
+            dst.wo_bias = o.bias;
+            dst.wq = keepAlong(src.wq, 0, qChannels);
+            dst.wk = keepAlong(src.wk, 0, kvChannels);
+            dst.wv = keepAlong(src.wv, 0, kvChannels);
+            newConfig.num_heads[l] = report.headsAfter = countTrue(keepQ);
+            newConfig.num_kv_heads[l] = report.kvHeadsAfter = countTrue(keepKv);
+            report.attentionLoss = o.loss;
+            report.attentionLossUncompensated = o.lossUncompensated;
+        } else if (!mask.keepHeads[l].empty()) {
+            throw Error("applyMask: " + layerName + " has no attention heads but the mask has " +
+                        std::to_string(mask.keepHeads[l].size()) + " units");
+        }
+
+        if (config.intermediate_size[l] > 0) {
+            const std::vector<bool>& keep = mask.keepChannels[l];
+            if (static_cast<int64_t>(keep.size()) != config.intermediate_size[l])
+                throw Error("applyMask: " + layerName + " has " + std::to_string(config.intermediate_size[l]) +
+                            " MLP channels but the mask has " + std::to_string(keep.size()));
+            ProjectionResult d = pruneProjection(src.w_down, src.w_down_bias, statsAt(stats.mlp, l), keep,
+                                                 out.compensation, settings.damp, layerName + " down_proj");
+            dst.w_down = d.weight;
+            dst.w_down_bias = d.bias;
+            dst.w_gate = keepAlong(src.w_gate, 0, keep);
+            dst.w_up = keepAlong(src.w_up, 0, keep);
+            newConfig.intermediate_size[l] = report.channelsAfter = countTrue(keep);
+            report.mlpLoss = d.loss;
+            report.mlpLossUncompensated = d.lossUncompensated;
+        } else if (!mask.keepChannels[l].empty()) {
+            throw Error("applyMask: " + layerName + " has no MLP channels but the mask has " +
+                        std::to_string(mask.keepChannels[l].size()));
+        }
+    }
+    newConfig.validate(checkpoint.source);
+    return out;
+}
+
+PruneRun pruneModel(const LlamaModel& model, const CalibrationSet& calibration, const PruneSettings& settings,
+                    const ProgressFn& progress) {
+    settings.validate();  // before the expensive calibration
+    const auto start = std::chrono::steady_clock::now();
+    ModelStats stats = calibrate(model, calibration, progress);
+    const double calibrateSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    PruneRun run = pruneModelWithStats(model, std::move(stats), settings, progress);
+    run.report.timings.calibrateSeconds = calibrateSeconds;
+    return run;
+}
+
+PruneRun pruneModelWithStats(const LlamaModel& model, ModelStats stats, const PruneSettings& settings,
+                             const ProgressFn& progress) {
+    using Clock = std::chrono::steady_clock;
+    auto seconds = [](Clock::time_point since) { return std::chrono::duration<double>(Clock::now() - since).count(); };
+    settings.validate();
+    PruneRun run;
+    PruneReport& report = run.report;
+    run.stats = std::move(stats);
+
+    auto t = Clock::now();
+    run.scores = computeScores(model.checkpoint(), run.stats, settings, progress);
+    report.timings.scoreSeconds = seconds(t);
+
+    t = Clock::now();
+    const MaskSelector selector(run.scores);
+    run.selection = selector.select(settings.ratio, settings.alpha, settings.alphaMode);
+    report.timings.selectSeconds = seconds(t);
+
+    t = Clock::now();
+    reportProgress(progress, "apply", 0, 1);
+    run.pruned = applyMask(model.checkpoint(), run.stats, run.selection.mask, settings);
+    reportProgress(progress, "apply", 1, 1);
+    report.timings.applySeconds = seconds(t);
+
+    report.method = methodName(settings.method);
+    report.ratio = settings.ratio;
+    report.alpha = std::isnan(settings.alpha) ? selector.defaultAlpha() : settings.alpha;
+    report.alphaMode = settings.alphaMode;
+    report.lambda = settings.lambda;
+    report.compensation = run.pruned.compensation;
+    report.paramsBefore = checkpointParameters(model.checkpoint());
+    report.paramsAfter = checkpointParameters(run.pruned.checkpoint);
+    report.prunableBefore = prunableParameters(model.config());
+    report.prunableAfter = prunableParameters(run.pruned.checkpoint.config);
+    const auto removed = static_cast<double>(report.prunableBefore - report.prunableAfter);
+    report.achievedRatio = report.prunableBefore > 0 ? removed / static_cast<double>(report.prunableBefore) : 0.0;
+    report.achievedRatioModel = removed / static_cast<double>(report.paramsBefore);
+    report.removedUnits = run.selection.removedHeads;
+    report.removedChannels = run.selection.removedChannels;
+    report.threshold = run.selection.threshold;
+    report.newtonMaxDeviation = run.scores.newtonMaxDeviation;
+    report.layers = run.pruned.layers;
+    return run;
+}
+
+} // namespace npw

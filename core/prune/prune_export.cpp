@@ -1,0 +1,220 @@
+// Reports, manifests and files of a pruning run (pruner.h).
+#include "core/io/model_loader.h"
+#include "core/io/safetensors.h"
+#include "core/prune/pruner.h"
+#include "core/util/atomic_file.h"
+#include "core/util/error.h"
+#include "core/util/version.h"
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <random>
+
+namespace fs = std::filesystem;
+
+namespace npw {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kManifestName = "npw-manifest.json";
+
+json numberOrNull(double x) { return std::isfinite(x) ? json(x) : json(nullptr); }
+
+std::string scopeName(SelectionScope scope) {
+    switch (scope) {
+    case SelectionScope::AttentionAndMlp: return "attention+mlp";
+    case SelectionScope::AttentionOnly: return "attention";
+    case SelectionScope::MlpOnly: return "mlp";
+    }
+    return "?";
+}
+
+fs::path normalised(const std::string& path) {
+    std::error_code ec;
+    fs::path p = fs::weakly_canonical(fs::absolute(path), ec);
+    if (ec) p = fs::absolute(path).lexically_normal();
+    if (!p.has_filename() && p.has_parent_path()) p = p.parent_path();  // "dir/" → "dir"
+    return p;
+}
+
+bool isInside(const fs::path& inner, const fs::path& outer) {
+    const fs::path rel = inner.lexically_relative(outer);
+    return !rel.empty() && *rel.begin() != "..";
+}
+
+std::string randomSuffix() {
+    std::random_device rd;
+    return std::to_string(rd() % 1000000000u);
+}
+
+} // namespace
+
+json pruneReportJson(const PruneReport& r) {
+    json layers = json::array();
+    for (size_t l = 0; l < r.layers.size(); ++l) {
+        const LayerPruneReport& p = r.layers[l];
+        layers.push_back({{"layer", l},
+                          {"heads", p.headsAfter},
+                          {"heads_before", p.headsBefore},
+                          {"kv_heads", p.kvHeadsAfter},
+                          {"kv_heads_before", p.kvHeadsBefore},
+                          {"channels", p.channelsAfter},
+                          {"channels_before", p.channelsBefore},
+                          {"attn_loss", p.attentionLoss},
+                          {"attn_loss_uncompensated", p.attentionLossUncompensated},
+                          {"mlp_loss", p.mlpLoss},
+                          {"mlp_loss_uncompensated", p.mlpLossUncompensated}});
+    }
+    json j = {{"method", r.method},
+              {"ratio", r.ratio},
+              {"alpha", r.alpha},
+              {"alpha_mode", alphaModeName(r.alphaMode)},
+              {"lambda", r.lambda},
+              {"compensation", compensationName(r.compensation)},
+              {"params_before", r.paramsBefore},
+              {"params_after", r.paramsAfter},
+              {"prunable_params_before", r.prunableBefore},
+              {"prunable_params_after", r.prunableAfter},
+              {"achieved_ratio", r.achievedRatio},
+              {"achieved_ratio_model", r.achievedRatioModel},
+              {"removed_attention_units", r.removedUnits},
+              {"removed_mlp_channels", r.removedChannels},
+              {"threshold", numberOrNull(r.threshold)},
+              {"loss_unit", "output error of o_proj/down_proj per calibration token, ||X dW^T||^2 / N"},
+              {"layers", layers},
+              {"timings", {{"calibrate_s", r.timings.calibrateSeconds},
+                           {"score_s", r.timings.scoreSeconds},
+                           {"select_s", r.timings.selectSeconds},
+                           {"apply_s", r.timings.applySeconds}}}};
+    if (r.newtonMaxDeviation >= 0) j["newton_max_deviation"] = r.newtonMaxDeviation;
+    return j;
+}
+
+std::string pruneManifestJson(const PruneReport& report, const PruneSettings& s, const CalibrationSummary& calibration,
+                              const std::string& sourceModel) {
+    json j = pruneReportJson(report);
+    j.erase("timings");
+    j["format"] = "npw-pruned-model";
+    j["npw_version"] = npwVersion();
+    j["source_model"] = sourceModel;
+    j["iters"] = s.iters;
+    j["score"] = s.method == PruneMethod::Numerical
+                     ? (s.iters > 0 ? "Algorithm 1, " + std::to_string(s.iters) + " Newton steps from z0 = 1"
+                                    : std::string("closed form z = 1 - rho*lambda*D*A^-1 1/(1 + lambda*c)"))
+                     : methodName(s.method);
+    j["damp"] = s.damp;
+    j["damp_meaning"] = "gamma relative to mean(diag 2G): 2G + gamma*mean(diag 2G)*I";
+    j["attention_unit"] = s.attentionUnit == AttentionUnitKind::KvGroup ? "kv-group" : "query-slot";
+    j["standardised_global"] = s.standardisedGlobal;
+    j["selection"] = s.selectsGlobally() ? "global" : "uniform per layer";
+    j["scope"] = scopeName(s.scope);
+    j["protected_layers"] = s.protectedLayers;
+    j["seed"] = s.seed;
+    j["normalisation"] = "G = X^T X / N over all N calibration tokens (per-token Gram), float64; "
+                         "FLAP mean/variance and Wanda-sp norms from the same raw sums";
+    j["calibration"] = {{"source", calibration.source},
+                        {"kind", calibration.sourceIsIds ? "token ids" : "text, tokenized once with BOS"},
+                        {"samples", calibration.samples},
+                        {"seqlen", calibration.seqlen},
+                        {"seed", calibration.seed},
+                        {"stream_tokens", calibration.streamTokens},
+                        {"tokens", calibration.tokens}};
+    if (!calibration.statsFile.empty()) j["calibration"]["statistics_file"] = calibration.statsFile;
+    return j.dump(2) + "\n";
+}
+
+void checkExportTarget(const std::string& sourceModel, const std::string& dir) {
+    if (dir.empty()) throw Error("no output directory given (--out DIR)");
+    const fs::path target = normalised(dir);
+    if (!sourceModel.empty()) {
+        ensureNotOverwritingSource(sourceModel, dir);
+        // Compared again on normalised paths: "model/" and "model/sub" are the source too.
+        const fs::path source = normalised(sourceModel);
+        const fs::path sourceDir = fs::is_directory(source) ? source : source.parent_path();
+        if (target == source || target == sourceDir)
+            throw Error("refusing to write '" + dir + "': it is the source model '" + sourceModel +
+                        "' or its directory (a source checkpoint is never overwritten; choose another --out)");
+        if (fs::is_directory(source) && isInside(target, source))
+            throw Error("refusing to write '" + dir + "': it is inside the source model '" + sourceModel +
+                        "' (a source checkpoint is never modified; choose another --out)");
+    }
+    std::error_code ec;
+    if (!fs::exists(target, ec)) return;
+    if (!fs::is_directory(target))
+        throw Error("refusing to write '" + dir + "': it exists and is not a directory");
+    if (fs::is_empty(target, ec) || fs::is_regular_file(target / kManifestName)) return;
+    throw Error("refusing to write '" + dir + "': it is a non-empty directory that is not an npw export (no " +
+                kManifestName + "); choose a new --out");
+}
+
+void savePrunedModel(const LlamaCheckpoint& pruned, const std::string& dir, const std::string& manifestJson) {
+    checkExportTarget(pruned.source, dir);
+    const fs::path target = normalised(dir);
+    const fs::path parent = target.parent_path();
+    std::error_code ec;
+    fs::create_directories(parent, ec);
+    if (ec) throw Error("cannot create '" + parent.string() + "': " + ec.message());
+    const std::string name = target.filename().string();
+    const fs::path staging = parent / ("." + name + ".npw-staging-" + randomSuffix());
+    const fs::path previous = parent / ("." + name + ".npw-previous-" + randomSuffix());
+    try {
+        const json extra = {{"npw_pruned", {{"manifest", kManifestName}}}};
+        saveHfLlamaDirectory(pruned, staging.string(), extra.dump());
+        writeTextAtomically((staging / kManifestName).string(), manifestJson);
+        // An earlier export (or an empty directory) is moved aside, the new one renamed into its
+        // place, and only then the old one deleted: at every moment `dir` is whole or absent.
+        const bool replacing = fs::exists(target, ec);
+        if (replacing) fs::rename(target, previous);
+        fs::rename(staging, target);
+        if (replacing) fs::remove_all(previous, ec);
+    } catch (const fs::filesystem_error& e) {
+        fs::remove_all(staging, ec);
+        throw Error("cannot write the pruned model to '" + dir + "': " + e.what());
+    } catch (...) {
+        fs::remove_all(staging, ec);
+        throw;
+    }
+}
+
+void saveScoreSet(const ScoreSet& scores, double rho, const std::string& path) {
+    std::vector<std::pair<std::string, at::Tensor>> tensors;
+    auto name = [](size_t l, const char* site, const char* field) {
+        return "layers." + std::to_string(l) + "." + site + "." + field;
+    };
+    for (size_t l = 0; l < scores.ranking.size(); ++l) {
+        const LayerScores units = scores.unitScoresAt(l, rho);
+        if (scores.attentionChannels[l].defined()) {
+            tensors.emplace_back(name(l, "attn", "channel_scores"), scores.attentionChannelScoresAt(l, rho));
+            tensors.emplace_back(name(l, "attn", "unit_scores"), at::tensor(units.heads, at::kDouble));
+        }
+        if (scores.mlpChannels[l].defined()) {
+            tensors.emplace_back(name(l, "mlp", "channel_scores"), scores.mlpChannelScoresAt(l, rho));
+            tensors.emplace_back(name(l, "mlp", "unit_scores"), at::tensor(units.channels, at::kDouble));
+        }
+        for (const auto& [site, solve] : {std::make_pair("attn", &scores.attentionSolves[l]),
+                                          std::make_pair("mlp", &scores.mlpSolves[l])}) {
+            if (solve->D == 0) continue;
+            tensors.emplace_back(name(l, site, "ainv1"), solve->Ainv1.cpu());
+            tensors.emplace_back(name(l, site, "c"), at::full({1}, solve->c, at::kDouble));
+        }
+    }
+    const PruneSettings& s = scores.settings;
+    writeSafeTensors(path, tensors,
+                     {{"format", "npw-scores"},
+                      {"method", methodName(s.method)},
+                      {"ratio", std::to_string(rho)},
+                      {"lambda", std::to_string(s.lambda)},
+                      {"standardised_global", s.standardisedGlobal ? "true" : "false"},
+                      {"attention_unit", s.attentionUnit == AttentionUnitKind::KvGroup ? "kv-group" : "query-slot"},
+                      {"meaning", s.method == PruneMethod::Numerical && !s.standardisedGlobal
+                                      ? "numerical score z at ratio (higher = keep); unit = mean of its channels; "
+                                        "ainv1 = A^-1 1, c = 1^T A^-1 1 with A = (W W^T) o G/N"
+                                      : "the method's metric (higher = keep); unit = mean (global) or sum (uniform)"}});
+}
+
+} // namespace npw

@@ -1,0 +1,7 @@
+#include "core/util/version.h"
+
+namespace npw {
+
+std::string npwVersion() { return NPW_VERSION; }
+
+} // namespace npw

@@ -1,0 +1,189 @@
+// Exporting a pruned model: the directory reloads (loadLlamaCheckpoint) to the same logits,
+// per-layer sizes and FLAP's biases included, also from llama2.c's rotary layout; the manifest
+// records the run; the source and foreign directories are refused; score and statistics files.
+#include "core/io/model_loader.h"
+#include "core/io/safetensors.h"
+#include "core/models/runtime.h"
+#include "core/prune/pruner.h"
+#include "core/util/atomic_file.h"
+#include "core/util/error.h"
+#include "tiny_llama.h"
+
+#include <QTemporaryDir>
+#include <QtTest>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+using namespace npw;
+using namespace npw::test;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+template <class F>
+QString errorOf(F f) {
+    try {
+        f();
+    } catch (const Error& e) {
+        return QString::fromStdString(e.what());
+    }
+    return {};
+}
+
+json readJson(const std::string& path) { return json::parse(readTextFile(path)); }
+
+struct Pruned {
+    CalibrationSet set;
+    PruneSettings settings;
+    PruneRun run;
+};
+
+Pruned pruneTiny(const LlamaModel& model, PruneMethod method, double ratio) {
+    Pruned p;
+    p.set = drawCalibrationSet(randomIds(2000, 40, 3), 12, 32, 4, "ids.txt");
+    p.set.sourceIsIds = true;
+    p.settings.method = method;
+    p.settings.ratio = ratio;
+    p.run = pruneModel(model, p.set, p.settings);
+    return p;
+}
+
+} // namespace
+
+class TestPruneExport : public QObject {
+    Q_OBJECT
+private slots:
+    void exportReloadsToSameLogits_data() {
+        QTest::addColumn<QString>("method");
+        QTest::addColumn<bool>("llama2cRope");
+        QTest::newRow("numerical, HF rotary layout") << "numerical" << false;
+        QTest::newRow("numerical, llama2.c rotary layout") << "numerical" << true;
+        QTest::newRow("flap (biases), llama2.c rotary layout") << "flap" << true;
+    }
+    void exportReloadsToSameLogits() {
+        QFETCH(QString, method);
+        QFETCH(bool, llama2cRope);
+        LlamaCheckpoint dense = tinyLlama({4, 4, 4}, {2, 2, 2}, {24, 20, 16}, 5,
+                                          llama2cRope ? RopeLayout::AdjacentPairs : RopeLayout::HalfSplit);
+        dense.source = "tiny.bin";
+        const LlamaModel model(dense, chooseRuntime("cpu"));
+        Pruned p = pruneTiny(model, parsePruneMethod(method.toStdString()), 0.4);
+        QTemporaryDir dir;
+        const std::string out = dir.filePath("pruned").toStdString();
+        savePrunedModel(p.run.pruned.checkpoint, out, pruneManifestJson(p.run.report, p.settings, CalibrationSummary::of(p.set), "tiny.bin"));
+
+        const LlamaCheckpoint back = loadLlamaCheckpoint(out);
+        QVERIFY(back.config.num_heads == p.run.pruned.checkpoint.config.num_heads);
+        QVERIFY(back.config.num_kv_heads == p.run.pruned.checkpoint.config.num_kv_heads);
+        QVERIFY(back.config.intermediate_size == p.run.pruned.checkpoint.config.intermediate_size);
+        QVERIFY(!back.config.isUniform());
+        if (method == "flap") QVERIFY(back.weights.layers[0].wo_bias.defined() || back.weights.layers[0].w_down_bias.defined());
+        const at::Tensor ids = idsTensor({randomIds(48, 40, 8), randomIds(48, 40, 9)});
+        const at::Tensor expected = LlamaModel(p.run.pruned.checkpoint, chooseRuntime("cpu")).logits(ids);
+        const at::Tensor actual = LlamaModel(back, chooseRuntime("cpu")).logits(ids);
+        QVERIFY2((actual - expected).abs().max().item<double>() <= 1e-5 * expected.abs().max().item<double>(),
+                 qPrintable(QString::number((actual - expected).abs().max().item<double>())));
+
+        // Per-layer lists in config.json, and nothing left behind but the export itself.
+        const json config = readJson(out + "/config.json");
+        QVERIFY(config["num_attention_heads"].is_array());
+        QVERIFY(config["intermediate_size"].is_array());
+        QCOMPARE(config["npw_pruned"]["manifest"].get<std::string>(), std::string("npw-manifest.json"));
+        int entries = 0;
+        for (const auto& e : fs::directory_iterator(dir.path().toStdString())) {
+            ++entries;
+            QCOMPARE(e.path().filename().string(), std::string("pruned"));
+        }
+        QCOMPARE(entries, 1);
+    }
+
+    void manifestRecordsTheRun() {
+        LlamaCheckpoint dense = tinyLlama({4, 4}, {4, 4}, {24, 20});
+        const LlamaModel model(dense, chooseRuntime("cpu"));
+        Pruned p = pruneTiny(model, PruneMethod::Numerical, 0.3);
+        const json m = json::parse(pruneManifestJson(p.run.report, p.settings, CalibrationSummary::of(p.set), "demo:tiny"));
+        QCOMPARE(m["format"].get<std::string>(), std::string("npw-pruned-model"));
+        QVERIFY(!m["npw_version"].get<std::string>().empty());
+        QCOMPARE(m["source_model"].get<std::string>(), std::string("demo:tiny"));
+        QCOMPARE(m["method"].get<std::string>(), std::string("numerical"));
+        QCOMPARE(m["ratio"].get<double>(), 0.3);
+        QCOMPARE(m["alpha"].get<double>(), 4.0 * 4 / 3);
+        QCOMPARE(m["alpha_mode"].get<std::string>(), std::string("budget"));
+        QCOMPARE(m["lambda"].get<double>(), kDefaultLambda);
+        QCOMPARE(m["iters"].get<int>(), 0);
+        QCOMPARE(m["damp"].get<double>(), 0.01);
+        QCOMPARE(m["compensation"].get<std::string>(), std::string("theorem3"));
+        QVERIFY(m["normalisation"].get<std::string>().find("per-token") != std::string::npos);
+        QCOMPARE(m["calibration"]["source"].get<std::string>(), std::string("ids.txt"));
+        QCOMPARE(m["calibration"]["samples"].get<int>(), 12);
+        QCOMPARE(m["calibration"]["seqlen"].get<int>(), 32);
+        QCOMPARE(m["calibration"]["seed"].get<int>(), 4);
+        QCOMPARE(m["calibration"]["kind"].get<std::string>(), std::string("token ids"));
+        QCOMPARE(m["achieved_ratio"].get<double>(), p.run.report.achievedRatio);
+        QCOMPARE(m["achieved_ratio_model"].get<double>(), p.run.report.achievedRatioModel);
+        QCOMPARE(m["params_before"].get<int64_t>(), p.run.report.paramsBefore);
+        QCOMPARE(m["params_after"].get<int64_t>(), p.run.report.paramsAfter);
+        QCOMPARE(m["layers"].size(), size_t(2));
+        QCOMPARE(m["layers"][1]["channels"].get<int64_t>(), p.run.pruned.checkpoint.config.intermediate_size[1]);
+        QVERIFY(m["layers"][0].contains("attn_loss"));
+        QVERIFY(!m.contains("timings"));  // a manifest describes the model, not one machine's speed
+    }
+
+    void refusesSourceAndForeignDirectories() {
+        QTemporaryDir dir;
+        const std::string source = dir.filePath("source").toStdString();
+        LlamaCheckpoint dense = tinyLlama({2}, {2}, {8});
+        saveHfLlamaDirectory(dense, source);
+        const LlamaModel model(loadLlamaCheckpoint(source), chooseRuntime("cpu"));
+        Pruned p = pruneTiny(model, PruneMethod::Numerical, 0.3);
+        const std::string manifest = pruneManifestJson(p.run.report, p.settings, CalibrationSummary::of(p.set), source);
+        const LlamaCheckpoint& pruned = p.run.pruned.checkpoint;
+
+        const QString same = errorOf([&] { savePrunedModel(pruned, source, manifest); });
+        QVERIFY2(same.contains("source model") && same.contains(QString::fromStdString(source)), qPrintable(same));
+        QVERIFY(errorOf([&] { savePrunedModel(pruned, source + "/", manifest); }).contains("source model"));
+        QVERIFY(errorOf([&] { savePrunedModel(pruned, source + "/sub", manifest); }).contains("inside the source model"));
+        // The source is untouched.
+        QVERIFY(at::equal(loadLlamaCheckpoint(source).weights.layers[0].wo, dense.weights.layers[0].wo));
+
+        const std::string foreign = dir.filePath("foreign").toStdString();
+        fs::create_directories(foreign);
+        std::ofstream(foreign + "/notes.txt") << "mine";
+        QVERIFY(errorOf([&] { savePrunedModel(pruned, foreign, manifest); }).contains("not an npw export"));
+        QVERIFY(fs::exists(foreign + "/notes.txt"));
+
+        // A new directory, then replacing that earlier export, both work.
+        const std::string out = dir.filePath("out").toStdString();
+        savePrunedModel(pruned, out, manifest);
+        savePrunedModel(pruned, out, manifest);
+        QVERIFY(fs::is_regular_file(out + "/npw-manifest.json"));
+        QCOMPARE(loadLlamaCheckpoint(out).config.intermediate_size, pruned.config.intermediate_size);
+    }
+
+    void scoreAndStatisticsFiles() {
+        const LlamaModel model(tinyLlama({4, 4}, {2, 2}, {24, 20}), chooseRuntime("cpu"));
+        Pruned p = pruneTiny(model, PruneMethod::Numerical, 0.3);
+        QTemporaryDir dir;
+        const std::string scores = dir.filePath("scores.safetensors").toStdString();
+        saveScoreSet(p.run.scores, 0.3, scores);
+        auto file = SafeTensorsFile::open(scores);
+        QCOMPARE(file->metadata().at("method"), std::string("numerical"));
+        const at::Tensor z = file->load("layers.1.mlp.channel_scores");
+        QVERIFY(at::allclose(z, p.run.scores.mlpChannelScoresAt(1, 0.3)));
+        QCOMPARE(file->load("layers.0.attn.unit_scores").numel(), int64_t(2));  // two KV groups
+        QVERIFY(file->has("layers.0.attn.ainv1") && file->has("layers.0.mlp.c"));
+        // z = 1 − ρ·λD·A⁻¹1/(1 + λc), from the file alone.
+        const double c = file->load("layers.1.mlp.c").item<double>(), lambda = p.settings.lambda;
+        const at::Tensor fromFile = 1 - 0.3 * lambda * 20 * file->load("layers.1.mlp.ainv1") / (1 + lambda * c);
+        QVERIFY(at::allclose(fromFile, z));
+
+        const std::string stats = dir.filePath("stats.safetensors").toStdString();
+        saveModelStats(p.run.stats, stats);
+        QVERIFY(at::equal(loadModelStats(stats, 2).mlp[0].gram, p.run.stats.mlp[0].gram));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestPruneExport)
+#include "tst_prune_export.moc"
