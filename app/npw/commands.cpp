@@ -12,6 +12,7 @@ const std::vector<Command>& allCommands() {
         std::vector<Command> c;
         addLanguageModelCommands(c);
         addPruneCommand(c);
+        addSweepCommand(c);
         addTrainingCommands(c);
         addDemoCommand(c);
         return c;

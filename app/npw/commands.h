@@ -26,6 +26,10 @@ void addTrainingCommands(std::vector<Command>& out);       // train-tokenizer, t
 void addDemoCommand(std::vector<Command>& out);            // demo
 void addPruneCommand(std::vector<Command>& out);           // prune
 
+void addSweepCommand(std::vector<Command>& out);           // sweep
+// `npw bench --suite pruning` and `npw bench --synthetic SIZE` (commands_bench.cpp).
+int runPruningBench(const Args& args);
+
 // Flags every model command shares.
 std::vector<Flag> runtimeFlags();  // --device, --dtype
 Flag jsonFlag();

@@ -161,7 +161,11 @@ int runGenerate(const Args& args) {
                         {"temperature", o.temperature}, {"top_p", o.topP}, {"seed", o.seed}};
     if (lm.tokenizer) {
         j["prompt"] = args.has("prompt-ids") ? lm.decode(prompt) : args.get("prompt");
-        j["text"] = lm.decode(g.tokens);
+        // Decoded after the prompt, so the continuation keeps its leading space.
+        std::vector<int32_t> all = prompt;
+        all.insert(all.end(), g.tokens.begin(), g.tokens.end());
+        const std::string whole = lm.decode(all), head = lm.decode(prompt);
+        j["text"] = whole.rfind(head, 0) == 0 ? whole.substr(head.size()) : lm.decode(g.tokens);
     }
     emit(args, j, [&] {
         if (lm.tokenizer) {
@@ -175,6 +179,7 @@ int runGenerate(const Args& args) {
 }
 
 int runBench(const Args& args) {
+    if (args.has("suite") || args.has("synthetic")) return runPruningBench(args);
     const std::string& model = modelArgument(args, "bench");
     LanguageModel lm = openFromArgs(args, model);
     BenchResult b = benchmarkGeneration(*lm.model, args.getInt("prompt-tokens"), args.getInt("decode-tokens"),
@@ -222,11 +227,14 @@ void addLanguageModelCommands(std::vector<Command>& out) {
                                {"seed", "S", "0", "random seed"},
                                {"no-stop", "", "", "do not stop at the end-of-sequence token"}}),
                    runGenerate});
-    out.push_back({"bench", "MODEL [--prompt-tokens N] [--decode-tokens N] [--repeats R]",
-                   "Prefill and decode speed (tokens/s) and peak memory.",
+    out.push_back({"bench", "MODEL [--prompt-tokens N] [--decode-tokens N] [--repeats R] | --suite pruning | --synthetic 1b",
+                   "Prefill and decode speed (tokens/s) and peak memory; pruning benchmarks with --suite/--synthetic.",
                    withCommon({{"prompt-tokens", "N", "128", "prompt length for the prefill figure"},
                                {"decode-tokens", "N", "128", "tokens generated for the decode figure"},
-                               {"repeats", "R", "3", "timed runs (median reported) after one warm-up"}}),
+                               {"repeats", "R", "3", "timed runs (median reported) after one warm-up"},
+                               {"suite", "NAME", "", "pruning: solver timings, re-selection latency, prune time on the demos"},
+                               {"synthetic", "SIZE", "", "1b or tiny: decode speed and memory of a random LLaMA pruned to each --ratios"},
+                               {"ratios", "R1,R2", "0,0.1,0.2,0.3,0.5", "ratios for --synthetic"}}),
                    runBench});
 }
 

@@ -5,6 +5,7 @@
 #include <ATen/Parallel.h>
 #include <torch/cuda.h>
 #include <cstdlib>
+#include <dlfcn.h>
 #include <thread>
 
 namespace npw {
@@ -42,6 +43,13 @@ Runtime chooseRuntime(const std::string& preference, const std::string& dtype) {
         int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
         if (const char* env = std::getenv("NPW_NUM_THREADS"); env && std::atoi(env) > 0) threads = std::atoi(env);
         at::set_num_threads(threads);
+        // LibTorch parallelises around BLAS calls with its own pool; OpenBLAS's pthread pool on
+        // top of it oversubscribes the cores and spins (measured: perplexity of demo:lm 2.5x
+        // slower with both pools at 2 threads than with OpenBLAS at 1). Found at run time,
+        // so builds against other BLAS libraries are unaffected.
+        using SetThreads = void (*)(int);
+        if (auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads")))
+            if (!std::getenv("OPENBLAS_NUM_THREADS")) set(1);
         threadsSet = true;
     }
     const int gpus = cudaDeviceCount();

@@ -1,0 +1,144 @@
+// npw bench --suite pruning / --synthetic SIZE: the pruning engine's figures.
+#include "app/npw/commands.h"
+#include "core/eval/generate.h"
+#include "core/eval/pruning_bench.h"
+#include "core/models/language_model.h"
+#include "core/prune/calibration.h"
+#include "core/prune/pruner.h"
+#include "core/util/error.h"
+#include "core/util/paths.h"
+
+#include <chrono>
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+namespace npw::cli {
+
+namespace {
+
+std::vector<double> parseRatios(const std::string& text) {
+    std::vector<double> out;
+    std::stringstream in(text);
+    for (std::string item; std::getline(in, item, ',');) {
+        try {
+            out.push_back(std::stod(item));
+        } catch (const std::exception&) {
+            throw Error("--ratios: '" + item + "' is not a number");
+        }
+    }
+    return out;
+}
+
+nlohmann::json solverSuite(bool json) {
+    nlohmann::json rows = nlohmann::json::array();
+    if (!json)
+        std::cout << "numerical-score solvers (float64, T = 50, λ = " << kDefaultLambda << ", ρ = 0.3)\n"
+                  << std::setw(7) << "D" << std::setw(22) << "Alg.1 re-solving (s)" << std::setw(22)
+                  << "Alg.1 one factor. (s)" << std::setw(20) << "closed-form solve" << std::setw(16)
+                  << "z for new ρ" << std::setw(14) << "max |Δz|" << "\n";
+    for (int64_t D : {1024, 4096, 11008}) {
+        SolverTiming t = benchmarkNumericalSolvers(D, 50, kDefaultLambda, 0.3, 7);
+        rows.push_back({{"D", t.D}, {"iterations", t.iterations},
+                        {"newton_resolve_s", t.newtonResolveSeconds < 0 ? nlohmann::json(nullptr) : nlohmann::json(t.newtonResolveSeconds)},
+                        {"newton_factored_s", t.newtonFactoredSeconds}, {"closed_form_solve_s", t.closedFormSolveSeconds},
+                        {"closed_form_z_s", t.closedFormZSeconds}, {"max_deviation", t.maxDeviation}});
+        if (!json) {
+            std::cout << std::setw(7) << D << std::fixed << std::setprecision(3) << std::setw(22);
+            if (t.newtonResolveSeconds < 0)
+                std::cout << "(skipped, D > 4096)";
+            else
+                std::cout << t.newtonResolveSeconds;
+            std::cout << std::setw(22) << t.newtonFactoredSeconds << std::setw(20) << t.closedFormSolveSeconds
+                      << std::setprecision(6) << std::setw(16) << t.closedFormZSeconds << std::scientific
+                      << std::setprecision(1) << std::setw(14) << t.maxDeviation << std::defaultfloat << "\n";
+        }
+    }
+    return rows;
+}
+
+nlohmann::json reselectionSuite(bool json) {
+    ReselectionTiming t = benchmarkReselection();
+    if (!json)
+        std::cout << "\nre-selection, " << t.layers << " layers × (" << t.headsPerLayer << " heads + "
+                  << t.channelsPerLayer << " channels): sort once " << std::fixed << std::setprecision(1)
+                  << t.buildSeconds * 1e3 << " ms; select for a new ρ/α median " << std::setprecision(3)
+                  << t.medianSelectSeconds * 1e3 << " ms (max " << t.maxSelectSeconds * 1e3
+                  << " ms); a full std::sort " << std::setprecision(1) << t.fullSortSeconds * 1e3 << " ms\n";
+    return {{"layers", t.layers}, {"heads", t.headsPerLayer}, {"channels", t.channelsPerLayer},
+            {"build_ms", t.buildSeconds * 1e3}, {"select_median_ms", t.medianSelectSeconds * 1e3},
+            {"select_max_ms", t.maxSelectSeconds * 1e3}, {"full_sort_ms", t.fullSortSeconds * 1e3}};
+}
+
+nlohmann::json demoPruneSuite(const Args& args, bool json) {
+    nlohmann::json rows = nlohmann::json::array();
+    const Runtime runtime = chooseRuntime(args.get("device"), args.get("dtype"));
+    const std::string calib = (std::filesystem::path(resourcesDir()) / "demo" / "data" / "kjv-ot.txt").string();
+    if (!json) std::cout << "\nprune time on the demo models (numerical, ρ = 0.3, 128 samples × 128 tokens)\n";
+    for (const std::string name : {"demo:lm", "demo:lm-gqa"}) {
+        LanguageModel lm = openLanguageModel(name, runtime);
+        CalibrationSet set = drawCalibrationSet(readCalibrationStream(calib, false, lm), 128, 128, 0, calib);
+        PruneSettings settings;
+        settings.ratio = 0.3;
+        PruneRun run = pruneModel(*lm.model, set, settings);
+        const PruneTimings& t = run.report.timings;
+        rows.push_back({{"model", name}, {"calibrate_s", t.calibrateSeconds}, {"score_s", t.scoreSeconds},
+                        {"select_s", t.selectSeconds}, {"apply_s", t.applySeconds},
+                        {"achieved_ratio", run.report.achievedRatio}, {"peak_memory_mib", peakResidentMiB()}});
+        if (!json)
+            std::cout << "  " << std::left << std::setw(12) << name << std::right << std::fixed << std::setprecision(3)
+                      << "calibrate " << t.calibrateSeconds << " s, score " << t.scoreSeconds << " s, select "
+                      << t.selectSeconds * 1e3 << " ms, compensate+slice " << t.applySeconds << " s; achieved "
+                      << run.report.achievedRatio << "; process peak " << std::setprecision(0) << peakResidentMiB()
+                      << " MiB\n";
+    }
+    return rows;
+}
+
+nlohmann::json syntheticSuite(const Args& args, bool json) {
+    const LlamaConfig dense = syntheticLlamaConfig(args.get("synthetic"));
+    const Runtime runtime = chooseRuntime(args.get("device"), args.get("dtype"));
+    const auto rows = benchmarkSpeedAgainstSparsity(dense, parseRatios(args.get("ratios")), runtime,
+                                                    args.getInt("prompt-tokens"), args.getInt("decode-tokens"),
+                                                    terminalProgress());
+    nlohmann::json out = nlohmann::json::array();
+    if (!json)
+        std::cout << "synthetic " << args.get("synthetic") << " LLaMA (" << dense.parameterCount()
+                  << " parameters), pruned by shape, " << runtime.describe() << "\n"
+                  << std::setw(7) << "ratio" << std::setw(15) << "parameters" << std::setw(14) << "weights MiB"
+                  << std::setw(14) << "resident MiB" << std::setw(14) << "prefill t/s" << std::setw(13)
+                  << "decode t/s" << "\n";
+    for (const auto& r : rows) {
+        out.push_back({{"ratio", r.ratio}, {"params", r.parameters}, {"weights_mib", r.weightsMiB},
+                       {"resident_mib", r.residentMiB}, {"prefill_tokens_per_s", r.prefillTokensPerSecond},
+                       {"decode_tokens_per_s", r.decodeTokensPerSecond}});
+        if (!json)
+            std::cout << std::fixed << std::setprecision(2) << std::setw(7) << r.ratio << std::setw(15) << r.parameters
+                      << std::setprecision(0) << std::setw(14) << r.weightsMiB << std::setw(14) << r.residentMiB
+                      << std::setprecision(1) << std::setw(14) << r.prefillTokensPerSecond << std::setw(13)
+                      << r.decodeTokensPerSecond << "\n";
+    }
+    return out;
+}
+
+} // namespace
+
+int runPruningBench(const Args& args) {
+    const bool json = args.flag("json");
+    nlohmann::json out;
+    if (args.has("synthetic")) {
+        out["synthetic"] = args.get("synthetic");
+        out["speed_vs_sparsity"] = syntheticSuite(args, json);
+    } else if (args.get("suite") == "pruning") {
+        out["solvers"] = solverSuite(json);
+        out["reselection"] = reselectionSuite(json);
+        out["demo_prune"] = demoPruneSuite(args, json);
+    } else {
+        throw Error("unknown --suite '" + args.get("suite") + "' (expected pruning)");
+    }
+    if (json) std::cout << out.dump(2) << std::endl;
+    return 0;
+}
+
+} // namespace npw::cli

@@ -1,0 +1,157 @@
+// sweep: perplexity against sparsity for several methods, ratios and calibration settings.
+#include "app/npw/commands.h"
+#include "core/eval/perplexity.h"
+#include "core/prune/calibration.h"
+#include "core/prune/sweep.h"
+#include "core/util/atomic_file.h"
+#include "core/util/error.h"
+
+#include <cmath>
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+namespace npw::cli {
+
+namespace {
+
+std::vector<std::string> splitComma(const std::string& s) {
+    std::vector<std::string> out;
+    std::stringstream in(s);
+    for (std::string item; std::getline(in, item, ',');)
+        if (!item.empty()) out.push_back(item);
+    return out;
+}
+
+// The help text shows the default the code uses, never a copy of it.
+std::string formatDefault(double value) {
+    std::ostringstream out;
+    out << value;
+    return out.str();
+}
+
+template <typename T>
+std::vector<T> parseList(const std::string& flag, const std::string& value) {
+    std::vector<T> out;
+    for (const std::string& item : splitComma(value)) {
+        size_t used = 0;
+        double x = 0;
+        try {
+            x = std::stod(item, &used);
+        } catch (const std::exception&) {
+            used = 0;
+        }
+        if (used != item.size()) throw Error("--" + flag + ": '" + item + "' is not a number");
+        out.push_back(static_cast<T>(x));
+    }
+    if (out.empty()) throw Error("--" + flag + " needs at least one value");
+    return out;
+}
+
+int runSweepCommand(const Args& args) {
+    if (args.positional().size() != 1) throw Error("'npw sweep' takes exactly one MODEL");
+    for (const char* required : {"methods", "ratios", "calib", "eval"})
+        if (!args.has(required)) throw Error(std::string("--") + required + " is required");
+    const std::string modelName = args.positional()[0];
+    LanguageModel lm = openLanguageModel(modelName, chooseRuntime(args.get("device"), args.get("dtype")));
+
+    SweepSpec spec;
+    spec.methods = splitComma(args.get("methods"));
+    spec.ratios = parseList<double>("ratios", args.get("ratios"));
+    spec.calibSamples = parseList<int64_t>("nsamples", args.get("nsamples"));
+    spec.calibSeqlens = parseList<int64_t>("seqlen", args.get("seqlen"));
+    spec.lambdas = parseList<double>("lambda", args.get("lambda"));
+    spec.seeds = static_cast<int>(args.getInt("seeds"));
+    spec.evalSeqlen = args.getInt("eval-seqlen");
+    spec.evalMaxWindows = args.getInt("max-windows");
+    spec.alphaMode = args.get("alpha-mode") == "paper" ? AlphaMode::Paper : AlphaMode::Budget;
+    if (args.get("alpha-mode") != "paper" && args.get("alpha-mode") != "budget")
+        throw Error("--alpha-mode must be paper or budget, got '" + args.get("alpha-mode") + "'");
+    if (args.has("alpha")) spec.alpha = args.getDouble("alpha");
+    spec.calibSource = args.get("calib");
+    spec.calibStream = readCalibrationStream(spec.calibSource, args.flag("calib-ids"), lm);
+    for (const std::string& item : splitComma(args.get("eval"))) {
+        const auto colon = item.find(':');
+        if (colon == std::string::npos || (item.substr(0, colon) != "text" && item.substr(0, colon) != "ids"))
+            throw Error("--eval: '" + item + "' must be text:FILE or ids:FILE");
+        SweepEvalSet set;
+        const std::string path = item.substr(colon + 1);
+        set.name = std::filesystem::path(path).stem().string();
+        set.isText = item.substr(0, colon) == "text";
+        set.ids = set.isText ? lm.encode(readTextFile(path), true) : readTokenIdFile(path, lm.model->config().vocab_size);
+        spec.evalSets.push_back(std::move(set));
+    }
+
+    const bool json = args.flag("json");
+    auto printRow = [&](const SweepRow& r) {
+        if (json) return;
+        std::cout << std::left << std::setw(18) << r.method << std::right << std::fixed << std::setprecision(2)
+                  << std::setw(6) << r.ratio << std::setw(6) << r.seed << std::setw(8) << r.calibSamples
+                  << std::setw(8) << r.calibSeqlen << std::setw(9) << (std::isfinite(r.lambda) ? r.lambda : 0.0)
+                  << "  " << std::left << std::setw(10) << r.evalSet << std::right << std::setprecision(3)
+                  << std::setw(9) << r.achievedRatio << std::setprecision(2) << std::setw(11) << r.ppl << std::endl;
+    };
+    if (!json)
+        std::cout << std::left << std::setw(18) << "method" << std::right << std::setw(6) << "ratio" << std::setw(6)
+                  << "seed" << std::setw(8) << "samples" << std::setw(8) << "seqlen" << std::setw(9) << "lambda"
+                  << "  " << std::left << std::setw(10) << "eval" << std::right << std::setw(9) << "achieved"
+                  << std::setw(11) << "ppl" << "\n";
+    const std::vector<SweepRow> rows = runSweep(lm, spec, printRow, terminalProgress());
+    if (args.has("csv")) writeTextAtomically(args.get("csv"), sweepRowsCsv(rows));
+
+    nlohmann::json out = {{"model", modelName}, {"rows", nlohmann::json::array()}, {"summary", nlohmann::json::array()}};
+    auto finiteOrNull = [](double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); };
+    for (const SweepRow& r : rows)
+        out["rows"].push_back({{"method", r.method}, {"ratio", r.ratio}, {"seed", r.seed},
+                               {"calib_samples", r.calibSamples}, {"calib_seqlen", r.calibSeqlen},
+                               {"lambda", finiteOrNull(r.lambda)}, {"eval", r.evalSet},
+                               {"achieved_ratio", r.achievedRatio}, {"achieved_ratio_model", r.achievedRatioModel},
+                               {"ppl", r.ppl}, {"nll", r.nll}, {"bits_per_byte", finiteOrNull(r.bitsPerByte)},
+                               {"eval_tokens", r.evalTokens}});
+    const auto summary = summariseOverSeeds(rows);
+    for (const SweepSummaryRow& s : summary)
+        out["summary"].push_back({{"method", s.first.method}, {"ratio", s.first.ratio},
+                                  {"calib_samples", s.first.calibSamples}, {"calib_seqlen", s.first.calibSeqlen},
+                                  {"lambda", finiteOrNull(s.first.lambda)}, {"eval", s.first.evalSet},
+                                  {"seeds", s.count}, {"ppl_mean", s.pplMean}, {"ppl_std", s.pplStd},
+                                  {"achieved_ratio_mean", s.achievedRatioMean}});
+    if (json) {
+        std::cout << out.dump(2) << std::endl;
+    } else {
+        std::cout << "\nmean ± std over seeds\n";
+        for (const SweepSummaryRow& s : summary)
+            std::cout << std::left << std::setw(18) << s.first.method << std::right << std::fixed << std::setprecision(2)
+                      << std::setw(6) << s.first.ratio << "  " << std::left << std::setw(10) << s.first.evalSet
+                      << std::right << std::setprecision(3) << std::setw(8) << s.achievedRatioMean
+                      << std::setprecision(2) << std::setw(11) << s.pplMean << " ± " << s.pplStd << "\n";
+    }
+    return 0;
+}
+
+} // namespace
+
+void addSweepCommand(std::vector<Command>& out) {
+    std::vector<Flag> flags = {
+        {"methods", "A,B", "", "numerical, numerical-nocomp, flap, wanda-sp, magnitude, random"},
+        {"ratios", "R1,R2", "", "pruning ratios ρ in [0, 1)"},
+        {"calib", "FILE", "", "calibration text (or ids with --calib-ids)"},
+        {"calib-ids", "", "", "the calibration file holds token ids"},
+        {"eval", "SETS", "", "text:FILE or ids:FILE, comma-separated"},
+        {"nsamples", "N1,N2", "128", "calibration samples (a list: the samples ablation)"},
+        {"seqlen", "L1,L2", "128", "calibration window length (a list: the sequence-length ablation)"},
+        {"lambda", "X1,X2", formatDefault(kDefaultLambda), "λ of the numerical score (a list: the λ study)"},
+        {"seeds", "K", "3", "seeds 0..K-1 (calibration windows; random scores)"},
+        {"eval-seqlen", "N", "128", "evaluation window length"},
+        {"max-windows", "K", "0", "evaluate only the first K windows of each set (0 = all)"},
+        {"alpha", "A", "", "head scaling factor α (default: unit parameters / channel parameters)"},
+        {"alpha-mode", "MODE", "budget", "paper (eq. 7, count-based) or budget (parameter budget)"},
+        {"csv", "FILE", "", "also write every row as CSV"}};
+    for (Flag f : runtimeFlags()) flags.push_back(f);
+    flags.push_back(jsonFlag());
+    out.push_back({"sweep", "MODEL --methods A,B --ratios R1,R2 --calib FILE --eval text:FILE[,ids:FILE]",
+                   "Perplexity against sparsity for several methods and settings (scores computed once each).",
+                   flags, runSweepCommand});
+}
+
+} // namespace npw::cli

@@ -1,0 +1,168 @@
+#include "core/eval/pruning_bench.h"
+#include "core/eval/generate.h"
+#include "core/models/llama.h"
+#include "core/prune/numerical_score.h"
+#include "core/prune/selection.h"
+#include "core/train/lm_trainer.h"
+#include "core/util/error.h"
+
+#include <ATen/ATen.h>
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <random>
+#include <unistd.h>
+
+namespace npw {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+} // namespace
+
+SolverTiming benchmarkNumericalSolvers(int64_t D, int iterations, double lambda, double rho, uint64_t seed) {
+    at::Generator gen = at::detail::createCPUGenerator(seed);
+    auto f64 = at::TensorOptions().dtype(at::kDouble);
+    // A realistic A: weight [out, D] and a Gram of N > D tokens, per token.
+    at::Tensor weight = at::normal(0.0, 0.02, {std::min<int64_t>(D, 4096), D}, gen).to(at::kDouble);
+    at::Tensor x = at::normal(0.0, 1.0, {D + 64, D}, gen).to(at::kDouble);
+    at::Tensor gram = at::matmul(x.t(), x) / double(D + 64);
+    at::Tensor A = numericalScoreMatrix(weight, gram);
+    (void)f64;
+
+    SolverTiming t;
+    t.D = D;
+    t.iterations = iterations;
+    const double r = (1.0 - rho) * D;
+    at::Tensor z0 = at::rand({D}, gen).to(at::kDouble);
+    auto t0 = Clock::now();
+    NumericalSolve solve = solveNumericalScore(A);
+    t.closedFormSolveSeconds = since(t0);
+    t0 = Clock::now();
+    at::Tensor zClosed = numericalScoreClosedForm(solve, rho, lambda);
+    t.closedFormZSeconds = since(t0);
+    t0 = Clock::now();
+    at::Tensor zFactored = numericalScoreNewton(A, r, lambda, iterations, z0, /*reuseFactorisation=*/true);
+    t.newtonFactoredSeconds = since(t0);
+    t.maxDeviation = (zFactored - zClosed).abs().max().item<double>();
+    if (D <= 4096) {
+        t0 = Clock::now();
+        at::Tensor zResolve = numericalScoreNewton(A, r, lambda, iterations, z0, /*reuseFactorisation=*/false);
+        t.newtonResolveSeconds = since(t0);
+        t.maxDeviation = std::max(t.maxDeviation, (zResolve - zClosed).abs().max().item<double>());
+    }
+    return t;
+}
+
+ReselectionTiming benchmarkReselection(int64_t layers, int64_t heads, int64_t channels, int repeats) {
+    std::mt19937_64 rng(42);
+    std::normal_distribution<double> normal;
+    std::vector<LayerScores> scores(layers);
+    std::vector<LayerUnitCost> costs(layers);
+    std::vector<double> all;
+    for (int64_t l = 0; l < layers; ++l) {
+        for (int64_t h = 0; h < heads; ++h) scores[l].heads.push_back(normal(rng));
+        for (int64_t c = 0; c < channels; ++c) scores[l].channels.push_back(normal(rng));
+        costs[l].headParams = 4 * 128 * 4096;
+        costs[l].channelParams = 3 * 4096;
+        all.insert(all.end(), scores[l].heads.begin(), scores[l].heads.end());
+        all.insert(all.end(), scores[l].channels.begin(), scores[l].channels.end());
+    }
+    ReselectionTiming t;
+    t.layers = layers;
+    t.headsPerLayer = heads;
+    t.channelsPerLayer = channels;
+    auto t0 = Clock::now();
+    SelectionIndex index(scores, costs);
+    t.buildSeconds = since(t0);
+    std::vector<double> times;
+    for (int i = 0; i < repeats; ++i) {
+        const double rho = 0.05 + 0.6 * i / repeats;
+        const double alpha = 100.0 + i;
+        t0 = Clock::now();
+        SelectionResult r = index.select(rho, alpha, i % 2 ? AlphaMode::Paper : AlphaMode::Budget);
+        times.push_back(since(t0));
+        if (r.mask.keepChannels.empty()) throw Error("benchmark: empty selection");
+    }
+    std::sort(times.begin(), times.end());
+    t.medianSelectSeconds = times[times.size() / 2];
+    t.maxSelectSeconds = times.back();
+    t0 = Clock::now();
+    std::sort(all.begin(), all.end());
+    t.fullSortSeconds = since(t0);
+    return t;
+}
+
+LlamaConfig syntheticLlamaConfig(const std::string& size) {
+    LlamaConfig c;
+    int64_t layers = 0, heads = 0, kv = 0, inter = 0;
+    if (size == "1b") {
+        c.hidden_size = 2048;
+        c.head_dim = 64;
+        c.vocab_size = 32000;
+        layers = 22, heads = 32, kv = 4, inter = 5632;
+    } else if (size == "tiny") {
+        c.hidden_size = 128;
+        c.head_dim = 32;
+        c.vocab_size = 512;
+        layers = 4, heads = 4, kv = 2, inter = 384;
+    } else {
+        throw Error("unknown synthetic size '" + size + "' (expected 1b or tiny)");
+    }
+    c.num_layers = layers;
+    c.num_heads.assign(layers, heads);
+    c.num_kv_heads.assign(layers, kv);
+    c.intermediate_size.assign(layers, inter);
+    c.max_position_embeddings = 2048;
+    c.tie_word_embeddings = false;
+    return c;
+}
+
+LlamaConfig prunedByShape(const LlamaConfig& config, double rho) {
+    if (!(rho >= 0 && rho < 1)) throw Error("ratio " + std::to_string(rho) + " is outside [0, 1)");
+    LlamaConfig c = config;
+    for (int64_t l = 0; l < c.num_layers; ++l) {
+        const int64_t groups = config.num_kv_heads[l];
+        const int64_t perGroup = groups > 0 ? config.num_heads[l] / groups : 0;
+        const int64_t keptGroups = groups - static_cast<int64_t>(std::llround(rho * groups));
+        c.num_kv_heads[l] = keptGroups;
+        c.num_heads[l] = keptGroups * perGroup;
+        c.intermediate_size[l] = config.intermediate_size[l] - static_cast<int64_t>(std::llround(rho * config.intermediate_size[l]));
+    }
+    return c;
+}
+
+double currentResidentMiB() {
+    std::ifstream statm("/proc/self/statm");
+    long pages = 0, resident = 0;
+    statm >> pages >> resident;
+    return resident * static_cast<double>(sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0);
+}
+
+std::vector<SparsitySpeedRow> benchmarkSpeedAgainstSparsity(const LlamaConfig& dense, const std::vector<double>& ratios,
+                                                            const Runtime& runtime, int64_t promptTokens,
+                                                            int64_t decodeTokens, const ProgressFn& progress) {
+    std::vector<SparsitySpeedRow> rows;
+    for (size_t i = 0; i < ratios.size(); ++i) {
+        SparsitySpeedRow row;
+        row.ratio = ratios[i];
+        LlamaCheckpoint ck;
+        ck.config = prunedByShape(dense, ratios[i]);
+        ck.weights = initLlamaWeights(ck.config, 1);
+        ck.source = "synthetic";
+        LlamaModel model(std::move(ck), runtime);
+        BenchResult b = benchmarkGeneration(model, promptTokens, decodeTokens, 2);
+        row.parameters = b.parameters;
+        row.weightsMiB = b.weightsMiB;
+        row.residentMiB = runtime.device.is_cuda() ? b.peakMemoryMiB : currentResidentMiB();
+        row.decodeTokensPerSecond = b.decodeTokensPerSecond;
+        row.prefillTokensPerSecond = b.prefillTokensPerSecond;
+        rows.push_back(row);
+        reportProgress(progress, "speed vs sparsity", double(i + 1), double(ratios.size()));
+    }
+    return rows;
+}
+
+} // namespace npw

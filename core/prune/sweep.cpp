@@ -1,0 +1,174 @@
+#include "core/prune/sweep.h"
+#include "core/eval/perplexity.h"
+#include "core/prune/calibration.h"
+#include "core/util/error.h"
+
+#include <cmath>
+#include <map>
+#include <sstream>
+#include <tuple>
+
+namespace npw {
+
+namespace {
+
+struct MethodChoice {
+    PruneMethod method;
+    CompensationKind compensation;
+};
+
+MethodChoice parseSweepMethod(const std::string& name) {
+    if (name == "numerical-nocomp") return {PruneMethod::Numerical, CompensationKind::None};
+    return {parsePruneMethod(name), CompensationKind::MethodDefault};
+}
+
+} // namespace
+
+std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
+                               const std::function<void(const SweepRow&)>& onRow, const ProgressFn& progress) {
+    if (spec.methods.empty()) throw Error("sweep: no methods given");
+    if (spec.ratios.empty()) throw Error("sweep: no ratios given");
+    if (spec.evalSets.empty()) throw Error("sweep: no evaluation sets given");
+    if (spec.seeds < 1) throw Error("sweep: --seeds must be at least 1");
+    for (const auto& m : spec.methods) parseSweepMethod(m);  // reject typos before any work
+    for (double r : spec.ratios)
+        if (!(r >= 0 && r < 1)) throw Error("sweep: ratio " + std::to_string(r) + " is outside [0, 1)");
+
+    const LlamaModel& model = *lm.model;
+    std::vector<SweepRow> rows;
+    auto emitRow = [&](SweepRow row) {
+        rows.push_back(row);
+        if (onRow) onRow(row);
+    };
+    auto evaluate = [&](const LlamaModel& m, const SweepEvalSet& set) {
+        PerplexityOptions o;
+        o.seqlen = effectiveSeqlen(spec.evalSeqlen, m.config());
+        o.maxWindows = spec.evalMaxWindows;
+        DecodeFn decode;
+        if (set.isText && lm.tokenizer) decode = [&lm](const std::vector<int32_t>& v) { return lm.decode(v); };
+        return evaluatePerplexity(m, set.ids, o, nullptr, decode);
+    };
+
+    size_t lambdaRuns = 0;
+    for (const auto& m : spec.methods) lambdaRuns += parseSweepMethod(m).method == PruneMethod::Numerical ? spec.lambdas.size() : 1;
+    const double totalSteps = 1.0 + double(spec.seeds) * spec.calibSamples.size() * spec.calibSeqlens.size() *
+                                        lambdaRuns * spec.ratios.size();
+    double done = 0;
+
+    for (const auto& set : spec.evalSets) {
+        PerplexityResult r = evaluate(model, set);
+        SweepRow row;
+        row.method = "dense";
+        row.evalSet = set.name;
+        row.ppl = r.ppl;
+        row.nll = r.nll;
+        row.bitsPerByte = r.bitsPerByte;
+        row.evalTokens = r.tokens;
+        emitRow(row);
+    }
+    reportProgress(progress, "sweep", ++done, totalSteps);
+
+    for (int seed = 0; seed < spec.seeds; ++seed)
+        for (int64_t samples : spec.calibSamples)
+            for (int64_t calibSeqlen : spec.calibSeqlens) {
+                const CalibrationSet calibration =
+                    drawCalibrationSet(spec.calibStream, samples, calibSeqlen, static_cast<uint64_t>(seed), spec.calibSource);
+                const ModelStats stats = calibrate(model, calibration);
+                for (const std::string& methodName : spec.methods) {
+                    const MethodChoice choice = parseSweepMethod(methodName);
+                    const bool numerical = choice.method == PruneMethod::Numerical;
+                    const std::vector<double> lambdas =
+                        numerical ? spec.lambdas : std::vector<double>{std::numeric_limits<double>::quiet_NaN()};
+                    for (double lambda : lambdas) {
+                        PruneSettings settings;
+                        settings.method = choice.method;
+                        settings.compensation = choice.compensation;
+                        settings.alphaMode = spec.alphaMode;
+                        settings.alpha = spec.alpha;
+                        settings.seed = static_cast<uint64_t>(seed);
+                        if (numerical) settings.lambda = lambda;
+                        const ScoreSet scores = computeScores(model.checkpoint(), stats, settings);
+                        const MaskSelector selector(scores);
+                        for (double ratio : spec.ratios) {
+                            const SelectionResult selection = selector.select(ratio, spec.alpha, spec.alphaMode);
+                            settings.ratio = ratio;
+                            PrunedModel pruned = applyMask(model.checkpoint(), stats, selection.mask, settings);
+                            const int64_t prunableBefore = prunableParameters(model.config());
+                            const int64_t prunableAfter = prunableParameters(pruned.checkpoint.config);
+                            const int64_t paramsBefore = checkpointParameters(model.checkpoint());
+                            LlamaModel prunedModel(std::move(pruned.checkpoint), model.runtime());
+                            for (const auto& set : spec.evalSets) {
+                                PerplexityResult r = evaluate(prunedModel, set);
+                                SweepRow row;
+                                row.method = methodName;
+                                row.ratio = ratio;
+                                row.calibSamples = samples;
+                                row.calibSeqlen = calibSeqlen;
+                                row.lambda = lambda;
+                                row.seed = seed;
+                                row.evalSet = set.name;
+                                row.achievedRatio = double(prunableBefore - prunableAfter) / prunableBefore;
+                                row.achievedRatioModel = double(prunableBefore - prunableAfter) / paramsBefore;
+                                row.ppl = r.ppl;
+                                row.nll = r.nll;
+                                row.bitsPerByte = r.bitsPerByte;
+                                row.evalTokens = r.tokens;
+                                emitRow(row);
+                            }
+                            reportProgress(progress, "sweep", ++done, totalSteps);
+                        }
+                    }
+                }
+            }
+    return rows;
+}
+
+std::vector<SweepSummaryRow> summariseOverSeeds(const std::vector<SweepRow>& rows) {
+    using Key = std::tuple<std::string, double, int64_t, int64_t, std::string, std::string>;
+    std::map<Key, std::vector<const SweepRow*>> groups;
+    std::vector<Key> order;
+    for (const SweepRow& r : rows) {
+        std::ostringstream lambda;
+        lambda << r.lambda;
+        Key key{r.method, r.ratio, r.calibSamples, r.calibSeqlen, lambda.str(), r.evalSet};
+        if (!groups.count(key)) order.push_back(key);
+        groups[key].push_back(&r);
+    }
+    std::vector<SweepSummaryRow> out;
+    for (const Key& key : order) {
+        const auto& g = groups[key];
+        SweepSummaryRow s;
+        s.first = *g.front();
+        s.count = static_cast<int>(g.size());
+        for (const SweepRow* r : g) {
+            s.pplMean += r->ppl / g.size();
+            s.achievedRatioMean += r->achievedRatio / g.size();
+            s.bitsPerByteMean += r->bitsPerByte / g.size();
+        }
+        if (g.size() > 1) {
+            double ss = 0;
+            for (const SweepRow* r : g) ss += (r->ppl - s.pplMean) * (r->ppl - s.pplMean);
+            s.pplStd = std::sqrt(ss / (g.size() - 1));
+        }
+        out.push_back(s);
+    }
+    return out;
+}
+
+std::string sweepRowsCsv(const std::vector<SweepRow>& rows) {
+    std::ostringstream out;
+    out.precision(10);
+    out << "method,ratio,calib_samples,calib_seqlen,lambda,seed,eval,achieved_ratio,achieved_ratio_model,ppl,nll,"
+           "bits_per_byte,eval_tokens\n";
+    for (const SweepRow& r : rows) {
+        out << r.method << "," << r.ratio << "," << r.calibSamples << "," << r.calibSeqlen << ",";
+        if (std::isfinite(r.lambda)) out << r.lambda;
+        out << "," << r.seed << "," << r.evalSet << "," << r.achievedRatio << "," << r.achievedRatioModel << "," << r.ppl
+            << "," << r.nll << ",";
+        if (std::isfinite(r.bitsPerByte)) out << r.bitsPerByte;
+        out << "," << r.evalTokens << "\n";
+    }
+    return out.str();
+}
+
+} // namespace npw

@@ -1,0 +1,71 @@
+#pragma once
+// A sweep: perplexity against sparsity for several methods, ratios and calibration settings,
+// as the paper's tables and ablations. The expensive parts are shared: calibration once per
+// (seed, samples, seqlen), scores once per (calibration, method, λ); each ratio then only
+// re-selects (no re-scoring), applies the mask and evaluates.
+#include "core/models/language_model.h"
+#include "core/prune/pruner.h"
+#include "core/util/progress.h"
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace npw {
+
+struct SweepEvalSet {
+    std::string name;            // e.g. "kjv-nt"
+    std::vector<int32_t> ids;    // tokenized once
+    bool isText = false;         // bits per byte only for text
+};
+
+struct SweepSpec {
+    // Method names as `npw prune --method` takes them, plus "numerical-nocomp" (the paper's
+    // ablation without compensation).
+    std::vector<std::string> methods;
+    std::vector<double> ratios;
+    std::vector<int64_t> calibSamples = {128};
+    std::vector<int64_t> calibSeqlens = {128};
+    std::vector<double> lambdas = {kDefaultLambda};  // numerical only
+    int seeds = 1;                                    // seeds 0..seeds-1: calibration windows, random scores
+    std::vector<int32_t> calibStream;
+    std::string calibSource;
+    std::vector<SweepEvalSet> evalSets;
+    int64_t evalSeqlen = 128;
+    int64_t evalMaxWindows = 0;  // 0 = every window
+    AlphaMode alphaMode = AlphaMode::Budget;
+    double alpha = std::numeric_limits<double>::quiet_NaN();
+};
+
+struct SweepRow {
+    std::string method;
+    double ratio = 0;  // requested ρ (0 = the dense model)
+    int64_t calibSamples = 0, calibSeqlen = 0;
+    double lambda = std::numeric_limits<double>::quiet_NaN();  // numerical only
+    int seed = 0;
+    std::string evalSet;
+    double achievedRatio = 0, achievedRatioModel = 0;
+    double ppl = 0, nll = 0;
+    double bitsPerByte = std::numeric_limits<double>::quiet_NaN();
+    int64_t evalTokens = 0;
+};
+
+// Runs the sweep on `model`. onRow is called as each row is ready (a GUI plots it at once).
+// The dense model's rows come first (method "dense", ratio 0).
+std::vector<SweepRow> runSweep(const LanguageModel& model, const SweepSpec& spec,
+                               const std::function<void(const SweepRow&)>& onRow = nullptr,
+                               const ProgressFn& progress = nullptr);
+
+// Mean and sample standard deviation over seeds of rows that agree in everything else.
+struct SweepSummaryRow {
+    SweepRow first;  // the settings (seed of the first)
+    int count = 0;
+    double pplMean = 0, pplStd = 0, achievedRatioMean = 0, bitsPerByteMean = 0;
+};
+std::vector<SweepSummaryRow> summariseOverSeeds(const std::vector<SweepRow>& rows);
+
+std::string sweepRowsCsv(const std::vector<SweepRow>& rows);
+
+} // namespace npw
