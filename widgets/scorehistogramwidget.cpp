@@ -1,0 +1,153 @@
+#include "widgets/scorehistogramwidget.h"
+
+#include "core/prune/score_view.h"
+#include "widgets/layerselection.h"
+#include "widgets/plotstyle.h"
+
+#include <QStringList>
+#include <QVBoxLayout>
+#include <cmath>
+#include <numeric>
+#include <qcustomplot.h>
+
+struct ScoreHistogramWidget::Data {
+    std::vector<npw::LayerScores> scores;
+    npw::Mask mask;
+    double threshold = std::nan("");
+};
+
+ScoreHistogramWidget::ScoreHistogramWidget(LayerSelection* selection, QWidget* parent)
+    : QWidget(parent), selection_(selection), plot_(new QCustomPlot(this)), data_(std::make_unique<Data>()) {
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->addWidget(plot_);
+
+    plot_->xAxis->setLabel(tr("MLP channel score (higher = more important)"));
+    plot_->yAxis->setLabel(tr("channels"));
+    plot_->xAxis->grid()->setVisible(false);
+    keptBars_ = new QCPBars(plot_->xAxis, plot_->yAxis);
+    keptBars_->setName(tr("kept"));
+    keptBars_->setWidthType(QCPBars::wtPlotCoords);
+    prunedBars_ = new QCPBars(plot_->xAxis, plot_->yAxis);
+    prunedBars_->setName(tr("pruned"));
+    prunedBars_->setWidthType(QCPBars::wtPlotCoords);
+    // Stacked: a bin the threshold cuts shows both parts.
+    keptBars_->moveAbove(prunedBars_);
+
+    thresholdLine_ = new QCPItemStraightLine(plot_);
+    // A graph without data: it gives the threshold line a legend entry with its value, where
+    // a label beside the line would cover bars.
+    thresholdEntry_ = new QCPGraph(plot_->xAxis, plot_->yAxis);
+    thresholdEntry_->removeFromLegend();
+    outlierNote_ = new QCPItemText(plot_);
+    outlierNote_->position->setType(QCPItemPosition::ptAxisRectRatio);
+    outlierNote_->setPadding(QMargins(4, 2, 4, 2));
+
+    plotstyle::placeLegendAbovePlot(*plot_, 0);
+    title_ = plotstyle::addTitle(*plot_, QString());
+
+    connect(selection_, &LayerSelection::currentLayerChanged, this, &ScoreHistogramWidget::showLayer);
+    setMinimumSize(320, 220);
+    restyle();
+    showLayer(selection_->currentLayer());
+}
+
+ScoreHistogramWidget::~ScoreHistogramWidget() = default;
+
+void ScoreHistogramWidget::setData(const std::vector<npw::LayerScores>& scores, const npw::Mask& mask,
+                                   double threshold) {
+    npw::channelScoresOf(scores, mask, -1);  // refuses a mismatched mask before anything is kept
+    data_->scores = scores;
+    data_->mask = mask;
+    data_->threshold = threshold;
+    showLayer(selection_->currentLayer());
+}
+
+int ScoreHistogramWidget::binCount() const { return keptBars_->data()->size(); }
+
+bool ScoreHistogramWidget::thresholdShown() const { return thresholdLine_->visible(); }
+
+void ScoreHistogramWidget::showLayer(int layer) {
+    // A layer the data does not have (data from a smaller model) shows all layers.
+    shownLayer_ = layer < static_cast<int>(data_->scores.size()) ? layer : -1;
+    const npw::ChannelScoresView view = npw::channelScoresOf(data_->scores, data_->mask, shownLayer_);
+    const double threshold = data_->threshold;
+    const bool lineShown = std::isfinite(threshold) && !view.scores.empty();
+    // Bins span the bulk of the scores and the threshold; far outliers join the edge bars.
+    npw::ValueRange binned = npw::robustRange(view.scores);
+    if (lineShown) binned.include(threshold);
+    const npw::ValueRange range = npw::nonDegenerate(binned);
+    const npw::KeptPrunedHistogram histogram =
+        npw::keptPrunedHistogram(view.scores, view.keep, npw::histogramBinCount(view.scores.size()), range.lo, range.hi,
+                                 npw::HistogramOutliers::InEdgeBins);
+
+    QVector<double> keys, kept, pruned;
+    for (size_t b = 0; b < histogram.kept.counts.size(); ++b) {
+        keys.push_back(histogram.kept.center(b));
+        kept.push_back(static_cast<double>(histogram.kept.counts[b]));
+        pruned.push_back(static_cast<double>(histogram.pruned.counts[b]));
+    }
+    keptBars_->setData(keys, kept, true);
+    prunedBars_->setData(keys, pruned, true);
+    keptBars_->setWidth(histogram.kept.width);
+    prunedBars_->setWidth(histogram.kept.width);
+    shownKept_ = std::accumulate(histogram.kept.counts.begin(), histogram.kept.counts.end(), int64_t(0));
+    shownPruned_ = std::accumulate(histogram.pruned.counts.begin(), histogram.pruned.counts.end(), int64_t(0));
+
+    const double pad = 0.04 * (range.hi - range.lo);
+    plot_->xAxis->setRange(range.lo - pad, range.hi + pad);
+    plot_->yAxis->rescale();
+    plot_->yAxis->setRange(0, std::max(plot_->yAxis->range().upper * 1.08, 1.0));
+    thresholdLine_->setVisible(lineShown);
+    if (lineShown) {
+        thresholdLine_->point1->setCoords(threshold, 0);
+        thresholdLine_->point2->setCoords(threshold, 1);
+        thresholdEntry_->setName(tr("threshold %1").arg(threshold, 0, 'g', 5));
+        thresholdEntry_->addToLegend();
+    } else {
+        thresholdEntry_->removeFromLegend();
+    }
+
+    const int64_t below = histogram.kept.below + histogram.pruned.below;
+    const int64_t above = histogram.kept.above + histogram.pruned.above;
+    outlierNote_->setVisible(below + above > 0);
+    if (below + above > 0) {
+        const npw::ValueRange all = npw::valueRange(view.scores);
+        QStringList parts;
+        if (below > 0) parts << tr("first bar includes %1 lower scores (min %2)").arg(below).arg(all.lo, 0, 'g', 4);
+        if (above > 0) parts << tr("last bar includes %1 higher scores (max %2)").arg(above).arg(all.hi, 0, 'g', 4);
+        outlierNote_->setText(parts.join(QLatin1Char('\n')));
+        // In the corner farther from the threshold line.
+        const bool left = !lineShown || threshold >= 0.5 * (range.lo + range.hi);
+        outlierNote_->position->setCoords(left ? 0.0 : 1.0, 0.0);
+        outlierNote_->setPositionAlignment((left ? Qt::AlignLeft : Qt::AlignRight) | Qt::AlignTop);
+        outlierNote_->setTextAlignment(left ? Qt::AlignLeft : Qt::AlignRight);
+    }
+
+    const QString where = shownLayer_ < 0 ? tr("all layers") : tr("layer %1").arg(shownLayer_);
+    title_->setText(data_->scores.empty() ? tr("MLP channel scores (no scores yet)")
+                                          : tr("MLP channel scores, %1: %2 kept, %3 pruned")
+                                                .arg(where, QLocale().toString(qlonglong(shownKept_)),
+                                                     QLocale().toString(qlonglong(shownPruned_))));
+    plot_->replot();
+}
+
+void ScoreHistogramWidget::restyle() {
+    const QPalette& pal = palette();
+    plotstyle::applyPalette(*plot_, pal);
+    const QColor base = pal.color(QPalette::Base);
+    keptBars_->setBrush(plotstyle::keptColor(pal));
+    keptBars_->setPen(QPen(base, 1));
+    prunedBars_->setBrush(plotstyle::prunedColor(pal));
+    prunedBars_->setPen(QPen(base, 1));
+    const QPen thresholdPen(plotstyle::thresholdColor(pal), 1.5, Qt::DashLine);
+    thresholdLine_->setPen(thresholdPen);
+    thresholdEntry_->setPen(thresholdPen);
+    plotstyle::styleLabel(*outlierNote_, pal);
+    plot_->replot();
+}
+
+void ScoreHistogramWidget::changeEvent(QEvent* event) {
+    if (event->type() == QEvent::PaletteChange) restyle();
+    QWidget::changeEvent(event);
+}

@@ -1,0 +1,181 @@
+#include "widgets/sweepplotwidget.h"
+
+#include "widgets/logaxisticker.h"
+#include "widgets/plotstyle.h"
+
+#include <QFileInfo>
+#include <QSvgGenerator>
+#include <QVBoxLayout>
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <qcustomplot.h>
+
+SweepPlotWidget::SweepPlotWidget(QWidget* parent)
+    : QWidget(parent), plot_(new QCustomPlot(this)), densePerplexity_(std::numeric_limits<double>::quiet_NaN()) {
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->addWidget(plot_);
+
+    plot_->xAxis->setLabel(tr("achieved sparsity (% of parameters removed)"));
+    plot_->yAxis->setLabel(tr("perplexity (log scale)"));
+    plot_->yAxis->setScaleType(QCPAxis::stLogarithmic);
+    plot_->yAxis->setTicker(QSharedPointer<LogAxisTicker>(new LogAxisTicker));
+    plot_->xAxis->setRange(0, 50);
+    plot_->yAxis->setRange(1, 100);
+
+    denseLine_ = new QCPItemStraightLine(plot_);
+    denseLine_->setVisible(false);
+    denseLegendEntry_ = new QCPGraph(plot_->xAxis, plot_->yAxis);
+    denseLegendEntry_->setName(tr("dense model"));
+    denseLegendEntry_->removeFromLegend();
+
+    // The legend sits in the top-left corner, where perplexity curves (rising with sparsity)
+    // leave room.
+    plot_->legend->setVisible(true);
+    plot_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
+    title_ = plotstyle::addTitle(*plot_, tr("Perplexity against sparsity"));
+    setMinimumSize(360, 260);
+    restyle();
+}
+
+SweepPlotWidget::Series& SweepPlotWidget::seriesFor(const QString& method) {
+    auto found = series_.find(method);
+    if (found != series_.end()) return *found;
+    Series s;
+    s.colorIndex = static_cast<int>(order_.size());
+    // Band graphs first, so that the mean line is drawn over its band.
+    s.lower = new QCPGraph(plot_->xAxis, plot_->yAxis);
+    s.upper = new QCPGraph(plot_->xAxis, plot_->yAxis);
+    s.upper->setChannelFillGraph(s.lower);
+    s.lower->removeFromLegend();
+    s.upper->removeFromLegend();
+    s.mean = new QCPGraph(plot_->xAxis, plot_->yAxis);
+    s.mean->setName(method);
+    order_.push_back(method);
+    styleSeries(s);
+    return *series_.insert(method, s);
+}
+
+void SweepPlotWidget::styleSeries(Series& s) {
+    const QColor color = plotstyle::seriesColor(s.colorIndex, palette());
+    QColor band = color;
+    band.setAlphaF(plotstyle::isDark(palette()) ? 0.28 : 0.2);
+    s.mean->setPen(QPen(color, 2));
+    s.mean->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, color, palette().color(QPalette::Base), 7));
+    s.upper->setPen(Qt::NoPen);
+    s.lower->setPen(Qt::NoPen);
+    s.upper->setBrush(band);
+}
+
+void SweepPlotWidget::addPoint(const QString& method, double sparsity, double meanPerplexity, double stdPerplexity) {
+    if (!std::isfinite(meanPerplexity) || meanPerplexity <= 0 || !std::isfinite(sparsity)) return;
+    const double spread = std::isfinite(stdPerplexity) ? std::abs(stdPerplexity) : 0.0;
+    Series& s = seriesFor(method);
+    const double x = 100.0 * sparsity;
+    s.mean->addData(x, meanPerplexity);
+    s.upper->addData(x, meanPerplexity + spread);
+    // On a log axis a band down to 0 would be infinitely tall: it stops at a tenth of the mean.
+    s.lower->addData(x, std::max(meanPerplexity - spread, 0.1 * meanPerplexity));
+    updateRanges();
+    plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void SweepPlotWidget::setDenseBaseline(double perplexity) {
+    densePerplexity_ = perplexity;
+    const bool shown = std::isfinite(perplexity) && perplexity > 0;
+    denseLine_->setVisible(shown);
+    if (shown) {
+        denseLine_->point1->setCoords(0, perplexity);
+        denseLine_->point2->setCoords(1, perplexity);
+        denseLegendEntry_->setName(tr("dense model (%1)").arg(perplexity, 0, 'g', 4));
+        denseLegendEntry_->addToLegend();
+    } else {
+        denseLegendEntry_->removeFromLegend();
+    }
+    updateRanges();
+    plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void SweepPlotWidget::clear() {
+    for (const Series& s : series_) {
+        plot_->removeGraph(s.mean);
+        plot_->removeGraph(s.upper);
+        plot_->removeGraph(s.lower);
+    }
+    series_.clear();
+    order_.clear();
+    setDenseBaseline(std::numeric_limits<double>::quiet_NaN());
+}
+
+int SweepPlotWidget::pointCount(const QString& method) const {
+    const auto found = series_.find(method);
+    return found == series_.end() ? 0 : found->mean->dataCount();
+}
+
+bool SweepPlotWidget::denseBaselineShown() const { return denseLine_->visible(); }
+
+void SweepPlotWidget::updateRanges() {
+    double xMax = 0, yMin = std::numeric_limits<double>::infinity(), yMax = 0;
+    for (const Series& s : series_) {
+        for (auto it = s.mean->data()->constBegin(); it != s.mean->data()->constEnd(); ++it)
+            xMax = std::max(xMax, it->key);
+        for (auto it = s.lower->data()->constBegin(); it != s.lower->data()->constEnd(); ++it)
+            yMin = std::min(yMin, it->value);
+        for (auto it = s.upper->data()->constBegin(); it != s.upper->data()->constEnd(); ++it)
+            yMax = std::max(yMax, it->value);
+    }
+    if (denseLine_->visible()) {
+        yMin = std::min(yMin, densePerplexity_);
+        yMax = std::max(yMax, densePerplexity_);
+    }
+    if (!std::isfinite(yMin) || yMax <= 0) return;  // nothing to show yet
+    // Starts at 0% (the dense model); headroom above for the legend.
+    plot_->xAxis->setRange(0, std::max(xMax, 5.0) * 1.05);
+    plot_->yAxis->setRange(yMin / 1.15, yMax * 1.6);
+}
+
+bool SweepPlotWidget::savePng(const QString& path, int width, int height) {
+    return plot_->savePng(path, width, height);
+}
+
+bool SweepPlotWidget::savePdf(const QString& path, int width, int height) {
+    return plot_->savePdf(path, width, height);
+}
+
+bool SweepPlotWidget::saveSvg(const QString& path, int width, int height) {
+    const QSize size(width > 0 ? width : plot_->width(), height > 0 ? height : plot_->height());
+    QSvgGenerator svg;
+    svg.setFileName(path);
+    svg.setSize(size);
+    svg.setViewBox(QRect(QPoint(0, 0), size));
+    // The file states its size in mm; at CSS's 96 dpi browsers show it at `size` pixels.
+    svg.setResolution(96);
+    svg.setTitle(title_->text());
+    QCPPainter painter;
+    if (!painter.begin(&svg)) return false;
+    plot_->toPainter(&painter, size.width(), size.height());
+    painter.end();
+    return QFileInfo(path).size() > 0;
+}
+
+void SweepPlotWidget::restyle() {
+    const QPalette& pal = palette();
+    plotstyle::applyPalette(*plot_, pal);
+    QColor legendBackground = pal.color(QPalette::Base);
+    legendBackground.setAlphaF(0.85);
+    plot_->legend->setBrush(legendBackground);
+    QColor legendBorder = pal.color(QPalette::Text);
+    legendBorder.setAlphaF(0.3);
+    plot_->legend->setBorderPen(QPen(legendBorder, 1));
+    const QPen densePen(pal.color(QPalette::Text), 1.5, Qt::DashLine);
+    denseLine_->setPen(densePen);
+    denseLegendEntry_->setPen(densePen);
+    for (Series& s : series_) styleSeries(s);
+    plot_->replot();
+}
+
+void SweepPlotWidget::changeEvent(QEvent* event) {
+    if (event->type() == QEvent::PaletteChange) restyle();
+    QWidget::changeEvent(event);
+}

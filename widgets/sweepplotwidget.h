@@ -1,0 +1,61 @@
+#pragma once
+// Perplexity (log scale) against achieved sparsity for a sweep over ρ: one curve per method,
+// a shaded band of mean ± standard deviation over seeds, the dense model as a dashed line,
+// and a legend. Results arrive one by one (addPoint) as a sweep runs. Exports PNG, PDF, SVG.
+#include <QMap>
+#include <QString>
+#include <QStringList>
+#include <QWidget>
+
+class QCPGraph;
+class QCPItemStraightLine;
+class QCPTextElement;
+class QCustomPlot;
+
+class SweepPlotWidget : public QWidget {
+    Q_OBJECT
+public:
+    explicit SweepPlotWidget(QWidget* parent = nullptr);
+
+    // One result of `method`: the achieved sparsity (fraction of the model's parameters
+    // removed, 0…1) and the perplexity's mean and standard deviation over seeds (0 for one
+    // seed). A new method gets the next colour and a legend entry; a second point at the same
+    // sparsity is kept beside the first. Non-finite or non-positive perplexities are ignored.
+    void addPoint(const QString& method, double sparsity, double meanPerplexity, double stdPerplexity = 0);
+    // The unpruned model's perplexity; a non-finite value hides the line.
+    void setDenseBaseline(double perplexity);
+    void clear();
+
+    QStringList methods() const { return order_; }
+    int pointCount(const QString& method) const;
+    bool denseBaselineShown() const;
+
+    // The plot as a file; width/height 0 = the widget's current size. False when the file
+    // cannot be written.
+    bool savePng(const QString& path, int width = 0, int height = 0);
+    bool savePdf(const QString& path, int width = 0, int height = 0);
+    bool saveSvg(const QString& path, int width = 0, int height = 0);
+
+protected:
+    void changeEvent(QEvent* event) override;
+
+private:
+    struct Series {
+        QCPGraph* mean = nullptr;
+        QCPGraph* upper = nullptr;  // mean + std; filled down to `lower`
+        QCPGraph* lower = nullptr;  // mean − std
+        int colorIndex = 0;
+    };
+    Series& seriesFor(const QString& method);
+    void styleSeries(Series& series);
+    void updateRanges();
+    void restyle();
+
+    QCustomPlot* plot_;
+    QCPGraph* denseLegendEntry_;  // no data: gives the dense line a legend entry
+    QCPItemStraightLine* denseLine_;
+    QCPTextElement* title_;
+    QMap<QString, Series> series_;
+    QStringList order_;  // methods in the order they arrived (legend and colour order)
+    double densePerplexity_;
+};
