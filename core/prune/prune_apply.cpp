@@ -60,7 +60,10 @@ ProjectionResult pruneProjection(const at::Tensor& weight, const at::Tensor& bia
             if (kind == CompensationKind::Theorem3) {
                 CompensationResult r = compensatePrunedChannels(weight, gram, keep, damp);
                 full = r.weight;
-                out.loss = r.optimalLoss;
+                // L* is the optimum of the dampened objective ‖XδW‖²/N + ½γ'‖δW‖²; the error the
+                // layer actually makes is that minus the dampening term (= L* when γ = 0).
+                const double deltaSq = (full.to(at::kDouble) - weight.to(at::kDouble)).square().sum().item<double>();
+                out.loss = r.optimalLoss - 0.5 * r.dampening * deltaSq;
             } else if (kind == CompensationKind::FlapBias) {
                 const at::Tensor mean = stats.mean();
                 const at::Tensor added = flapBiasCompensation(weight, mean, keep);

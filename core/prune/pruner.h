@@ -50,19 +50,23 @@ PruneMethod parsePruneMethod(const std::string& name);  // npw::Error listing th
 std::string compensationName(CompensationKind kind);    // "theorem3", "flap-bias", "none"
 std::string alphaModeName(AlphaMode mode);              // "paper", "budget"
 
-// λ of the numerical score when none is given. With G normalised per token (G/N), c = 1ᵀA⁻¹1
-// was measured at 6·10⁻⁵ … 2·10⁻¹ on stories260K (numbers in README, "Choosing λ"): λ = 100
-// puts λc between 10⁻² and 20, i.e. the typical layer is in the transition between "w carries
-// the absolute error scale" (λc ≪ 1) and "every layer's mean z is 1 − ρ" (λc ≫ 1).
-constexpr double kDefaultLambda = 100.0;
+// λ of the numerical score when none is given. With G normalised per token (G/N), each layer's
+// mean z is 1 − ρ·λc/(1 + λc), c = 1ᵀA⁻¹1: for λc ≫ 1 every layer is held to a mean of 1 − ρ
+// (the absolute error scale is ignored), for λc ≪ 1 only the absolute scale of A⁻¹1 ranks
+// channels across layers (layers with tiny errors get emptied). Measured (README, "Choosing
+// λ"): c spans 10³…2·10⁶ on the demo models, and λ = 10⁻⁴ (typical λc ≈ 1…10) gave the lowest
+// KL after pruning 30% of them, 3-7× lower than the saturated λc ≫ 1 end; stories260K (c 4·10²
+// …10⁴) preferred the saturated end. Exposed as --lambda and recorded in every manifest.
+constexpr double kDefaultLambda = 1e-4;
 
 struct PruneSettings {
     PruneMethod method = PruneMethod::Numerical;
     double ratio = 0.2;  // ρ ∈ [0, 1): a fraction of parameters (budget) or of units (paper)
     double alpha = std::numeric_limits<double>::quiet_NaN();  // NaN: unit params / channel params
                                                                // (4·D_h/3 MHA, (2g+2)·D_h/3 KV groups)
-    // Budget by default: ρ is then the fraction of attention+MLP parameters removed, as the
-    // paper's tables compare methods; eq. 7 read literally with α ≫ 1 hardly ever removes a head.
+    // Budget by default: ρ is then the fraction of attention+MLP parameters removed (at least ρ,
+    // at most one unit more), as the paper's tables compare methods; eq. 7 read literally with
+    // α ≫ 1 hardly ever removes a head (measured: none on the demo models, README).
     AlphaMode alphaMode = AlphaMode::Budget;
     double lambda = kDefaultLambda;
     int iters = 0;         // 0: closed form; T > 0: Algorithm 1 with T Newton steps (same z)
@@ -158,8 +162,9 @@ struct LayerPruneReport {
     int64_t kvHeadsBefore = 0, kvHeadsAfter = 0;
     int64_t channelsBefore = 0, channelsAfter = 0;
     // Output error of o_proj / down_proj per calibration token, ‖X·ΔWᵀ‖²/N: with the compensation
-    // applied (Theorem 3: the paper's L*, an upper bound when γ > 0; FLAP's bias: the variance
-    // part) and with the pruned channels merely zeroed. 0 where nothing was pruned.
+    // applied (Theorem 3: the paper's L* when γ = 0, else L* less its dampening term ½γ'‖δW‖²;
+    // FLAP's bias: the variance part) and with the pruned channels merely zeroed. 0 where nothing
+    // was pruned.
     double attentionLoss = 0, attentionLossUncompensated = 0;
     double mlpLoss = 0, mlpLossUncompensated = 0;
 };
