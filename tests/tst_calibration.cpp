@@ -5,6 +5,7 @@
 #include "core/prune/calibration.h"
 #include "core/util/error.h"
 #include "tiny_llama.h"
+#include "error_of.h"
 
 #include <QTemporaryDir>
 #include <QtTest>
@@ -13,16 +14,6 @@ using namespace npw;
 using namespace npw::test;
 
 namespace {
-
-template <class F>
-QString errorOf(F f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return QString::fromStdString(e.what());
-    }
-    return {};
-}
 
 double relativeError(const at::Tensor& a, const at::Tensor& b) {
     return (a - b).norm().item<double>() / std::max(b.norm().item<double>(), 1e-300);

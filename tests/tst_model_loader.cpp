@@ -6,6 +6,7 @@
 
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
+#include "error_of.h"
 #include <QFile>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -16,22 +17,13 @@
 #include <functional>
 
 using namespace npw;
+using npw::test::errorOf;
 using nlohmann::json;
 namespace fs = std::filesystem;
 
 namespace {
 
 const std::string kStories = std::string(NPW_SHARED_FIXTURES) + "/stories260K.bin";
-
-template <class Fn>
-QString errorOf(Fn fn) {
-    try {
-        fn();
-    } catch (const Error& e) {
-        return QString::fromStdString(e.what());
-    }
-    return {};
-}
 
 bool containsAll(const QString& message, const QStringList& parts) {
     for (const QString& part : parts)

@@ -8,6 +8,7 @@
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
 #include "tiny_llama.h"
+#include "error_of.h"
 
 #include <QTemporaryDir>
 #include <QtTest>
@@ -21,16 +22,6 @@ using nlohmann::json;
 namespace fs = std::filesystem;
 
 namespace {
-
-template <class F>
-QString errorOf(F f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return QString::fromStdString(e.what());
-    }
-    return {};
-}
 
 json readJson(const std::string& path) { return json::parse(readTextFile(path)); }
 

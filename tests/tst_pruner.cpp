@@ -9,7 +9,7 @@
 #include "core/prune/pruner.h"
 #include "core/util/error.h"
 #include "tiny_llama.h"
-
+#include "error_of.h"
 #include <QtTest>
 #include <algorithm>
 #include <cmath>
@@ -18,16 +18,6 @@ using namespace npw;
 using namespace npw::test;
 
 namespace {
-
-template <class F>
-QString errorOf(F f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return QString::fromStdString(e.what());
-    }
-    return {};
-}
 
 struct Fixture {
     LlamaModel model;

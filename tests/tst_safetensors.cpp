@@ -4,6 +4,7 @@
 #include "core/util/error.h"
 
 #include <ATen/ATen.h>
+#include "error_of.h"
 #include <QFile>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -11,6 +12,7 @@
 #include <cstring>
 
 using namespace npw;
+using npw::test::errorOf;
 
 namespace {
 
@@ -43,17 +45,6 @@ uint64_t headerLengthOf(const QString& path) {
     uint64_t length = 0;
     std::memcpy(&length, first.constData(), 8);
     return length;
-}
-
-// Runs fn and returns the npw::Error message it throws ("" if none).
-template <class Fn>
-QString errorOf(Fn fn) {
-    try {
-        fn();
-    } catch (const Error& e) {
-        return QString::fromStdString(e.what());
-    }
-    return {};
 }
 
 const char* kEntryA = R"("a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]})";

@@ -4,6 +4,7 @@
 // (tests/fixtures/make_torch_checkpoints.py, expectations in expected.json).
 #include <ATen/ATen.h>
 
+#include "error_of.h"
 #include <QFile>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -18,6 +19,7 @@
 #include "core/util/error.h"
 
 using namespace npw;
+using npw::test::errorOf;
 using nlohmann::json;
 
 namespace {
@@ -31,17 +33,6 @@ const json& expectations() {
         return json::parse(in);
     }();
     return parsed;
-}
-
-// Runs fn and returns the npw::Error message it throws ("" if none).
-template <class Fn>
-QString errorOf(Fn fn) {
-    try {
-        fn();
-    } catch (const Error& e) {
-        return QString::fromStdString(e.what());
-    }
-    return {};
 }
 
 QStringList toStringList(const json& list) {

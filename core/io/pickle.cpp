@@ -1,5 +1,7 @@
 #include "core/io/pickle.h"
 
+#include "core/text/utf8.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -64,39 +66,6 @@ const TorchStorageType kStorageTypes[] = {
 };
 // clang-format on
 
-// Strict UTF-8 (no overlong forms, no surrogates, nothing above U+10FFFF).
-bool isValidUtf8(std::string_view text) {
-    size_t i = 0;
-    while (i < text.size()) {
-        const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
-        const unsigned char lead = byte(i);
-        size_t length;
-        unsigned lowestSecond = 0x80, highestSecond = 0xBF;
-        if (lead < 0x80) {
-            ++i;
-            continue;
-        }
-        if (lead >= 0xC2 && lead <= 0xDF)
-            length = 2;
-        else if (lead >= 0xE0 && lead <= 0xEF) {
-            length = 3;
-            if (lead == 0xE0) lowestSecond = 0xA0;
-            if (lead == 0xED) highestSecond = 0x9F;
-        } else if (lead >= 0xF0 && lead <= 0xF4) {
-            length = 4;
-            if (lead == 0xF0) lowestSecond = 0x90;
-            if (lead == 0xF4) highestSecond = 0x8F;
-        } else {
-            return false;
-        }
-        if (i + length > text.size()) return false;
-        if (byte(i + 1) < lowestSecond || byte(i + 1) > highestSecond) return false;
-        for (size_t k = 2; k < length; ++k)
-            if (byte(i + k) < 0x80 || byte(i + k) > 0xBF) return false;
-        i += length;
-    }
-    return true;
-}
 
 bool isIdentifierPath(std::string_view text) {
     if (text.empty()) return false;
@@ -340,7 +309,7 @@ private:
         return &value;
     }
     PickleValue* makeString(std::string_view text) {
-        if (!isValidUtf8(text)) fail("the string is not valid UTF-8");
+        if (utf8::findInvalid(text) != std::string_view::npos) fail("the string is not valid UTF-8");
         PickleValue* value = make(PickleKind::String);
         value->text = text;
         return value;

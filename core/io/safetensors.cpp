@@ -1,6 +1,8 @@
 #include "core/io/safetensors.h"
 
+#include "core/io/mapped_file.h"
 #include "core/io/shape_text.h"
+#include "core/text/utf8.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
 
@@ -15,10 +17,6 @@
 #include <string_view>
 #include <tuple>
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 // The format is little-endian and tensors are copied byte for byte.
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "npw reads safetensors on little-endian hosts only");
@@ -68,37 +66,6 @@ std::string knownDtypeList() {
 
 [[noreturn]] void fail(const std::string& path, const std::string& problem) {
     throw Error("safetensors file '" + path + "': " + problem);
-}
-
-// Strict UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF. Returns the offset
-// of the first bad byte, or npos.
-size_t firstInvalidUtf8(std::string_view text) {
-    size_t i = 0;
-    while (i < text.size()) {
-        const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
-        unsigned char lead = byte(i);
-        size_t length;
-        uint32_t lowestSecond = 0x80, highestSecond = 0xBF;
-        if (lead < 0x80) { ++i; continue; }
-        if (lead >= 0xC2 && lead <= 0xDF) length = 2;
-        else if (lead >= 0xE0 && lead <= 0xEF) {
-            length = 3;
-            if (lead == 0xE0) lowestSecond = 0xA0;   // overlong
-            if (lead == 0xED) highestSecond = 0x9F;  // surrogates
-        } else if (lead >= 0xF0 && lead <= 0xF4) {
-            length = 4;
-            if (lead == 0xF0) lowestSecond = 0x90;   // overlong
-            if (lead == 0xF4) highestSecond = 0x8F;  // above U+10FFFF
-        } else {
-            return i;
-        }
-        if (i + length > text.size()) return i;
-        if (byte(i + 1) < lowestSecond || byte(i + 1) > highestSecond) return i;
-        for (size_t k = 2; k < length; ++k)
-            if (byte(i + k) < 0x80 || byte(i + k) > 0xBF) return i;
-        i += length;
-    }
-    return std::string_view::npos;
 }
 
 // nlohmann::json keeps the last of duplicate keys without a word; the spec forbids
@@ -239,25 +206,11 @@ std::shared_ptr<SafeTensorsFile> SafeTensorsFile::open(const std::string& path) 
     std::shared_ptr<SafeTensorsFile> file(new SafeTensorsFile());
     file->path_ = path;
 
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) fail(path, std::string("cannot open: ") + std::strerror(errno));
-    struct stat status {};
-    if (::fstat(fd, &status) != 0 || !S_ISREG(status.st_mode)) {
-        ::close(fd);
-        fail(path, "not a regular file");
-    }
-    const uint64_t fileBytes = static_cast<uint64_t>(status.st_size);
-    if (fileBytes < 8) {
-        ::close(fd);
+    file->mapping_ = MappedFile::open(path, "safetensors file");
+    const uint64_t fileBytes = file->mapping_->size();
+    if (fileBytes < 8)
         fail(path, "the file has " + std::to_string(fileBytes) + " bytes, fewer than the 8 of the header length");
-    }
-    void* mapping = ::mmap(nullptr, fileBytes, PROT_READ, MAP_PRIVATE, fd, 0);
-    int mapErrno = errno;
-    ::close(fd);
-    if (mapping == MAP_FAILED) fail(path, std::string("cannot map: ") + std::strerror(mapErrno));
-    file->mapping_ = mapping;  // from here on the destructor unmaps, also when a check throws
-    file->mappingSize_ = fileBytes;
-    const auto* bytes = static_cast<const uint8_t*>(mapping);
+    const uint8_t* bytes = file->mapping_->bytes();
 
     uint64_t headerBytes = 0;
     std::memcpy(&headerBytes, bytes, 8);
@@ -269,7 +222,7 @@ std::shared_ptr<SafeTensorsFile> SafeTensorsFile::open(const std::string& path) 
                        std::to_string(fileBytes) + " bytes)");
 
     std::string_view header(reinterpret_cast<const char*>(bytes + 8), headerBytes);
-    size_t badByte = firstInvalidUtf8(header);
+    size_t badByte = utf8::findInvalid(header);
     if (badByte != std::string_view::npos)
         fail(path, "the header is not valid UTF-8 (bad byte at header offset " + std::to_string(badByte) + ")");
     json parsed = parseHeaderRejectingDuplicates(path, header);
@@ -284,9 +237,7 @@ std::shared_ptr<SafeTensorsFile> SafeTensorsFile::open(const std::string& path) 
     return file;
 }
 
-SafeTensorsFile::~SafeTensorsFile() {
-    if (mapping_) ::munmap(mapping_, mappingSize_);
-}
+SafeTensorsFile::~SafeTensorsFile() = default;
 
 std::vector<std::string> SafeTensorsFile::names() const {
     std::vector<std::string> result;

@@ -12,6 +12,8 @@
 
 namespace npw {
 
+class MappedFile;
+
 struct TensorInfo {
     std::string dtype;             // safetensors dtype string: "F32", "F16", "BF16", ...
     std::vector<int64_t> shape;
@@ -42,8 +44,7 @@ private:
     std::map<std::string, TensorInfo> tensors_;
     std::map<std::string, std::string> metadata_;
     const uint8_t* data_ = nullptr;  // start of the byte buffer (after the header)
-    void* mapping_ = nullptr;
-    size_t mappingSize_ = 0;
+    std::unique_ptr<MappedFile> mapping_;
 };
 
 // Writes tensors (any of F32/F16/BF16/F64/I64/I32/U8/BOOL, contiguous or not) atomically,

@@ -1,9 +1,5 @@
 #include "core/io/zip_archive.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -12,6 +8,7 @@
 #include <cstring>
 #include <tuple>
 
+#include "core/io/mapped_file.h"
 #include "core/util/error.h"
 
 namespace npw {
@@ -350,26 +347,12 @@ std::shared_ptr<ZipArchive> ZipArchive::open(const std::string& path) {
     std::shared_ptr<ZipArchive> archive(new ZipArchive());
     archive->path_ = path;
 
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) fail(path, std::string("cannot open: ") + std::strerror(errno));
-    struct stat status {};
-    if (::fstat(fd, &status) != 0 || !S_ISREG(status.st_mode)) {
-        ::close(fd);
-        fail(path, "not a regular file");
-    }
-    const uint64_t fileSize = static_cast<uint64_t>(status.st_size);
-    if (fileSize < kEndBytes) {
-        ::close(fd);
+    archive->mapping_ = MappedFile::open(path, "zip archive");
+    const uint64_t fileSize = archive->mapping_->size();
+    if (fileSize < kEndBytes)
         fail(path, "the file has " + std::to_string(fileSize) + " bytes, fewer than the " + std::to_string(kEndBytes) +
                        " of a zip end record (not a zip archive, or truncated)");
-    }
-    void* mapping = ::mmap(nullptr, fileSize, PROT_READ, MAP_PRIVATE, fd, 0);
-    const int mapErrno = errno;
-    ::close(fd);
-    if (mapping == MAP_FAILED) fail(path, std::string("cannot map: ") + std::strerror(mapErrno));
-    archive->mapping_ = mapping;  // from here on the destructor unmaps, also when a check throws
-    archive->mappingSize_ = fileSize;
-    archive->bytes_ = static_cast<const uint8_t*>(mapping);
+    archive->bytes_ = archive->mapping_->bytes();
     const Bytes bytes(archive->bytes_);
 
     const CentralDirectory directory = readEndRecords(path, bytes, fileSize);
@@ -404,9 +387,9 @@ std::shared_ptr<ZipArchive> ZipArchive::open(const std::string& path) {
     return archive;
 }
 
-ZipArchive::~ZipArchive() {
-    if (mapping_) ::munmap(mapping_, mappingSize_);
-}
+ZipArchive::~ZipArchive() = default;
+
+uint64_t ZipArchive::fileSize() const { return mapping_->size(); }
 
 const ZipEntry* ZipArchive::find(const std::string& name) const {
     auto it = indexByName_.find(name);

@@ -12,6 +12,8 @@
 
 namespace npw {
 
+class MappedFile;
+
 struct ZipEntry {
     std::string name;
     uint16_t method = 0;  // 0 = STORED; open() refuses every other method
@@ -35,7 +37,7 @@ public:
     ZipArchive& operator=(const ZipArchive&) = delete;
 
     const std::string& path() const { return path_; }
-    uint64_t fileSize() const { return mappingSize_; }
+    uint64_t fileSize() const;
     // Entries in central-directory order.
     const std::vector<ZipEntry>& entries() const { return entries_; }
     const ZipEntry* find(const std::string& name) const;   // nullptr when absent
@@ -57,8 +59,7 @@ private:
     std::vector<ZipEntry> entries_;
     std::unordered_map<std::string, size_t> indexByName_;
     const uint8_t* bytes_ = nullptr;
-    void* mapping_ = nullptr;
-    uint64_t mappingSize_ = 0;
+    std::unique_ptr<MappedFile> mapping_;
 };
 
 // CRC-32 (ISO-HDLC, the zip polynomial) of a byte range; exposed for tests.

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The pruning comparison in README ("Perplexity against sparsity"): every method at
+# ρ = 0.1 … 0.5, three calibration seeds, on demo:lm, demo:lm-gqa (held-out New Testament and
+# the Jargon File) and the llama2.c fixture stories260K (ids sampled from the model itself).
+# Usage: packaging/sweep-demo-models.sh [OUT_DIR] [MAX_WINDOWS]   (needs a built build/app/npw/npw)
+# Each model's sweep writes OUT_DIR/<model>.csv and .json; sweep-table.py turns them into the
+# README tables. About 20-40 minutes per model on 2 cores.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${1:-sweep-results}
+max_windows=${2:-200}
+npw=build/app/npw/npw
+data=resources/demo/data
+mkdir -p "$out"
+methods=numerical,numerical-nocomp,flap,wanda-sp,magnitude,random
+ratios=0.1,0.2,0.3,0.4,0.5
+
+for model in lm lm-gqa; do
+    [ -s "$out/$model.json" ] && continue
+    "$npw" sweep "demo:$model" --methods $methods --ratios $ratios --seeds 3 \
+        --calib $data/kjv-ot.txt --nsamples 128 --seqlen 128 \
+        --eval text:$data/kjv-nt.txt,text:$data/jargon.txt --eval-seqlen 128 --max-windows "$max_windows" \
+        --csv "$out/$model.csv" --json > "$out/$model.json.tmp"
+    mv "$out/$model.json.tmp" "$out/$model.json"
+done
+
+# stories260K has no tokenizer here: calibrate and evaluate on sequences sampled from it
+# (temperature 1, distinct seeds for calibration and evaluation).
+stories=../shared/fixtures/stories260K.bin
+if [ -f "$stories" ] && [ ! -s "$out/stories260K.json" ]; then
+    sample() {  # seeds FIRST..LAST → one line of ids per sequence
+        for s in $(seq "$1" "$2"); do
+            "$npw" generate "$stories" --prompt-ids 1 --temperature 1 --tokens 400 --no-stop --seed "$s" --json |
+                /usr/bin/python3 -c 'import json,sys; j=json.load(sys.stdin); print(*j["prompt_ids"], *j["ids"])'
+        done
+    }
+    [ -s "$out/stories-calib-ids.txt" ] || sample 1 24 > "$out/stories-calib-ids.txt"
+    [ -s "$out/stories-eval-ids.txt" ] || sample 101 112 > "$out/stories-eval-ids.txt"
+    "$npw" sweep "$stories" --methods $methods --ratios $ratios --seeds 3 \
+        --calib "$out/stories-calib-ids.txt" --calib-ids --nsamples 128 --seqlen 128 \
+        --eval "ids:$out/stories-eval-ids.txt" --eval-seqlen 128 \
+        --csv "$out/stories260K.csv" --json > "$out/stories260K.json.tmp"
+    mv "$out/stories260K.json.tmp" "$out/stories260K.json"
+fi
+/usr/bin/python3 packaging/sweep-table.py "$out"/*.json > "$out/tables.md"
+cat "$out/tables.md"
