@@ -2,14 +2,14 @@
 # The pruning comparison in README ("Perplexity against sparsity"): every method at
 # ρ = 0.1 … 0.5, three calibration seeds, on demo:lm, demo:lm-gqa (held-out New Testament and
 # the Jargon File) and the llama2.c fixture stories260K (ids sampled from the model itself).
-# Usage: packaging/sweep-demo-models.sh [OUT_DIR] [MAX_WINDOWS]   (needs a built build/app/npw/npw)
+# Usage: packaging/sweep-demo-models.sh [OUT_DIR] [MAX_WINDOWS]   (needs a built build/app/npw)
 # Each model's sweep writes OUT_DIR/<model>.csv and .json; sweep-table.py turns them into the
 # README tables. About 20-40 minutes per model on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-sweep-results}
 max_windows=${2:-200}
-npw=build/app/npw/npw
+npw=build/app/npw
 data=resources/demo/data
 mkdir -p "$out"
 methods=numerical,numerical-nocomp,flap,wanda-sp,magnitude,random
