@@ -51,8 +51,9 @@ std::vector<T> parseList(const std::string& flag, const std::string& value) {
 
 int runSweepCommand(const Args& args) {
     if (args.positional().size() != 1) throw Error("'npw sweep' takes exactly one MODEL");
-    for (const char* required : {"methods", "ratios", "calib", "eval"})
+    for (const char* required : {"methods", "ratios", "calib"})
         if (!args.has(required)) throw Error(std::string("--") + required + " is required");
+    if (!args.has("eval") && !args.has("zeroshot")) throw Error("give --eval SETS, --zeroshot TASKS or both");
     const std::string modelName = args.positional()[0];
     LanguageModel lm = openLanguageModel(modelName, chooseRuntime(args.get("device"), args.get("dtype")));
 
@@ -71,6 +72,7 @@ int runSweepCommand(const Args& args) {
     if (args.has("alpha")) spec.alpha = args.getDouble("alpha");
     spec.calibSource = args.get("calib");
     spec.calibStream = readCalibrationStream(spec.calibSource, args.flag("calib-ids"), lm);
+    if (args.has("zeroshot")) spec.zeroShotTasks = loadZeroShotTasks(args.get("zeroshot"), args.getInt("zeroshot-limit"));
     for (const std::string& item : splitComma(args.get("eval"))) {
         const auto colon = item.find(':');
         if (colon == std::string::npos || (item.substr(0, colon) != "text" && item.substr(0, colon) != "ids"))
@@ -90,7 +92,9 @@ int runSweepCommand(const Args& args) {
                   << std::setw(6) << r.ratio << std::setw(6) << r.seed << std::setw(8) << r.calibSamples
                   << std::setw(8) << r.calibSeqlen << std::setw(9) << (std::isfinite(r.lambda) ? r.lambda : 0.0)
                   << "  " << std::left << std::setw(10) << r.evalSet << std::right << std::setprecision(3)
-                  << std::setw(9) << r.achievedRatio << std::setprecision(2) << std::setw(11) << r.ppl << std::endl;
+                  << std::setw(9) << r.achievedRatio << std::setprecision(2) << std::setw(11) << r.ppl;
+        if (std::isfinite(r.acc)) std::cout << std::setprecision(4) << "  acc " << r.acc;
+        std::cout << std::endl;
     };
     if (!json)
         std::cout << std::left << std::setw(18) << "method" << std::right << std::setw(6) << "ratio" << std::setw(6)
@@ -107,24 +111,32 @@ int runSweepCommand(const Args& args) {
                                {"calib_samples", r.calibSamples}, {"calib_seqlen", r.calibSeqlen},
                                {"lambda", finiteOrNull(r.lambda)}, {"eval", r.evalSet},
                                {"achieved_ratio", r.achievedRatio}, {"achieved_ratio_model", r.achievedRatioModel},
-                               {"ppl", r.ppl}, {"nll", r.nll}, {"bits_per_byte", finiteOrNull(r.bitsPerByte)},
-                               {"eval_tokens", r.evalTokens}});
+                               {"ppl", finiteOrNull(r.ppl)}, {"nll", finiteOrNull(r.nll)}, {"bits_per_byte", finiteOrNull(r.bitsPerByte)},
+                               {"eval_tokens", r.evalTokens}, {"acc", finiteOrNull(r.acc)},
+                               {"acc_norm", finiteOrNull(r.accNorm)}});
     const auto summary = summariseOverSeeds(rows);
     for (const SweepSummaryRow& s : summary)
         out["summary"].push_back({{"method", s.first.method}, {"ratio", s.first.ratio},
                                   {"calib_samples", s.first.calibSamples}, {"calib_seqlen", s.first.calibSeqlen},
                                   {"lambda", finiteOrNull(s.first.lambda)}, {"eval", s.first.evalSet},
-                                  {"seeds", s.count}, {"ppl_mean", s.pplMean}, {"ppl_std", s.pplStd},
+                                  {"seeds", s.count}, {"ppl_mean", finiteOrNull(s.pplMean)},
+                                  {"ppl_std", finiteOrNull(s.pplStd)}, {"acc_mean", finiteOrNull(s.accMean)},
+                                  {"acc_std", finiteOrNull(s.accStd)}, {"acc_norm_mean", finiteOrNull(s.accNormMean)},
                                   {"achieved_ratio_mean", s.achievedRatioMean}});
     if (json) {
         std::cout << out.dump(2) << std::endl;
     } else {
         std::cout << "\nmean ± std over seeds\n";
-        for (const SweepSummaryRow& s : summary)
+        for (const SweepSummaryRow& s : summary) {
             std::cout << std::left << std::setw(18) << s.first.method << std::right << std::fixed << std::setprecision(2)
                       << std::setw(6) << s.first.ratio << "  " << std::left << std::setw(10) << s.first.evalSet
                       << std::right << std::setprecision(3) << std::setw(8) << s.achievedRatioMean
-                      << std::setprecision(2) << std::setw(11) << s.pplMean << " ± " << s.pplStd << "\n";
+                      << std::setprecision(2);
+            if (std::isfinite(s.accMean))
+                std::cout << std::setprecision(4) << "   acc " << s.accMean << " ± " << s.accStd << "\n";
+            else
+                std::cout << std::setw(11) << s.pplMean << " ± " << s.pplStd << "\n";
+        }
     }
     return 0;
 }
@@ -146,6 +158,8 @@ void addSweepCommand(std::vector<Command>& out) {
         {"max-windows", "K", "0", "evaluate only the first K windows of each set (0 = all)"},
         {"alpha", "A", "", "head scaling factor α (default: unit parameters / channel parameters)"},
         {"alpha-mode", "MODE", "budget", "paper (eq. 7, count-based) or budget (parameter budget)"},
+        {"zeroshot", "NAME:FILE,…", "", "also zero-shot accuracy on these tasks (see npw zeroshot)"},
+        {"zeroshot-limit", "N", "0", "items per zero-shot task (0 = all)"},
         {"csv", "FILE", "", "also write every row as CSV"}};
     for (Flag f : runtimeFlags()) flags.push_back(f);
     flags.push_back(jsonFlag());

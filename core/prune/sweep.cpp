@@ -28,7 +28,7 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
                                const std::function<void(const SweepRow&)>& onRow, const ProgressFn& progress) {
     if (spec.methods.empty()) throw Error("sweep: no methods given");
     if (spec.ratios.empty()) throw Error("sweep: no ratios given");
-    if (spec.evalSets.empty()) throw Error("sweep: no evaluation sets given");
+    if (spec.evalSets.empty() && spec.zeroShotTasks.empty()) throw Error("sweep: no evaluation sets or zero-shot tasks given");
     if (spec.seeds < 1) throw Error("sweep: --seeds must be at least 1");
     for (const auto& m : spec.methods) parseSweepMethod(m);  // reject typos before any work
     for (double r : spec.ratios)
@@ -55,17 +55,35 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
                                         lambdaRuns * spec.ratios.size();
     double done = 0;
 
-    for (const auto& set : spec.evalSets) {
-        PerplexityResult r = evaluate(model, set);
-        SweepRow row;
-        row.method = "dense";
-        row.evalSet = set.name;
-        row.ppl = r.ppl;
-        row.nll = r.nll;
-        row.bitsPerByte = r.bitsPerByte;
-        row.evalTokens = r.tokens;
-        emitRow(row);
-    }
+    // One row per evaluation set and zero-shot task for a model; `base` carries the settings.
+    auto evaluateAll = [&](const std::shared_ptr<const LlamaModel>& m, const SweepRow& base) {
+        for (const auto& set : spec.evalSets) {
+            const PerplexityResult r = evaluate(*m, set);
+            SweepRow row = base;
+            row.evalSet = set.name;
+            row.ppl = r.ppl;
+            row.nll = r.nll;
+            row.bitsPerByte = r.bitsPerByte;
+            row.evalTokens = r.tokens;
+            emitRow(row);
+        }
+        if (spec.zeroShotTasks.empty()) return;
+        LanguageModel withTokenizer = lm;
+        withTokenizer.model = std::const_pointer_cast<LlamaModel>(m);
+        for (const ZeroShotTask& task : spec.zeroShotTasks) {
+            const ZeroShotResult r = evaluateZeroShot(withTokenizer, task);
+            SweepRow row = base;
+            row.evalSet = task.name;
+            row.ppl = row.nll = std::numeric_limits<double>::quiet_NaN();
+            row.acc = r.acc;
+            row.accNorm = r.accNorm;
+            row.evalTokens = r.items;
+            emitRow(row);
+        }
+    };
+    SweepRow denseRow;
+    denseRow.method = "dense";
+    evaluateAll(lm.model, denseRow);
     reportProgress(progress, "sweep", ++done, totalSteps);
 
     for (int seed = 0; seed < spec.seeds; ++seed)
@@ -96,25 +114,17 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
                             const int64_t prunableBefore = prunableParameters(model.config());
                             const int64_t prunableAfter = prunableParameters(pruned.checkpoint.config);
                             const int64_t paramsBefore = checkpointParameters(model.checkpoint());
-                            LlamaModel prunedModel(std::move(pruned.checkpoint), model.runtime());
-                            for (const auto& set : spec.evalSets) {
-                                PerplexityResult r = evaluate(prunedModel, set);
-                                SweepRow row;
-                                row.method = methodName;
-                                row.ratio = ratio;
-                                row.calibSamples = samples;
-                                row.calibSeqlen = calibSeqlen;
-                                row.lambda = lambda;
-                                row.seed = seed;
-                                row.evalSet = set.name;
-                                row.achievedRatio = double(prunableBefore - prunableAfter) / prunableBefore;
-                                row.achievedRatioModel = double(prunableBefore - prunableAfter) / paramsBefore;
-                                row.ppl = r.ppl;
-                                row.nll = r.nll;
-                                row.bitsPerByte = r.bitsPerByte;
-                                row.evalTokens = r.tokens;
-                                emitRow(row);
-                            }
+                            auto prunedModel = std::make_shared<const LlamaModel>(std::move(pruned.checkpoint), model.runtime());
+                            SweepRow row;
+                            row.method = methodName;
+                            row.ratio = ratio;
+                            row.calibSamples = samples;
+                            row.calibSeqlen = calibSeqlen;
+                            row.lambda = lambda;
+                            row.seed = seed;
+                            row.achievedRatio = double(prunableBefore - prunableAfter) / prunableBefore;
+                            row.achievedRatioModel = double(prunableBefore - prunableAfter) / paramsBefore;
+                            evaluateAll(prunedModel, row);
                             reportProgress(progress, "sweep", ++done, totalSteps);
                         }
                     }
@@ -144,12 +154,18 @@ std::vector<SweepSummaryRow> summariseOverSeeds(const std::vector<SweepRow>& row
             s.pplMean += r->ppl / g.size();
             s.achievedRatioMean += r->achievedRatio / g.size();
             s.bitsPerByteMean += r->bitsPerByte / g.size();
+            s.accMean += r->acc / g.size();
+            s.accNormMean += r->accNorm / g.size();
         }
-        if (g.size() > 1) {
+        // Sample standard deviations (NaN propagates: ppl for zero-shot rows, acc for the rest).
+        auto sampleStd = [&](double mean, double SweepRow::*field) {
+            if (g.size() < 2) return 0.0;
             double ss = 0;
-            for (const SweepRow* r : g) ss += (r->ppl - s.pplMean) * (r->ppl - s.pplMean);
-            s.pplStd = std::sqrt(ss / (g.size() - 1));
-        }
+            for (const SweepRow* r : g) ss += (r->*field - mean) * (r->*field - mean);
+            return std::sqrt(ss / double(g.size() - 1));
+        };
+        s.pplStd = sampleStd(s.pplMean, &SweepRow::ppl);
+        s.accStd = sampleStd(s.accMean, &SweepRow::acc);
         out.push_back(s);
     }
     return out;
@@ -159,14 +175,18 @@ std::string sweepRowsCsv(const std::vector<SweepRow>& rows) {
     std::ostringstream out;
     out.precision(10);
     out << "method,ratio,calib_samples,calib_seqlen,lambda,seed,eval,achieved_ratio,achieved_ratio_model,ppl,nll,"
-           "bits_per_byte,eval_tokens\n";
+           "bits_per_byte,eval_tokens,acc,acc_norm\n";
     for (const SweepRow& r : rows) {
         out << r.method << "," << r.ratio << "," << r.calibSamples << "," << r.calibSeqlen << ",";
         if (std::isfinite(r.lambda)) out << r.lambda;
         out << "," << r.seed << "," << r.evalSet << "," << r.achievedRatio << "," << r.achievedRatioModel << "," << r.ppl
             << "," << r.nll << ",";
         if (std::isfinite(r.bitsPerByte)) out << r.bitsPerByte;
-        out << "," << r.evalTokens << "\n";
+        out << "," << r.evalTokens << ",";
+        if (std::isfinite(r.acc)) out << r.acc;
+        out << ",";
+        if (std::isfinite(r.accNorm)) out << r.accNorm;
+        out << "\n";
     }
     return out.str();
 }

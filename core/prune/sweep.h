@@ -3,6 +3,7 @@
 // as the paper's tables and ablations. The expensive parts are shared: calibration once per
 // (seed, samples, seqlen), scores once per (calibration, method, λ); each ratio then only
 // re-selects (no re-scoring), applies the mask and evaluates.
+#include "core/eval/zeroshot.h"
 #include "core/models/language_model.h"
 #include "core/prune/pruner.h"
 #include "core/util/progress.h"
@@ -33,6 +34,7 @@ struct SweepSpec {
     std::vector<int32_t> calibStream;
     std::string calibSource;
     std::vector<SweepEvalSet> evalSets;
+    std::vector<ZeroShotTask> zeroShotTasks;  // accuracy rows beside the perplexity rows
     int64_t evalSeqlen = 128;
     int64_t evalMaxWindows = 0;  // 0 = every window
     AlphaMode alphaMode = AlphaMode::Budget;
@@ -49,11 +51,15 @@ struct SweepRow {
     double achievedRatio = 0, achievedRatioModel = 0;
     double ppl = 0, nll = 0;
     double bitsPerByte = std::numeric_limits<double>::quiet_NaN();
-    int64_t evalTokens = 0;
+    int64_t evalTokens = 0;  // scored tokens; items for a zero-shot task
+    // Zero-shot rows (evalSet = the task's name): accuracy; ppl and nll are NaN there.
+    double acc = std::numeric_limits<double>::quiet_NaN();
+    double accNorm = std::numeric_limits<double>::quiet_NaN();
 };
 
 // Runs the sweep on `model`. onRow is called as each row is ready (a GUI plots it at once).
-// The dense model's rows come first (method "dense", ratio 0).
+// The dense model's rows come first (method "dense", ratio 0). Per model: one row per
+// evaluation set, then one per zero-shot task.
 std::vector<SweepRow> runSweep(const LanguageModel& model, const SweepSpec& spec,
                                const std::function<void(const SweepRow&)>& onRow = nullptr,
                                const ProgressFn& progress = nullptr);
@@ -63,6 +69,7 @@ struct SweepSummaryRow {
     SweepRow first;  // the settings (seed of the first)
     int count = 0;
     double pplMean = 0, pplStd = 0, achievedRatioMean = 0, bitsPerByteMean = 0;
+    double accMean = 0, accStd = 0, accNormMean = 0;  // NaN for perplexity rows
 };
 std::vector<SweepSummaryRow> summariseOverSeeds(const std::vector<SweepRow>& rows);
 
