@@ -3,6 +3,7 @@
 #include "app/npw/cli_args.h"
 #include "app/npw/commands.h"
 #include "core/util/error.h"
+#include "core/util/openmp_wait.h"
 
 #include <iostream>
 #include <malloc.h>
@@ -12,6 +13,7 @@
 using namespace npw;
 
 int main(int argc, char** argv) {
+    restartWithPassiveOpenMpWaits(argv);  // why: core/util/openmp_wait.h
     // LibTorch allocates and frees activation-sized blocks on every step; with glibc's
     // defaults each one is a fresh mmap and page faults dominate (measured: ~40% system
     // time while training). Keep freed memory in the heap instead.
