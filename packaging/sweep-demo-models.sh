@@ -3,13 +3,13 @@
 # ρ = 0.1 … 0.5, three calibration seeds, on demo:lm, demo:lm-gqa (held-out New Testament and
 # the Jargon File) and the llama2.c fixture stories260K (ids sampled from the model itself).
 # Usage: packaging/sweep-demo-models.sh [OUT_DIR] [MAX_WINDOWS]   (needs a built build/app/npw)
-# Each model's sweep writes OUT_DIR/<model>.csv and .json; sweep-table.py turns them into the
+# Each model's sweep writes OUT_DIR/<model>.csv and .json; sweep-table.py turns the CSVs into the
 # README tables. About 20-40 minutes per model on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-sweep-results}
 max_windows=${2:-200}
-npw=build/app/npw
+npw=${NPW:-build/app/npw}
 data=resources/demo/data
 mkdir -p "$out"
 methods=numerical,numerical-nocomp,flap,wanda-sp,magnitude,random
@@ -42,5 +42,5 @@ if [ -f "$stories" ] && [ ! -s "$out/stories260K.json" ]; then
         --csv "$out/stories260K.csv" --json > "$out/stories260K.json.tmp"
     mv "$out/stories260K.json.tmp" "$out/stories260K.json"
 fi
-/usr/bin/python3 packaging/sweep-table.py "$out"/*.json > "$out/tables.md"
+/usr/bin/python3 packaging/sweep-table.py "$out"/lm.csv "$out"/lm-gqa.csv "$out"/stories260K.csv > "$out/tables.md"
 cat "$out/tables.md"
