@@ -24,21 +24,24 @@ for model in lm lm-gqa; do
     mv "$out/$model.json.tmp" "$out/$model.json"
 done
 
-# stories260K has no tokenizer here: calibrate and evaluate on sequences sampled from it
-# (temperature 1, distinct seeds for calibration and evaluation).
+# stories260K has no tokenizer here: calibrate and evaluate on sequences sampled from it from
+# BOS (temperature 1; distinct seeds for calibration and evaluation). This small model needs BOS
+# at position 0 (its own samples score perplexity ~9 from BOS, thousands in windows cut
+# mid-sample), so every calibration window is the start of a sample (--calib-per-line) and
+# every evaluation window one whole sample (--eval-seqlen 401 = BOS + 400 tokens).
 stories=../shared/fixtures/stories260K.bin
 if [ -f "$stories" ] && [ ! -s "$out/stories260K.json" ]; then
-    sample() {  # seeds FIRST..LAST → one line of ids per sequence
-        for s in $(seq "$1" "$2"); do
-            "$npw" generate "$stories" --prompt-ids 1 --temperature 1 --tokens 400 --no-stop --seed "$s" --json |
+    sample() {  # TOKENS FIRST LAST → one line of ids (BOS + TOKENS) per seed
+        for s in $(seq "$2" "$3"); do
+            "$npw" generate "$stories" --prompt-ids 1 --temperature 1 --tokens "$1" --no-stop --seed "$s" --json |
                 /usr/bin/python3 -c 'import json,sys; j=json.load(sys.stdin); print(*j["prompt_ids"], *j["ids"])'
         done
     }
-    [ -s "$out/stories-calib-ids.txt" ] || sample 1 24 > "$out/stories-calib-ids.txt"
-    [ -s "$out/stories-eval-ids.txt" ] || sample 101 112 > "$out/stories-eval-ids.txt"
+    [ -s "$out/stories-calib-ids.txt" ] || sample 127 1 128 > "$out/stories-calib-ids.txt"
+    [ -s "$out/stories-eval-ids.txt" ] || sample 400 1001 1024 > "$out/stories-eval-ids.txt"
     "$npw" sweep "$stories" --methods $methods --ratios $ratios --seeds 3 \
-        --calib "$out/stories-calib-ids.txt" --calib-ids --nsamples 128 --seqlen 128 \
-        --eval "ids:$out/stories-eval-ids.txt" --eval-seqlen 128 \
+        --calib "$out/stories-calib-ids.txt" --calib-per-line --nsamples 64 --seqlen 128 \
+        --eval "ids:$out/stories-eval-ids.txt" --eval-seqlen 401 \
         --csv "$out/stories260K.csv" --json > "$out/stories260K.json.tmp"
     mv "$out/stories260K.json.tmp" "$out/stories260K.json"
 fi

@@ -9,6 +9,7 @@
 
 #include <QTemporaryDir>
 #include <QtTest>
+#include <set>
 
 using namespace npw;
 using namespace npw::test;
@@ -24,6 +25,27 @@ double relativeError(const at::Tensor& a, const at::Tensor& b) {
 class TestCalibration : public QObject {
     Q_OBJECT
 private slots:
+    void perSequenceWindowsAreSequenceStarts() {
+        std::vector<std::vector<int32_t>> sequences;
+        for (int i = 0; i < 10; ++i) sequences.push_back(randomIds(i == 3 ? 5 : 40, 40, uint64_t(i)));  // #3 too short
+        const CalibrationSet a = drawCalibrationSetFromSequences(sequences, 6, 16, 2, "ids.txt");
+        const CalibrationSet b = drawCalibrationSetFromSequences(sequences, 6, 16, 2);
+        QCOMPARE(a.windows, b.windows);
+        QVERIFY(a.windows != drawCalibrationSetFromSequences(sequences, 6, 16, 3).windows);
+        std::set<size_t> used;
+        for (const auto& w : a.windows) {
+            QCOMPARE(w.size(), size_t(16));
+            size_t hit = sequences.size();
+            for (size_t i = 0; i < sequences.size(); ++i)
+                if (sequences[i].size() >= 16 && std::equal(w.begin(), w.end(), sequences[i].begin())) hit = i;
+            QVERIFY(hit < sequences.size() && hit != 3);
+            QVERIFY(used.insert(hit).second);  // distinct sequences
+        }
+        QVERIFY(a.sourceIsIds);
+        const QString m = errorOf([&] { drawCalibrationSetFromSequences(sequences, 10, 16, 0, "ids.txt"); });
+        QVERIFY2(m.contains("ids.txt") && m.contains("9 sequences of at least 16"), qPrintable(m));
+    }
+
     void windowsAreSeededSubstreams() {
         const std::vector<int32_t> stream = randomIds(500, 40, 1);
         const CalibrationSet a = drawCalibrationSet(stream, 20, 32, 5, "corpus.txt");

@@ -136,10 +136,14 @@ int runPrune(const Args& args) {
     CalibrationSummary calibration;
     if (args.has("calib")) {
         const std::string calibPath = args.get("calib");
-        const bool idFile = args.flag("calib-ids");
-        const std::vector<int32_t> stream = readCalibrationStream(calibPath, idFile, lm);
+        const bool perLine = args.flag("calib-per-line");
+        const bool idFile = args.flag("calib-ids") || perLine;
         const int64_t seqlen = args.has("seqlen") ? args.getInt("seqlen") : effectiveSeqlen(0, config);
-        CalibrationSet set = drawCalibrationSet(stream, args.getInt("nsamples"), seqlen, settings.seed, calibPath);
+        CalibrationSet set =
+            perLine ? drawCalibrationSetFromSequences(readTokenIdLines(calibPath, config.vocab_size), args.getInt("nsamples"),
+                                                      seqlen, settings.seed, calibPath)
+                    : drawCalibrationSet(readCalibrationStream(calibPath, idFile, lm), args.getInt("nsamples"), seqlen,
+                                         settings.seed, calibPath);
         set.sourceIsIds = idFile;
         calibration = CalibrationSummary::of(set);
         run = pruneModel(*lm.model, set, settings, terminalProgress());
@@ -178,6 +182,7 @@ std::vector<Flag> pruneFlags() {
         {"ratio", "R", formatNumber(d.ratio), "pruning ratio rho in [0, 1)"},
         {"calib", "FILE", "", "calibration text (tokenized once with BOS), or token ids with --calib-ids"},
         {"calib-ids", "", "", "--calib holds whitespace-separated token ids"},
+        {"calib-per-line", "", "", "--calib holds token ids, one sample per line (e.g. sampled from BOS): each window is a line's first --seqlen tokens"},
         {"nsamples", "N", "128", "calibration windows, drawn at seeded random offsets"},
         {"seqlen", "L", "", "tokens per window (default: the model's context, at most 2048)"},
         {"alpha", "A", "", "head/channel balance (default: unit params / channel params = 4*D_h/3 MHA, (2g+2)*D_h/3 GQA)"},

@@ -71,7 +71,10 @@ int runSweepCommand(const Args& args) {
         throw Error("--alpha-mode must be paper or budget, got '" + args.get("alpha-mode") + "'");
     if (args.has("alpha")) spec.alpha = args.getDouble("alpha");
     spec.calibSource = args.get("calib");
-    spec.calibStream = readCalibrationStream(spec.calibSource, args.flag("calib-ids"), lm);
+    if (args.flag("calib-per-line"))
+        spec.calibSequences = readTokenIdLines(spec.calibSource, lm.model->config().vocab_size);
+    else
+        spec.calibStream = readCalibrationStream(spec.calibSource, args.flag("calib-ids"), lm);
     if (args.has("zeroshot")) spec.zeroShotTasks = loadZeroShotTasks(args.get("zeroshot"), args.getInt("zeroshot-limit"));
     for (const std::string& item : splitComma(args.get("eval"))) {
         const auto colon = item.find(':');
@@ -149,6 +152,7 @@ void addSweepCommand(std::vector<Command>& out) {
         {"ratios", "R1,R2", "", "pruning ratios ρ in [0, 1)"},
         {"calib", "FILE", "", "calibration text (or ids with --calib-ids)"},
         {"calib-ids", "", "", "the calibration file holds token ids"},
+        {"calib-per-line", "", "", "token ids, one sample per line: each window is a line's first --seqlen tokens"},
         {"eval", "SETS", "", "text:FILE or ids:FILE, comma-separated"},
         {"nsamples", "N1,N2", "128", "calibration samples (a list: the samples ablation)"},
         {"seqlen", "L1,L2", "128", "calibration window length (a list: the sequence-length ablation)"},

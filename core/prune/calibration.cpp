@@ -9,6 +9,7 @@
 #include <ATen/ATen.h>
 #include <algorithm>
 #include <random>
+#include <sstream>
 
 namespace npw {
 
@@ -51,6 +52,63 @@ CalibrationSet drawCalibrationSet(const std::vector<int32_t>& stream, int64_t sa
         set.windows.emplace_back(stream.begin() + start, stream.begin() + start + seqlen);
     }
     return set;
+}
+
+CalibrationSet drawCalibrationSetFromSequences(const std::vector<std::vector<int32_t>>& sequences, int64_t samples,
+                                               int64_t seqlen, uint64_t seed, const std::string& source) {
+    const std::string where = source.empty() ? std::string("the calibration sequences") : "calibration file '" + source + "'";
+    if (samples <= 0) throw Error("calibration: the number of samples must be positive, got " + std::to_string(samples));
+    if (seqlen <= 0) throw Error("calibration: the window length must be positive, got " + std::to_string(seqlen));
+    std::vector<size_t> longEnough;
+    int64_t tokens = 0;
+    for (size_t i = 0; i < sequences.size(); ++i) {
+        tokens += int64_t(sequences[i].size());
+        if (int64_t(sequences[i].size()) >= seqlen) longEnough.push_back(i);
+    }
+    if (int64_t(longEnough.size()) < samples)
+        throw Error(where + " has " + std::to_string(longEnough.size()) + " sequences of at least " +
+                    std::to_string(seqlen) + " tokens; " + std::to_string(samples) +
+                    " samples were asked for (one window per sequence)");
+    std::mt19937_64 rng(seed);
+    for (size_t i = longEnough.size() - 1; i > 0; --i) std::swap(longEnough[i], longEnough[size_t(rng() % (i + 1))]);
+    CalibrationSet set;
+    set.seqlen = seqlen;
+    set.seed = seed;
+    set.streamTokens = tokens;
+    set.source = source;
+    set.sourceIsIds = true;
+    for (int64_t k = 0; k < samples; ++k) {
+        const std::vector<int32_t>& sequence = sequences[longEnough[size_t(k)]];
+        set.windows.emplace_back(sequence.begin(), sequence.begin() + seqlen);
+    }
+    return set;
+}
+
+std::vector<std::vector<int32_t>> readTokenIdLines(const std::string& path, int64_t vocabSize) {
+    std::vector<std::vector<int32_t>> out;
+    std::istringstream lines(readTextFile(path));
+    int64_t number = 0;
+    for (std::string line; std::getline(lines, line);) {
+        ++number;
+        std::istringstream words(line);
+        std::vector<int32_t> ids;
+        for (std::string word; words >> word;) {
+            size_t used = 0;
+            long long id = -1;
+            try {
+                id = std::stoll(word, &used);
+            } catch (const std::exception&) {
+                used = 0;
+            }
+            if (used != word.size() || id < 0 || id >= vocabSize)
+                throw Error("token-id file '" + path + "' line " + std::to_string(number) + ": '" + word +
+                            "' is not a token id in [0, " + std::to_string(vocabSize) + ")");
+            ids.push_back(int32_t(id));
+        }
+        if (!ids.empty()) out.push_back(std::move(ids));
+    }
+    if (out.empty()) throw Error("token-id file '" + path + "' holds no ids");
+    return out;
 }
 
 std::vector<int32_t> readCalibrationStream(const std::string& path, bool idFile, const LanguageModel& model) {

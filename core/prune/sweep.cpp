@@ -90,7 +90,10 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
         for (int64_t samples : spec.calibSamples)
             for (int64_t calibSeqlen : spec.calibSeqlens) {
                 const CalibrationSet calibration =
-                    drawCalibrationSet(spec.calibStream, samples, calibSeqlen, static_cast<uint64_t>(seed), spec.calibSource);
+                    spec.calibSequences.empty()
+                        ? drawCalibrationSet(spec.calibStream, samples, calibSeqlen, static_cast<uint64_t>(seed), spec.calibSource)
+                        : drawCalibrationSetFromSequences(spec.calibSequences, samples, calibSeqlen,
+                                                          static_cast<uint64_t>(seed), spec.calibSource);
                 const ModelStats stats = calibrate(model, calibration);
                 for (const std::string& methodName : spec.methods) {
                     const MethodChoice choice = parseSweepMethod(methodName);

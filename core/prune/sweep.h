@@ -32,6 +32,7 @@ struct SweepSpec {
     std::vector<double> lambdas = {kDefaultLambda};  // numerical only
     int seeds = 1;                                    // seeds 0..seeds-1: calibration windows, random scores
     std::vector<int32_t> calibStream;
+    std::vector<std::vector<int32_t>> calibSequences;  // when set: one window per sequence (its start)
     std::string calibSource;
     std::vector<SweepEvalSet> evalSets;
     std::vector<ZeroShotTask> zeroShotTasks;  // accuracy rows beside the perplexity rows
