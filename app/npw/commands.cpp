@@ -14,6 +14,7 @@ const std::vector<Command>& allCommands() {
         addPruneCommand(c);
         addSweepCommand(c);
         addTrainingCommands(c);
+        addImageMetricsCommands(c);
         addDemoCommand(c);
         return c;
     }();
