@@ -48,6 +48,9 @@ public:
         } catch (const c10::Error& e) {
             throw Error("cannot load TorchScript feature network '" + path_ + "': " + e.what_without_backtrace() +
                         " (expected a file written by torch.jit.save; README shows how to export one)");
+        } catch (const std::exception& e) {
+            throw Error("cannot load TorchScript feature network '" + path_ + "': " + e.what() +
+                        " (expected a file written by torch.jit.save; README shows how to export one)");
         }
         module_.eval();
         identity_ = "torchscript:" + fs::path(path_).filename().string() + "@" + fileFingerprint(path_);
@@ -62,6 +65,9 @@ public:
         } catch (const c10::Error& e) {
             throw Error("TorchScript feature network '" + path_ + "' failed on images " + shapeText(images.sizes()) +
                         ": " + e.what_without_backtrace());
+        } catch (const std::exception& e) {  // the interpreter's own errors (JITException)
+            throw Error("TorchScript feature network '" + path_ + "' failed on images " + shapeText(images.sizes()) +
+                        ": " + e.what());
         }
         std::vector<at::Tensor> parts;
         if (out.isTuple())
