@@ -53,7 +53,7 @@ public:
                         " (expected a file written by torch.jit.save; README shows how to export one)");
         }
         module_.eval();
-        identity_ = "torchscript:" + fs::path(path_).filename().string() + "@" + fileFingerprint(path_);
+        identity_ = "torchscript@" + fileFingerprint(path_);
     }
 
     NetworkFeatures forward(const at::Tensor& images) override {
@@ -141,8 +141,7 @@ std::unique_ptr<FeatureNetwork> loadFeatureNetwork(const std::string& spec, c10:
         dir = spec;
     if (dir.empty()) return loadTorchScriptFeatureNetwork(spec, device);
     ImageClassifier model = loadImageClassifier(dir);
-    const std::string id = "npw-image-classifier:" + (spec == "demo" ? std::string("demo") : spec) + "@" +
-                           fileFingerprint((fs::path(dir) / "model.safetensors").string());
+    const std::string id = "npw-image-classifier@" + fileFingerprint((fs::path(dir) / "model.safetensors").string());
     return makeClassifierFeatureNetwork(std::move(model), id);
 }
 

@@ -29,7 +29,8 @@ public:
     virtual ~FeatureNetwork() = default;
     // images: N×3×H×W float in [0,1] on the CPU. Outputs are float32 on the CPU.
     virtual NetworkFeatures forward(const at::Tensor& images) = 0;
-    // What made the features, for cache metadata and messages: kind, file and a content hash.
+    // What made the features, for cache keys and metadata: the kind and a hash of the weight
+    // file's bytes ("npw-image-classifier@…", "torchscript@…"), so a moved file keeps its cache.
     virtual std::string identity() const = 0;
 };
 
