@@ -8,6 +8,7 @@
 
 #include <ATen/ATen.h>
 #include <QDir>
+#include <QFile>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -83,6 +84,17 @@ private slots:
         QCOMPARE(second.cachePath, first.cachePath);
         QVERIFY(at::equal(second.stats.pooled.cov, first.stats.pooled.cov));
         QVERIFY(at::equal(second.stats.radii, first.stats.radii));
+
+        // A damaged cache entry is recomputed, not fatal.
+        {
+            QFile damaged(QString::fromStdString(first.cachePath));
+            QVERIFY(damaged.open(QIODevice::WriteOnly));
+            damaged.write("not safetensors");
+        }
+        ResolvedReference again = resolveReference(images.toStdString(), *net, cache, 5);
+        QVERIFY(!again.fromCache);
+        QVERIFY(at::equal(again.stats.radii, first.stats.radii));
+        QVERIFY(resolveReference(images.toStdString(), *net, cache, 5).fromCache);
 
         // Another network: another cache entry, never the first one's statistics.
         auto other = classifierNetwork(2);

@@ -144,12 +144,17 @@ ResolvedReference resolveReference(const std::string& spec, FeatureNetwork& netw
     if (!cacheDir.empty()) {
         cacheFile = fs::path(cacheDir) / ("reference-" + hashText(network.identity() + "|" + imagesId) + ".safetensors");
         if (fs::exists(cacheFile)) {
-            r.stats = loadReferenceStats(cacheFile.string());
-            if (r.stats.metadata["feature_network"] == network.identity() && r.stats.metadata["images_id"] == imagesId) {
-                r.description = r.stats.metadata["images"];
-                r.cachePath = cacheFile.string();
-                r.fromCache = true;
-                return r;
+            try {
+                r.stats = loadReferenceStats(cacheFile.string());
+                if (r.stats.metadata["feature_network"] == network.identity() &&
+                    r.stats.metadata["images_id"] == imagesId) {
+                    r.description = r.stats.metadata["images"];
+                    r.cachePath = cacheFile.string();
+                    r.fromCache = true;
+                    return r;
+                }
+            } catch (const Error&) {
+                // A damaged cache entry is recomputed and overwritten, never fatal.
             }
         }
     }
