@@ -14,6 +14,8 @@
 #include <QtTest>
 
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 
 using namespace npw;
 
@@ -54,6 +56,15 @@ ClassifierTrainOptions tinyOptions() {
     return o;
 }
 
+at::Tensor fromJson(const nlohmann::json& j) {
+    if (!j.empty() && j[0].is_array()) {
+        std::vector<at::Tensor> parts;
+        for (const auto& r : j) parts.push_back(fromJson(r));
+        return at::stack(parts);
+    }
+    return at::tensor(j.get<std::vector<float>>(), at::kFloat);
+}
+
 bool sameWeights(ImageClassifierWeights a, ImageClassifierWeights b) {
     auto na = a.named(), nb = b.named();
     for (size_t i = 0; i < na.size(); ++i)
@@ -83,6 +94,23 @@ private slots:
         at::Tensor big = at::upsample_nearest2d(grey, {56, 56});
         QCOMPARE(classifierForward(c, w, big).logits.sizes(), at::IntArrayRef({4, 10}));
         QVERIFY_THROWS_EXCEPTION(Error, classifierForward(c, w, at::rand({4, 2, 28, 28})));
+    }
+
+    // The architecture against plain PyTorch modules (nn.Conv2d, max_pool2d, flatten, nn.Linear)
+    // whose weights tests/fixtures/make_metrics_fixtures.py wrote as a classifier folder.
+    void matchesPyTorchReference() {
+        const std::string data = std::string(NPW_TEST_DATA) + "/metrics/";
+        std::ifstream in(data + "classifier_expected.json");
+        QVERIFY(in.good());
+        const nlohmann::json expected = nlohmann::json::parse(in);
+        ImageClassifier m = loadImageClassifier(data + "classifier");
+        ClassifierOutputs o = classifierForward(m.config, m.weights, fromJson(expected["input"]));
+        for (auto [got, name] : {std::pair{o.pooled, "pooled"}, {o.logits, "logits"}, {o.spatial, "spatial"}}) {
+            at::Tensor want = fromJson(expected[name]);
+            QCOMPARE(got.sizes(), want.sizes());
+            const double err = (got - want).abs().max().item<double>();
+            QVERIFY2(err < 1e-5, qPrintable(QString("%1: max error %2").arg(name).arg(err)));
+        }
     }
 
     void saveLoadAndShapeChecks() {
