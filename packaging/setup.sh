@@ -7,8 +7,8 @@ SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 PACKAGES=(cmake g++ make pkg-config
   qt6-base-dev qt6-svg-dev libqcustomplot-dev libqcustomplot2.1-qt6 libtorch-dev libstb-dev
-  libopenblas0-pthread nlohmann-json3-dev libicu-dev xvfb xauth
-  bible-kjv jargon-text python3-torch python3-numpy)
+  libopenblas0-pthread nlohmann-json3-dev libicu-dev zlib1g-dev xvfb xauth
+  bible-kjv jargon-text dataset-fashion-mnist python3-torch python3-numpy)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

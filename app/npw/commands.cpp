@@ -15,6 +15,7 @@ const std::vector<Command>& allCommands() {
         addSweepCommand(c);
         addZeroShotCommands(c);
         addTrainingCommands(c);
+        addImageMetricsCommands(c);
         addDemoCommand(c);
         return c;
     }();

@@ -28,6 +28,7 @@ void addPruneCommand(std::vector<Command>& out);           // prune
 
 void addSweepCommand(std::vector<Command>& out);           // sweep
 void addZeroShotCommands(std::vector<Command>& out);       // zeroshot, make-verse-task
+void addImageMetricsCommands(std::vector<Command>& out);   // train-classifier, metrics
 // `npw bench --suite pruning` and `npw bench --synthetic SIZE` (commands_bench.cpp).
 int runPruningBench(const Args& args);
 

@@ -1,0 +1,167 @@
+// train-classifier (the demo feature classifier) and metrics (FID, sFID, IS, precision, recall).
+#include "app/npw/commands.h"
+#include "core/data/fashion_mnist.h"
+#include "core/eval/metrics_run.h"
+#include "core/models/image_classifier.h"
+#include "core/models/runtime.h"
+#include "core/train/classifier_trainer.h"
+#include "core/util/error.h"
+
+#include <chrono>
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+
+namespace fs = std::filesystem;
+
+namespace npw::cli {
+
+namespace {
+
+int runTrainClassifier(const Args& args) {
+    if (!args.has("out")) throw Error("--out DIR is required");
+    chooseRuntime("cpu");  // all cores, or NPW_NUM_THREADS
+    const std::string dataDir = args.get("data");
+    LabelledImages train = loadFashionMnist("train", dataDir);
+    LabelledImages test = loadFashionMnist("test", dataDir);
+    ClassifierTrainOptions o;
+    o.config.classNames = fashionMnistClassNames();
+    o.epochs = args.getInt("epochs");
+    o.seed = static_cast<uint64_t>(args.getInt("seed"));
+    o.maxSeconds = args.getDouble("max-minutes") * 60.0;
+    if (o.epochs < 1) throw Error("--epochs must be at least 1");
+    const fs::path out = args.get("out");
+    const fs::path work = args.has("work") ? fs::path(args.get("work")) : fs::path(out.string() + ".train");
+    fs::create_directories(work);
+    o.checkpointPath = (work / "train-checkpoint.safetensors").string();
+    ClassifierTrainStatus status;
+    const auto t0 = std::chrono::steady_clock::now();
+    ImageClassifier model;
+    model.config = o.config;
+    model.weights = trainClassifier(train.images, train.labels, o, status, terminalProgress(),
+                                    [](const std::string& line) { std::cerr << line << std::endl; });
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    nlohmann::json j = {{"step", status.step},         {"steps", status.steps},   {"loss", status.loss},
+                        {"images_per_s", status.imagesPerSecond}, {"finished", status.finished},
+                        {"seconds_this_run", seconds}, {"checkpoint", o.checkpointPath}};
+    if (status.finished) {
+        const double testAccuracy = classifierAccuracy(model, test.images, test.labels);
+        j["test_accuracy"] = testAccuracy;
+        nlohmann::json recipe = {{"data", "Fashion-MNIST train (60000)"}, {"epochs", o.epochs},
+                                 {"batch", o.batchSize},                  {"learning_rate", o.learningRate},
+                                 {"weight_decay", o.weightDecay},         {"seed", o.seed},
+                                 {"final_train_loss", status.loss},       {"test_accuracy", testAccuracy}};
+        saveImageClassifier(model, out.string(), recipe.dump());
+        j["out"] = out.string();
+    }
+    emit(args, j, [&] {
+        if (status.finished)
+            std::cout << "trained the classifier for " << o.epochs << " epochs (loss " << status.loss
+                      << "); test accuracy " << j["test_accuracy"].get<double>() << "; wrote " << out.string() << "\n";
+        else
+            std::cout << "stopped at step " << status.step << "/" << status.steps << " (loss " << status.loss
+                      << "); run the same command again to resume from " << o.checkpointPath << "\n";
+    });
+    return 0;
+}
+
+// The images to score. `--model` is the hook for LlamaGen generation (issue 4): it will return
+// an ImageSource whose read(begin, n) generates images begin..begin+n with the given seed.
+ImageSource generatedImages(const Args& args) {
+    int given = int(args.has("generated")) + int(args.has("images-idx")) + int(args.has("model"));
+    if (given != 1) throw Error("give exactly one of --generated DIR, --images-idx FILE or --model MODEL");
+    if (args.has("model"))
+        throw Error("--model " + args.get("model") +
+                    ": generating images needs npw's LlamaGen models, which are not built yet; generate the images "
+                    "elsewhere and pass the folder with --generated DIR");
+    if (args.has("generated")) {
+        if (!fs::is_directory(args.get("generated")))
+            throw Error("--generated '" + args.get("generated") + "' is not a folder of images");
+        return imageSourceFromFolder(args.get("generated"));
+    }
+    return imageSourceFromSpec(args.get("images-idx"));
+}
+
+int runMetrics(const Args& args) {
+    const auto t0 = std::chrono::steady_clock::now();
+    Runtime rt = chooseRuntime(args.get("device"), "float32");
+    ImageSource samples = generatedImages(args);
+    samples = limitImages(samples, args.getInt("limit"));
+    samples = degradeImages(samples, args.get("degrade"), static_cast<uint64_t>(args.getInt("seed")));
+    const int64_t batch = args.getInt("batch");
+    if (batch < 1) throw Error("--batch must be at least 1");
+    auto network = loadFeatureNetwork(args.get("features"), rt.device);
+    const std::string cacheDir = args.flag("no-cache") ? "" : (args.has("cache-dir") ? args.get("cache-dir") : defaultCacheDir());
+    ProgressFn progress = terminalProgress();
+    ResolvedReference ref = resolveReference(args.get("reference"), *network, cacheDir, batch, progress);
+    if (args.has("save-reference")) saveReferenceStats(ref.stats, args.get("save-reference"));
+    FeatureSet features = extractFeatures(*network, samples, batch, progress);
+    ImageMetrics m = computeImageMetrics(ref.stats, features, args.getInt("is-splits"), progress);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    nlohmann::json j = {{"fid", m.fid},
+                        {"sfid", m.sfid},
+                        {"is", m.is.mean},
+                        {"is_std", m.is.std},
+                        {"is_splits", m.is.splits},
+                        {"precision", m.precision},
+                        {"recall", m.recall},
+                        {"samples", m.samples},
+                        {"images", samples.description},
+                        {"reference", {{"images", ref.description},
+                                       {"count", m.referenceCount},
+                                       {"statistics", ref.cachePath},
+                                       {"from_cache", ref.fromCache}}},
+                        {"features", network->identity()},
+                        {"k", ref.stats.k},
+                        {"seconds", seconds}};
+    emit(args, j, [&] {
+        std::cout << "images     " << samples.description << "\n"
+                  << "reference  " << ref.description << (ref.fromCache ? " (cached statistics)" : "") << "\n"
+                  << "features   " << network->identity() << "\n"
+                  << std::fixed << std::setprecision(4) << "fid        " << m.fid << "\n"
+                  << "sfid       " << m.sfid << "\n"
+                  << "is         " << m.is.mean << " ± " << m.is.std << " (" << m.is.splits << " splits)\n"
+                  << "precision  " << m.precision << "\n"
+                  << "recall     " << m.recall << "\n";
+    });
+    return 0;
+}
+
+} // namespace
+
+void addImageMetricsCommands(std::vector<Command>& out) {
+    out.push_back({"train-classifier", "--out DIR [--epochs E] [--seed S] [--max-minutes M]",
+                   "Train the demo feature classifier on Fashion-MNIST (resumable: run again to continue).",
+                   {{"out", "DIR", "", "model folder written when training finishes (config.json, model.safetensors)"},
+                    {"work", "DIR", "", "checkpoint folder (default DIR.train)"},
+                    {"data", "DIR", "", "folder of the Fashion-MNIST IDX files (default: Debian's, or $NPW_FASHION_MNIST)"},
+                    {"epochs", "E", "8", "passes over the 60 000 training images"},
+                    {"seed", "S", "1", "seed of initialisation and data order"},
+                    {"max-minutes", "M", "0", "stop (after a checkpoint) after M minutes; 0 = run to the end"},
+                    jsonFlag()},
+                   runTrainClassifier});
+    std::vector<Flag> metricsFlags = {
+        {"generated", "DIR", "", "folder of generated images (PNG/JPEG/BMP, one size)"},
+        {"images-idx", "FILE", "", "an IDX image file (.gz or plain) or fashion-mnist-train / fashion-mnist-test"},
+        {"model", "MODEL", "", "generate the images with a LlamaGen model first (needs the LlamaGen models: not yet)"},
+        {"limit", "N", "0", "use only the first N images (0 = all)"},
+        {"degrade", "HOW", "none", "noise:SIGMA or blur:SIGMA applied to the images first (for sanity checks)"},
+        {"seed", "S", "1", "seed of --degrade noise"},
+        {"reference", "REF", "fashion-mnist-test",
+         "fashion-mnist-test, fashion-mnist-train, a folder of images, an IDX file, or statistics (.safetensors)"},
+        {"features", "NET", "demo", "demo (the bundled classifier), a classifier folder, or a TorchScript file"},
+        {"batch", "N", "250", "images per feature-network batch"},
+        {"is-splits", "N", "10", "Inception Score splits (mean and std over them)"},
+        {"cache-dir", "DIR", "", "where reference statistics are cached (default $NPW_CACHE_DIR, ~/.cache/npw)"},
+        {"no-cache", "", "", "compute the reference statistics afresh and do not store them"},
+        {"save-reference", "FILE", "", "also write the reference statistics to FILE (.safetensors)"}};
+    for (const Flag& f : runtimeFlags())
+        if (f.name == "device") metricsFlags.push_back(f);
+    metricsFlags.push_back(jsonFlag());
+    out.push_back({"metrics",
+                   "(--generated DIR | --images-idx FILE | --model MODEL) [--reference REF] [--features NET] [--json]",
+                   "FID, sFID, Inception Score, precision and recall of images against a reference set.",
+                   metricsFlags, runMetrics});
+}
+
+} // namespace npw::cli

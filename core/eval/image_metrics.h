@@ -1,0 +1,94 @@
+#pragma once
+// Image-generation metrics as the ADM evaluator (openai/guided-diffusion, evaluations/
+// evaluator.py) defines them — the numbers LlamaGen and the paper report — over features of
+// any feature network (core/eval/feature_network.h):
+//   FID   Fréchet distance of Gaussian fits to the pooled features;
+//   sFID  the same on the first 7 channels of the spatial map, flattened;
+//   IS    exp(mean_x KL(p(y|x) ‖ p(y))) per split, mean and std over splits;
+//   precision / recall  k-NN manifolds (k = 3) of Kynkäänniemi et al. 2019: a sample counts
+//         for precision when it lies within the k-th-neighbour radius of some reference
+//         feature, a reference feature counts for recall when it lies within that of some sample.
+// All statistics in float64.
+#include "core/util/progress.h"
+
+#include <ATen/core/Tensor.h>
+
+#include <map>
+#include <string>
+
+namespace npw {
+
+// Mean and covariance (unbiased, N-1, as numpy.cov) of features N×D, in float64.
+struct GaussianStats {
+    at::Tensor mean;  // D
+    at::Tensor cov;   // D×D
+    int64_t count = 0;
+};
+GaussianStats gaussianStats(const at::Tensor& features);
+
+// ‖μ1-μ2‖² + tr Σ1 + tr Σ2 - 2 tr sqrt(Σ1 Σ2). The trace of the matrix square root is taken
+// from the symmetric form sqrt(Σ1)·Σ2·sqrt(Σ1), whose eigenvalues are those of Σ1Σ2 (real and
+// ≥ 0 for covariances): eigh is stable where scipy's sqrtm on Σ1Σ2 needs the ADM evaluator's
+// eps·I fallback, and round-off negatives are clamped to 0. Throws npw::Error on mismatched
+// shapes or non-finite input.
+double frechetDistance(const GaussianStats& a, const GaussianStats& b);
+double frechetDistance(const at::Tensor& mu1, const at::Tensor& sigma1, const at::Tensor& mu2,
+                       const at::Tensor& sigma2);
+
+struct InceptionScore {
+    double mean = 0, std = 0;
+    int64_t splits = 0;
+};
+// logits N×K (softmax taken here, in float64). The N rows are cut into `splits` contiguous
+// parts of (nearly) equal size, as the original IS code; with 50 000 samples and 10 splits
+// this is the ADM evaluator's split size of 5000.
+InceptionScore inceptionScore(const at::Tensor& logits, int64_t splits = 10);
+
+struct PrecisionRecall {
+    double precision = 0, recall = 0;
+};
+// k-th nearest-neighbour radii (squared Euclidean distance, the point itself counted as its
+// own 0-th neighbour, as ADM's ManifoldEstimator). rowBatch bounds memory: rowBatch × N distances.
+at::Tensor manifoldRadii(const at::Tensor& features, int64_t k = 3, int64_t rowBatch = 1024,
+                         const ProgressFn& progress = nullptr);
+// reference R×D, samples S×D. Radii may be given (cached with the reference statistics).
+PrecisionRecall precisionRecall(const at::Tensor& reference, const at::Tensor& samples, int64_t k = 3,
+                                int64_t rowBatch = 1024, const at::Tensor& referenceRadii = {},
+                                const ProgressFn& progress = nullptr);
+
+// ADM's sFID features: the first 7 channels of an N×C×H×W map, laid out N×H×W×7 (the
+// TensorFlow channel-last order of `mixed_6/conv`) and flattened to N×(7·H·W).
+at::Tensor sfidFeatures(const at::Tensor& spatial, int64_t channels = 7);
+
+// Everything the metrics need from a set of images' features.
+struct FeatureSet {
+    at::Tensor pooled;   // N×D float32
+    at::Tensor logits;   // N×K float32
+    at::Tensor spatial;  // N×(7·H·W) float32 (already sfidFeatures)
+};
+
+// The reference side, computed once and cached: Gaussian fits of the pooled and spatial
+// features, the pooled features themselves and their k-NN radii (for precision/recall), and
+// metadata naming the feature network and the images that made them.
+struct ReferenceStats {
+    GaussianStats pooled, spatial;
+    at::Tensor features;  // R×D pooled features (float32)
+    at::Tensor radii;     // R k-th-neighbour squared radii
+    int64_t k = 3;
+    std::map<std::string, std::string> metadata;  // "feature_network", "images", "count", ...
+};
+ReferenceStats makeReferenceStats(const FeatureSet& features, const std::map<std::string, std::string>& metadata,
+                                  int64_t k = 3, const ProgressFn& progress = nullptr);
+void saveReferenceStats(const ReferenceStats& stats, const std::string& path);
+ReferenceStats loadReferenceStats(const std::string& path);
+
+struct ImageMetrics {
+    double fid = 0, sfid = 0;
+    InceptionScore is;
+    double precision = 0, recall = 0;
+    int64_t samples = 0, referenceCount = 0;
+};
+ImageMetrics computeImageMetrics(const ReferenceStats& reference, const FeatureSet& samples, int64_t isSplits = 10,
+                                 const ProgressFn& progress = nullptr);
+
+} // namespace npw

@@ -1,0 +1,60 @@
+#include "core/io/image_files.h"
+#include "core/util/atomic_file.h"
+#include "core/util/error.h"
+
+#include <ATen/ATen.h>
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <ostream>
+#include <stb/stb_image.h>
+#include <stb/stb_image_write.h>
+
+namespace fs = std::filesystem;
+
+namespace npw {
+
+std::vector<std::string> listImageFiles(const std::string& dir) {
+    if (!fs::is_directory(dir)) throw Error("image folder '" + dir + "' does not exist or is not a folder");
+    std::vector<std::string> files;
+    for (const auto& entry : fs::directory_iterator(dir)) {
+        if (!entry.is_regular_file()) continue;
+        std::string ext = entry.path().extension().string();
+        std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+        if (ext == ".png" || ext == ".jpg" || ext == ".jpeg" || ext == ".bmp" || ext == ".tga" || ext == ".ppm" ||
+            ext == ".pgm")
+            files.push_back(entry.path().string());
+    }
+    std::sort(files.begin(), files.end());
+    if (files.empty()) throw Error("image folder '" + dir + "' holds no .png/.jpg/.bmp images");
+    return files;
+}
+
+at::Tensor readImageRgb(const std::string& path) {
+    int w = 0, h = 0, channels = 0;
+    unsigned char* pixels = stbi_load(path.c_str(), &w, &h, &channels, 3);
+    if (!pixels)
+        throw Error("cannot read image '" + path + "': " +
+                    (stbi_failure_reason() ? stbi_failure_reason() : "unknown stb_image error"));
+    at::Tensor hwc = at::empty({h, w, 3}, at::kByte);
+    std::memcpy(hwc.data_ptr<uint8_t>(), pixels, size_t(w) * h * 3);
+    stbi_image_free(pixels);
+    return hwc.permute({2, 0, 1}).to(at::kFloat).div_(255.0).contiguous();
+}
+
+void writePng(const std::string& path, const at::Tensor& image) {
+    if (image.dim() != 3 || (image.size(0) != 1 && image.size(0) != 3))
+        throw Error("writePng '" + path + "': expected a 1×H×W or 3×H×W image");
+    at::Tensor hwc = image.detach().to(at::kFloat).clamp(0, 1).mul(255.0).round().to(at::kByte).permute({1, 2, 0})
+                         .contiguous();
+    const int h = static_cast<int>(hwc.size(0)), w = static_cast<int>(hwc.size(1)), c = static_cast<int>(hwc.size(2));
+    std::string bytes;
+    auto sink = [](void* context, void* data, int size) {
+        static_cast<std::string*>(context)->append(static_cast<const char*>(data), size_t(size));
+    };
+    if (!stbi_write_png_to_func(sink, &bytes, w, h, c, hwc.data_ptr<uint8_t>(), w * c))
+        throw Error("cannot encode PNG '" + path + "'");
+    writeFileAtomically(path, [&](std::ostream& out) { out.write(bytes.data(), std::streamsize(bytes.size())); });
+}
+
+} // namespace npw

@@ -1,0 +1,160 @@
+#include "core/train/classifier_trainer.h"
+#include "core/io/safetensors.h"
+#include "core/util/error.h"
+
+#include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <random>
+#include <sstream>
+
+namespace npw {
+
+namespace {
+
+std::string runSignature(const ClassifierTrainOptions& o, int64_t n) {
+    nlohmann::json j = {{"config", nlohmann::json::parse(o.config.toJson())},
+                        {"epochs", o.epochs},
+                        {"batch", o.batchSize},
+                        {"lr", o.learningRate},
+                        {"weight_decay", o.weightDecay},
+                        {"seed", o.seed},
+                        {"images", n}};
+    return j.dump();
+}
+
+double learningRateAt(const ClassifierTrainOptions& o, int64_t step, int64_t steps) {
+    if (step < o.warmupSteps) return o.learningRate * (step + 1) / o.warmupSteps;
+    const double p = std::min(1.0, double(step - o.warmupSteps) / std::max<int64_t>(1, steps - o.warmupSteps));
+    return o.learningRate * (o.minLrRatio + (1.0 - o.minLrRatio) * 0.5 * (1.0 + std::cos(M_PI * p)));
+}
+
+// The shuffled order of one epoch depends only on (seed, epoch).
+std::vector<int64_t> epochOrder(uint64_t seed, int64_t epoch, int64_t n) {
+    std::vector<int64_t> order(n);
+    std::iota(order.begin(), order.end(), 0);
+    std::mt19937_64 rng(seed * 7919ULL + static_cast<uint64_t>(epoch) * 104729ULL + 17);
+    for (int64_t i = n - 1; i > 0; --i) {  // Fisher-Yates with our own draws: same on every libstdc++
+        const int64_t j = static_cast<int64_t>(rng() % static_cast<uint64_t>(i + 1));
+        std::swap(order[i], order[j]);
+    }
+    return order;
+}
+
+} // namespace
+
+ImageClassifierWeights trainClassifier(const at::Tensor& images, const at::Tensor& labels,
+                                       const ClassifierTrainOptions& o, ClassifierTrainStatus& status,
+                                       const ProgressFn& progress,
+                                       const std::function<void(const std::string&)>& log) {
+    const int64_t n = images.size(0);
+    if (images.dim() != 4 || labels.dim() != 1 || labels.size(0) != n)
+        throw Error("trainClassifier: expected images N×C×H×W and N labels");
+    if (n < o.batchSize) throw Error("trainClassifier: " + std::to_string(n) + " images, fewer than one batch");
+    const int64_t stepsPerEpoch = n / o.batchSize;
+    const int64_t steps = stepsPerEpoch * o.epochs;
+    status.steps = steps;
+
+    ImageClassifierWeights w = initClassifierWeights(o.config, o.seed);
+    auto named = w.named();
+    std::vector<at::Tensor> m, v;
+    for (auto& nt : named) {
+        m.push_back(at::zeros_like(*nt.second));
+        v.push_back(at::zeros_like(*nt.second));
+    }
+    int64_t step = 0;
+    double smoothLoss = 0;
+    const std::string signature = runSignature(o, n);
+    if (!o.checkpointPath.empty() && std::filesystem::exists(o.checkpointPath)) {
+        auto ck = SafeTensorsFile::open(o.checkpointPath);
+        auto meta = ck->metadata();
+        if (meta["signature"] != signature)
+            throw Error("checkpoint '" + o.checkpointPath + "' belongs to another run (" + meta["signature"] +
+                        "); delete it or use the same options");
+        step = std::stoll(meta["step"]);
+        smoothLoss = std::stod(meta["loss"]);
+        for (size_t i = 0; i < named.size(); ++i) {
+            named[i].second->copy_(ck->loadFloat("p." + named[i].first));
+            m[i].copy_(ck->loadFloat("m." + named[i].first));
+            v[i].copy_(ck->loadFloat("v." + named[i].first));
+        }
+        if (log) log("resumed from " + o.checkpointPath + " at step " + std::to_string(step));
+    }
+    auto saveCheckpoint = [&]() {
+        if (o.checkpointPath.empty()) return;
+        std::vector<std::pair<std::string, at::Tensor>> tensors;
+        for (size_t i = 0; i < named.size(); ++i) {
+            tensors.emplace_back("p." + named[i].first, *named[i].second);
+            tensors.emplace_back("m." + named[i].first, m[i]);
+            tensors.emplace_back("v." + named[i].first, v[i]);
+        }
+        std::ostringstream loss;
+        loss.precision(17);
+        loss << smoothLoss;
+        writeSafeTensors(o.checkpointPath, tensors,
+                         {{"signature", signature}, {"step", std::to_string(step)}, {"loss", loss.str()}});
+    };
+
+    for (auto& nt : named) nt.second->set_requires_grad(true);
+    const auto started = std::chrono::steady_clock::now();
+    const int64_t firstStep = step;
+    int64_t cachedEpoch = -1;
+    at::Tensor order;
+    while (step < steps) {
+        const int64_t epoch = step / stepsPerEpoch;
+        if (epoch != cachedEpoch) {
+            std::vector<int64_t> idx = epochOrder(o.seed, epoch, n);
+            order = at::tensor(idx, at::kLong);
+            cachedEpoch = epoch;
+        }
+        at::Tensor pick = order.narrow(0, (step % stepsPerEpoch) * o.batchSize, o.batchSize);
+        at::Tensor x = images.index_select(0, pick), y = labels.index_select(0, pick);
+        at::Tensor logits = classifierForward(o.config, w, x).logits;
+        at::Tensor loss = at::cross_entropy_loss(logits, y);
+        loss.backward();
+        const double lossValue = loss.item<double>();
+        if (!std::isfinite(lossValue))
+            throw Error("classifier training diverged at step " + std::to_string(step) + "; lower the learning rate");
+        smoothLoss = step == 0 ? lossValue : 0.98 * smoothLoss + 0.02 * lossValue;
+        {
+            at::NoGradGuard noGrad;
+            const double lr = learningRateAt(o, step, steps);
+            const double bc1 = 1 - std::pow(o.beta1, step + 1), bc2 = 1 - std::pow(o.beta2, step + 1);
+            for (size_t i = 0; i < named.size(); ++i) {
+                at::Tensor& p = *named[i].second;
+                const at::Tensor& g = p.grad();
+                m[i].mul_(o.beta1).add_(g, 1 - o.beta1);
+                v[i].mul_(o.beta2).addcmul_(g, g, 1 - o.beta2);
+                if (p.dim() >= 2) p.mul_(1 - lr * o.weightDecay);
+                at::Tensor denom = (v[i] / bc2).sqrt_().add_(o.adamEps);
+                p.addcdiv_(m[i], denom, -lr / bc1);
+                p.mutable_grad().zero_();
+            }
+        }
+        ++step;
+        const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        status.step = step;
+        status.loss = smoothLoss;
+        status.imagesPerSecond = (step - firstStep) * o.batchSize / std::max(elapsed, 1e-9);
+        if (log && (step % 50 == 0 || step == steps)) {
+            std::ostringstream line;
+            line << "step " << step << "/" << steps << " epoch " << (step - 1) / stepsPerEpoch + 1 << " loss "
+                 << smoothLoss << " lr " << learningRateAt(o, step - 1, steps) << " "
+                 << static_cast<int64_t>(status.imagesPerSecond) << " img/s";
+            log(line.str());
+        }
+        const bool timeUp = o.maxSeconds > 0 && elapsed >= o.maxSeconds;
+        if (step % o.checkpointEvery == 0 || step == steps || timeUp) saveCheckpoint();
+        reportProgress(progress, "train classifier", double(step), double(steps));
+        if (timeUp) break;
+    }
+    status.finished = step >= steps;
+    for (auto& nt : named) nt.second->set_requires_grad(false);
+    return w;
+}
+
+} // namespace npw
