@@ -13,6 +13,7 @@ const std::vector<Command>& allCommands() {
         addLanguageModelCommands(c);
         addPruneCommand(c);
         addSweepCommand(c);
+        addGgufCommand(c);
         addTrainingCommands(c);
         addDemoCommand(c);
         return c;

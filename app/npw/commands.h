@@ -27,6 +27,7 @@ void addDemoCommand(std::vector<Command>& out);            // demo
 void addPruneCommand(std::vector<Command>& out);           // prune
 
 void addSweepCommand(std::vector<Command>& out);           // sweep
+void addGgufCommand(std::vector<Command>& out);            // export-gguf
 // `npw bench --suite pruning` and `npw bench --synthetic SIZE` (commands_bench.cpp).
 int runPruningBench(const Args& args);
 
