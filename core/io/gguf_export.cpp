@@ -250,7 +250,10 @@ GgufExportPlan planGgufExport(const LlamaCheckpoint& ckpt, const GgufExportOptio
     //  - a layer that keeps heads (or an attention bias) but no MLP channel gets one zero channel
     //    (gate = up = down = 0: silu(0)·0 = 0, the block adds exactly nothing, or its bias);
     //  - a layer with no head but FLAP's attention bias gets one zero head (q = k = v = 0 and a
-    //    zero o_proj column: the block adds exactly its bias).
+    //    zero o_proj column: the block adds exactly its bias);
+    //  - so does layer 0 without heads, bias or not: llama.cpp takes the head size from layer 0
+    //    (n_embd_head_k = 0 when its head count is 0, and every other layer's q/k/v then has a
+    //    zero dimension: the loader aborts, measured with node-llama-cpp 3.22.1).
     // One head or channel of zeros costs a few kilobytes and keeps the model exactly the same.
     std::vector<PendingTensor> pending;
     pending.push_back({"token_embd.weight", ckpt.weights.embed, true});
@@ -262,7 +265,7 @@ GgufExportPlan planGgufExport(const LlamaCheckpoint& ckpt, const GgufExportOptio
         shape.kvHeads = c.num_kv_heads[l];
         shape.feedForward = c.intermediate_size[l];
         at::Tensor wq = L.wq, wk = L.wk, wv = L.wv, wo = L.wo;
-        if (shape.heads == 0 && L.wo_bias.defined()) {
+        if (shape.heads == 0 && (L.wo_bias.defined() || l == 0)) {
             shape.heads = shape.kvHeads = 1;
             shape.paddedHead = true;
             wq = wk = wv = at::zeros({hd, D}, at::kFloat);
@@ -297,9 +300,9 @@ GgufExportPlan planGgufExport(const LlamaCheckpoint& ckpt, const GgufExportOptio
         }
         anyBias = anyBias || L.wo_bias.defined() || L.w_down_bias.defined();
         if (shape.paddedHead)
-            report.notes.push_back("layer " + std::to_string(l) +
-                                   ": every head was pruned but FLAP's attention bias remains; written as one zero head "
-                                   "(llama.cpp skips a head-less layer's attention, bias included)");
+            report.notes.push_back("layer " + std::to_string(l) + ": every head was pruned; written as one zero head " +
+                                   (L.wo_bias.defined() ? "(llama.cpp skips a head-less layer's attention, FLAP's bias included)"
+                                                        : "(llama.cpp takes the head size from layer 0's heads)"));
         if (shape.paddedChannel)
             report.notes.push_back("layer " + std::to_string(l) +
                                    ": every MLP channel was pruned; written as one zero channel (llama.cpp drops the "
