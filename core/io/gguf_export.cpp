@@ -361,6 +361,17 @@ GgufExportPlan planGgufExport(const LlamaCheckpoint& ckpt, const GgufExportOptio
 
 GgufExportReport exportGguf(const LlamaCheckpoint& checkpoint, const std::string& outPath, const GgufExportOptions& options) {
     ensureNotOverwritingSource(checkpoint.source, outPath);
+    // A .gguf beside the checkpoint is fine; replacing one of the checkpoint's own files is not.
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    if (fs::exists(outPath) && !checkpoint.source.empty() && fs::exists(checkpoint.source)) {
+        const fs::path sourceDir = fs::is_directory(checkpoint.source) ? fs::path(checkpoint.source)
+                                                                       : fs::path(checkpoint.source).parent_path();
+        const bool inSource = fs::equivalent(fs::absolute(outPath).parent_path(), fs::absolute(sourceDir), ec);
+        if (fs::equivalent(outPath, checkpoint.source, ec) || (inSource && fs::path(outPath).extension() != ".gguf"))
+            throw Error("refusing to write '" + outPath + "': it is a file of the source model '" + checkpoint.source +
+                        "' (a source checkpoint is never overwritten; choose another --out)");
+    }
     if (std::filesystem::is_directory(outPath))
         throw Error("--out '" + outPath + "' is a folder; give the .gguf file to write");
     GgufExportPlan plan = planGgufExport(checkpoint, options);
