@@ -5,7 +5,7 @@
 // model with every layer shape the deci graph treats specially (no MLP, no heads with a bias, an
 // empty layer). llama.cpp's tokenizer must also give npw's prompt ids.
 //
-// Needs Node and `npm ci` in tests/fixtures/llamacpp; without them every test is skipped (CTest
+// Needs Node and `npm install --omit=optional` in tests/fixtures/llamacpp; without them every test is skipped (CTest
 // reports the suite as skipped, label "llamacpp").
 #include "core/eval/generate.h"
 #include "core/io/gguf_export.h"
@@ -142,9 +142,9 @@ private slots:
         node_ = qEnvironmentVariable("NPW_NODE", QStandardPaths::findExecutable("node"));
         if (node_.isEmpty())
             QSKIP("Node.js is not installed: llama.cpp runs through node-llama-cpp (apt-get install nodejs, then "
-                  "`npm ci` in tests/fixtures/llamacpp)");
+                  "`npm install --omit=optional` in tests/fixtures/llamacpp)");
         if (!QFileInfo::exists(QDir(kBridgeDir).filePath("node_modules/node-llama-cpp/package.json")))
-            QSKIP("node-llama-cpp is not installed: run `npm ci` in tests/fixtures/llamacpp (about 1 minute)");
+            QSKIP("node-llama-cpp is not installed: run `npm install --omit=optional` in tests/fixtures/llamacpp (85 MB, about 20 s)");
         QVERIFY(dir_.isValid());
     }
 
