@@ -89,7 +89,7 @@ class TestGgufLlamaCpp : public QObject {
         QStringList ids;
         for (int32_t id : prompt) ids << QString::number(id);
         const json out = runBridge({"--model", QString::fromStdString(gguf), "--prompt-ids", ids.join(','), "--tokens",
-                                    QString::number(kTokens), "--threads", "2"});
+                                    QString::number(kTokens), "--threads", "1"});
         Continuation c;
         if (out.contains("error")) {
             *error = out["error"].get<std::string>();

@@ -1,5 +1,6 @@
 #pragma once
 #include "app/npw/cli_args.h"
+#include "core/models/llama_weights.h"
 #include "core/util/progress.h"
 
 #include <functional>
@@ -30,6 +31,12 @@ void addSweepCommand(std::vector<Command>& out);           // sweep
 void addGgufCommand(std::vector<Command>& out);            // export-gguf
 // `npw bench --suite pruning` and `npw bench --synthetic SIZE` (commands_bench.cpp).
 int runPruningBench(const Args& args);
+
+// `npw bench MODEL --llamacpp`: the checkpoint exported to a temporary GGUF (f32) and timed in
+// llama.cpp through tests/fixtures/llamacpp/run_gguf.mjs (commands_gguf.cpp). Returns
+// prefill/decode tokens/s, threads, and whether llama.cpp's greedy ids equal npw's.
+nlohmann::json benchLlamaCpp(const LlamaCheckpoint& checkpoint, int64_t promptTokens, int64_t decodeTokens, int repeats,
+                             int threads);
 
 // Flags every model command shares.
 std::vector<Flag> runtimeFlags();  // --device, --dtype

@@ -2,9 +2,17 @@
 #include "app/npw/commands.h"
 #include "core/io/gguf_export.h"
 #include "core/io/model_loader.h"
+#include "core/eval/generate.h"
+#include "core/models/runtime.h"
 #include "core/util/error.h"
+#include "core/util/paths.h"
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <iostream>
+#include <random>
 
 namespace npw::cli {
 
@@ -49,6 +57,77 @@ void addGgufCommand(std::vector<Command>& out) {
                     {"name", "TEXT", "", "general.name (default: the model's folder or file name)"},
                     jsonFlag()},
                    runExportGguf});
+}
+
+} // namespace npw::cli
+
+namespace npw::cli {
+
+namespace {
+
+// The bridge script: $NPW_LLAMACPP_BRIDGE, else the source tree's tests/fixtures/llamacpp.
+std::string bridgeScript() {
+    if (const char* env = std::getenv("NPW_LLAMACPP_BRIDGE"); env && *env) return env;
+    return (std::filesystem::path(resourcesDir()) / ".." / "tests" / "fixtures" / "llamacpp" / "run_gguf.mjs")
+        .lexically_normal()
+        .string();
+}
+
+std::string shellQuote(const std::string& s) {
+    std::string out = "'";
+    for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out + "'";
+}
+
+} // namespace
+
+nlohmann::json benchLlamaCpp(const LlamaCheckpoint& checkpoint, int64_t promptTokens, int64_t decodeTokens, int repeats,
+                             int threads) {
+    namespace fs = std::filesystem;
+    const std::string script = bridgeScript();
+    if (!fs::exists(fs::path(script).parent_path() / "node_modules" / "node-llama-cpp" / "package.json"))
+        throw Error("--llamacpp needs node-llama-cpp beside '" + script +
+                    "': run `npm install --omit=optional` in that folder (Node.js required), or set NPW_LLAMACPP_BRIDGE");
+    std::random_device rd;
+    const fs::path gguf = fs::temp_directory_path() / ("npw-bench-" + std::to_string(rd()) + ".gguf");
+    struct Cleanup {
+        fs::path p;
+        ~Cleanup() { std::error_code ec; fs::remove(p, ec); }
+    } cleanup{gguf};
+    exportGguf(checkpoint, gguf.string());
+
+    // The same kind of prompt as benchmarkGeneration: fixed pseudo-random ids (speed does not
+    // depend on the text), BOS first.
+    std::mt19937_64 rng(1234);
+    std::string ids = std::to_string(checkpoint.config.bos_token_id);
+    for (int64_t i = 1; i < promptTokens; ++i) ids += "," + std::to_string(rng() % checkpoint.config.vocab_size);
+    const std::string command = "node " + shellQuote(script) + " --model " + shellQuote(gguf.string()) +
+                                " --prompt-ids " + ids + " --tokens " + std::to_string(decodeTokens) + " --bench --repeats " +
+                                std::to_string(repeats) + " --threads " + std::to_string(threads) + " 2>&1";
+    FILE* pipe = popen(command.c_str(), "r");
+    if (!pipe) throw Error("--llamacpp: cannot run node: " + std::string(std::strerror(errno)));
+    std::string output;
+    char buffer[4096];
+    while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
+    const int status = pclose(pipe);
+    if (status != 0) throw Error("--llamacpp: '" + script + "' failed (status " + std::to_string(status) + "): " + output);
+    const nlohmann::json r = nlohmann::json::parse(output.substr(output.rfind("\n{") == std::string::npos ? 0 : output.rfind("\n{") + 1));
+
+    // npw's greedy ids from the same prompt, to show both ran the same model.
+    std::vector<int32_t> prompt;
+    for (int64_t id : r.at("prompt_ids")) prompt.push_back(static_cast<int32_t>(id));
+    SamplingOptions greedy;
+    greedy.maxNewTokens = decodeTokens;
+    const std::vector<int32_t> npwIds =
+        generate(LlamaModel(checkpoint, chooseRuntime("cpu", "float32")), prompt, greedy).tokens;
+    const auto llamaIds = r.at("ids").get<std::vector<int32_t>>();
+    const bool same = std::equal(npwIds.begin(), npwIds.end(), llamaIds.begin(), llamaIds.begin() + std::min(llamaIds.size(), npwIds.size()));
+    return {{"prefill_tokens_per_s", r.at("prefill_tokens_per_second")},
+            {"decode_tokens_per_s", r.at("decode_tokens_per_second")},
+            {"threads", threads},
+            {"repeats", r.at("repeats")},
+            {"gguf_dtype", "f32"},
+            {"same_greedy_ids", same}};
 }
 
 } // namespace npw::cli
