@@ -10,7 +10,9 @@
 #include "core/eval/generate.h"
 #include "core/io/gguf_export.h"
 #include "core/text/tokenizer.h"
+#include "core/util/atomic_file.h"
 #include "gguf_models.h"
+#include "tiny_llama.h"
 
 #include <QDir>
 #include <QFileInfo>
@@ -166,6 +168,50 @@ private slots:
         const auto llamaCpp = out.at("prompt_ids_llamacpp").get<std::vector<int32_t>>();
         const std::vector<int32_t> npwIds = npwPrompt(c, text.toStdString());
         QCOMPARE(llamaCpp, npwIds);
+    }
+
+    // The tokenizer metadata of real vocabularies (LLaMA-2 and Mistral as `llama`, LLaMA-3 as
+    // `gpt2` with merges and pre-tokenizer `llama-bpe`) on a tiny random model of their size:
+    // llama.cpp's ids for tests/data/tokenizers' 24 texts must be the ids transformers.js gives.
+    void tokenizerAgreesOnRealVocabularies_data() {
+        QTest::addColumn<QString>("name");
+        QTest::newRow("llama2") << "llama2";
+        QTest::newRow("mistral") << "mistral";
+        QTest::newRow("llama3") << "llama3";
+    }
+
+    void tokenizerAgreesOnRealVocabularies() {
+        QFETCH(QString, name);
+        const std::string folder = std::string(NPW_TEST_DATA) + "/tokenizers/";
+        const json expected = json::parse(readTextFile(folder + "expected.json")).at("tokenizers").at(name.toStdString());
+        LlamaCheckpoint c = tinyLlama({2}, {2}, {8});
+        c.tokenizerPath = folder + name.toStdString() + "/tokenizer.json";
+        c.source = "tiny-" + name.toStdString();
+        c.config.vocab_size = Tokenizer::fromFile(c.tokenizerPath)->vocabSize();
+        c.weights.embed = at::randn({c.config.vocab_size, c.config.hidden_size});
+        c.weights.lm_head = at::randn({c.config.vocab_size, c.config.hidden_size});
+        GgufExportReport report;
+        const std::string gguf = exportTo(c, name + ".gguf", GgufDtype::F16, &report);
+        QCOMPARE(report.tokenizerModel, std::string(name == "llama3" ? "gpt2" : "llama"));
+        json texts = json::array();
+        for (const json& item : expected.at("cases")) texts.push_back(item.at("text"));
+        const std::string textsFile = dir_.filePath(name + "-texts.json").toStdString();
+        writeTextAtomically(textsFile, texts.dump());
+        const json out = runBridge({"--model", QString::fromStdString(gguf), "--tokenize-file", QString::fromStdString(textsFile)});
+        QVERIFY2(!out.contains("error"), out.value("error", "").c_str());
+        int agreed = 0;
+        QStringList differing;
+        for (size_t i = 0; i < texts.size(); ++i) {
+            const auto want = expected["cases"][i].at("ids").get<std::vector<int32_t>>();
+            const auto got = out.at("tokenized")[i].get<std::vector<int32_t>>();
+            if (got == want)
+                ++agreed;
+            else
+                differing << QString::fromStdString(json(texts[i]).dump() + ": llama.cpp " + json(got).dump() + ", expected " +
+                                                    json(want).dump());
+        }
+        qInfo("%s: llama.cpp tokenizes %d of %zu texts as transformers.js does", qPrintable(name), agreed, texts.size());
+        QVERIFY2(differing.isEmpty(), qPrintable(differing.join("\n")));
     }
 
     void denseMha() { compareGreedy(loadLlamaCheckpoint("demo:lm"), "demo-lm", GgufDtype::F32, 1e-4); }
