@@ -237,6 +237,14 @@ private slots:
         QVERIFY(!c.config.isUniform());
         compareGreedy(c, "gqa-flap-nobias-0.3", GgufDtype::F32, 1e-4);
     }
+    void prunedUniformWithBias() {
+        // Wanda-sp prunes every layer alike: architecture llama, here with FLAP's biases added.
+        const LlamaCheckpoint c = prunedDemo("demo:lm", PruneMethod::WandaSp, CompensationKind::FlapBias, 0.3);
+        QVERIFY(c.config.isUniform());
+        QVERIFY(c.weights.layers[0].wo_bias.defined());
+        QCOMPARE(planGgufExport(c, {}).report.architecture, std::string("llama"));
+        compareGreedy(c, "wanda-sp-bias-0.3", GgufDtype::F32, 1e-4);
+    }
     void everyLayerShape() { compareGreedy(extremeDemo(), "every-layer-shape", GgufDtype::F32, 1e-4); }
 };
 

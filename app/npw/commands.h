@@ -38,6 +38,10 @@ int runPruningBench(const Args& args);
 nlohmann::json benchLlamaCpp(const LlamaCheckpoint& checkpoint, int64_t promptTokens, int64_t decodeTokens, int repeats,
                              int threads);
 
+// `npw info FILE.gguf`: header, metadata (long arrays shortened) and tensors of a GGUF file.
+bool isGgufPath(const std::string& path);
+int runGgufInfo(const Args& args, const std::string& path);
+
 // Flags every model command shares.
 std::vector<Flag> runtimeFlags();  // --device, --dtype
 Flag jsonFlag();

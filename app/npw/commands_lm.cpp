@@ -42,6 +42,7 @@ std::string joinList(const std::vector<int64_t>& v) {
 
 int runInfo(const Args& args) {
     const std::string& model = modelArgument(args, "info");
+    if (isGgufPath(model)) return runGgufInfo(args, model);
     LanguageModel lm = openFromArgs(args, model);
     const LlamaConfig& c = lm.model->config();
     nlohmann::json j = {{"model", model},
@@ -216,7 +217,7 @@ int runBench(const Args& args) {
 } // namespace
 
 void addLanguageModelCommands(std::vector<Command>& out) {
-    out.push_back({"info", "MODEL [--json]", "Show a model's architecture and parameter count.",
+    out.push_back({"info", "MODEL|FILE.gguf [--json]", "Show a model's architecture and parameter count (or a GGUF file's metadata and tensors).",
                    withCommon({}), runInfo});
     out.push_back({"eval", "MODEL (--text FILE | --ids FILE) [--seqlen N] [--max-windows K] [--reference MODEL]",
                    "Perplexity (GPTQ/FLAP protocol), bits per byte and KL divergence from a reference.",
