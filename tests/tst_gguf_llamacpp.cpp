@@ -1,9 +1,11 @@
 // npw's GGUF exports run in the real llama.cpp (node-llama-cpp 3.22.1's prebuilt CPU binary,
 // tests/fixtures/llamacpp) and continue a fixed prompt greedily with exactly the token ids npw's
 // own runtime picks: demo:lm (MHA, F32 and F16), demo:lm-gqa (GQA), the demo pruned non-uniformly
-// (numerical with Theorem 3, FLAP with and without its bias) as architecture `deci`, and a hand-cut
-// model with every layer shape the deci graph treats specially (no MLP, no heads with a bias, an
-// empty layer). llama.cpp's tokenizer must also give npw's prompt ids.
+// (numerical with Theorem 3, FLAP with and without its bias) as architecture `deci`, uniform
+// Wanda-sp with FLAP's biases as `llama`, and a hand-cut model with every layer shape the deci
+// graph treats specially (no MLP, no heads with a bias, an empty layer, layer 0 without heads).
+// llama.cpp's tokenizer must also give npw's prompt ids, and tokenize the reference texts of the
+// real LLaMA-2, Mistral and LLaMA-3 vocabularies as transformers.js does.
 //
 // Needs Node and `npm install --omit=optional` in tests/fixtures/llamacpp; without them every test is skipped (CTest
 // reports the suite as skipped, label "llamacpp").
