@@ -6,6 +6,7 @@
 #include "core/models/runtime.h"
 #include "core/prune/pruner.h"
 #include "core/util/paths.h"
+#include "tiny_llama.h"
 
 #include <ATen/ATen.h>
 #include <string>
@@ -60,6 +61,19 @@ inline LlamaCheckpoint extremeDemo() {
     c.weights.layers[5].wo_bias = bias();
     c.weights.layers[5].w_down_bias = bias();
     c.config.validate("extremeDemo");
+    return c;
+}
+
+// A small random LLaMA in llama2.c's adjacent-pair rotary layout (what loadLlama2cCheckpoint
+// gives), GQA, with the demo tokenizer: exported without any Q/K permutation.
+inline LlamaCheckpoint adjacentPairsDemoVocab() {
+    LlamaCheckpoint c = tinyLlama({4, 4}, {2, 2}, {24, 24}, 5, RopeLayout::AdjacentPairs);
+    const LlamaCheckpoint demo = loadLlamaCheckpoint("demo:lm");
+    c.tokenizerPath = demo.tokenizerPath;
+    c.source = "tiny-llama2c-layout";
+    c.config.vocab_size = demo.config.vocab_size;
+    c.weights.embed = at::randn({c.config.vocab_size, c.config.hidden_size});
+    c.weights.lm_head = at::randn({c.config.vocab_size, c.config.hidden_size}) * 0.5;
     return c;
 }
 

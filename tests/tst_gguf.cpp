@@ -199,6 +199,16 @@ private slots:
         QVERIFY(at::equal(tensorOf(f, "blk.2.ffn_down.weight"), c.weights.layers[2].w_down));
     }
 
+    void adjacentPairsAreNotPermuted() {
+        const LlamaCheckpoint c = adjacentPairsDemoVocab();
+        const std::string p = path("adjacent.gguf");
+        exportGguf(c, p);
+        const GgufFile f = readGgufFile(p);
+        QVERIFY(at::equal(tensorOf(f, "blk.1.attn_q.weight"), c.weights.layers[1].wq));
+        QVERIFY(at::equal(tensorOf(f, "blk.1.attn_k.weight"), c.weights.layers[1].wk));
+        QVERIFY(at::equal(tensorOf(f, "output.weight"), c.weights.lm_head));  // untied: written
+    }
+
     void f16KeepsNormsF32() {
         const LlamaCheckpoint c = loadLlamaCheckpoint("demo:lm-gqa");
         const std::string p = path("gqa-f16.gguf");

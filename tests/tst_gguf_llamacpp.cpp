@@ -14,7 +14,6 @@
 #include "core/text/tokenizer.h"
 #include "core/util/atomic_file.h"
 #include "gguf_models.h"
-#include "tiny_llama.h"
 
 #include <QDir>
 #include <QFileInfo>
@@ -246,6 +245,10 @@ private slots:
         QVERIFY(c.weights.layers[0].wo_bias.defined());
         QCOMPARE(planGgufExport(c, {}).report.architecture, std::string("llama"));
         compareGreedy(c, "wanda-sp-bias-0.3", GgufDtype::F32, 1e-4);
+    }
+    void adjacentPairLayout() {
+        // llama2.c's rotary layout is llama.cpp's already; random weights: close calls may tie.
+        compareGreedy(adjacentPairsDemoVocab(), "llama2c-layout-gqa", GgufDtype::F32, 1e-4);
     }
     void everyLayerShape() { compareGreedy(extremeDemo(), "every-layer-shape", GgufDtype::F32, 1e-4); }
 };
