@@ -21,3 +21,15 @@ fi
 BUILD_DIR="${NPW_BUILD_DIR:-build}"
 cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo ${NPW_CMAKE_ARGS:-}
 cmake --build "$BUILD_DIR" -j"$(nproc)"
+# The real llama.cpp for tests/tst_gguf_llamacpp (npm's node-llama-cpp, prebuilt CPU binary, 85 MB,
+# ~20 s): only where Node and npm are installed; the suite is skipped otherwise. `npm install`
+# with the committed lock (npm 11's `npm ci` rejects a lock whose optional per-platform packages
+# were omitted); --omit=optional leaves out the CUDA/Vulkan/macOS/Windows builds (640 MB).
+# NPW_LLAMACPP=0 skips it.
+if [ "${NPW_LLAMACPP:-1}" != "0" ] && command -v npm >/dev/null 2>&1 && command -v node >/dev/null 2>&1; then
+  if [ ! -f tests/fixtures/llamacpp/node_modules/node-llama-cpp/package.json ]; then
+    echo "npw setup: installing node-llama-cpp into tests/fixtures/llamacpp" >&2
+    (cd tests/fixtures/llamacpp && npm install --omit=optional --no-audit --no-fund --loglevel=error) ||
+      echo "npw setup: WARNING: node-llama-cpp could not be installed; tst_gguf_llamacpp will be skipped" >&2
+  fi
+fi

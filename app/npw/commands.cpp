@@ -14,6 +14,7 @@ const std::vector<Command>& allCommands() {
         addPruneCommand(c);
         addSweepCommand(c);
         addZeroShotCommands(c);
+        addGgufCommand(c);
         addTrainingCommands(c);
         addImageMetricsCommands(c);
         addDemoCommand(c);

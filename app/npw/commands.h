@@ -1,5 +1,6 @@
 #pragma once
 #include "app/npw/cli_args.h"
+#include "core/models/llama_weights.h"
 #include "core/util/progress.h"
 
 #include <functional>
@@ -29,8 +30,19 @@ void addPruneCommand(std::vector<Command>& out);           // prune
 void addSweepCommand(std::vector<Command>& out);           // sweep
 void addZeroShotCommands(std::vector<Command>& out);       // zeroshot, make-verse-task
 void addImageMetricsCommands(std::vector<Command>& out);   // train-classifier, metrics
+void addGgufCommand(std::vector<Command>& out);            // export-gguf
 // `npw bench --suite pruning` and `npw bench --synthetic SIZE` (commands_bench.cpp).
 int runPruningBench(const Args& args);
+
+// `npw bench MODEL --llamacpp`: the checkpoint exported to a temporary GGUF (f32) and timed in
+// llama.cpp through tests/fixtures/llamacpp/run_gguf.mjs (commands_gguf.cpp). Returns
+// prefill/decode tokens/s, threads, and whether llama.cpp's greedy ids equal npw's.
+nlohmann::json benchLlamaCpp(const LlamaCheckpoint& checkpoint, int64_t promptTokens, int64_t decodeTokens, int repeats,
+                             int threads);
+
+// `npw info FILE.gguf`: header, metadata (long arrays shortened) and tensors of a GGUF file.
+bool isGgufPath(const std::string& path);
+int runGgufInfo(const Args& args, const std::string& path);
 
 // Flags every model command shares.
 std::vector<Flag> runtimeFlags();  // --device, --dtype

@@ -42,6 +42,7 @@ std::string joinList(const std::vector<int64_t>& v) {
 
 int runInfo(const Args& args) {
     const std::string& model = modelArgument(args, "info");
+    if (isGgufPath(model)) return runGgufInfo(args, model);
     LanguageModel lm = openFromArgs(args, model);
     const LlamaConfig& c = lm.model->config();
     nlohmann::json j = {{"model", model},
@@ -184,12 +185,17 @@ int runBench(const Args& args) {
     LanguageModel lm = openFromArgs(args, model);
     BenchResult b = benchmarkGeneration(*lm.model, args.getInt("prompt-tokens"), args.getInt("decode-tokens"),
                                         static_cast<int>(args.getInt("repeats")), terminalProgress());
+    nlohmann::json llamaCpp;
+    if (args.flag("llamacpp"))
+        llamaCpp = benchLlamaCpp(lm.model->checkpoint(), b.promptTokens, b.decodeTokens, b.repeats,
+                                 static_cast<int>(args.getInt("llamacpp-threads")));
     nlohmann::json j = {{"model", model}, {"device", b.device}, {"params", b.parameters},
                         {"weights_mib", b.weightsMiB}, {"prompt_tokens", b.promptTokens},
                         {"decode_tokens", b.decodeTokens}, {"repeats", b.repeats},
                         {"prefill_tokens_per_s", b.prefillTokensPerSecond},
                         {"decode_tokens_per_s", b.decodeTokensPerSecond}, {"peak_memory_mib", b.peakMemoryMiB},
                         {"peak_memory_kind", b.peakMemoryKind}};
+    if (!llamaCpp.is_null()) j["llamacpp"] = llamaCpp;
     emit(args, j, [&] {
         std::cout << std::fixed << std::setprecision(1) << "model            " << model << "\n"
                   << "device           " << b.device << "\n"
@@ -199,6 +205,11 @@ int runBench(const Args& args) {
                   << "decode           " << b.decodeTokensPerSecond << " tokens/s (" << b.decodeTokens
                   << " tokens, batch 1, KV cache)\n"
                   << "peak memory      " << b.peakMemoryMiB << " MiB (" << b.peakMemoryKind << ")\n";
+        if (!llamaCpp.is_null())
+            std::cout << "llama.cpp        prefill " << llamaCpp["prefill_tokens_per_s"].get<double>() << ", decode "
+                      << llamaCpp["decode_tokens_per_s"].get<double>() << " tokens/s (same weights as GGUF f32, "
+                      << llamaCpp["threads"].get<int>() << " threads; greedy ids "
+                      << (llamaCpp["same_greedy_ids"].get<bool>() ? "identical to npw's" : "DIFFER from npw's") << ")\n";
     });
     return 0;
 }
@@ -206,7 +217,7 @@ int runBench(const Args& args) {
 } // namespace
 
 void addLanguageModelCommands(std::vector<Command>& out) {
-    out.push_back({"info", "MODEL [--json]", "Show a model's architecture and parameter count.",
+    out.push_back({"info", "MODEL|FILE.gguf [--json]", "Show a model's architecture and parameter count (or a GGUF file's metadata and tensors).",
                    withCommon({}), runInfo});
     out.push_back({"eval", "MODEL (--text FILE | --ids FILE) [--seqlen N] [--max-windows K] [--reference MODEL]",
                    "Perplexity (GPTQ/FLAP protocol), bits per byte and KL divergence from a reference.",
@@ -227,14 +238,16 @@ void addLanguageModelCommands(std::vector<Command>& out) {
                                {"seed", "S", "0", "random seed"},
                                {"no-stop", "", "", "do not stop at the end-of-sequence token"}}),
                    runGenerate});
-    out.push_back({"bench", "MODEL [--prompt-tokens N] [--decode-tokens N] [--repeats R] | --suite pruning | --synthetic 1b",
+    out.push_back({"bench", "MODEL [--prompt-tokens N] [--decode-tokens N] [--repeats R] [--llamacpp] | --suite pruning | --synthetic 1b",
                    "Prefill and decode speed (tokens/s) and peak memory; pruning benchmarks with --suite/--synthetic.",
                    withCommon({{"prompt-tokens", "N", "128", "prompt length for the prefill figure"},
                                {"decode-tokens", "N", "128", "tokens generated for the decode figure"},
                                {"repeats", "R", "3", "timed runs (median reported) after one warm-up"},
                                {"suite", "NAME", "", "pruning: solver timings, re-selection latency, prune time on the demos"},
                                {"synthetic", "SIZE", "", "1b or tiny: decode speed and memory of a random LLaMA pruned to each --ratios"},
-                               {"ratios", "R1,R2", "0,0.1,0.2,0.3,0.5", "ratios for --synthetic"}}),
+                               {"ratios", "R1,R2", "0,0.1,0.2,0.3,0.5", "ratios for --synthetic"},
+                               {"llamacpp", "", "", "also time llama.cpp on the same weights (GGUF f32; Node + tests/fixtures/llamacpp)"},
+                               {"llamacpp-threads", "N", "1", "llama.cpp's CPU threads (its workers spin: more threads than free cores is slower)"}}),
                    runBench});
 }
 

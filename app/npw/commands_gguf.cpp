@@ -1,0 +1,158 @@
+// export-gguf: a dense or pruned checkpoint as a GGUF file llama.cpp runs.
+#include "app/npw/commands.h"
+#include "core/io/gguf_export.h"
+#include "core/io/model_loader.h"
+#include "core/eval/generate.h"
+#include "core/models/runtime.h"
+#include "core/util/error.h"
+#include "core/util/paths.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <random>
+
+namespace npw::cli {
+
+namespace {
+
+int runExportGguf(const Args& args) {
+    if (args.positional().size() != 1)
+        throw Error("'npw export-gguf' takes exactly one MODEL (a checkpoint path or demo:lm), got " +
+                    std::to_string(args.positional().size()));
+    if (!args.has("out")) throw Error("'npw export-gguf' needs --out FILE.gguf");
+    GgufExportOptions options;
+    options.dtype = parseGgufDtype(args.get("dtype"));
+    options.name = args.get("name");
+    const LlamaCheckpoint checkpoint = loadLlamaCheckpoint(args.positional()[0]);
+    const GgufExportReport r = exportGguf(checkpoint, args.get("out"), options);
+
+    nlohmann::json layers = nlohmann::json::array();
+    for (const GgufLayerShape& s : r.layers)
+        layers.push_back({{"heads", s.heads}, {"kv_heads", s.kvHeads}, {"feed_forward", s.feedForward},
+                          {"padded_head", s.paddedHead}, {"padded_channel", s.paddedChannel}});
+    const nlohmann::json j = {{"model", args.positional()[0]}, {"out", r.path},
+                              {"architecture", r.architecture}, {"tokenizer", r.tokenizerModel},
+                              {"dtype", r.dtype}, {"tensors", r.tensors},
+                              {"parameters", r.parameters}, {"bytes", r.bytes},
+                              {"layers", layers}, {"notes", r.notes}};
+    emit(args, j, [&] {
+        std::cout << "wrote " << r.path << " (" << r.bytes << " bytes): architecture " << r.architecture << ", "
+                  << r.tensors << " tensors, " << r.parameters << " parameters, " << r.dtype << ", tokenizer "
+                  << r.tokenizerModel << "\n";
+        for (const std::string& note : r.notes) std::cout << "note: " << note << "\n";
+    });
+    return 0;
+}
+
+} // namespace
+
+void addGgufCommand(std::vector<Command>& out) {
+    out.push_back({"export-gguf", "MODEL --out FILE.gguf [--dtype f32|f16] [--json]",
+                   "write a dense or pruned model as GGUF for llama.cpp (llama or, non-uniform, deci)",
+                   {{"out", "FILE", "", "the .gguf file to write (atomically)"},
+                    {"dtype", "TYPE", "f32", "f32 or f16 for the weight matrices (norms and biases stay f32)"},
+                    {"name", "TEXT", "", "general.name (default: the model's folder or file name)"},
+                    jsonFlag()},
+                   runExportGguf});
+}
+
+} // namespace npw::cli
+
+namespace npw::cli {
+
+namespace {
+
+// The bridge script: $NPW_LLAMACPP_BRIDGE, else the source tree's tests/fixtures/llamacpp.
+std::string bridgeScript() {
+    if (const char* env = std::getenv("NPW_LLAMACPP_BRIDGE"); env && *env) return env;
+    return (std::filesystem::path(resourcesDir()) / ".." / "tests" / "fixtures" / "llamacpp" / "run_gguf.mjs")
+        .lexically_normal()
+        .string();
+}
+
+std::string shellQuote(const std::string& s) {
+    std::string out = "'";
+    for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out + "'";
+}
+
+} // namespace
+
+nlohmann::json benchLlamaCpp(const LlamaCheckpoint& checkpoint, int64_t promptTokens, int64_t decodeTokens, int repeats,
+                             int threads) {
+    namespace fs = std::filesystem;
+    const std::string script = bridgeScript();
+    if (!fs::exists(fs::path(script).parent_path() / "node_modules" / "node-llama-cpp" / "package.json"))
+        throw Error("--llamacpp needs node-llama-cpp beside '" + script +
+                    "': run `npm install --omit=optional` in that folder (Node.js required), or set NPW_LLAMACPP_BRIDGE");
+    std::random_device rd;
+    const fs::path gguf = fs::temp_directory_path() / ("npw-bench-" + std::to_string(rd()) + ".gguf");
+    struct Cleanup {
+        fs::path p;
+        ~Cleanup() { std::error_code ec; fs::remove(p, ec); }
+    } cleanup{gguf};
+    exportGguf(checkpoint, gguf.string());
+
+    // The same kind of prompt as benchmarkGeneration: fixed pseudo-random ids (speed does not
+    // depend on the text), BOS first.
+    std::mt19937_64 rng(1234);
+    std::string ids = std::to_string(checkpoint.config.bos_token_id);
+    for (int64_t i = 1; i < promptTokens; ++i) ids += "," + std::to_string(rng() % checkpoint.config.vocab_size);
+    const std::string command = "node " + shellQuote(script) + " --model " + shellQuote(gguf.string()) +
+                                " --prompt-ids " + ids + " --tokens " + std::to_string(decodeTokens) + " --bench --repeats " +
+                                std::to_string(repeats) + " --threads " + std::to_string(threads) + " 2>&1";
+    FILE* pipe = popen(command.c_str(), "r");
+    if (!pipe) throw Error("--llamacpp: cannot run node: " + std::string(std::strerror(errno)));
+    std::string output;
+    char buffer[4096];
+    while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
+    const int status = pclose(pipe);
+    if (status != 0) throw Error("--llamacpp: '" + script + "' failed (status " + std::to_string(status) + "): " + output);
+    const nlohmann::json r = nlohmann::json::parse(output.substr(output.rfind("\n{") == std::string::npos ? 0 : output.rfind("\n{") + 1));
+
+    // npw's greedy ids from the same prompt, to show both ran the same model.
+    std::vector<int32_t> prompt;
+    for (int64_t id : r.at("prompt_ids")) prompt.push_back(static_cast<int32_t>(id));
+    SamplingOptions greedy;
+    greedy.maxNewTokens = decodeTokens;
+    const std::vector<int32_t> npwIds =
+        generate(LlamaModel(checkpoint, chooseRuntime("cpu", "float32")), prompt, greedy).tokens;
+    const auto llamaIds = r.at("ids").get<std::vector<int32_t>>();
+    const bool same = std::equal(npwIds.begin(), npwIds.end(), llamaIds.begin(), llamaIds.begin() + std::min(llamaIds.size(), npwIds.size()));
+    return {{"prefill_tokens_per_s", r.at("prefill_tokens_per_second")},
+            {"decode_tokens_per_s", r.at("decode_tokens_per_second")},
+            {"threads", threads},
+            {"repeats", r.at("repeats")},
+            {"gguf_dtype", "f32"},
+            {"same_greedy_ids", same}};
+}
+
+} // namespace npw::cli
+
+namespace npw::cli {
+
+bool isGgufPath(const std::string& path) {
+    return path.size() > 5 && path.compare(path.size() - 5, 5, ".gguf") == 0;
+}
+
+int runGgufInfo(const Args& args, const std::string& path) {
+    const GgufFile f = readGgufFile(path);
+    nlohmann::json metadata = nlohmann::json::object();
+    for (const auto& [key, value] : f.metadata) metadata[key] = value.describe(16);
+    nlohmann::json tensors = nlohmann::json::array();
+    for (const GgufTensorInfo& t : f.tensors)
+        tensors.push_back({{"name", t.name}, {"ne", t.ne}, {"type", ggmlTypeName(t.type)}, {"offset", t.offset}});
+    const nlohmann::json j = {{"file", path}, {"format", "gguf"}, {"version", f.version}, {"alignment", f.alignment},
+                              {"bytes", f.fileSize}, {"metadata", metadata}, {"tensors", tensors}};
+    emit(args, j, [&] {
+        std::cout << "file        " << path << " (GGUF v" << f.version << ", " << f.fileSize << " bytes, "
+                  << f.tensors.size() << " tensors)\n";
+        for (const auto& [key, value] : f.metadata) std::cout << "  " << key << " = " << value.describe(8) << "\n";
+    });
+    return 0;
+}
+
+} // namespace npw::cli

@@ -1,0 +1,384 @@
+#include "core/io/gguf_export.h"
+
+#include "core/text/tokenizer.h"
+#include "core/util/atomic_file.h"
+#include "core/util/error.h"
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <map>
+#include <ostream>
+
+namespace npw {
+
+namespace {
+
+using nlohmann::json;
+
+// llama.cpp's token types (llama_token_type).
+enum TokenType : int32_t { Normal = 1, Unknown = 2, Control = 3, UserDefined = 4, Unused = 5, Byte = 6 };
+
+// The pre-tokenizer regex of LLaMA-3's tokenizer.json, which llama.cpp calls "llama-bpe".
+const char* const kLlama3Pattern =
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+
+std::string defaultName(const LlamaCheckpoint& ckpt) {
+    std::filesystem::path p(ckpt.source);
+    if (ckpt.source.rfind("demo:", 0) == 0) return ckpt.source;
+    std::string name = std::filesystem::is_directory(p) ? p.lexically_normal().filename().string() : p.stem().string();
+    if (name.empty() || name == ".") name = p.lexically_normal().parent_path().filename().string();
+    return name.empty() ? "npw-export" : name;
+}
+
+bool isByteToken(const std::string& piece) {
+    return piece.size() == 6 && piece.compare(0, 3, "<0x") == 0 && piece[5] == '>' && std::isxdigit(static_cast<unsigned char>(piece[3])) &&
+           std::isxdigit(static_cast<unsigned char>(piece[4]));
+}
+
+// Whether the text gets a "▁" in front, as llama.cpp's add_space_prefix does for SentencePiece.
+bool addsSpacePrefix(const json& root) {
+    const json normalizer = root.value("normalizer", json());
+    std::vector<json> steps;
+    if (normalizer.is_object()) {
+        if (normalizer.value("type", "") == "Sequence")
+            for (const json& n : normalizer.value("normalizers", json::array())) steps.push_back(n);
+        else
+            steps.push_back(normalizer);
+    }
+    for (const json& n : steps)
+        if (n.value("type", "") == "Prepend" && n.value("prepend", "") == "\u2581") return true;
+    const json pre = root.value("pre_tokenizer", json());
+    if (pre.is_object() && pre.value("type", "") == "Metaspace") {
+        if (pre.contains("prepend_scheme") && pre["prepend_scheme"].is_string())
+            return pre["prepend_scheme"].get<std::string>() != "never";
+        return pre.value("add_prefix_space", true);
+    }
+    return false;
+}
+
+// llama.cpp's name for a byte-level tokenizer's pre-tokenizer; npw::Error for one it cannot name
+// (llama.cpp would otherwise split the text differently from the model's own tokenizer).
+std::string byteLevelPreName(const json& root, const std::string& path) {
+    const json pre = root.value("pre_tokenizer", json());
+    std::vector<json> steps;
+    if (pre.is_object() && pre.value("type", "") == "Sequence")
+        for (const json& p : pre.value("pretokenizers", json::array())) steps.push_back(p);
+    else if (pre.is_object())
+        steps.push_back(pre);
+    bool llama3 = false, gpt2 = false;
+    for (const json& p : steps) {
+        const std::string type = p.value("type", "");
+        if (type == "Split" && p.contains("pattern") && p["pattern"].value("Regex", "") == kLlama3Pattern) llama3 = true;
+        if (type == "ByteLevel" && p.value("use_regex", true)) gpt2 = true;
+    }
+    if (llama3) return "llama-bpe";
+    if (gpt2 && steps.size() == 1) return "gpt-2";
+    throw Error("tokenizer '" + path +
+                "': its byte-level pre-tokenizer is neither LLaMA-3's nor GPT-2's, and llama.cpp would split text "
+                "differently from it; npw does not export it");
+}
+
+int32_t pieceId(const json& vocab, const std::string& piece) {
+    if (piece.empty() || !vocab.contains(piece)) return -1;
+    return vocab[piece].get<int32_t>();
+}
+
+} // namespace
+
+GgufDtype parseGgufDtype(const std::string& name) {
+    if (name == "f32") return GgufDtype::F32;
+    if (name == "f16") return GgufDtype::F16;
+    throw Error("--dtype '" + name + "' is not one of: f32, f16");
+}
+
+GgufMetadata ggufTokenizerMetadata(const std::string& path, int64_t vocabSize, std::string* modelName) {
+    const std::shared_ptr<Tokenizer> tokenizer = Tokenizer::fromFile(path);  // validates the file
+    const json root = json::parse(readTextFile(path));
+    const json& model = root.at("model");
+    const json& vocab = model.at("vocab");
+    const bool byteLevel = tokenizer->kind() == Tokenizer::Kind::ByteLevelBpe;
+    const int64_t tokenizerSize = tokenizer->vocabSize();
+    if (tokenizerSize > vocabSize)
+        throw Error("tokenizer '" + path + "' has " + std::to_string(tokenizerSize) + " tokens, more than the model's " +
+                    std::to_string(vocabSize) + " embedding rows; llama.cpp needs one row per token");
+
+    std::vector<std::string> tokens(static_cast<size_t>(vocabSize));
+    std::vector<int32_t> types(static_cast<size_t>(vocabSize), Unused);
+    std::vector<bool> known(static_cast<size_t>(vocabSize), false);
+    for (const auto& [piece, id] : vocab.items()) {
+        const auto i = id.get<int64_t>();
+        tokens[i] = piece;
+        known[i] = true;
+        types[i] = Normal;
+    }
+    const bool byteFallback = model.value("byte_fallback", false);
+    if (!byteLevel && byteFallback)
+        for (int64_t i = 0; i < vocabSize; ++i)
+            if (known[i] && isByteToken(tokens[i])) types[i] = Byte;
+    const std::string unkPiece = model.value("unk_token", json()).is_string() ? model["unk_token"].get<std::string>() : "";
+    const int32_t unkId = pieceId(vocab, unkPiece);
+    for (const json& added : root.value("added_tokens", json::array())) {
+        const auto id = added.at("id").get<int64_t>();
+        tokens[id] = added.at("content").get<std::string>();
+        known[id] = true;
+        types[id] = added.value("special", false) ? Control : UserDefined;
+    }
+    if (unkId >= 0) types[unkId] = Unknown;
+    // Rows the tokenizer does not name (a vocabulary padded for the embedding): unused tokens,
+    // named as convert_hf_to_gguf.py names them.
+    for (int64_t i = 0; i < vocabSize; ++i)
+        if (!known[i]) tokens[i] = "[PAD" + std::to_string(i) + "]";
+
+    std::vector<std::string> merges;
+    std::vector<float> scores;
+    if (!byteLevel) {
+        // llama.cpp's SentencePiece tokenizer repeatedly joins the adjacent pair whose joined
+        // piece has the highest score; BPE joins the pair of lowest merge rank. Scoring a piece
+        // −rank of the merge that makes it makes the two agree (tests/tst_gguf_llamacpp checks it
+        // against llama.cpp); pieces no merge makes (characters, bytes, specials) score 0 and are
+        // never the result of a join.
+        scores.assign(static_cast<size_t>(vocabSize), 0.0f);
+        std::vector<bool> scored(static_cast<size_t>(vocabSize), false);
+        const json mergeList = model.value("merges", json::array());
+        for (size_t rank = 0; rank < mergeList.size(); ++rank) {
+            const json& m = mergeList[rank];
+            std::string joined;
+            if (m.is_string()) {
+                const std::string s = m.get<std::string>();
+                const size_t space = s.find(' ');
+                joined = s.substr(0, space) + s.substr(space + 1);
+            } else {
+                joined = m[0].get<std::string>() + m[1].get<std::string>();
+            }
+            const int32_t id = pieceId(vocab, joined);
+            if (id >= 0 && !scored[id]) {
+                scores[id] = -static_cast<float>(rank);
+                scored[id] = true;
+            }
+        }
+    } else {
+        for (const json& m : model.value("merges", json::array())) {
+            if (m.is_string()) {
+                merges.push_back(m.get<std::string>());
+                continue;
+            }
+            const std::string left = m[0].get<std::string>(), right = m[1].get<std::string>();
+            if (left.find(' ') != std::string::npos || right.find(' ') != std::string::npos)
+                throw Error("tokenizer '" + path + "': the merge [\"" + left + "\", \"" + right +
+                            "\"] holds a space, which GGUF's \"left right\" merges cannot represent");
+            merges.push_back(left + " " + right);
+        }
+    }
+
+    GgufMetadata kv;
+    const std::string ggmlModel = byteLevel ? "gpt2" : "llama";
+    if (modelName) *modelName = ggmlModel;
+    kv.emplace_back("tokenizer.ggml.model", GgufValue::str(ggmlModel));
+    if (byteLevel) kv.emplace_back("tokenizer.ggml.pre", GgufValue::str(byteLevelPreName(root, path)));
+    kv.emplace_back("tokenizer.ggml.tokens", GgufValue::strings(tokens));
+    if (!byteLevel) kv.emplace_back("tokenizer.ggml.scores", GgufValue::f32s(scores));
+    kv.emplace_back("tokenizer.ggml.token_type", GgufValue::i32s(types));
+    if (byteLevel) kv.emplace_back("tokenizer.ggml.merges", GgufValue::strings(merges));
+    if (tokenizer->bosId() >= 0) kv.emplace_back("tokenizer.ggml.bos_token_id", GgufValue::u32(tokenizer->bosId()));
+    if (tokenizer->eosId() >= 0) kv.emplace_back("tokenizer.ggml.eos_token_id", GgufValue::u32(tokenizer->eosId()));
+    if (unkId >= 0) kv.emplace_back("tokenizer.ggml.unknown_token_id", GgufValue::u32(unkId));
+    // npw's own encoding (generate, eval) puts BOS first whenever the tokenizer has one.
+    kv.emplace_back("tokenizer.ggml.add_bos_token", GgufValue::boolValue(tokenizer->bosId() >= 0));
+    kv.emplace_back("tokenizer.ggml.add_eos_token", GgufValue::boolValue(false));
+    if (!byteLevel) kv.emplace_back("tokenizer.ggml.add_space_prefix", GgufValue::boolValue(addsSpacePrefix(root)));
+    return kv;
+}
+
+namespace {
+
+struct PendingTensor {
+    std::string name;
+    at::Tensor value;  // PyTorch layout, float32, contiguous
+    bool matrix;       // stored in the export dtype; vectors stay F32
+};
+
+// HF rotates (i, i + head_dim/2) of each head, llama.cpp (2i, 2i+1): interleave each head's two
+// halves (the inverse of model_loader's adjacentPairRowsToHalfSplit; convert_hf_to_gguf's permute).
+at::Tensor halfSplitRowsToAdjacentPairs(const at::Tensor& w, int64_t heads, int64_t headDim) {
+    if (heads == 0) return w;
+    return w.reshape({heads, 2, headDim / 2, w.size(1)}).transpose(1, 2).reshape({heads * headDim, w.size(1)}).contiguous();
+}
+
+at::Tensor orOnes(const at::Tensor& t, int64_t n) { return t.defined() ? t : at::ones({n}, at::kFloat); }
+
+GgufTensorToWrite toWrite(const PendingTensor& p, GgmlType matrixType, const std::string& source) {
+    GgufTensorToWrite t;
+    t.info.name = p.name;
+    for (int64_t d = p.value.dim() - 1; d >= 0; --d) t.info.ne.push_back(p.value.size(d));
+    t.info.type = p.matrix ? matrixType : GgmlType::F32;
+    at::Tensor data = p.value.to(at::kFloat).contiguous();
+    if (!at::isfinite(data).all().item<bool>())
+        throw Error("checkpoint '" + source + "': tensor '" + p.name + "' holds NaN or Inf; not exported");
+    if (t.info.type == GgmlType::F16) {
+        const double peak = data.abs().max().item<double>();
+        if (peak > 65504.0)
+            throw Error("checkpoint '" + source + "': tensor '" + p.name + "' has |w| up to " + std::to_string(peak) +
+                        ", beyond float16's 65504; export it with --dtype f32");
+        data = data.to(at::kHalf).contiguous();
+    }
+    t.writeData = [data](std::ostream& out) {
+        out.write(static_cast<const char*>(data.data_ptr()), static_cast<std::streamsize>(data.nbytes()));
+    };
+    return t;
+}
+
+} // namespace
+
+GgufExportPlan planGgufExport(const LlamaCheckpoint& ckpt, const GgufExportOptions& options) {
+    const LlamaConfig& c = ckpt.config;
+    c.validate(ckpt.source);
+    const std::string where = "cannot export '" + ckpt.source + "' to GGUF: ";
+    if (ckpt.tokenizerPath.empty())
+        throw Error(where + "it has no tokenizer.json beside it, and llama.cpp needs the vocabulary in the file");
+    if (c.head_dim % 2 != 0) throw Error(where + "head_dim " + std::to_string(c.head_dim) + " is odd; rotary needs pairs");
+
+    GgufExportPlan plan;
+    GgufExportReport& report = plan.report;
+    report.dtype = options.dtype == GgufDtype::F16 ? "f16" : "f32";
+    const int64_t D = c.hidden_size, hd = c.head_dim;
+
+    // Per-layer shapes as llama.cpp will build them. Its deci graph skips a layer's FFN when
+    // n_ff = 0 and then also drops that layer's attention output (it `continue`s before the
+    // residual is taken), and skips attention (bias included) when n_head = 0. So:
+    //  - a layer that keeps heads (or an attention bias) but no MLP channel gets one zero channel
+    //    (gate = up = down = 0: silu(0)·0 = 0, the block adds exactly nothing, or its bias);
+    //  - a layer with no head but FLAP's attention bias gets one zero head (q = k = v = 0 and a
+    //    zero o_proj column: the block adds exactly its bias);
+    //  - so does layer 0 without heads, bias or not: llama.cpp takes the head size from layer 0
+    //    (n_embd_head_k = 0 when its head count is 0, and every other layer's q/k/v then has a
+    //    zero dimension: the loader aborts, measured with node-llama-cpp 3.22.1).
+    // One head or channel of zeros costs a few kilobytes and keeps the model exactly the same.
+    std::vector<PendingTensor> pending;
+    pending.push_back({"token_embd.weight", ckpt.weights.embed, true});
+    bool anyBias = false;
+    for (int64_t l = 0; l < c.num_layers; ++l) {
+        const LlamaLayerWeights& L = ckpt.weights.layers[l];
+        GgufLayerShape shape;
+        shape.heads = c.num_heads[l];
+        shape.kvHeads = c.num_kv_heads[l];
+        shape.feedForward = c.intermediate_size[l];
+        at::Tensor wq = L.wq, wk = L.wk, wv = L.wv, wo = L.wo;
+        if (shape.heads == 0 && (L.wo_bias.defined() || l == 0)) {
+            shape.heads = shape.kvHeads = 1;
+            shape.paddedHead = true;
+            wq = wk = wv = at::zeros({hd, D}, at::kFloat);
+            wo = at::zeros({D, hd}, at::kFloat);
+        }
+        at::Tensor gate = L.w_gate, up = L.w_up, down = L.w_down;
+        if (shape.feedForward == 0 && (shape.heads > 0 || L.w_down_bias.defined())) {
+            shape.feedForward = 1;
+            shape.paddedChannel = true;
+            gate = up = at::zeros({1, D}, at::kFloat);
+            down = at::zeros({D, 1}, at::kFloat);
+        }
+        const std::string blk = "blk." + std::to_string(l) + ".";
+        if (shape.heads > 0) {
+            if (c.rope_layout == RopeLayout::HalfSplit) {
+                wq = halfSplitRowsToAdjacentPairs(wq, shape.heads, hd);
+                wk = halfSplitRowsToAdjacentPairs(wk, shape.kvHeads, hd);
+            }
+            pending.push_back({blk + "attn_norm.weight", orOnes(L.attn_norm, D), false});
+            pending.push_back({blk + "attn_q.weight", wq, true});
+            pending.push_back({blk + "attn_k.weight", wk, true});
+            pending.push_back({blk + "attn_v.weight", wv, true});
+            pending.push_back({blk + "attn_output.weight", wo, true});
+            if (L.wo_bias.defined()) pending.push_back({blk + "attn_output.bias", L.wo_bias, false});
+        }
+        if (shape.feedForward > 0) {
+            pending.push_back({blk + "ffn_norm.weight", orOnes(L.ffn_norm, D), false});
+            pending.push_back({blk + "ffn_gate.weight", gate, true});
+            pending.push_back({blk + "ffn_up.weight", up, true});
+            pending.push_back({blk + "ffn_down.weight", down, true});
+            if (L.w_down_bias.defined()) pending.push_back({blk + "ffn_down.bias", L.w_down_bias, false});
+        }
+        anyBias = anyBias || L.wo_bias.defined() || L.w_down_bias.defined();
+        if (shape.paddedHead)
+            report.notes.push_back("layer " + std::to_string(l) + ": every head was pruned; written as one zero head " +
+                                   (L.wo_bias.defined() ? "(llama.cpp skips a head-less layer's attention, FLAP's bias included)"
+                                                        : "(llama.cpp takes the head size from layer 0's heads)"));
+        if (shape.paddedChannel)
+            report.notes.push_back("layer " + std::to_string(l) +
+                                   ": every MLP channel was pruned; written as one zero channel (llama.cpp drops the "
+                                   "attention output of a layer with feed_forward_length 0)");
+        report.layers.push_back(shape);
+    }
+    pending.push_back({"output_norm.weight", ckpt.weights.final_norm, false});
+    if (!c.tie_word_embeddings) pending.push_back({"output.weight", ckpt.weights.lm_head, true});
+
+    bool uniform = true;
+    for (const GgufLayerShape& s : report.layers)
+        uniform = uniform && s.heads == report.layers[0].heads && s.kvHeads == report.layers[0].kvHeads &&
+                  s.feedForward == report.layers[0].feedForward && s.heads > 0 && s.feedForward > 0;
+    report.architecture = uniform ? "llama" : "deci";
+    (void)anyBias;  // both graphs add attn_output.bias and ffn_down.bias when present
+
+    GgufMetadata& kv = plan.metadata;
+    const std::string a = report.architecture;
+    kv.emplace_back("general.architecture", GgufValue::str(a));
+    kv.emplace_back("general.name", GgufValue::str(options.name.empty() ? defaultName(ckpt) : options.name));
+    kv.emplace_back("general.file_type", GgufValue::u32(options.dtype == GgufDtype::F16 ? 1 : 0));
+    kv.emplace_back(a + ".vocab_size", GgufValue::u32(static_cast<uint32_t>(c.vocab_size)));
+    kv.emplace_back(a + ".context_length", GgufValue::u32(static_cast<uint32_t>(c.max_position_embeddings)));
+    kv.emplace_back(a + ".embedding_length", GgufValue::u32(static_cast<uint32_t>(D)));
+    kv.emplace_back(a + ".block_count", GgufValue::u32(static_cast<uint32_t>(c.num_layers)));
+    auto perLayer = [&](const std::string& key, auto field) {
+        if (uniform) {
+            kv.emplace_back(key, GgufValue::u32(static_cast<uint32_t>(report.layers[0].*field)));
+            return;
+        }
+        std::vector<int32_t> values;
+        for (const GgufLayerShape& s : report.layers) values.push_back(static_cast<int32_t>(s.*field));
+        kv.emplace_back(key, GgufValue::i32s(values));
+    };
+    perLayer(a + ".feed_forward_length", &GgufLayerShape::feedForward);
+    perLayer(a + ".attention.head_count", &GgufLayerShape::heads);
+    perLayer(a + ".attention.head_count_kv", &GgufLayerShape::kvHeads);
+    // Given explicitly: llama.cpp otherwise takes embedding_length / head_count of layer 0,
+    // which a pruned layer 0 makes wrong.
+    kv.emplace_back(a + ".attention.key_length", GgufValue::u32(static_cast<uint32_t>(hd)));
+    kv.emplace_back(a + ".attention.value_length", GgufValue::u32(static_cast<uint32_t>(hd)));
+    kv.emplace_back(a + ".rope.dimension_count", GgufValue::u32(static_cast<uint32_t>(hd)));
+    kv.emplace_back(a + ".rope.freq_base", GgufValue::f32(static_cast<float>(c.rope_theta)));
+    kv.emplace_back(a + ".attention.layer_norm_rms_epsilon", GgufValue::f32(static_cast<float>(c.rms_norm_eps)));
+    for (auto& entry : ggufTokenizerMetadata(ckpt.tokenizerPath, c.vocab_size, &report.tokenizerModel))
+        kv.push_back(std::move(entry));
+
+    const GgmlType matrixType = options.dtype == GgufDtype::F16 ? GgmlType::F16 : GgmlType::F32;
+    for (const PendingTensor& p : pending) {
+        plan.tensors.push_back(toWrite(p, matrixType, ckpt.source));
+        report.parameters += plan.tensors.back().info.elements();
+    }
+    report.tensors = static_cast<int64_t>(plan.tensors.size());
+    return plan;
+}
+
+GgufExportReport exportGguf(const LlamaCheckpoint& checkpoint, const std::string& outPath, const GgufExportOptions& options) {
+    ensureNotOverwritingSource(checkpoint.source, outPath);
+    // A .gguf beside the checkpoint is fine; replacing one of the checkpoint's own files is not.
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    if (fs::exists(outPath) && !checkpoint.source.empty() && fs::exists(checkpoint.source)) {
+        const fs::path sourceDir = fs::is_directory(checkpoint.source) ? fs::path(checkpoint.source)
+                                                                       : fs::path(checkpoint.source).parent_path();
+        const bool inSource = fs::equivalent(fs::absolute(outPath).parent_path(), fs::absolute(sourceDir), ec);
+        if (fs::equivalent(outPath, checkpoint.source, ec) || (inSource && fs::path(outPath).extension() != ".gguf"))
+            throw Error("refusing to write '" + outPath + "': it is a file of the source model '" + checkpoint.source +
+                        "' (a source checkpoint is never overwritten; choose another --out)");
+    }
+    if (std::filesystem::is_directory(outPath))
+        throw Error("--out '" + outPath + "' is a folder; give the .gguf file to write");
+    GgufExportPlan plan = planGgufExport(checkpoint, options);
+    writeGguf(outPath, plan.metadata, std::move(plan.tensors));
+    plan.report.path = outPath;
+    plan.report.bytes = std::filesystem::file_size(outPath);
+    return plan.report;
+}
+
+} // namespace npw

@@ -1,0 +1,63 @@
+#pragma once
+// Export of a LLaMA-family checkpoint, dense or pruned, to a GGUF file llama.cpp runs.
+//
+//  - Uniform models (every layer the same heads, KV heads and MLP width) as architecture
+//    `llama`; non-uniform pruned ones as `deci` (Nemotron-NAS), the llama.cpp architecture
+//    that reads per-layer `attention.head_count`, `attention.head_count_kv` and
+//    `feed_forward_length` arrays (plain `llama` builds every layer with layer 0's sizes).
+//  - Q/K rows go from Hugging Face's half-split rotary layout to llama.cpp's adjacent pairs;
+//    llama2.c / Meta-layout checkpoints are already in it.
+//  - Tokenizer metadata from the checkpoint's tokenizer.json: `llama` (SentencePiece-style:
+//    tokens, scores, token types) or `gpt2` (byte-level: tokens, types, merges).
+//  - The file is written atomically; the source checkpoint is never overwritten.
+#include "core/io/gguf.h"
+#include "core/models/llama_weights.h"
+
+#include <string>
+#include <vector>
+
+namespace npw {
+
+enum class GgufDtype { F32, F16 };
+GgufDtype parseGgufDtype(const std::string& name);  // "f32" | "f16"; npw::Error listing the choices
+
+struct GgufExportOptions {
+    GgufDtype dtype = GgufDtype::F32;  // of the 2-D weights; norms and biases stay F32 (llama.cpp expects it)
+    std::string name;                  // general.name; empty: the checkpoint's folder or file name
+};
+
+struct GgufLayerShape {
+    int64_t heads = 0, kvHeads = 0, feedForward = 0;  // as written (after padding)
+    bool paddedHead = false;     // one zero head added (see gguf_export.cpp)
+    bool paddedChannel = false;  // one zero MLP channel added
+};
+
+struct GgufExportReport {
+    std::string path;
+    std::string architecture;    // "llama" or "deci"
+    std::string tokenizerModel;  // "llama" or "gpt2"
+    std::string dtype;           // "f32" or "f16"
+    int64_t tensors = 0;
+    int64_t parameters = 0;      // elements written (padding included)
+    uint64_t bytes = 0;          // file size
+    std::vector<GgufLayerShape> layers;
+    std::vector<std::string> notes;  // padding and other facts a user should know
+};
+
+// The metadata and tensors (not yet written) for a checkpoint. Throws npw::Error, naming the
+// checkpoint and the reason, for what llama.cpp cannot run exactly: no tokenizer.json, a
+// tokenizer vocabulary larger than the model's, head_dim odd, F16 overflow of a weight.
+struct GgufExportPlan {
+    GgufMetadata metadata;
+    std::vector<GgufTensorToWrite> tensors;
+    GgufExportReport report;
+};
+GgufExportPlan planGgufExport(const LlamaCheckpoint& checkpoint, const GgufExportOptions& options);
+
+GgufExportReport exportGguf(const LlamaCheckpoint& checkpoint, const std::string& outPath,
+                            const GgufExportOptions& options = {});
+
+// The tokenizer.ggml.* metadata of a tokenizer.json for a model with vocabSize embedding rows.
+GgufMetadata ggufTokenizerMetadata(const std::string& tokenizerJsonPath, int64_t vocabSize, std::string* modelName = nullptr);
+
+} // namespace npw

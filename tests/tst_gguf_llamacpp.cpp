@@ -1,0 +1,257 @@
+// npw's GGUF exports run in the real llama.cpp (node-llama-cpp 3.22.1's prebuilt CPU binary,
+// tests/fixtures/llamacpp) and continue a fixed prompt greedily with exactly the token ids npw's
+// own runtime picks: demo:lm (MHA, F32 and F16), demo:lm-gqa (GQA), the demo pruned non-uniformly
+// (numerical with Theorem 3, FLAP with and without its bias) as architecture `deci`, uniform
+// Wanda-sp with FLAP's biases as `llama`, and a hand-cut model with every layer shape the deci
+// graph treats specially (no MLP, no heads with a bias, an empty layer, layer 0 without heads).
+// llama.cpp's tokenizer must also give npw's prompt ids, and tokenize the reference texts of the
+// real LLaMA-2, Mistral and LLaMA-3 vocabularies as transformers.js does.
+//
+// Needs Node and `npm install --omit=optional` in tests/fixtures/llamacpp; without them every test is skipped (CTest
+// reports the suite as skipped, label "llamacpp").
+#include "core/eval/generate.h"
+#include "core/io/gguf_export.h"
+#include "core/text/tokenizer.h"
+#include "core/util/atomic_file.h"
+#include "gguf_models.h"
+
+#include <QDir>
+#include <QFileInfo>
+#include <QProcess>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QtTest>
+#include <nlohmann/json.hpp>
+
+using namespace npw;
+using namespace npw::test;
+using nlohmann::json;
+
+namespace {
+
+const QString kBridgeDir = QStringLiteral(NPW_TEST_DATA "/../fixtures/llamacpp");
+const char* const kPrompt = "And God said unto Moses,";
+constexpr int kTokens = 32;
+
+struct Continuation {
+    std::vector<int32_t> ids;
+    std::vector<double> margins;  // llama.cpp: largest − second largest logit at each step
+};
+
+} // namespace
+
+class TestGgufLlamaCpp : public QObject {
+    Q_OBJECT
+    QString node_;
+    QTemporaryDir dir_;
+
+    // The bridge's JSON, or {"error": its stderr} when it failed (llama.cpp aborts on a bad file).
+    json runBridge(const QStringList& arguments) {
+        QProcess p;
+        p.setWorkingDirectory(kBridgeDir);
+        p.start(node_, QStringList{QDir(kBridgeDir).filePath("run_gguf.mjs")} + arguments);
+        if (!p.waitForFinished(180000)) {
+            p.kill();
+            qFatal("run_gguf.mjs did not finish in 180 s");
+        }
+        const QByteArray out = p.readAllStandardOutput(), err = p.readAllStandardError();
+        if (p.exitStatus() != QProcess::NormalExit || p.exitCode() != 0)
+            return {{"error", "run_gguf.mjs " + arguments.join(' ').toStdString() + " failed (exit " +
+                                  std::to_string(p.exitCode()) + "): " + err.toStdString()}};
+        return json::parse(out.toStdString());
+    }
+
+    std::string exportTo(const LlamaCheckpoint& c, const QString& name, GgufDtype dtype, GgufExportReport* report = nullptr) {
+        const std::string path = dir_.filePath(name).toStdString();
+        GgufExportOptions options;
+        options.dtype = dtype;
+        const GgufExportReport r = exportGguf(c, path, options);
+        if (report) *report = r;
+        return path;
+    }
+
+    static std::vector<int32_t> npwPrompt(const LlamaCheckpoint& c, const std::string& text) {
+        return Tokenizer::fromFile(c.tokenizerPath)->encode(text, /*addBos=*/true);
+    }
+
+    static std::vector<int32_t> npwGreedy(const LlamaCheckpoint& c, const std::vector<int32_t>& prompt) {
+        SamplingOptions options;
+        options.maxNewTokens = kTokens;
+        options.stopToken = -1;
+        return generate(LlamaModel(c, chooseRuntime("cpu", "float32")), prompt, options).tokens;
+    }
+
+    static std::string shapes(const GgufExportReport& r) {
+        std::string s;
+        for (const GgufLayerShape& l : r.layers)
+            s += " [" + std::to_string(l.heads) + "/" + std::to_string(l.kvHeads) + " heads, " + std::to_string(l.feedForward) + " ff]";
+        return s;
+    }
+
+    Continuation llamaCppGreedy(const std::string& gguf, const std::vector<int32_t>& prompt, std::string* error) {
+        QStringList ids;
+        for (int32_t id : prompt) ids << QString::number(id);
+        const json out = runBridge({"--model", QString::fromStdString(gguf), "--prompt-ids", ids.join(','), "--tokens",
+                                    QString::number(kTokens), "--threads", "1"});
+        Continuation c;
+        if (out.contains("error")) {
+            *error = out["error"].get<std::string>();
+            return c;
+        }
+        c.ids = out.at("ids").get<std::vector<int32_t>>();
+        for (size_t i = 0; i < c.ids.size(); ++i) {
+            const json& top2 = out.at("top2")[i];
+            c.margins.push_back(top2.is_null() ? 1e9 : out.at("top1")[i][1].get<double>() - top2[1].get<double>());
+        }
+        return c;
+    }
+
+    // Token ids must agree exactly. A step where llama.cpp's two best logits are within
+    // `tieTolerance` may legitimately go either way: the comparison stops there (reported).
+    void compareGreedy(const LlamaCheckpoint& c, const QString& label, GgufDtype dtype, double tieTolerance) {
+        GgufExportReport report;
+        const std::string gguf = exportTo(c, label + ".gguf", dtype, &report);
+        const std::vector<int32_t> prompt = npwPrompt(c, kPrompt);
+        const std::vector<int32_t> expected = npwGreedy(c, prompt);
+        std::string error;
+        const Continuation actual = llamaCppGreedy(gguf, prompt, &error);
+        if (!error.empty())
+            QFAIL(qPrintable(QString::fromStdString(label.toStdString() + " (" + report.architecture + "," + shapes(report) +
+                                                    "): " + error)));
+        QCOMPARE(actual.ids.size(), expected.size());
+        size_t agreed = 0;
+        for (; agreed < expected.size(); ++agreed) {
+            if (actual.ids[agreed] != expected[agreed]) {
+                if (actual.margins[agreed] < tieTolerance) break;  // a tie: either pick is right
+                QFAIL(qPrintable(QString("%1 (%2): token %3 differs: llama.cpp %4, npw %5 (llama.cpp's margin %6)")
+                                     .arg(label, QString::fromStdString(report.architecture))
+                                     .arg(agreed).arg(actual.ids[agreed]).arg(expected[agreed])
+                                     .arg(actual.margins[agreed])));
+            }
+            if (actual.margins[agreed] < tieTolerance) {
+                ++agreed;
+                break;
+            }
+        }
+        const double smallest = *std::min_element(actual.margins.begin(), actual.margins.begin() + agreed);
+        qInfo("%s: architecture %s, %s: %zu of %d greedy tokens identical to npw (smallest llama.cpp margin %.4g)",
+              qPrintable(label), report.architecture.c_str(), report.dtype.c_str(), agreed, kTokens, smallest);
+        QVERIFY2(agreed >= static_cast<size_t>(kTokens) / 2,
+                 qPrintable(label + ": fewer than half the tokens compared before a tie"));
+    }
+
+private slots:
+    void initTestCase() {
+        node_ = qEnvironmentVariable("NPW_NODE", QStandardPaths::findExecutable("node"));
+        if (node_.isEmpty())
+            QSKIP("Node.js is not installed: llama.cpp runs through node-llama-cpp (apt-get install nodejs, then "
+                  "`npm install --omit=optional` in tests/fixtures/llamacpp)");
+        if (!QFileInfo::exists(QDir(kBridgeDir).filePath("node_modules/node-llama-cpp/package.json")))
+            QSKIP("node-llama-cpp is not installed: run `npm install --omit=optional` in tests/fixtures/llamacpp (85 MB, about 20 s)");
+        QVERIFY(dir_.isValid());
+    }
+
+    void tokenizerAgrees_data() {
+        QTest::addColumn<QString>("text");
+        QTest::newRow("verse") << "In the beginning God created the heaven and the earth.";
+        QTest::newRow("spaces and newline") << "  Thou shalt not\n\nkill;  and thou shalt";
+        QTest::newRow("byte fallback") << "naïve café – 東京 🙂";
+        QTest::newRow("digits and punctuation") << "Genesis 1:31 (KJV), verses 1-31; \"Amen\"!";
+    }
+
+    void tokenizerAgrees() {
+        QFETCH(QString, text);
+        static std::string gguf;
+        const LlamaCheckpoint c = loadLlamaCheckpoint("demo:lm");
+        if (gguf.empty()) gguf = exportTo(c, "tokenizer.gguf", GgufDtype::F16);
+        const json out = runBridge({"--model", QString::fromStdString(gguf), "--prompt", text, "--tokens", "0"});
+        QVERIFY2(!out.contains("error"), out.value("error", "").c_str());
+        const auto llamaCpp = out.at("prompt_ids_llamacpp").get<std::vector<int32_t>>();
+        const std::vector<int32_t> npwIds = npwPrompt(c, text.toStdString());
+        QCOMPARE(llamaCpp, npwIds);
+    }
+
+    // The tokenizer metadata of real vocabularies (LLaMA-2 and Mistral as `llama`, LLaMA-3 as
+    // `gpt2` with merges and pre-tokenizer `llama-bpe`) on a tiny random model of their size:
+    // llama.cpp's ids for tests/data/tokenizers' 24 texts must be the ids transformers.js gives.
+    void tokenizerAgreesOnRealVocabularies_data() {
+        QTest::addColumn<QString>("name");
+        QTest::newRow("llama2") << "llama2";
+        QTest::newRow("mistral") << "mistral";
+        QTest::newRow("llama3") << "llama3";
+    }
+
+    void tokenizerAgreesOnRealVocabularies() {
+        QFETCH(QString, name);
+        const std::string folder = std::string(NPW_TEST_DATA) + "/tokenizers/";
+        const json expected = json::parse(readTextFile(folder + "expected.json")).at("tokenizers").at(name.toStdString());
+        LlamaCheckpoint c = tinyLlama({2}, {2}, {8});
+        c.tokenizerPath = folder + name.toStdString() + "/tokenizer.json";
+        c.source = "tiny-" + name.toStdString();
+        c.config.vocab_size = Tokenizer::fromFile(c.tokenizerPath)->vocabSize();
+        c.weights.embed = at::randn({c.config.vocab_size, c.config.hidden_size});
+        c.weights.lm_head = at::randn({c.config.vocab_size, c.config.hidden_size});
+        GgufExportReport report;
+        const std::string gguf = exportTo(c, name + ".gguf", GgufDtype::F16, &report);
+        QCOMPARE(report.tokenizerModel, std::string(name == "llama3" ? "gpt2" : "llama"));
+        json texts = json::array();
+        for (const json& item : expected.at("cases")) texts.push_back(item.at("text"));
+        const std::string textsFile = dir_.filePath(name + "-texts.json").toStdString();
+        writeTextAtomically(textsFile, texts.dump());
+        const json out = runBridge({"--model", QString::fromStdString(gguf), "--tokenize-file", QString::fromStdString(textsFile)});
+        QVERIFY2(!out.contains("error"), out.value("error", "").c_str());
+        int agreed = 0;
+        QStringList differing;
+        for (size_t i = 0; i < texts.size(); ++i) {
+            const auto want = expected["cases"][i].at("ids").get<std::vector<int32_t>>();
+            const auto got = out.at("tokenized")[i].get<std::vector<int32_t>>();
+            if (got == want)
+                ++agreed;
+            else
+                differing << QString::fromStdString(json(texts[i]).dump() + ": llama.cpp " + json(got).dump() + ", expected " +
+                                                    json(want).dump());
+        }
+        qInfo("%s: llama.cpp tokenizes %d of %zu texts as transformers.js does", qPrintable(name), agreed, texts.size());
+        QVERIFY2(differing.isEmpty(), qPrintable(differing.join("\n")));
+    }
+
+    void denseMha() { compareGreedy(loadLlamaCheckpoint("demo:lm"), "demo-lm", GgufDtype::F32, 1e-4); }
+    void denseMhaF16() {
+        // llama.cpp multiplies F16 weights with F16-rounded activations: closer calls may flip.
+        compareGreedy(loadLlamaCheckpoint("demo:lm"), "demo-lm-f16", GgufDtype::F16, 2e-2);
+    }
+    void denseGqa() { compareGreedy(loadLlamaCheckpoint("demo:lm-gqa"), "demo-lm-gqa", GgufDtype::F32, 1e-4); }
+
+    void prunedNumerical() {
+        const LlamaCheckpoint c = prunedDemo("demo:lm", PruneMethod::Numerical, CompensationKind::MethodDefault, 0.3);
+        QVERIFY(!c.config.isUniform());
+        compareGreedy(c, "numerical-0.3", GgufDtype::F32, 1e-4);
+    }
+    void prunedFlapWithBias() {
+        const LlamaCheckpoint c = prunedDemo("demo:lm", PruneMethod::Flap, CompensationKind::MethodDefault, 0.3);
+        QVERIFY(!c.config.isUniform());
+        QVERIFY(c.weights.layers[0].w_down_bias.defined());
+        compareGreedy(c, "flap-bias-0.3", GgufDtype::F32, 1e-4);
+    }
+    void prunedFlapWithoutBias() {
+        const LlamaCheckpoint c = prunedDemo("demo:lm-gqa", PruneMethod::Flap, CompensationKind::None, 0.3);
+        QVERIFY(!c.config.isUniform());
+        compareGreedy(c, "gqa-flap-nobias-0.3", GgufDtype::F32, 1e-4);
+    }
+    void prunedUniformWithBias() {
+        // Wanda-sp prunes every layer alike: architecture llama, here with FLAP's biases added.
+        const LlamaCheckpoint c = prunedDemo("demo:lm", PruneMethod::WandaSp, CompensationKind::FlapBias, 0.3);
+        QVERIFY(c.config.isUniform());
+        QVERIFY(c.weights.layers[0].wo_bias.defined());
+        QCOMPARE(planGgufExport(c, {}).report.architecture, std::string("llama"));
+        compareGreedy(c, "wanda-sp-bias-0.3", GgufDtype::F32, 1e-4);
+    }
+    void adjacentPairLayout() {
+        // llama2.c's rotary layout is llama.cpp's already; random weights: close calls may tie.
+        compareGreedy(adjacentPairsDemoVocab(), "llama2c-layout-gqa", GgufDtype::F32, 1e-4);
+    }
+    void everyLayerShape() { compareGreedy(extremeDemo(), "every-layer-shape", GgufDtype::F32, 1e-4); }
+};
+
+QTEST_GUILESS_MAIN(TestGgufLlamaCpp)
+#include "tst_gguf_llamacpp.moc"
