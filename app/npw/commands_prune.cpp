@@ -88,6 +88,14 @@ PruneSettings settingsFromArgs(const Args& args) {
     return s;
 }
 
+std::string byteText(int64_t bytes) {
+    std::ostringstream out;
+    out << std::fixed << std::setprecision(1);
+    if (bytes >= (int64_t(1) << 30)) out << bytes / 1073741824.0 << " GiB";
+    else out << bytes / 1048576.0 << " MiB";
+    return out.str();
+}
+
 std::string lossText(double loss, int64_t before, int64_t after) {
     if (before == after) return "-";
     std::ostringstream out;
@@ -151,15 +159,15 @@ int runPrune(const Args& args) {
         bool temporary = false;
         if (statsFile.empty() && statsBelongOnDisk(config, physicalMemoryBytes())) {
             // Beside the export (the user chose that disk), hidden, and unlinked once mapped.
-            const std::filesystem::path target = std::filesystem::absolute(out);
+            std::filesystem::path target = std::filesystem::absolute(out);
+            if (!target.has_filename()) target = target.parent_path();  // "pruned/"
+            std::filesystem::create_directories(target.parent_path());
             statsFile = (target.parent_path() / ("." + target.filename().string() + ".npw-stats.safetensors")).string();
             temporary = true;
-            std::cerr << "note: the calibration statistics need " << std::fixed << std::setprecision(1)
-                      << modelStatsBytes(config) / 1073741824.0 << " GiB, more than " << std::setprecision(0)
-                      << 100 * kStatsRamFraction << "% of this machine's " << physicalMemoryBytes() / 1073741824.0
-                      << " GiB of RAM: calibrating layer by layer, statistics memory-mapped from a temporary file "
-                      << statsFile << " (removed when done; keep them with --stats-on-disk FILE)\n"
-                      << std::defaultfloat;
+            std::cerr << "note: the calibration statistics need " << byteText(modelStatsBytes(config)) << ", more than "
+                      << 100 * kStatsRamFraction << "% of this machine's " << byteText(physicalMemoryBytes())
+                      << " of RAM: calibrating layer by layer, statistics memory-mapped from a temporary file "
+                      << statsFile << " (removed when done; keep them with --stats-on-disk FILE)\n";
         }
         if (statsFile.empty()) {
             run = pruneModel(*lm.model, set, settings, terminalProgress());

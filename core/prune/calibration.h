@@ -105,7 +105,8 @@ ModelStats calibrate(const LlamaModel& model, const CalibrationSet& set, const P
 int64_t modelStatsBytes(const LlamaConfig& config);
 // Statistics bigger than this fraction of physical RAM are computed layer-wise and kept on disk.
 constexpr double kStatsRamFraction = 0.5;
-// Physical RAM of this machine (sysconf), 0 when unknown.
+// Physical RAM of this machine (sysconf), 0 when unknown; the environment variable
+// NPW_PHYSICAL_MEMORY_BYTES overrides it (to try the layer-wise path on a small model).
 int64_t physicalMemoryBytes();
 // modelStatsBytes(config) > kStatsRamFraction · physicalBytes (never when physicalBytes is 0).
 bool statsBelongOnDisk(const LlamaConfig& config, int64_t physicalBytes);
