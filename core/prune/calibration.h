@@ -21,7 +21,9 @@
 //    RAM at a time, plus the hidden states of all windows (tokens · hidden · element size:
 //    128 × 2048 × 4096 × 4 B = 4 GiB for a 7B model in float32). The returned statistics are
 //    read-only views of the memory-mapped file: scoring and compensation page in one layer at
-//    a time and the kernel can drop those pages again (a 7B model's are ~35 GB).
+//    a time and the kernel can drop those pages again (a 7B model's are ~35 GB). Measured on the
+//    synthetic 1.1B model (npw bench --suite calibration-memory): peak RSS 10.7 GB in RAM against
+//    5.0 GB layer-wise, 4.4 GB of which are the weights.
 // The CLI chooses layer-wise when modelStatsBytes() exceeds kStatsRamFraction of physical RAM.
 #include "core/models/llama.h"
 #include "core/prune/layer_stats.h"
