@@ -144,6 +144,61 @@ private slots:
         QCOMPARE(file->info("u8").begin, uint64_t(38));
     }
 
+    // The streaming writer plans the header from names, dtypes and shapes alone and takes the
+    // data in any order: the file is byte for byte what writeSafeTensors writes.
+    void streamWriterMatchesWriter() {
+        const std::vector<std::pair<std::string, at::Tensor>> tensors = {
+            {"u8", at::arange(3, at::kByte)},         {"f16", at::randn({3}).to(at::kHalf)},
+            {"b_f32", at::randn({2, 3})},             {"a_f32", at::randn({1})},
+            {"f64", at::randn({2, 2}, at::kDouble)},  {"i64", at::arange(5, at::kLong)},
+            {"empty", at::zeros({0, 4})}};
+        const std::map<std::string, std::string> metadata = {{"format", "test"}, {"note", "é"}};
+        const QString whole = dir_.filePath("whole.safetensors"), streamed = dir_.filePath("streamed.safetensors");
+        writeSafeTensors(whole.toStdString(), tensors, metadata);
+        std::vector<SafeTensorsEntry> entries;
+        for (const auto& [name, t] : tensors) entries.push_back({name, t.scalar_type(), t.sizes().vec()});
+        {
+            SafeTensorsStreamWriter writer(streamed.toStdString(), entries, metadata);
+            QVERIFY(QFile::exists(QString::fromStdString(writer.tempPath())));
+            QVERIFY(!QFile::exists(streamed));
+            for (auto it = tensors.rbegin(); it != tensors.rend(); ++it) writer.write(it->first, it->second);
+            writer.commit();
+        }
+        QFile a(whole), b(streamed);
+        QVERIFY(a.open(QIODevice::ReadOnly) && b.open(QIODevice::ReadOnly));
+        QCOMPARE(b.readAll(), a.readAll());
+        // Views of the mapping: in place, no copy, equal to the data.
+        auto file = SafeTensorsFile::open(streamed.toStdString());
+        const at::Tensor f64 = file->view("f64"), i64 = file->view("i64");
+        QVERIFY(at::equal(f64, tensors[4].second));
+        QCOMPARE(static_cast<const char*>(i64.data_ptr()) - static_cast<const char*>(f64.data_ptr()),
+                 static_cast<std::ptrdiff_t>(file->info("i64").begin - file->info("f64").begin));
+    }
+
+    void streamWriterErrorsLeaveNoFile() {
+        const QString path = dir_.filePath("stream-error.safetensors");
+        const std::vector<SafeTensorsEntry> entries = {{"a", at::kFloat, {2}}, {"b", at::kDouble, {3}}};
+        std::string temp;
+        QString message = errorOf([&] {
+            SafeTensorsStreamWriter writer(path.toStdString(), entries);
+            temp = writer.tempPath();
+            writer.write("a", at::ones({2}));
+            writer.commit();  // "b" never written
+        });
+        QVERIFY2(message.contains(path) && message.contains("tensor 'b' was never written"), qPrintable(message));
+        message = errorOf([&] {
+            SafeTensorsStreamWriter writer(path.toStdString(), entries);
+            writer.write("b", at::ones({4}, at::kDouble));
+        });
+        QVERIFY2(message.contains(path) && message.contains("tensor 'b'") && message.contains("[3]") &&
+                     message.contains("[4]"),
+                 qPrintable(message));
+        message = errorOf([&] { SafeTensorsStreamWriter(path.toStdString(), entries).write("c", at::ones({1})); });
+        QVERIFY2(message.contains("'c'") && message.contains("not in the planned header"), qPrintable(message));
+        QVERIFY(!QFile::exists(path));
+        QVERIFY(!temp.empty() && !QFile::exists(QString::fromStdString(temp)));
+    }
+
     void writerRejectsBadNames() {
         QString path = dir_.filePath("rejected.safetensors");
         QString message = errorOf([&] { writeSafeTensors(path.toStdString(), {{"__metadata__", at::ones({1})}}); });

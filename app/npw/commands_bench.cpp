@@ -1,4 +1,4 @@
-// npw bench --suite pruning / --synthetic SIZE: the pruning engine's figures.
+// npw bench --suite pruning|calibration-memory / --synthetic SIZE: the pruning engine's figures.
 #include "app/npw/commands.h"
 #include "core/eval/generate.h"
 #include "core/eval/pruning_bench.h"
@@ -9,10 +9,13 @@
 #include "core/util/paths.h"
 
 #include <chrono>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
+#include <unistd.h>
 
 namespace npw::cli {
 
@@ -122,12 +125,98 @@ nlohmann::json syntheticSuite(const Args& args, bool json) {
     return out;
 }
 
+LlamaConfig calibrationMemoryConfig(const Args& args) {
+    LlamaConfig c = syntheticLlamaConfig(args.has("synthetic") ? args.get("synthetic") : "1b");
+    const int64_t layers = args.getInt("layers");
+    if (layers < 0) throw Error("--layers must be 0 (all) or positive, got " + std::to_string(layers));
+    if (layers > 0 && layers < c.num_layers) {
+        c.num_layers = layers;
+        c.num_heads.resize(static_cast<size_t>(layers));
+        c.num_kv_heads.resize(static_cast<size_t>(layers));
+        c.intermediate_size.resize(static_cast<size_t>(layers));
+    }
+    return c;
+}
+
+nlohmann::json memoryRowJson(const CalibrationMemoryRow& r) {
+    return {{"mode", r.layerwise ? "layerwise" : "in-ram"}, {"params", r.parameters}, {"layers", r.layers},
+            {"windows", r.windows}, {"seqlen", r.seqlen}, {"weights_mib", r.weightsMiB}, {"stats_mib", r.statsMiB},
+            {"hidden_mib", r.hiddenMiB}, {"resident_before_mib", r.residentBeforeMiB}, {"peak_mib", r.peakMiB},
+            {"anon_after_mib", r.anonAfterMiB}, {"file_after_mib", r.fileAfterMiB}, {"seconds", r.seconds},
+            {"peak_was_reset", r.peakWasReset}};
+}
+
+constexpr const char* kMemoryRowMarker = "npw-calibration-memory-row ";
+
+// --suite calibration-memory: each mode in a fresh process of this binary (`--mode`), since the
+// allocator keeps what a first run freed and the high-water mark would count it.
+nlohmann::json calibrationMemorySuite(const Args& args, bool json) {
+    const LlamaConfig config = calibrationMemoryConfig(args);
+    const Runtime runtime = chooseRuntime(args.get("device"), args.get("dtype"));
+    const int64_t windows = args.getInt("calib-samples"), seqlen = args.getInt("calib-seqlen");
+    const std::string statsPath =
+        (std::filesystem::temp_directory_path() / ("npw-calibration-memory-" + std::to_string(::getpid()) + ".safetensors"))
+            .string();
+    if (args.has("mode")) {  // the child: one calibration, one line of JSON
+        const std::string mode = args.get("mode");
+        if (mode != "in-ram" && mode != "layerwise") throw Error("--mode must be in-ram or layerwise, got '" + mode + "'");
+        const CalibrationMemoryRow row =
+            measureCalibrationMemory(config, runtime, windows, seqlen, mode == "layerwise", statsPath, terminalProgress());
+        std::error_code ec;
+        std::filesystem::remove(statsPath, ec);
+        std::cout << kMemoryRowMarker << memoryRowJson(row).dump() << std::endl;
+        return nullptr;
+    }
+    const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+    nlohmann::json rows = nlohmann::json::array();
+    if (!json)
+        std::cout << "calibration memory, synthetic " << (args.has("synthetic") ? args.get("synthetic") : "1b")
+                  << " LLaMA, " << config.num_layers << " layers (" << config.parameterCount() << " parameters), "
+                  << windows << " windows x " << seqlen << " tokens, " << runtime.describe() << "\n"
+                  << std::setw(11) << "mode" << std::setw(13) << "peak MiB" << std::setw(14) << "before MiB"
+                  << std::setw(16) << "calib. own MiB" << std::setw(12) << "stats MiB" << std::setw(13) << "hidden MiB"
+                  << std::setw(15) << "anon after MiB" << std::setw(10) << "time s" << "\n";
+    for (const std::string mode : {"layerwise", "in-ram"}) {
+        std::string command = "'" + self + "' bench --suite calibration-memory --mode " + mode + " --layers " +
+                              std::to_string(config.num_layers) + " --calib-samples " + std::to_string(windows) +
+                              " --calib-seqlen " + std::to_string(seqlen) + " --device " + args.get("device") +
+                              " --dtype " + args.get("dtype");
+        if (args.has("synthetic")) command += " --synthetic " + args.get("synthetic");
+        FILE* pipe = ::popen(command.c_str(), "r");
+        if (!pipe) throw Error("calibration-memory: cannot start '" + command + "'");
+        std::string output;
+        char buffer[4096];
+        while (size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
+        const int status = ::pclose(pipe);
+        const size_t at = output.find(kMemoryRowMarker);
+        if (status != 0 || at == std::string::npos)
+            throw Error("calibration-memory: the " + mode + " run failed (exit status " + std::to_string(status) +
+                        "): " + output);
+        const nlohmann::json row = nlohmann::json::parse(output.substr(at + std::strlen(kMemoryRowMarker)));
+        rows.push_back(row);
+        if (!json)
+            std::cout << std::setw(11) << mode << std::fixed << std::setprecision(0) << std::setw(13)
+                      << row["peak_mib"].get<double>() << std::setw(14) << row["resident_before_mib"].get<double>()
+                      << std::setw(16) << row["peak_mib"].get<double>() - row["resident_before_mib"].get<double>()
+                      << std::setw(12) << row["stats_mib"].get<double>() << std::setw(13)
+                      << row["hidden_mib"].get<double>() << std::setw(15) << row["anon_after_mib"].get<double>()
+                      << std::setprecision(1) << std::setw(10) << row["seconds"].get<double>() << std::defaultfloat
+                      << (row["peak_was_reset"].get<bool>() ? "" : "  (peak not reset: includes the model's build)")
+                      << "\n";
+    }
+    return rows;
+}
+
 } // namespace
 
 int runPruningBench(const Args& args) {
     const bool json = args.flag("json");
     nlohmann::json out;
-    if (args.has("synthetic")) {
+    if (args.get("suite") == "calibration-memory") {
+        const nlohmann::json rows = calibrationMemorySuite(args, json);
+        if (args.has("mode")) return 0;
+        out["calibration_memory"] = rows;
+    } else if (args.has("synthetic")) {
         out["synthetic"] = args.get("synthetic");
         out["speed_vs_sparsity"] = syntheticSuite(args, json);
     } else if (args.get("suite") == "pruning") {
@@ -135,7 +224,7 @@ int runPruningBench(const Args& args) {
         out["reselection"] = reselectionSuite(json);
         out["demo_prune"] = demoPruneSuite(args, json);
     } else {
-        throw Error("unknown --suite '" + args.get("suite") + "' (expected pruning)");
+        throw Error("unknown --suite '" + args.get("suite") + "' (expected pruning or calibration-memory)");
     }
     if (json) std::cout << out.dump(2) << std::endl;
     return 0;

@@ -238,12 +238,19 @@ void addLanguageModelCommands(std::vector<Command>& out) {
                                {"seed", "S", "0", "random seed"},
                                {"no-stop", "", "", "do not stop at the end-of-sequence token"}}),
                    runGenerate});
-    out.push_back({"bench", "MODEL [--prompt-tokens N] [--decode-tokens N] [--repeats R] [--llamacpp] | --suite pruning | --synthetic 1b",
+    out.push_back({"bench", "MODEL [--prompt-tokens N] [--decode-tokens N] [--repeats R] [--llamacpp] | --suite pruning | --synthetic 1b | "
+                   "--suite calibration-memory [--synthetic 1b] [--layers N] [--calib-samples N] [--calib-seqlen L]",
                    "Prefill and decode speed (tokens/s) and peak memory; pruning benchmarks with --suite/--synthetic.",
                    withCommon({{"prompt-tokens", "N", "128", "prompt length for the prefill figure"},
                                {"decode-tokens", "N", "128", "tokens generated for the decode figure"},
                                {"repeats", "R", "3", "timed runs (median reported) after one warm-up"},
-                               {"suite", "NAME", "", "pruning: solver timings, re-selection latency, prune time on the demos"},
+                               {"suite", "NAME", "",
+                                "pruning: solver timings, re-selection latency, prune time on the demos; calibration-memory: "
+                                "peak memory of in-RAM vs layer-wise calibration of a --synthetic model (default 1b)"},
+                               {"layers", "N", "0", "calibration-memory: only the first N layers of the synthetic model (0 = all)"},
+                               {"calib-samples", "N", "4", "calibration-memory: calibration windows"},
+                               {"calib-seqlen", "L", "128", "calibration-memory: tokens per window"},
+                               {"mode", "in-ram|layerwise", "", "calibration-memory: run one mode in this process (internal)"},
                                {"synthetic", "SIZE", "", "1b or tiny: decode speed and memory of a random LLaMA pruned to each --ratios"},
                                {"ratios", "R1,R2", "0,0.1,0.2,0.3,0.5", "ratios for --synthetic"},
                                {"llamacpp", "", "", "also time llama.cpp on the same weights (GGUF f32; Node + tests/fixtures/llamacpp)"},

@@ -3,11 +3,13 @@
 #include "core/eval/perplexity.h"
 #include "core/models/language_model.h"
 #include "core/prune/pruner.h"
+#include "core/util/atomic_file.h"
 #include "core/util/error.h"
 
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <iomanip>
 #include <iostream>
 #include <map>
@@ -86,6 +88,14 @@ PruneSettings settingsFromArgs(const Args& args) {
     return s;
 }
 
+std::string byteText(int64_t bytes) {
+    std::ostringstream out;
+    out << std::fixed << std::setprecision(1);
+    if (bytes >= (int64_t(1) << 30)) out << bytes / 1073741824.0 << " GiB";
+    else out << bytes / 1048576.0 << " MiB";
+    return out.str();
+}
+
 std::string lossText(double loss, int64_t before, int64_t after) {
     if (before == after) return "-";
     std::ostringstream out;
@@ -124,6 +134,8 @@ int runPrune(const Args& args) {
     const std::string& model = args.positional()[0];
     if (args.has("calib") == args.has("stats"))
         throw Error("give --calib FILE (text, or token ids with --calib-ids) or --stats FILE (from --save-stats)");
+    if (args.has("stats-on-disk") && !args.has("calib"))
+        throw Error("--stats-on-disk FILE computes statistics: it needs --calib (--stats FILE already reads them from disk)");
     if (!args.has("out")) throw Error("--out DIR is required (the pruned model's directory)");
     const PruneSettings settings = settingsFromArgs(args);  // bad flags fail before anything is loaded
 
@@ -134,6 +146,7 @@ int runPrune(const Args& args) {
 
     PruneRun run;
     CalibrationSummary calibration;
+    std::string statsOnDisk;  // where a layer-wise calibration kept the statistics
     if (args.has("calib")) {
         const std::string calibPath = args.get("calib");
         const bool perLine = args.flag("calib-per-line");
@@ -146,10 +159,40 @@ int runPrune(const Args& args) {
                                          settings.seed, calibPath);
         set.sourceIsIds = idFile;
         calibration = CalibrationSummary::of(set);
-        run = pruneModel(*lm.model, set, settings, terminalProgress());
+        std::string statsFile = args.has("stats-on-disk") ? args.get("stats-on-disk") : "";
+        bool temporary = false;
+        if (statsFile.empty() && statsBelongOnDisk(config, physicalMemoryBytes())) {
+            // Beside the export (the user chose that disk), hidden, and unlinked once mapped.
+            std::filesystem::path target = std::filesystem::absolute(out);
+            if (!target.has_filename()) target = target.parent_path();  // "pruned/"
+            std::filesystem::create_directories(target.parent_path());
+            statsFile = (target.parent_path() / ("." + target.filename().string() + ".npw-stats.safetensors")).string();
+            temporary = true;
+            std::cerr << "note: the calibration statistics need " << byteText(modelStatsBytes(config)) << ", more than "
+                      << 100 * kStatsRamFraction << "% of this machine's " << byteText(physicalMemoryBytes())
+                      << " of RAM: calibrating layer by layer, statistics memory-mapped from a temporary file "
+                      << statsFile << " (removed when done; keep them with --stats-on-disk FILE)\n";
+        }
+        if (statsFile.empty()) {
+            run = pruneModel(*lm.model, set, settings, terminalProgress());
+        } else {
+            if (!temporary) ensureNotOverwritingSource(lm.model->checkpoint().source, statsFile);
+            settings.validate();  // before the expensive calibration
+            std::map<std::string, std::string> metadata = calibration.toMetadata();
+            metadata["model"] = model;
+            const auto start = std::chrono::steady_clock::now();
+            ModelStats stats = calibrateLayerwise(*lm.model, set, statsFile, metadata, terminalProgress());
+            // The mapping keeps the data of an unlinked file until the last view goes.
+            if (temporary) std::filesystem::remove(statsFile);
+            const double calibrateSeconds =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            run = pruneModelWithStats(*lm.model, std::move(stats), settings, terminalProgress());
+            run.report.timings.calibrateSeconds = calibrateSeconds;
+            statsOnDisk = temporary ? "temporary file (removed)" : statsFile;
+        }
     } else {
         std::map<std::string, std::string> metadata;
-        ModelStats stats = loadModelStats(args.get("stats"), config.num_layers, &metadata);
+        ModelStats stats = loadModelStats(args.get("stats"), config.num_layers, &metadata, StatsStorage::Mapped);
         calibration = CalibrationSummary::fromMetadata(metadata, args.get("stats"));
         run = pruneModelWithStats(*lm.model, std::move(stats), settings, terminalProgress());
     }
@@ -171,6 +214,8 @@ int runPrune(const Args& args) {
     j["calibration"] = {{"source", calibration.source}, {"samples", calibration.samples},
                         {"seqlen", calibration.seqlen}, {"tokens", calibration.tokens}};
     if (!calibration.statsFile.empty()) j["calibration"]["statistics_file"] = calibration.statsFile;
+    j["calibration"]["layerwise"] = !statsOnDisk.empty();
+    if (!statsOnDisk.empty()) j["calibration"]["statistics_on_disk"] = statsOnDisk;
     emit(args, j, [&] { printHuman(run.report, model, out); });
     return 0;
 }
@@ -202,7 +247,11 @@ std::vector<Flag> pruneFlags() {
         {"out", "DIR", "", "output directory (Hugging Face layout + npw-manifest.json)"},
         {"save-scores", "FILE", "", "also write the scores (safetensors)"},
         {"save-stats", "FILE", "", "also write the calibration statistics (safetensors, raw sums)"},
-        {"stats", "FILE", "", "reuse statistics written by --save-stats instead of calibrating (same model)"},
+        {"stats", "FILE", "",
+         "reuse statistics written by --save-stats or --stats-on-disk instead of calibrating (same model; memory-mapped)"},
+        {"stats-on-disk", "FILE", "",
+         "calibrate layer by layer, statistics written to FILE and memory-mapped, not held in RAM (automatic, with a "
+         "temporary file, when they exceed half the RAM)"},
     };
     for (const Flag& f : runtimeFlags()) flags.push_back(f);
     flags.push_back(jsonFlag());
@@ -215,7 +264,8 @@ void addPruneCommand(std::vector<Command>& out) {
     out.push_back({"prune",
                    "MODEL --method M --ratio R (--calib FILE [--calib-ids] [--nsamples N] [--seqlen L] | --stats FILE) [--alpha A] "
                    "[--alpha-mode paper|budget] [--lambda X] [--iters T] [--damp G] [--no-compensation] "
-                   "[--only attention|mlp] [--protect LAYERS] [--seed S] --out DIR [--save-scores F] [--save-stats F]",
+                   "[--only attention|mlp] [--protect LAYERS] [--seed S] --out DIR [--save-scores F] [--save-stats F] "
+                   "[--stats-on-disk F]",
                    "Structured pruning: calibrate, score, select globally, compensate, slice, export.", pruneFlags(),
                    runPrune});
 }

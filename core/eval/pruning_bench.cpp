@@ -1,6 +1,7 @@
 #include "core/eval/pruning_bench.h"
 #include "core/eval/generate.h"
 #include "core/models/llama.h"
+#include "core/prune/calibration.h"
 #include "core/prune/numerical_score.h"
 #include "core/prune/selection.h"
 #include "core/train/lm_trainer.h"
@@ -139,6 +140,58 @@ double currentResidentMiB() {
     long pages = 0, resident = 0;
     statm >> pages >> resident;
     return resident * static_cast<double>(sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0);
+}
+
+namespace {
+
+// A "Field:   123 kB" line of /proc/self/status, in MiB (0 when absent).
+double procStatusMiB(const std::string& field) {
+    std::ifstream status("/proc/self/status");
+    for (std::string line; std::getline(status, line);)
+        if (line.rfind(field + ":", 0) == 0) return std::stod(line.substr(field.size() + 1)) / 1024.0;
+    return 0;
+}
+
+} // namespace
+
+CalibrationMemoryRow measureCalibrationMemory(const LlamaConfig& config, const Runtime& runtime, int64_t windows,
+                                              int64_t seqlen, bool layerwise, const std::string& statsPath,
+                                              const ProgressFn& progress) {
+    CalibrationMemoryRow row;
+    row.layerwise = layerwise;
+    row.layers = config.num_layers;
+    row.windows = windows;
+    row.seqlen = seqlen;
+    LlamaCheckpoint ck;
+    ck.config = config;
+    ck.weights = initLlamaWeights(config, 1);
+    ck.source = "synthetic";
+    row.parameters = config.parameterCount();
+    row.weightsMiB = row.parameters * 4.0 / (1024.0 * 1024.0);
+    const LlamaModel model(std::move(ck), runtime);
+    std::mt19937_64 rng(5);
+    std::vector<int32_t> stream(static_cast<size_t>(std::max<int64_t>(4 * seqlen, 4096)));
+    for (int32_t& id : stream) id = static_cast<int32_t>(rng() % static_cast<uint64_t>(config.vocab_size));
+    const CalibrationSet set = drawCalibrationSet(stream, windows, seqlen, 0, "random ids");
+    row.statsMiB = modelStatsBytes(config) / (1024.0 * 1024.0);
+    row.hiddenMiB = layerwise ? layerwiseHiddenBytes(model, set) / (1024.0 * 1024.0) : 0.0;
+
+    row.residentBeforeMiB = procStatusMiB("VmRSS");
+    {
+        std::ofstream clear("/proc/self/clear_refs");
+        clear << "5";  // resets VmHWM to the current RSS (Linux ≥ 4.0)
+        clear.flush();
+        row.peakWasReset = static_cast<bool>(clear);
+    }
+    const auto start = std::chrono::steady_clock::now();
+    const ModelStats stats =
+        layerwise ? calibrateLayerwise(model, set, statsPath, {}, progress) : calibrate(model, set, progress);
+    row.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    row.peakMiB = procStatusMiB("VmHWM");
+    row.anonAfterMiB = procStatusMiB("RssAnon");
+    row.fileAfterMiB = procStatusMiB("RssFile");
+    if (stats.tokens() != set.tokens()) throw Error("calibration-memory: the statistics saw the wrong number of tokens");
+    return row;
 }
 
 std::vector<SparsitySpeedRow> benchmarkSpeedAgainstSparsity(const LlamaConfig& dense, const std::vector<double>& ratios,

@@ -60,4 +60,27 @@ std::vector<SparsitySpeedRow> benchmarkSpeedAgainstSparsity(const LlamaConfig& d
 
 double currentResidentMiB();
 
+// One calibration of a random LLaMA (`npw bench --suite calibration-memory`), in RAM or layer by
+// layer with the statistics streamed to `statsPath`. Peak memory is the process's resident
+// high-water mark (VmHWM), reset before calibrating (/proc/self/clear_refs) so that it is the
+// peak *during* calibration; run each mode in a fresh process (the allocator keeps freed
+// memory, and the mark counts it).
+struct CalibrationMemoryRow {
+    bool layerwise = false;
+    int64_t parameters = 0, layers = 0, windows = 0, seqlen = 0;
+    double weightsMiB = 0;        // float32 weights
+    double statsMiB = 0;          // modelStatsBytes: what in-RAM calibration holds
+    double hiddenMiB = 0;         // layer-wise: hidden states of all windows
+    double residentBeforeMiB = 0; // VmRSS with the model loaded, before calibrating
+    double peakMiB = 0;           // VmHWM during calibration (model included)
+    double anonAfterMiB = 0;      // RssAnon with the statistics returned (mapped pages are RssFile)
+    double fileAfterMiB = 0;      // RssFile then
+    double seconds = 0;
+    bool peakWasReset = false;    // false: clear_refs refused, peakMiB includes the model's build
+};
+
+CalibrationMemoryRow measureCalibrationMemory(const LlamaConfig& config, const Runtime& runtime, int64_t windows,
+                                              int64_t seqlen, bool layerwise, const std::string& statsPath,
+                                              const ProgressFn& progress = nullptr);
+
 } // namespace npw

@@ -5,6 +5,7 @@
 #include <c10/core/InferenceMode.h>
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 namespace npw {
 
@@ -45,10 +46,71 @@ at::Tensor denseLayer(const at::Tensor& x, const at::Tensor& w, const at::Tensor
 
 } // namespace
 
+LlamaPositionTables llamaPositionTables(const LlamaConfig& cfg, int64_t start, int64_t length,
+                                        const at::TensorOptions& opts) {
+    LlamaPositionTables tables;
+    std::tie(tables.cos, tables.sin) = ropeTables(start, length, cfg.head_dim, cfg.rope_theta, opts);
+    // Causal mask for T new queries against start+T keys: query i sees keys <= start+i.
+    if (length > 1) {
+        at::Tensor q = at::arange(start, start + length, at::kLong).unsqueeze(1);
+        at::Tensor k = at::arange(0, start + length, at::kLong).unsqueeze(0);
+        tables.mask = at::zeros({length, start + length}, at::TensorOptions().dtype(opts.dtype()))
+                          .masked_fill(k > q, -std::numeric_limits<float>::infinity())
+                          .to(opts.device());
+    }
+    return tables;
+}
+
+at::Tensor llamaBlockForward(const LlamaConfig& cfg, const LlamaLayerWeights& L, int64_t l, at::Tensor x,
+                             const LlamaPositionTables& tables, KvCache* cache, const ActivationTap& tap) {
+    const int64_t B = x.size(0), T = x.size(1), hd = cfg.head_dim;
+    const at::Tensor &cos = tables.cos, &sin = tables.sin, &mask = tables.mask;
+    const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
+    const int64_t nh = cfg.num_heads[l], nkv = cfg.num_kv_heads[l];
+    if (nh > 0) {
+        at::Tensor h = rmsNorm(x, L.attn_norm, cfg.rms_norm_eps);
+        at::Tensor q = denseLayer(h, L.wq).view({B, T, nh, hd}).transpose(1, 2);
+        at::Tensor k = denseLayer(h, L.wk).view({B, T, nkv, hd}).transpose(1, 2);
+        at::Tensor v = denseLayer(h, L.wv).view({B, T, nkv, hd}).transpose(1, 2);
+        q = applyRope(q, cos, sin, cfg.rope_layout);
+        k = applyRope(k, cos, sin, cfg.rope_layout);
+        if (cache) {
+            if (cache->k[l].defined()) {
+                k = at::cat({cache->k[l], k}, 2);
+                v = at::cat({cache->v[l], v}, 2);
+            }
+            cache->k[l] = k;
+            cache->v[l] = v;
+        }
+        if (nkv != nh) {  // grouped-query attention: each KV head serves nh/nkv query heads
+            k = k.repeat_interleave(nh / nkv, 1);
+            v = v.repeat_interleave(nh / nkv, 1);
+        }
+        at::Tensor scores = at::matmul(q, k.transpose(-2, -1)) * scale;  // [B, nh, T, S]
+        if (mask.defined()) scores = scores + mask;
+        at::Tensor probs = at::softmax(scores.to(at::kFloat), -1).to(q.scalar_type());
+        at::Tensor attn = at::matmul(probs, v).transpose(1, 2).reshape({B, T, nh * hd});
+        if (tap) tap(l, TapSite::AttentionOutputInput, attn);
+        x = x + denseLayer(attn, L.wo, L.wo_bias);
+    } else if (L.wo_bias.defined()) {
+        // Every head pruned: FLAP's bias compensation leaves the block's mean output.
+        x = x + L.wo_bias;
+    }
+    if (cfg.intermediate_size[l] > 0) {
+        at::Tensor h = rmsNorm(x, L.ffn_norm, cfg.rms_norm_eps);
+        at::Tensor act = at::silu(denseLayer(h, L.w_gate)) * denseLayer(h, L.w_up);
+        if (tap) tap(l, TapSite::MlpDownInput, act);
+        x = x + denseLayer(act, L.w_down, L.w_down_bias);
+    } else if (L.w_down_bias.defined()) {
+        x = x + L.w_down_bias;
+    }
+    return x;
+}
+
 at::Tensor llamaForward(const LlamaConfig& cfg, const LlamaWeights& w, const at::Tensor& ids, KvCache* cache,
                         const ActivationTap& tap) {
     if (ids.dim() != 2) throw Error("llamaForward: ids must be [batch, tokens]");
-    const int64_t B = ids.size(0), T = ids.size(1), D = cfg.hidden_size, hd = cfg.head_dim;
+    const int64_t T = ids.size(1);
     const int64_t start = cache ? cache->length : 0;
     if (start + T > cfg.max_position_embeddings)
         throw Error("sequence of " + std::to_string(start + T) + " positions exceeds the model's context of " +
@@ -57,65 +119,11 @@ at::Tensor llamaForward(const LlamaConfig& cfg, const LlamaWeights& w, const at:
         cache->k.resize(cfg.num_layers);
         cache->v.resize(cfg.num_layers);
     }
-    const auto opts = w.embed.options();
     at::Tensor x = at::embedding(w.embed, ids);  // [B, T, D]
-    auto [cos, sin] = ropeTables(start, T, hd, cfg.rope_theta, opts);
-
-    // Causal mask for T new queries against start+T keys: query i sees keys <= start+i.
-    at::Tensor mask;
-    if (T > 1) {
-        at::Tensor q = at::arange(start, start + T, at::kLong).unsqueeze(1);
-        at::Tensor k = at::arange(0, start + T, at::kLong).unsqueeze(0);
-        mask = at::zeros({T, start + T}, at::TensorOptions().dtype(opts.dtype()))
-                   .masked_fill(k > q, -std::numeric_limits<float>::infinity())
-                   .to(opts.device());
-    }
-    const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
-
-    for (int64_t l = 0; l < cfg.num_layers; ++l) {
-        const LlamaLayerWeights& L = w.layers[l];
-        const int64_t nh = cfg.num_heads[l], nkv = cfg.num_kv_heads[l];
-        if (nh > 0) {
-            at::Tensor h = rmsNorm(x, L.attn_norm, cfg.rms_norm_eps);
-            at::Tensor q = denseLayer(h, L.wq).view({B, T, nh, hd}).transpose(1, 2);
-            at::Tensor k = denseLayer(h, L.wk).view({B, T, nkv, hd}).transpose(1, 2);
-            at::Tensor v = denseLayer(h, L.wv).view({B, T, nkv, hd}).transpose(1, 2);
-            q = applyRope(q, cos, sin, cfg.rope_layout);
-            k = applyRope(k, cos, sin, cfg.rope_layout);
-            if (cache) {
-                if (cache->k[l].defined()) {
-                    k = at::cat({cache->k[l], k}, 2);
-                    v = at::cat({cache->v[l], v}, 2);
-                }
-                cache->k[l] = k;
-                cache->v[l] = v;
-            }
-            if (nkv != nh) {  // grouped-query attention: each KV head serves nh/nkv query heads
-                k = k.repeat_interleave(nh / nkv, 1);
-                v = v.repeat_interleave(nh / nkv, 1);
-            }
-            at::Tensor scores = at::matmul(q, k.transpose(-2, -1)) * scale;  // [B, nh, T, S]
-            if (mask.defined()) scores = scores + mask;
-            at::Tensor probs = at::softmax(scores.to(at::kFloat), -1).to(q.scalar_type());
-            at::Tensor attn = at::matmul(probs, v).transpose(1, 2).reshape({B, T, nh * hd});
-            if (tap) tap(l, TapSite::AttentionOutputInput, attn);
-            x = x + denseLayer(attn, L.wo, L.wo_bias);
-        } else if (L.wo_bias.defined()) {
-            // Every head pruned: FLAP's bias compensation leaves the block's mean output.
-            x = x + L.wo_bias;
-        }
-        if (cfg.intermediate_size[l] > 0) {
-            at::Tensor h = rmsNorm(x, L.ffn_norm, cfg.rms_norm_eps);
-            at::Tensor act = at::silu(denseLayer(h, L.w_gate)) * denseLayer(h, L.w_up);
-            if (tap) tap(l, TapSite::MlpDownInput, act);
-            x = x + denseLayer(act, L.w_down, L.w_down_bias);
-        } else if (L.w_down_bias.defined()) {
-            x = x + L.w_down_bias;
-        }
-    }
+    const LlamaPositionTables tables = llamaPositionTables(cfg, start, T, w.embed.options());
+    for (int64_t l = 0; l < cfg.num_layers; ++l) x = llamaBlockForward(cfg, w.layers[l], l, x, tables, cache, tap);
     if (cache) cache->length = start + T;
     x = rmsNorm(x, w.final_norm, cfg.rms_norm_eps);
-    (void)D;
     return denseLayer(x, w.lm_head);
 }
 

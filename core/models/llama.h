@@ -23,6 +23,21 @@ struct KvCache {
     void clear() { k.clear(); v.clear(); length = 0; }
 };
 
+// What every block of one forward shares: rotary cos/sin [T, head_dim/2] for positions
+// start..start+T−1 and the causal mask [T, start+T] (undefined for a single new position).
+struct LlamaPositionTables {
+    at::Tensor cos, sin, mask;
+};
+LlamaPositionTables llamaPositionTables(const LlamaConfig& config, int64_t start, int64_t length,
+                                        const at::TensorOptions& options);
+
+// One decoder block (layer `layer`): x [B, T, hidden] → x + attention → + MLP. llamaForward is
+// embedding, this for every layer, final norm and classifier; layer-wise calibration runs it on
+// its own. The cache, when given, must already hold num_layers slots.
+at::Tensor llamaBlockForward(const LlamaConfig& config, const LlamaLayerWeights& weights, int64_t layer, at::Tensor x,
+                             const LlamaPositionTables& tables, KvCache* cache = nullptr,
+                             const ActivationTap& tap = nullptr);
+
 // Functional forward over any weights (also used by the trainer with autograd on).
 // ids: [B, T] int64 on the weights' device. Returns logits [B, T, vocab] in the weights'
 // dtype. With a cache, positions start at cache->length and the cache is extended.

@@ -7,9 +7,13 @@
 #include "core/util/error.h"
 
 #include <ATen/ATen.h>
+#include <c10/core/InferenceMode.h>
 #include <algorithm>
+#include <cstdlib>
 #include <random>
 #include <sstream>
+#include <tuple>
+#include <unistd.h>
 
 namespace npw {
 
@@ -175,9 +179,9 @@ int64_t ModelStats::tokens() const {
     return 0;
 }
 
-ModelStats calibrate(const LlamaModel& model, const CalibrationSet& set, const ProgressFn& progress,
-                     const CalibrationOptions& options) {
-    const LlamaConfig& config = model.config();
+namespace {
+
+void checkCalibrationSet(const LlamaConfig& config, const CalibrationSet& set) {
     if (set.windows.empty()) throw Error("calibration: no windows to run");
     if (set.seqlen > config.max_position_embeddings)
         throw Error("calibration windows of " + std::to_string(set.seqlen) + " tokens exceed the model's context of " +
@@ -191,34 +195,66 @@ ModelStats calibrate(const LlamaModel& model, const CalibrationSet& set, const P
                 throw Error("calibration: token id " + std::to_string(id) + " is outside the model's vocabulary of " +
                             std::to_string(config.vocab_size));
     }
+}
+
+int64_t windowsPerBatch(const LlamaModel& model, const CalibrationSet& set, const CalibrationOptions& options) {
+    const LlamaConfig& config = model.config();
+    const int64_t maxHeads = *std::max_element(config.num_heads.begin(), config.num_heads.end());
+    const int64_t attentionBytesPerWindow =
+        std::max<int64_t>(1, maxHeads * set.seqlen * set.seqlen * static_cast<int64_t>(c10::elementSize(model.runtime().dtype)));
+    return std::max<int64_t>(
+        1, std::min(options.batchTokens / set.seqlen, options.batchAttentionBytes / attentionBytesPerWindow));
+}
+
+at::Tensor windowIds(const CalibrationSet& set, int64_t first, int64_t count) {
+    at::Tensor ids = at::empty({count, set.seqlen}, at::kLong);
+    auto acc = ids.accessor<int64_t, 2>();
+    for (int64_t b = 0; b < count; ++b)
+        for (int64_t t = 0; t < set.seqlen; ++t) acc[b][t] = set.windows[static_cast<size_t>(first + b)][static_cast<size_t>(t)];
+    return ids;
+}
+
+// Zeroed statistics of one layer's scored sites (undefined where the layer has no heads / channels).
+std::pair<LayerStats, LayerStats> emptyLayerStats(const LlamaConfig& config, size_t l, c10::Device device) {
+    std::pair<LayerStats, LayerStats> out;
+    if (config.num_heads[l] > 0) out.first = LayerStats(config.num_heads[l] * config.head_dim, device);
+    if (config.intermediate_size[l] > 0) out.second = LayerStats(config.intermediate_size[l], device);
+    return out;
+}
+
+std::map<std::string, std::string> statsFileMetadata(const std::map<std::string, std::string>& metadata) {
+    std::map<std::string, std::string> meta = metadata;
+    meta["format"] = "npw-calibration-stats";
+    meta["normalisation"] =
+        "raw sums over all calibration tokens: gram = sum x^T x, sum = sum x, sum_sq = sum x^2; divide by tokens "
+        "(the numerical score and Theorem 3 use gram / tokens)";
+    return meta;
+}
+
+} // namespace
+
+ModelStats calibrate(const LlamaModel& model, const CalibrationSet& set, const ProgressFn& progress,
+                     const CalibrationOptions& options) {
+    const LlamaConfig& config = model.config();
+    checkCalibrationSet(config, set);
 
     const c10::Device statsDevice = options.statsOnModelDevice ? model.runtime().device : c10::Device(c10::kCPU);
     ModelStats stats;
     stats.attn.resize(static_cast<size_t>(config.num_layers));
     stats.mlp.resize(static_cast<size_t>(config.num_layers));
-    for (size_t l = 0; l < stats.attn.size(); ++l) {
-        if (config.num_heads[l] > 0) stats.attn[l] = LayerStats(config.num_heads[l] * config.head_dim, statsDevice);
-        if (config.intermediate_size[l] > 0) stats.mlp[l] = LayerStats(config.intermediate_size[l], statsDevice);
-    }
+    for (size_t l = 0; l < stats.attn.size(); ++l)
+        std::tie(stats.attn[l], stats.mlp[l]) = emptyLayerStats(config, l, statsDevice);
     const ActivationTap tap = [&stats](int64_t layer, TapSite site, const at::Tensor& input) {
         auto& sites = site == TapSite::AttentionOutputInput ? stats.attn : stats.mlp;
         sites.at(static_cast<size_t>(layer)).accumulate(input);
     };
 
     const auto windows = static_cast<int64_t>(set.windows.size());
-    const int64_t maxHeads = *std::max_element(config.num_heads.begin(), config.num_heads.end());
-    const int64_t attentionBytesPerWindow =
-        std::max<int64_t>(1, maxHeads * set.seqlen * set.seqlen * static_cast<int64_t>(c10::elementSize(model.runtime().dtype)));
-    const int64_t perBatch = std::max<int64_t>(
-        1, std::min(options.batchTokens / set.seqlen, options.batchAttentionBytes / attentionBytesPerWindow));
+    const int64_t perBatch = windowsPerBatch(model, set, options);
     reportProgress(progress, "calibrate", 0, static_cast<double>(windows));
     for (int64_t first = 0; first < windows; first += perBatch) {
         const int64_t count = std::min(perBatch, windows - first);
-        at::Tensor ids = at::empty({count, set.seqlen}, at::kLong);
-        auto acc = ids.accessor<int64_t, 2>();
-        for (int64_t b = 0; b < count; ++b)
-            for (int64_t t = 0; t < set.seqlen; ++t) acc[b][t] = set.windows[static_cast<size_t>(first + b)][static_cast<size_t>(t)];
-        model.logits(ids, /*cache=*/nullptr, /*keepOnDevice=*/true, tap);
+        model.logits(windowIds(set, first, count), /*cache=*/nullptr, /*keepOnDevice=*/true, tap);
         reportProgress(progress, "calibrate", static_cast<double>(first + count), static_cast<double>(windows));
     }
     for (size_t l = 0; l < stats.attn.size(); ++l) {
@@ -226,6 +262,101 @@ ModelStats calibrate(const LlamaModel& model, const CalibrationSet& set, const P
         requireFinite(stats.mlp[l], l, "down_proj");
     }
     return stats;
+}
+
+int64_t modelStatsBytes(const LlamaConfig& config) {
+    int64_t bytes = 0;
+    for (int64_t l = 0; l < config.num_layers; ++l)
+        for (int64_t d : {config.num_heads[static_cast<size_t>(l)] * config.head_dim,
+                          config.intermediate_size[static_cast<size_t>(l)]})
+            if (d > 0) bytes += (d * d + 2 * d + 1) * 8;
+    return bytes;
+}
+
+int64_t physicalMemoryBytes() {
+    if (const char* forced = std::getenv("NPW_PHYSICAL_MEMORY_BYTES")) {
+        char* end = nullptr;
+        const long long bytes = std::strtoll(forced, &end, 10);
+        if (end == forced || *end != '\0' || bytes < 0)
+            throw Error("NPW_PHYSICAL_MEMORY_BYTES must be a number of bytes, got '" + std::string(forced) + "'");
+        return bytes;
+    }
+    const long pages = ::sysconf(_SC_PHYS_PAGES), pageSize = ::sysconf(_SC_PAGESIZE);
+    return pages > 0 && pageSize > 0 ? static_cast<int64_t>(pages) * pageSize : 0;
+}
+
+bool statsBelongOnDisk(const LlamaConfig& config, int64_t physicalBytes) {
+    return physicalBytes > 0 && static_cast<double>(modelStatsBytes(config)) > kStatsRamFraction * static_cast<double>(physicalBytes);
+}
+
+int64_t layerwiseHiddenBytes(const LlamaModel& model, const CalibrationSet& set) {
+    return set.tokens() * model.config().hidden_size * static_cast<int64_t>(c10::elementSize(model.runtime().dtype));
+}
+
+ModelStats calibrateLayerwise(const LlamaModel& model, const CalibrationSet& set, const std::string& statsPath,
+                              const std::map<std::string, std::string>& metadata, const ProgressFn& progress,
+                              const CalibrationOptions& options) {
+    const LlamaConfig& config = model.config();
+    checkCalibrationSet(config, set);
+    c10::InferenceMode guard;
+
+    // The file's header is known before any statistic: every size follows from the config.
+    std::vector<SafeTensorsEntry> entries;
+    for (TapSite site : {TapSite::AttentionOutputInput, TapSite::MlpDownInput})
+        for (size_t l = 0; l < static_cast<size_t>(config.num_layers); ++l) {
+            const int64_t d = site == TapSite::AttentionOutputInput ? config.num_heads[l] * config.head_dim
+                                                                    : config.intermediate_size[l];
+            if (d <= 0) continue;
+            const std::string name = siteName(site);
+            entries.push_back({statName(l, name, "gram"), at::kDouble, {d, d}});
+            entries.push_back({statName(l, name, "sum"), at::kDouble, {d}});
+            entries.push_back({statName(l, name, "sum_sq"), at::kDouble, {d}});
+            entries.push_back({statName(l, name, "tokens"), at::kLong, {1}});
+        }
+    SafeTensorsStreamWriter writer(statsPath, entries, statsFileMetadata(metadata));
+
+    const auto windows = static_cast<int64_t>(set.windows.size());
+    const int64_t perBatch = windowsPerBatch(model, set, options);
+    const LlamaWeights& weights = model.deviceWeights();
+    const c10::Device statsDevice = options.statsOnModelDevice ? model.runtime().device : c10::Device(c10::kCPU);
+
+    // Hidden states of every window between blocks, batched exactly as calibrate() batches them
+    // (so each block sees the same float32 inputs): tokens · hidden · element size bytes.
+    std::vector<at::Tensor> hidden;
+    for (int64_t first = 0; first < windows; first += perBatch) {
+        const int64_t count = std::min(perBatch, windows - first);
+        hidden.push_back(at::embedding(weights.embed, windowIds(set, first, count).to(model.runtime().device)));
+    }
+    const LlamaPositionTables tables = llamaPositionTables(config, 0, set.seqlen, weights.embed.options());
+
+    const double total = static_cast<double>(windows * config.num_layers);
+    reportProgress(progress, "calibrate", 0, total);
+    for (size_t l = 0; l < static_cast<size_t>(config.num_layers); ++l) {
+        std::pair<LayerStats, LayerStats> layerStats = emptyLayerStats(config, l, statsDevice);
+        LayerStats& attn = layerStats.first;
+        LayerStats& mlp = layerStats.second;
+        const ActivationTap tap = [&attn, &mlp](int64_t, TapSite site, const at::Tensor& input) {
+            (site == TapSite::AttentionOutputInput ? attn : mlp).accumulate(input);
+        };
+        int64_t done = 0;
+        for (at::Tensor& x : hidden) {
+            x = llamaBlockForward(config, weights.layers[l], static_cast<int64_t>(l), x, tables, nullptr, tap);
+            done += x.size(0);
+            reportProgress(progress, "calibrate", static_cast<double>(static_cast<int64_t>(l) * windows + done), total);
+        }
+        requireFinite(attn, l, "o_proj");
+        requireFinite(mlp, l, "down_proj");
+        for (const auto& [site, s] : {std::pair<const char*, const LayerStats*>{"attn", &attn}, {"mlp", &mlp}}) {
+            if (s->channels() == 0) continue;
+            writer.write(statName(l, site, "gram"), s->gram);
+            writer.write(statName(l, site, "sum"), s->sum);
+            writer.write(statName(l, site, "sum_sq"), s->sumSq);
+            writer.write(statName(l, site, "tokens"), at::full({1}, s->tokens, at::kLong));
+        }
+    }
+    hidden.clear();
+    writer.commit();
+    return loadModelStats(statsPath, config.num_layers, nullptr, StatsStorage::Mapped);
 }
 
 void saveModelStats(const ModelStats& stats, const std::string& path, const std::map<std::string, std::string>& metadata) {
@@ -242,17 +373,19 @@ void saveModelStats(const ModelStats& stats, const std::string& path, const std:
             tensors.emplace_back(statName(l, name, "tokens"), at::full({1}, s.tokens, at::kLong));
         }
     }
-    std::map<std::string, std::string> meta = metadata;
-    meta["format"] = "npw-calibration-stats";
-    meta["normalisation"] =
-        "raw sums over all calibration tokens: gram = sum x^T x, sum = sum x, sum_sq = sum x^2; divide by tokens "
-        "(the numerical score and Theorem 3 use gram / tokens)";
-    writeSafeTensors(path, tensors, meta);
+    writeSafeTensors(path, tensors, statsFileMetadata(metadata));
 }
 
-ModelStats loadModelStats(const std::string& path, int64_t layers, std::map<std::string, std::string>* metadata) {
+ModelStats loadModelStats(const std::string& path, int64_t layers, std::map<std::string, std::string>* metadata,
+                          StatsStorage storage) {
     auto file = SafeTensorsFile::open(path);
     if (metadata) *metadata = file->metadata();
+    // A view of the mapping where the file holds float64 (npw's own files always do), a
+    // float64 copy otherwise.
+    auto float64 = [&](const std::string& name) {
+        if (storage == StatsStorage::Mapped && file->info(name).dtype == "F64") return file->view(name);
+        return file->load(name).to(at::kDouble);
+    };
     ModelStats stats;
     stats.attn.resize(static_cast<size_t>(layers));
     stats.mlp.resize(static_cast<size_t>(layers));
@@ -262,9 +395,9 @@ ModelStats loadModelStats(const std::string& path, int64_t layers, std::map<std:
         for (size_t l = 0; l < sites.size(); ++l) {
             if (!file->has(statName(l, name, "gram"))) continue;
             LayerStats s;
-            s.gram = file->load(statName(l, name, "gram")).to(at::kDouble);
-            s.sum = file->load(statName(l, name, "sum")).to(at::kDouble);
-            s.sumSq = file->load(statName(l, name, "sum_sq")).to(at::kDouble);
+            s.gram = float64(statName(l, name, "gram"));
+            s.sum = float64(statName(l, name, "sum"));
+            s.sumSq = float64(statName(l, name, "sum_sq"));
             s.tokens = file->load(statName(l, name, "tokens")).to(at::kLong).item<int64_t>();
             const int64_t d = s.sum.numel();
             if (s.gram.dim() != 2 || s.gram.size(0) != d || s.gram.size(1) != d || s.sumSq.numel() != d)

@@ -10,11 +10,21 @@
 // the token count; the numerical score and Theorem 3 use LayerStats::gramPerToken() (G/N, so
 // λ and L* mean the same whatever N is), FLAP mean/variance, Wanda-sp the channel norms.
 //
-// calibrate() runs the whole model on batches of windows and taps every scored layer in the
-// same pass: all layers' statistics are held at once (float64: D² per attention layer,
-// D_inter² per MLP layer). That is fine up to ~1B parameters; a 7B model needs ~35 GB. Streaming
-// layer by layer (forward one block over all windows, keep only that block's statistics, spill
-// them to disk) is future work; nothing here depends on the statistics being built in one pass.
+// Two ways to compute them, giving the same numbers (the same batches of windows reach every
+// block as the same float32 activations, and each G is summed in the same order):
+//  - calibrate() runs the whole model on each batch of windows and taps every scored layer in
+//    the same pass: all layers' statistics are in RAM at once (float64: D² per attention layer,
+//    D_inter² per MLP layer; modelStatsBytes()). Fine up to ~1B parameters (1.1B: 6.3 GB).
+//  - calibrateLayerwise() embeds every window once, then runs one decoder block at a time over
+//    all of them, accumulates that block's statistics, writes them into a statistics file and
+//    moves the windows' hidden states on to the next block. Only one layer's statistics are in
+//    RAM at a time, plus the hidden states of all windows (tokens · hidden · element size:
+//    128 × 2048 × 4096 × 4 B = 4 GiB for a 7B model in float32). The returned statistics are
+//    read-only views of the memory-mapped file: scoring and compensation page in one layer at
+//    a time and the kernel can drop those pages again (a 7B model's are ~35 GB). Measured on the
+//    synthetic 1.1B model (npw bench --suite calibration-memory): peak RSS 10.7 GB in RAM against
+//    5.0 GB layer-wise, 4.4 GB of which are the weights.
+// The CLI chooses layer-wise when modelStatsBytes() exceeds kStatsRamFraction of physical RAM.
 #include "core/models/llama.h"
 #include "core/prune/layer_stats.h"
 #include "core/util/progress.h"
@@ -104,12 +114,40 @@ struct CalibrationOptions {
 ModelStats calibrate(const LlamaModel& model, const CalibrationSet& set, const ProgressFn& progress = nullptr,
                      const CalibrationOptions& options = {});
 
+// Bytes of every scored layer's statistics in float64 (G, Σx, Σx², N): what calibrate() holds in
+// RAM and what a statistics file holds.
+int64_t modelStatsBytes(const LlamaConfig& config);
+// Statistics bigger than this fraction of physical RAM are computed layer-wise and kept on disk.
+constexpr double kStatsRamFraction = 0.5;
+// Physical RAM of this machine (sysconf), 0 when unknown; the environment variable
+// NPW_PHYSICAL_MEMORY_BYTES overrides it (to try the layer-wise path on a small model).
+int64_t physicalMemoryBytes();
+// modelStatsBytes(config) > kStatsRamFraction · physicalBytes (never when physicalBytes is 0).
+bool statsBelongOnDisk(const LlamaConfig& config, int64_t physicalBytes);
+// The hidden states calibrateLayerwise() keeps for all windows: tokens · hidden · element size.
+int64_t layerwiseHiddenBytes(const LlamaModel& model, const CalibrationSet& set);
+
+// Layer by layer (see the top of this file): writes the statistics of each block into
+// `statsPath` as soon as the block is done, in exactly saveModelStats's layout and metadata
+// (the header is planned from the config up front), atomically: the file appears complete
+// when the run ends; an error or a cancel (npw::Cancelled) leaves `statsPath` as it was and no
+// temporary file behind. Returns statistics mapped from the file (loadModelStats, Mapped).
+// Progress: "calibrate", (layer · windows + windows done) / (layers · windows).
+ModelStats calibrateLayerwise(const LlamaModel& model, const CalibrationSet& set, const std::string& statsPath,
+                              const std::map<std::string, std::string>& metadata = {},
+                              const ProgressFn& progress = nullptr, const CalibrationOptions& options = {});
+
 // --save-stats: raw sums in float64, tensor names "layers.{l}.{attn|mlp}.{gram|sum|sum_sq}" and
 // "layers.{l}.{attn|mlp}.tokens" (I64 [1]); metadata describes the normalisation. Atomic.
 void saveModelStats(const ModelStats& stats, const std::string& path,
                     const std::map<std::string, std::string>& metadata = {});
-// Reads what saveModelStats wrote, for `layers` layers (missing sites stay empty); the file's
-// metadata into *metadata when given.
-ModelStats loadModelStats(const std::string& path, int64_t layers, std::map<std::string, std::string>* metadata = nullptr);
+// Copy: the statistics are read into RAM. Mapped: G, Σx and Σx² are read-only views of the
+// memory-mapped file (no copy; they keep the mapping alive; pages are read when touched).
+enum class StatsStorage { Copy, Mapped };
+// Reads what saveModelStats or calibrateLayerwise wrote, for `layers` layers (missing sites stay
+// empty); the file's metadata into *metadata when given. A truncated or malformed file is an
+// npw::Error naming the file and the tensor.
+ModelStats loadModelStats(const std::string& path, int64_t layers, std::map<std::string, std::string>* metadata = nullptr,
+                          StatsStorage storage = StatsStorage::Copy);
 
 } // namespace npw
