@@ -59,6 +59,8 @@ PruneSettings settingsFromArgs(const Args& args) {
     else throw Error("--alpha-mode must be paper or budget, got '" + mode + "'");
     s.lambda = args.getDouble("lambda");
     s.iters = static_cast<int>(args.getInt("iters"));
+    s.z0 = args.getDouble("z0");
+    if (!std::isfinite(s.z0)) throw Error("--z0 must be a finite number");
     s.damp = args.getDouble("damp");
     const std::string comp = args.get("compensation");
     if (comp == "auto") s.compensation = CompensationKind::MethodDefault;
@@ -235,6 +237,7 @@ std::vector<Flag> pruneFlags() {
          "paper: eq. 7 (alpha*unit scores with channel scores, rho of units); budget: FLAP's reading (rho of parameters)"},
         {"lambda", "X", formatNumber(d.lambda), "penalty lambda of the numerical score (G normalised per token)"},
         {"iters", "T", std::to_string(d.iters), "0: closed form; T > 0: Algorithm 1 with T Newton steps"},
+        {"z0", "Z", formatNumber(d.z0), "Algorithm 1's starting point (every z_j = Z; with --iters)"},
         {"damp", "G", formatNumber(d.damp), "Theorem 3 dampening gamma, relative to mean(diag 2G)"},
         {"no-compensation", "", "", "slice without compensating o_proj/down_proj"},
         {"compensation", "KIND", "auto", "auto (theorem3 for numerical, bias for flap, none else), theorem3, bias, none"},

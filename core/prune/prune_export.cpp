@@ -103,8 +103,9 @@ std::string pruneManifestJson(const PruneReport& report, const PruneSettings& s,
     j["npw_version"] = npwVersion();
     j["source_model"] = sourceModel;
     j["iters"] = s.iters;
+    j["z0"] = s.z0;
     j["score"] = s.method == PruneMethod::Numerical
-                     ? (s.iters > 0 ? "Algorithm 1, " + std::to_string(s.iters) + " Newton steps from z0 = 1"
+                     ? (s.iters > 0 ? "Algorithm 1, " + std::to_string(s.iters) + " Newton steps from z0 = " + std::to_string(s.z0)
                                     : std::string("closed form z = 1 - rho*lambda*D*A^-1 1/(1 + lambda*c)"))
                      : methodName(s.method);
     j["damp"] = s.damp;

@@ -82,11 +82,11 @@ ChannelScore scoreChannels(const PruneSettings& s, const at::Tensor& weight, con
         out.solve = solveNumericalScore(A);
         out.scores = numericalSlope(out.solve, s.lambda);
         if (s.iters > 0) {
-            // Algorithm 1 as written, from z0 = 1; one Newton step is already exact, so this
+            // Algorithm 1 as written, from z0 (default 1); one Newton step is already exact, so this
             // reproduces the closed form up to rounding (reported), and its z at ρ gives the slope.
             const double d = static_cast<double>(out.solve.D);
             const at::Tensor z = numericalScoreNewton(A, (1 - s.ratio) * d, s.lambda, s.iters,
-                                                      at::ones({out.solve.D}, at::kDouble), /*reuseFactorisation=*/true)
+                                                      at::full({out.solve.D}, s.z0, at::kDouble), /*reuseFactorisation=*/true)
                                      .to(at::kCPU);
             out.newtonDeviation = (z - (1 + s.ratio * out.scores)).abs().max().item<double>();
             out.scores = (z - 1) / s.ratio;

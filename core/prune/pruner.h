@@ -70,6 +70,8 @@ struct PruneSettings {
     AlphaMode alphaMode = AlphaMode::Budget;
     double lambda = kDefaultLambda;
     int iters = 0;         // 0: closed form; T > 0: Algorithm 1 with T Newton steps (same z)
+    double z0 = 1.0;       // Algorithm 1's starting point (every z_j = z0); the objective is
+                           // quadratic, so the first Newton step lands on z* from any z0
     double damp = 0.01;    // γ of Theorem 3, relative to mean(diag 2G)
     CompensationKind compensation = CompensationKind::MethodDefault;
     SelectionScope scope = SelectionScope::AttentionAndMlp;
