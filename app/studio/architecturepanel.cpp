@@ -28,8 +28,8 @@ ArchitecturePanel::ArchitecturePanel(QWidget* parent) : QWidget(parent) {
     tree_->setObjectName(QStringLiteral("architectureTree"));
     tree_->setColumnCount(2);
     tree_->setHeaderLabels({tr("Property"), tr("Value")});
-    tree_->header()->setSectionResizeMode(0, QHeaderView::Stretch);
-    tree_->header()->setSectionResizeMode(1, QHeaderView::ResizeToContents);
+    tree_->header()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
+    tree_->header()->setStretchLastSection(true);
     tree_->setRootIsDecorated(true);
     tree_->setUniformRowHeights(true);
     auto* layout = new QVBoxLayout(this);
@@ -51,7 +51,7 @@ void ArchitecturePanel::showModel(const QString& reference, const npw::LanguageM
     auto* root = tree_->invisibleRootItem();
     const bool uniform = c.isUniform();
     row(root, tr("Parameters"), count(npw::checkpointParameters(lm.model->checkpoint())));
-    row(root, tr("Prunable (attention + MLP)"), count(npw::prunableParameters(c)));
+    row(root, tr("Prunable (attn + MLP)"), count(npw::prunableParameters(c)));
     row(root, tr("Layers"), QString::number(c.num_layers));
     row(root, tr("Hidden size"), QString::number(c.hidden_size));
     row(root, tr("Head dim"), QString::number(c.head_dim));

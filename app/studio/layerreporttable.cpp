@@ -20,11 +20,14 @@ QString loss(double value, bool pruned) { return pruned ? QString::number(value,
 LayerReportTable::LayerReportTable(QWidget* parent) : QTableWidget(parent) {
     setObjectName(QStringLiteral("layerReportTable"));
     setColumnCount(ColumnCount);
-    setHorizontalHeaderLabels({tr("heads kept"), tr("channels kept"), tr("attn loss"), tr("MLP loss")});
+    setHorizontalHeaderLabels({tr("heads"), tr("channels"), tr("attn loss"), tr("MLP loss")});
+    horizontalHeaderItem(Units)->setToolTip(tr("Attention units kept / in the layer"));
+    horizontalHeaderItem(Channels)->setToolTip(tr("MLP channels kept / in the layer"));
     horizontalHeaderItem(AttnLoss)->setToolTip(
         tr("‖X·ΔW‖²/N of o_proj after pruning, with the compensation (Theorem 3's L*, or FLAP's bias)"));
     horizontalHeaderItem(MlpLoss)->setToolTip(tr("‖X·ΔW‖²/N of down_proj after pruning, with the compensation"));
     horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+    setMinimumWidth(380);
     verticalHeader()->setDefaultSectionSize(fontMetrics().height() + 6);
     setSelectionBehavior(QAbstractItemView::SelectRows);
     setSelectionMode(QAbstractItemView::SingleSelection);
@@ -35,7 +38,7 @@ LayerReportTable::LayerReportTable(QWidget* parent) : QTableWidget(parent) {
 
 void LayerReportTable::setKept(const std::vector<npw::LayerKeptCounts>& kept, const QString& unitName) {
     setRowCount(int(kept.size()));
-    horizontalHeaderItem(Units)->setText(tr("%1s kept").arg(unitName));
+    horizontalHeaderItem(Units)->setText(tr("%1s").arg(unitName));
     for (int l = 0; l < rowCount(); ++l) {
         setVerticalHeaderItem(l, new QTableWidgetItem(tr("layer %1").arg(l)));
         const auto& k = kept[size_t(l)];

@@ -20,7 +20,11 @@ void StallMeter::stop() { timer_.stop(); }
 
 void StallMeter::tick() {
     const qint64 now = clock_.nsecsElapsed();
-    if (lastNs_ >= 0) longest_ = std::max(longest_, (now - lastNs_) / 1e6 - intervalMs_);
+    const double stall = lastNs_ >= 0 ? (now - lastNs_) / 1e6 - intervalMs_ : 0;
+    if (stall > longest_) {
+        longest_ = stall;
+        longestAt_ = now / 1e6;
+    }
     lastNs_ = now;
     ++ticks_;
 }

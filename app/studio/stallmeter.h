@@ -14,6 +14,7 @@ public:
     void stop();
     // The longest time between two ticks, less the interval (ms); 0 before two ticks.
     double longestStallMs() const { return longest_; }
+    double longestStallAtMs() const { return longestAt_; }  // when it ended, since start()
     qint64 ticks() const { return ticks_; }
 
 private:
@@ -24,4 +25,5 @@ private:
     qint64 ticks_ = 0;
     int intervalMs_;
     double longest_ = 0;
+    double longestAt_ = 0;
 };

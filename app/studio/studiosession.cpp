@@ -284,6 +284,12 @@ bool StudioSession::runSweep(const SweepRequest& request) {
                         [self, row] {
                             if (!self) return;
                             self->sweepRows_.push_back(row);
+                            emit self->logMessage(
+                                tr("%1 at ρ = %2: %3% of attention + MLP removed, perplexity %4")
+                                    .arg(qs(row.method))
+                                    .arg(row.ratio)
+                                    .arg(100 * row.achievedRatio, 0, 'f', 1)
+                                    .arg(row.ppl, 0, 'f', 2));
                             emit self->sweepRowAvailable(row);
                         },
                         Qt::QueuedConnection);

@@ -96,7 +96,8 @@ void StudioWindow::buildCentral() {
     summary_->setWordWrap(true);
     summary_->setMinimumWidth(260);
     auto* methodBox = new QVBoxLayout;
-    methodBox->addWidget(new QLabel(tr("Score set")));
+    methodLabel_ = new QLabel(tr("Score set"));
+    methodBox->addWidget(methodLabel_);
     methodBox->addWidget(methodSelector_);
     methodBox->addStretch(1);
     auto* selectionBox = new QGroupBox(tr("Selection"));
@@ -156,10 +157,15 @@ void StudioWindow::buildCentral() {
     sweepForm->addWidget(sweepWindows_);
     sweepForm->addWidget(sweepRun_);
     sweepPlot_ = new SweepPlotWidget;
+    auto* sweepNote = new QLabel(tr("Sparsity is the achieved fraction of attention + MLP weights removed (uniform "
+                                    "methods fall below ρ). Each point is one pruned model evaluated on the "
+                                    "held-out text; calibration as in the Run settings, λ and α as in the Selection."));
+    sweepNote->setWordWrap(true);
     auto* sweepPage = new QWidget;
     auto* sweepLayout = new QVBoxLayout(sweepPage);
     sweepLayout->setContentsMargins(4, 4, 4, 4);
     sweepLayout->addLayout(sweepForm);
+    sweepLayout->addWidget(sweepNote);
     sweepLayout->addWidget(sweepPlot_, 1);
 
     tabs_ = new QTabWidget;
@@ -204,7 +210,7 @@ void StudioWindow::buildDocks() {
     logDock->setWidget(log_);
     addDockWidget(Qt::LeftDockWidgetArea, logDock);
     resizeDocks({modelDock, runDock, logDock}, {300, 330, 200}, Qt::Vertical);
-    resizeDocks({modelDock}, {360}, Qt::Horizontal);
+    resizeDocks({modelDock}, {380}, Qt::Horizontal);
 
     stage_ = new QLabel(tr("Ready"));
     progress_ = new QProgressBar;
@@ -383,6 +389,8 @@ void StudioWindow::onScoresChanged() {
     const QSignalBlocker block(methodSelector_);
     methodSelector_->clear();
     methodSelector_->addItems(session_.scoreMethods());
+    const int sets = int(session_.scoreMethods().size());
+    methodLabel_->setText(sets > 1 ? tr("Score set (%1 computed)").arg(sets) : tr("Score set"));
     methodSelector_->setCurrentText(session_.currentMethod());
     updateRunState();
 }

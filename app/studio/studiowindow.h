@@ -94,6 +94,7 @@ private:
     LayerSelection* layerSelection_;
     QTabWidget* tabs_;
     QComboBox* methodSelector_;
+    QLabel* methodLabel_;
     SparsityControls* controls_;
     QLabel* summary_;
     HeadMapWidget* headMap_;
