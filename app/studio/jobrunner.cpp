@@ -7,19 +7,20 @@
 #include <limits>
 
 void EtaEstimator::restart() {
-    stage_.clear();
+    lastFraction_ = -1;
     secondsLeft_ = std::numeric_limits<double>::quiet_NaN();
 }
 
-void EtaEstimator::update(const QString& stage, double fraction, double elapsedSeconds) {
-    if (stage != stage_) {
-        stage_ = stage;
-        stageStart_ = elapsedSeconds;
-    }
-    const double spent = elapsedSeconds - stageStart_;
+void EtaEstimator::update(double fraction, double elapsedSeconds) {
     secondsLeft_ = std::numeric_limits<double>::quiet_NaN();
-    if (std::isfinite(fraction) && fraction >= 0.05 && fraction <= 1 && spent >= 0.5)
-        secondsLeft_ = spent * (1 - fraction) / fraction;
+    if (!std::isfinite(fraction)) return;
+    if (fraction < lastFraction_ || lastFraction_ < 0) {
+        startFraction_ = fraction;
+        startSeconds_ = elapsedSeconds;
+    }
+    lastFraction_ = fraction;
+    const double progressed = fraction - startFraction_, spent = elapsedSeconds - startSeconds_;
+    if (progressed >= 0.02 && spent >= 0.5) secondsLeft_ = std::max(0.0, 1 - fraction) * spent / progressed;
 }
 
 QString EtaEstimator::describe(double secondsLeft) {
@@ -98,6 +99,6 @@ void JobRunner::catchInto(State& state) {
 
 void JobRunner::onProgress(const QString& stage, double done, double total) {
     const double fraction = total > 0 ? done / total : std::numeric_limits<double>::quiet_NaN();
-    eta_.update(stage, fraction, state_->clock.elapsed() / 1000.0);
+    eta_.update(fraction, state_->clock.elapsed() / 1000.0);
     emit progressed(stage, fraction, eta_.secondsLeft());
 }

@@ -16,20 +16,21 @@
 #include <memory>
 #include <optional>
 
-// Time left from the fraction done so far, per stage: elapsed · (1 − f) / f. Says nothing
-// (NaN) until a stage has run long enough to tell (a twentieth of it, or half a second).
+// Time left at the rate seen since the current stretch of progress began: (1 − f)·Δt / Δf.
+// A stretch begins when the fraction falls (core's stages each count from 0: calibrate, then
+// score); a sweep's fraction grows across its sub-stages, so its estimate runs on. Says nothing
+// (NaN) until the stretch has run long enough to tell (2% of the work and half a second).
 class EtaEstimator {
 public:
     void restart();
-    // The fraction done of `stage` (0…1) at `elapsedSeconds`; a new stage starts a new estimate.
-    void update(const QString& stage, double fraction, double elapsedSeconds);
+    // The fraction done (0…1) at `elapsedSeconds`.
+    void update(double fraction, double elapsedSeconds);
     double secondsLeft() const { return secondsLeft_; }  // NaN when unknown
     // "about 2 min left", "12 s left", "" when unknown.
     static QString describe(double secondsLeft);
 
 private:
-    QString stage_;
-    double stageStart_ = 0;
+    double startFraction_ = 0, startSeconds_ = 0, lastFraction_ = -1;
     double secondsLeft_ = 0;
 };
 

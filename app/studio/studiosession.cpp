@@ -137,7 +137,10 @@ bool StudioSession::runScoring() {
             r.summary = summary;
             if (!r.stats) {
                 const npw::CalibrationSet set = calibrationSetFor(lm, calibration);
-                r.stats = std::make_shared<const npw::ModelStats>(npw::calibrate(*lm.model, set, progress));
+                // Smaller batches than core's default: a Cancel then waits for at most ~2k tokens.
+                npw::CalibrationOptions options;
+                options.batchTokens = 2048;
+                r.stats = std::make_shared<const npw::ModelStats>(npw::calibrate(*lm.model, set, progress, options));
                 r.summary = npw::CalibrationSummary::of(set);
                 r.recalibrated = true;
             }

@@ -76,6 +76,7 @@ StudioWindow::StudioWindow(bool persistSettings, QWidget* parent) : QMainWindow(
     buildDocks();
     buildActions();
     connectSession();
+    showKnobs(session_.knobs());
     resize(1560, 960);
     if (persist_) restoreSettings();
     updateRunState();
@@ -327,12 +328,7 @@ void StudioWindow::connectSession() {
     connect(&session_, &StudioSession::sweepRowAvailable, this, &StudioWindow::onSweepRow);
     connect(&session_, &StudioSession::settingsChanged, this, [this] {
         runSettings_->setSettings(session_.settings());
-        const studio::SelectionKnobs k = session_.knobs();
-        controls_->setRho(k.rho);
-        controls_->setAlphaMode(k.mode);
-        controls_->setLambda(k.lambda);
-        if (std::isnan(k.alpha)) controls_->resetAlpha();
-        else controls_->setAlpha(k.alpha);
+        showKnobs(session_.knobs());
         updateRunState();
     });
     connect(runSettings_, &RunSettingsPanel::settingsEdited, this, [this](const studio::RunSettings& s) {
@@ -345,7 +341,8 @@ void StudioWindow::connectSession() {
                 k.rho = rho;
                 // At the model's default α the knob stays "default" (NaN), so that it follows
                 // the unit kind and reads as such in the workspace.
-                k.alpha = alpha == controls_->defaultAlpha() ? std::nan("") : alpha;
+                k.alpha = std::abs(alpha - controls_->defaultAlpha()) <= 1e-3 * controls_->defaultAlpha() ? std::nan("")
+                                                                                                         : alpha;
                 k.mode = mode;
                 k.lambda = lambda;
                 session_.setKnobs(k);
@@ -353,6 +350,14 @@ void StudioWindow::connectSession() {
     connect(methodSelector_, &QComboBox::currentTextChanged, &session_, &StudioSession::setCurrentMethod);
     connect(layerTable_, &LayerReportTable::layerClicked, layerSelection_, &LayerSelection::setCurrentLayer);
     connect(layerSelection_, &LayerSelection::currentLayerChanged, layerTable_, &LayerReportTable::selectLayer);
+}
+
+void StudioWindow::showKnobs(const studio::SelectionKnobs& k) {
+    controls_->setRho(k.rho);
+    controls_->setAlphaMode(k.mode);
+    controls_->setLambda(k.lambda);
+    if (std::isnan(k.alpha)) controls_->resetAlpha();
+    else controls_->setAlpha(k.alpha);
 }
 
 void StudioWindow::showSelection(const SelectionView& v) {

@@ -71,6 +71,7 @@ private:
     void buildActions();
     void connectSession();
     void showSelection(const SelectionView& view);
+    void showKnobs(const studio::SelectionKnobs& knobs);  // the controls follow the session
     void onModelChanged();
     void onScoresChanged();
     void onSweepRow(const npw::SweepRow& row);
