@@ -252,9 +252,10 @@ void TestStudioSession::cancelledCalibrationLeavesSessionUnchanged() {
     clock.start();
     session.cancel();
     QVERIFY(waitIdle(session));
-    // Prompt: within one calibration batch (2k tokens), generous for a loaded 2-core machine.
+    // Prompt: within one calibration batch (2k tokens; ~1 s on 2 idle cores), far from the minutes
+    // the run would take; the bound is loose because test machines are shared.
     qInfo("cancel took %lld ms", static_cast<long long>(clock.elapsed()));
-    QVERIFY2(clock.elapsed() < 5000, qPrintable(QString::number(clock.elapsed())));
+    QVERIFY2(clock.elapsed() < 20000, qPrintable(QString::number(clock.elapsed())));
     QCOMPARE(cancelled.count(), 1);
     // Consistent: the old statistics, scores and mask, and Run still knows it must calibrate.
     QVERIFY(session.stats() == statsBefore);
