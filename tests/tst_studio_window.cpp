@@ -12,7 +12,11 @@
 #include "widgets/sparsitycontrols.h"
 #include "widgets/sweepplotwidget.h"
 
+#include "core/util/paths.h"
+
+#include <QApplication>
 #include <QComboBox>
+#include <QMimeData>
 #include <QElapsedTimer>
 #include <QFile>
 #include <QImage>
@@ -62,6 +66,7 @@ private slots:
     void scoreSetSelectorSwitchesMethods();
     void progressAndCancelFollowTheJob();
     void plotsExportAsReadableFiles();
+    void droppedDirectoryOpensTheModel();
 
 private:
     void scoreWith(npw::PruneMethod method);
@@ -174,6 +179,25 @@ void TestStudioWindow::plotsExportAsReadableFiles() {
         QSvgRenderer svg(base + ".svg");
         QVERIFY(svg.isValid());
     }
+}
+
+void TestStudioWindow::droppedDirectoryOpensTheModel() {
+    const QString dir = QString::fromStdString(npw::resolveModelPath("demo:lm-gqa"));
+    QMimeData mime;
+    mime.setUrls({QUrl::fromLocalFile(dir)});
+    QDragEnterEvent enter(QPoint(10, 10), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+    QApplication::sendEvent(window_.get(), &enter);
+    QVERIFY(enter.isAccepted());
+    QDropEvent drop(QPointF(10, 10), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+    QApplication::sendEvent(window_.get(), &drop);
+    QVERIFY(waitIdle(*window_->session()));
+    QCOMPARE(window_->session()->modelReference(), dir);
+    QCOMPARE(window_->session()->model().model->config().num_kv_heads[0], int64_t(2));
+    // A new model starts clean: no statistics, no score sets, nothing selected.
+    QVERIFY(window_->session()->scoreMethods().isEmpty());
+    QVERIFY(!window_->session()->selection().has_value());
+    QVERIFY(window_->session()->calibrationStale());
+    QCOMPARE(window_->methodSelector()->count(), 0);
 }
 
 QTEST_MAIN(TestStudioWindow)

@@ -55,7 +55,13 @@ public:
             std::optional<T> result = watcher->result();
             watcher->deleteLater();
             release(state);  // first: `done` may start the next job
-            if (result && state->error.isEmpty() && !state->cancelled) done(std::move(*result));
+            if (result && state->error.isEmpty() && !state->cancelled) {
+                try {
+                    done(std::move(*result));
+                } catch (const std::exception& e) {  // applying the result failed: say so, once
+                    state->error = QString::fromUtf8(e.what());
+                }
+            }
             announceEnd(state);
         });
         watcher->setFuture(QtConcurrent::run([work, state, progress = progressFn(state)]() -> std::optional<T> {

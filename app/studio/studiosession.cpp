@@ -198,6 +198,16 @@ void StudioSession::setKnobs(const studio::SelectionKnobs& knobs) {
 }
 
 void StudioSession::reselect() {
+    // Called from slots: a core error (e.g. an α that does not fit) is reported, never thrown
+    // into Qt's event loop.
+    try {
+        reselectOrThrow();
+    } catch (const std::exception& e) {
+        emit logMessage(tr("Selection: %1").arg(e.what()));
+    }
+}
+
+void StudioSession::reselectOrThrow() {
     const auto it = scores_.find(current_);
     if (it == scores_.end()) {
         view_.reset();

@@ -106,6 +106,7 @@ private:
     void addScores(npw::ScoreSet scores);
     ScoreEntry entryAt(const ScoreEntry& entry, double lambda) const;
     void reselect();
+    void reselectOrThrow();
     void startLayerReports();
     void applyRestored(Restored restored);
 

@@ -383,9 +383,18 @@ void StudioWindow::onModelChanged() {
     const npw::LanguageModel& lm = session_.model();
     architecture_->showModel(session_.modelReference(), lm);
     setWindowTitle(tr("%1 — npw-studio").arg(session_.modelReference()));
-    controls_->setDefaultAlpha(npw::defaultAlphaFor(lm.model->config(), session_.settings().prune.attentionUnit));
-    if (std::isnan(session_.knobs().alpha)) controls_->resetAlpha();
+    try {
+        controls_->setDefaultAlpha(npw::defaultAlphaFor(lm.model->config(), session_.settings().prune.attentionUnit));
+        if (std::isnan(session_.knobs().alpha)) controls_->resetAlpha();
+    } catch (const npw::Error& e) {  // layers with different group sizes have no one default α
+        appendLog(tr("α: %1; set it by hand.").arg(e.what()));
+    }
     summary_->setText(tr("Run to calibrate and score %1.").arg(session_.modelReference()));
+    // The views showed the previous model's scores: empty them until this one is scored.
+    headMap_->setData({}, npw::Mask{});
+    histogram_->setData({}, npw::Mask{}, std::nan(""));
+    overview_->setData({}, npw::Mask{}, std::nan(""));
+    layerTable_->setKept({}, QStringLiteral("head"));
     addRecent(session_.modelReference());
     updateRunState();
 }
