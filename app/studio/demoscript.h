@@ -5,6 +5,8 @@
 //
 //   scores  demo:lm scored with FLAP and then the numerical method (both kept), ρ = 0.3
 //   sweep   perplexity against sparsity, numerical / FLAP / Wanda-sp × ρ 0.1, 0.2, 0.3
+// (`images`, demo:c2i dense vs pruned, joins when the LlamaGen models and their image view land:
+// a state here, a tab in StudioWindow.)
 #include <QObject>
 #include <QString>
 
