@@ -30,10 +30,10 @@ SweepPlotWidget::SweepPlotWidget(QWidget* parent)
     denseLegendEntry_->setName(tr("dense model"));
     denseLegendEntry_->removeFromLegend();
 
-    // The legend sits in the top-left corner, where perplexity curves (rising with sparsity)
-    // leave room.
+    // The legend gets its own row above the plot (as the score views'), so the axis needs no
+    // headroom for it and the curves use the height.
     plot_->legend->setVisible(true);
-    plot_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
+    plotstyle::placeLegendAbovePlot(*plot_, 0);
     title_ = plotstyle::addTitle(*plot_, tr("Perplexity against sparsity"));
     setMinimumSize(360, 260);
     restyle();
@@ -130,9 +130,9 @@ void SweepPlotWidget::updateRanges() {
         yMax = std::max(yMax, densePerplexity_);
     }
     if (!std::isfinite(yMin) || yMax <= 0) return;  // nothing to show yet
-    // Starts at 0% (the dense model); headroom above for the legend.
+    // Starts at 0% (the dense model); a little room above and below the data.
     plot_->xAxis->setRange(0, std::max(xMax, 5.0) * 1.05);
-    plot_->yAxis->setRange(yMin / 1.15, yMax * 1.6);
+    plot_->yAxis->setRange(yMin / 1.08, yMax * 1.08);
 }
 
 bool SweepPlotWidget::savePng(const QString& path, int width, int height) {

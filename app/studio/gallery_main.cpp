@@ -5,6 +5,7 @@
 //   npw-studio-gallery [--dark] [--layer N] [--shape LAYERSxHEADSxCHANNELS] [--screenshot FILE]
 //
 // --screenshot saves the window (QWidget::grab) once it is laid out, then quits.
+#include "app/studio/studiopalette.h"
 #include "app/studio/synthetic_model.h"
 #include "core/prune/selection.h"
 #include "widgets/headmapwidget.h"
@@ -25,27 +26,6 @@
 #include <cstdio>
 
 namespace {
-
-QPalette darkPalette() {
-    QPalette p;
-    const QColor window(0x2B, 0x2D, 0x31), base(0x1E, 0x1F, 0x22), text(0xE6, 0xE6, 0xE6);
-    p.setColor(QPalette::Window, window);
-    p.setColor(QPalette::WindowText, text);
-    p.setColor(QPalette::Base, base);
-    p.setColor(QPalette::AlternateBase, window);
-    p.setColor(QPalette::Text, text);
-    p.setColor(QPalette::Button, window);
-    p.setColor(QPalette::ButtonText, text);
-    p.setColor(QPalette::ToolTipBase, base);
-    p.setColor(QPalette::ToolTipText, text);
-    p.setColor(QPalette::Highlight, QColor(0x3D, 0x8E, 0xD9));
-    p.setColor(QPalette::HighlightedText, Qt::white);
-    p.setColor(QPalette::Mid, QColor(0x55, 0x58, 0x5E));
-    p.setColor(QPalette::Disabled, QPalette::Text, QColor(0x80, 0x80, 0x80));
-    p.setColor(QPalette::Disabled, QPalette::ButtonText, QColor(0x80, 0x80, 0x80));
-    p.setColor(QPalette::Disabled, QPalette::WindowText, QColor(0x80, 0x80, 0x80));
-    return p;
-}
 
 QWidget* framed(const QString& title, QWidget* content) {
     auto* box = new QGroupBox(title);
@@ -73,7 +53,7 @@ int main(int argc, char** argv) {
                                          QStringLiteral("SHAPE"), QStringLiteral("16x8x688"));
     parser.addOptions({dark, layer, screenshot, shapeOption});
     parser.process(app);
-    if (parser.isSet(dark)) QApplication::setPalette(darkPalette());
+    if (parser.isSet(dark)) QApplication::setPalette(studio::darkPalette());
 
     SyntheticShape shape;
     const QStringList dims = parser.value(shapeOption).split(QLatin1Char('x'));

@@ -3,6 +3,7 @@
 #include "core/prune/calibration.h"
 #include "core/util/error.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <sstream>
@@ -40,20 +41,28 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
         rows.push_back(row);
         if (onRow) onRow(row);
     };
+    size_t lambdaRuns = 0;
+    for (const auto& m : spec.methods) lambdaRuns += parseSweepMethod(m).method == PruneMethod::Numerical ? spec.lambdas.size() : 1;
+    const double totalSteps = 1.0 + double(spec.seeds) * spec.calibSamples.size() * spec.calibSeqlens.size() *
+                                        lambdaRuns * spec.ratios.size();
+    double done = 0;
+    // Calibration, scoring and evaluation report inside the current step (stage "sweep: …"),
+    // so that a progress bar moves and a cancel stops within one batch, not one whole step.
+    auto within = [&](const std::string& what) -> ProgressFn {
+        if (!progress) return nullptr;
+        return [&progress, &done, totalSteps, what](const Progress& p) {
+            const double part = p.total > 0 ? std::min(p.done / p.total, 1.0) : 0.0;
+            return progress({"sweep: " + what, done + 0.99 * part, totalSteps});
+        };
+    };
     auto evaluate = [&](const LlamaModel& m, const SweepEvalSet& set) {
         PerplexityOptions o;
         o.seqlen = effectiveSeqlen(spec.evalSeqlen, m.config());
         o.maxWindows = spec.evalMaxWindows;
         DecodeFn decode;
         if (set.isText && lm.tokenizer) decode = [&lm](const std::vector<int32_t>& v) { return lm.decode(v); };
-        return evaluatePerplexity(m, set.ids, o, nullptr, decode);
+        return evaluatePerplexity(m, set.ids, o, nullptr, decode, within("evaluate " + set.name));
     };
-
-    size_t lambdaRuns = 0;
-    for (const auto& m : spec.methods) lambdaRuns += parseSweepMethod(m).method == PruneMethod::Numerical ? spec.lambdas.size() : 1;
-    const double totalSteps = 1.0 + double(spec.seeds) * spec.calibSamples.size() * spec.calibSeqlens.size() *
-                                        lambdaRuns * spec.ratios.size();
-    double done = 0;
 
     // One row per evaluation set and zero-shot task for a model; `base` carries the settings.
     auto evaluateAll = [&](const std::shared_ptr<const LlamaModel>& m, const SweepRow& base) {
@@ -71,7 +80,7 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
         LanguageModel withTokenizer = lm;
         withTokenizer.model = std::const_pointer_cast<LlamaModel>(m);
         for (const ZeroShotTask& task : spec.zeroShotTasks) {
-            const ZeroShotResult r = evaluateZeroShot(withTokenizer, task);
+            const ZeroShotResult r = evaluateZeroShot(withTokenizer, task, {}, within("zero-shot " + task.name));
             SweepRow row = base;
             row.evalSet = task.name;
             row.ppl = row.nll = std::numeric_limits<double>::quiet_NaN();
@@ -94,7 +103,7 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
                         ? drawCalibrationSet(spec.calibStream, samples, calibSeqlen, static_cast<uint64_t>(seed), spec.calibSource)
                         : drawCalibrationSetFromSequences(spec.calibSequences, samples, calibSeqlen,
                                                           static_cast<uint64_t>(seed), spec.calibSource);
-                const ModelStats stats = calibrate(model, calibration);
+                const ModelStats stats = calibrate(model, calibration, within("calibrate"));
                 for (const std::string& methodName : spec.methods) {
                     const MethodChoice choice = parseSweepMethod(methodName);
                     const bool numerical = choice.method == PruneMethod::Numerical;
@@ -108,7 +117,7 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
                         settings.alpha = spec.alpha;
                         settings.seed = static_cast<uint64_t>(seed);
                         if (numerical) settings.lambda = lambda;
-                        const ScoreSet scores = computeScores(model.checkpoint(), stats, settings);
+                        const ScoreSet scores = computeScores(model.checkpoint(), stats, settings, within("score " + methodName));
                         const MaskSelector selector(scores);
                         for (double ratio : spec.ratios) {
                             const SelectionResult selection = selector.select(ratio, spec.alpha, spec.alphaMode);

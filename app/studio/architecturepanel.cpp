@@ -1,0 +1,74 @@
+#include "app/studio/architecturepanel.h"
+
+#include "core/models/language_model.h"
+#include "core/prune/pruner.h"
+
+#include <QHeaderView>
+#include <QLabel>
+#include <QLocale>
+#include <QTreeWidget>
+#include <QVBoxLayout>
+
+namespace {
+
+QString count(int64_t n) { return QLocale().toString(qlonglong(n)); }
+
+QTreeWidgetItem* row(QTreeWidgetItem* parent, const QString& name, const QString& value) {
+    auto* item = new QTreeWidgetItem(parent, {name, value});
+    item->setTextAlignment(1, Qt::AlignRight | Qt::AlignVCenter);
+    return item;
+}
+
+} // namespace
+
+ArchitecturePanel::ArchitecturePanel(QWidget* parent) : QWidget(parent) {
+    title_ = new QLabel(tr("No model open. File ▸ Open, drop a checkpoint here, or pick a demo."));
+    title_->setWordWrap(true);
+    tree_ = new QTreeWidget;
+    tree_->setObjectName(QStringLiteral("architectureTree"));
+    tree_->setColumnCount(2);
+    tree_->setHeaderLabels({tr("Property"), tr("Value")});
+    tree_->header()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
+    tree_->header()->setStretchLastSection(true);
+    tree_->setRootIsDecorated(true);
+    tree_->setUniformRowHeights(true);
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(4, 4, 4, 4);
+    layout->addWidget(title_);
+    layout->addWidget(tree_, 1);
+}
+
+void ArchitecturePanel::clear() {
+    tree_->clear();
+    title_->setText(tr("No model open."));
+}
+
+void ArchitecturePanel::showModel(const QString& reference, const npw::LanguageModel& lm) {
+    tree_->clear();
+    const npw::LlamaConfig& c = lm.model->config();
+    title_->setText(tr("<b>%1</b> on %2").arg(reference.toHtmlEscaped(),
+                                                QString::fromStdString(lm.model->runtime().describe())));
+    auto* root = tree_->invisibleRootItem();
+    const bool uniform = c.isUniform();
+    row(root, tr("Parameters"), count(npw::checkpointParameters(lm.model->checkpoint())));
+    row(root, tr("Prunable (attn + MLP)"), count(npw::prunableParameters(c)));
+    row(root, tr("Layers"), QString::number(c.num_layers));
+    row(root, tr("Hidden size"), QString::number(c.hidden_size));
+    row(root, tr("Head dim"), QString::number(c.head_dim));
+    if (uniform && c.num_layers > 0) {
+        row(root, tr("Query heads"), QString::number(c.num_heads[0]));
+        const int64_t kv = c.num_kv_heads[0];
+        row(root, tr("KV heads (groups)"),
+            kv == c.num_heads[0] ? tr("%1 (MHA)").arg(kv) : tr("%1 (GQA, %2 queries each)").arg(kv).arg(c.num_heads[0] / kv));
+        row(root, tr("MLP width"), QString::number(c.intermediate_size[0]));
+    }
+    row(root, tr("Vocabulary"), QString::number(c.vocab_size));
+    row(root, tr("Context"), QString::number(c.max_position_embeddings));
+    row(root, tr("Tied classifier"), c.tie_word_embeddings ? tr("yes") : tr("no"));
+    row(root, tr("Tokenizer"), lm.tokenizer ? tr("yes") : tr("none (token ids only)"));
+    auto* layers = row(root, tr("Per layer"), uniform ? tr("uniform") : tr("pruned / non-uniform"));
+    for (int64_t l = 0; l < c.num_layers; ++l)
+        row(layers, tr("layer %1").arg(l),
+            tr("%1 q / %2 kv heads, %3 MLP").arg(c.num_heads[l]).arg(c.num_kv_heads[l]).arg(c.intermediate_size[l]));
+    layers->setExpanded(!uniform);
+}

@@ -1,0 +1,84 @@
+#include "app/studio/demoscript.h"
+
+#include "app/studio/runsettingspanel.h"
+#include "app/studio/stallmeter.h"
+#include "app/studio/studiowindow.h"
+#include "widgets/layerselection.h"
+#include "widgets/sparsitycontrols.h"
+
+#include <QTimer>
+#include <cstdio>
+
+bool DemoScript::isKnownState(const QString& state) {
+    return state == QLatin1String("scores") || state == QLatin1String("sweep");
+}
+
+DemoScript::DemoScript(StudioWindow* window, QString state, QString screenshot, bool measureStalls)
+    : QObject(window), window_(window), state_(std::move(state)), screenshot_(std::move(screenshot)),
+      measure_(measureStalls), meter_(new StallMeter(this)) {
+    JobRunner* jobs = window_->session()->jobs();
+    connect(jobs, &JobRunner::finished, this, &DemoScript::onJobFinished);
+    connect(jobs, &JobRunner::failed, this,
+            [this](const QString& title, const QString& message) { fail(title + ": " + message); });
+    connect(jobs, &JobRunner::cancelled, this, [this](const QString& title) { fail(title + " was cancelled"); });
+}
+
+double DemoScript::longestStallMs() const { return meter_->longestStallMs(); }
+
+void DemoScript::start() {
+    meter_->start();
+    window_->showTab(state_ == QLatin1String("sweep") ? 1 : 0);
+    window_->openModel(QStringLiteral("demo:lm"));
+}
+
+void DemoScript::onJobFinished(const QString&) {
+    StudioSession* session = window_->session();
+    ++step_;
+    if (state_ == QLatin1String("scores")) {
+        studio::RunSettings settings = session->settings();
+        if (step_ == 1 || step_ == 2) {
+            // FLAP first, then the numerical method: both score sets stay, numerical is shown.
+            settings.prune.method = step_ == 1 ? npw::PruneMethod::Flap : npw::PruneMethod::Numerical;
+            session->setSettings(settings);
+            window_->runSettings()->setSettings(settings);
+            window_->sparsityControls()->setRho(0.3);
+            QTimer::singleShot(0, session, [session] { session->runScoring(); });
+            return;
+        }
+        window_->layerSelection()->setCurrentLayer(2);
+    } else {
+        if (step_ == 1) {
+            SweepRequest request;
+            request.methods = {QStringLiteral("numerical"), QStringLiteral("flap"), QStringLiteral("wanda-sp")};
+            request.ratios = {0.1, 0.2, 0.3};
+            request.seeds = 1;
+            request.evalMaxWindows = 8;
+            window_->setSweepRequest(request);
+            QTimer::singleShot(0, session, [this, session] { session->runSweep(window_->sweepRequest()); });
+            return;
+        }
+    }
+    // The per-layer losses arrive a moment after the last selection; let them and the plots settle.
+    QTimer::singleShot(1500, this, &DemoScript::finish);
+}
+
+void DemoScript::fail(const QString& why) {
+    std::fprintf(stderr, "npw-studio --demo %s: %s\n", qPrintable(state_), qPrintable(why));
+    emit done(1);
+}
+
+void DemoScript::finish() {
+    meter_->stop();
+    int code = 0;
+    if (!screenshot_.isEmpty()) {
+        const bool saved = window_->grab().save(screenshot_);
+        std::fprintf(stderr, "%s %s\n", saved ? "saved" : "could not save", qPrintable(screenshot_));
+        if (!saved) code = 1;
+    }
+    if (measure_)
+        std::printf("longest event-loop stall during the %s demo: %.1f ms, %.1f s after it started (%lld timer "
+                    "ticks of 5 ms)\n",
+                    qPrintable(state_), meter_->longestStallMs(), meter_->longestStallAtMs() / 1000,
+                    static_cast<long long>(meter_->ticks()));
+    emit done(code);
+}

@@ -1,0 +1,39 @@
+#pragma once
+// `npw-studio --demo STATE`: drives the window through a bundled demo as a person would
+// (open demo:lm, Run, move ρ; or run a sweep), everything computed live by core, then saves
+// the window as PNG and/or reports the longest event-loop stall seen while it ran.
+//
+//   scores  demo:lm scored with FLAP and then the numerical method (both kept), ρ = 0.3
+//   sweep   perplexity against sparsity, numerical / FLAP / Wanda-sp × ρ 0.1, 0.2, 0.3
+// (`images`, demo:c2i dense vs pruned, joins when the LlamaGen models and their image view land:
+// a state here, a tab in StudioWindow.)
+#include <QObject>
+#include <QString>
+
+class StallMeter;
+class StudioWindow;
+
+class DemoScript : public QObject {
+    Q_OBJECT
+public:
+    static bool isKnownState(const QString& state);
+
+    // screenshot may be empty; measureStalls prints the longest stall to stderr at the end.
+    DemoScript(StudioWindow* window, QString state, QString screenshot, bool measureStalls);
+    void start();
+    double longestStallMs() const;
+
+signals:
+    void done(int exitCode);
+
+private:
+    void onJobFinished(const QString& title);
+    void fail(const QString& why);
+    void finish();
+
+    StudioWindow* window_;
+    QString state_, screenshot_;
+    bool measure_;
+    StallMeter* meter_;
+    int step_ = 0;
+};

@@ -1,0 +1,58 @@
+#pragma once
+// What a run of npw-studio computes from: the calibration (which statistics) and the method
+// (which scores), and the knobs that only re-select. Plain values with JSON forms for the
+// workspace file and QSettings; the defaults are the CLI's (`npw prune`).
+#include "core/prune/pruner.h"
+
+#include <cstdint>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace studio {
+
+struct CalibrationSettings {
+    std::string source;        // a text file, or token ids when sourceIsIds; empty: the demo corpus
+    bool sourceIsIds = false;
+    int64_t samples = 128;     // windows (the paper's 128)
+    int64_t seqlen = 128;      // tokens per window (capped at the model's context)
+    uint64_t seed = 0;         // of the window offsets (and of the random method's scores)
+
+    bool operator==(const CalibrationSettings& o) const {
+        return source == o.source && sourceIsIds == o.sourceIsIds && samples == o.samples && seqlen == o.seqlen &&
+               seed == o.seed;
+    }
+    bool operator!=(const CalibrationSettings& o) const { return !(*this == o); }
+};
+
+// The calibration text used when none is given: the demo models' training corpus.
+std::string defaultCalibrationSource();
+// The held-out text the sweep evaluates on by default (the demo's New Testament).
+std::string defaultEvaluationSource();
+
+struct RunSettings {
+    CalibrationSettings calibration;
+    npw::PruneSettings prune;  // method, iters (T), damp (γ), compensation; λ and ρ come from the knobs
+};
+
+// The selection knobs: moving them never re-solves (core's MaskSelector, rescoreNumerical).
+struct SelectionKnobs {
+    double rho = 0.3;
+    double alpha = std::numeric_limits<double>::quiet_NaN();  // NaN: the model's default
+    npw::AlphaMode mode = npw::AlphaMode::Budget;
+    double lambda = npw::kDefaultLambda;
+
+    bool operator==(const SelectionKnobs& o) const;
+};
+
+nlohmann::json toJson(const CalibrationSettings& s);
+nlohmann::json toJson(const npw::PruneSettings& s);
+nlohmann::json toJson(const SelectionKnobs& k);
+// Missing fields keep their defaults; a wrong type or value throws npw::Error naming the field.
+CalibrationSettings calibrationFromJson(const nlohmann::json& j);
+npw::PruneSettings pruneSettingsFromJson(const nlohmann::json& j);
+SelectionKnobs knobsFromJson(const nlohmann::json& j);
+
+npw::CompensationKind parseCompensation(const std::string& name);  // as compensationName writes it
+
+} // namespace studio

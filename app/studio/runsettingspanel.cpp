@@ -1,0 +1,160 @@
+#include "app/studio/runsettingspanel.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QSignalBlocker>
+#include <QSpinBox>
+#include <QToolButton>
+#include <QVBoxLayout>
+
+namespace {
+
+const npw::PruneMethod kMethods[] = {npw::PruneMethod::Numerical, npw::PruneMethod::Flap, npw::PruneMethod::WandaSp,
+                                     npw::PruneMethod::Magnitude, npw::PruneMethod::Random};
+
+} // namespace
+
+RunSettingsPanel::RunSettingsPanel(QWidget* parent) : QWidget(parent) {
+    source_ = new QLineEdit;
+    source_->setObjectName(QStringLiteral("calibrationSource"));
+    source_->setPlaceholderText(tr("demo corpus (kjv-ot.txt)"));
+    source_->setToolTip(tr("The calibration text (or a file of token ids): the layers' input statistics\n"
+                           "are gathered from windows of it. Empty: the demo models' training corpus."));
+    auto* browse = new QToolButton;
+    browse->setText(QStringLiteral("…"));
+    browse->setToolTip(tr("Choose the calibration file"));
+    sourceIsIds_ = new QCheckBox(tr("ids"));
+    sourceIsIds_->setToolTip(tr("The file holds whitespace-separated token ids, used as given (no BOS added)."));
+    auto* sourceRow = new QHBoxLayout;
+    sourceRow->setContentsMargins(0, 0, 0, 0);
+    sourceRow->addWidget(source_, 1);
+    sourceRow->addWidget(browse);
+    sourceRow->addWidget(sourceIsIds_);
+
+    samples_ = new QSpinBox;
+    samples_->setRange(1, 4096);
+    samples_->setToolTip(tr("Calibration windows (the paper uses 128), drawn at seeded random offsets.\n"
+                            "More windows: steadier statistics, longer calibration."));
+    seqlen_ = new QSpinBox;
+    seqlen_->setRange(8, 8192);
+    seqlen_->setToolTip(tr("Tokens per calibration window (capped at the model's context)."));
+    seed_ = new QSpinBox;
+    seed_->setRange(0, 1 << 30);
+    seed_->setToolTip(tr("Seed of the window offsets and of the random method's scores:\n"
+                         "the same seed gives the same statistics and scores."));
+    method_ = new QComboBox;
+    method_->setObjectName(QStringLiteral("methodCombo"));
+    for (npw::PruneMethod m : kMethods) method_->addItem(QString::fromStdString(npw::methodName(m)), int(m));
+    method_->setToolTip(tr("numerical: the paper's score (Newton on the pruning error; global ranking, Theorem 3).\n"
+                           "flap: FLAP's fluctuation metric, standardised, global, bias compensation.\n"
+                           "wanda-sp, magnitude, random: uniform per layer, no compensation.\n"
+                           "Each method's scores are kept: switch between them in the Selection bar."));
+    iters_ = new QSpinBox;
+    iters_->setRange(0, 100);
+    iters_->setSpecialValueText(tr("0 (closed form)"));
+    iters_->setToolTip(tr("T, Newton steps of Algorithm 1 for the numerical score. 0 uses the closed form\n"
+                          "(the same z, one Cholesky solve per layer); T > 0 is the paper's iteration,\n"
+                          "for checking it agrees."));
+    damp_ = new QDoubleSpinBox;
+    damp_->setRange(0, 1);
+    damp_->setDecimals(4);
+    damp_->setSingleStep(0.005);
+    damp_->setToolTip(tr("γ, the dampening of Theorem 3's compensation, relative to mean(diag 2G) as in GPTQ.\n"
+                         "0 is the exact refit (needs a non-singular G); 0.01 is robust."));
+    compensate_ = new QCheckBox(tr("Compensate the kept weights"));
+    compensate_->setToolTip(tr("On: the method's compensation (Theorem 3 for numerical, FLAP's bias for flap)\n"
+                               "updates o_proj/down_proj so that the layer output moves least.\n"
+                               "Off: pruned channels are only removed (the paper's ablation)."));
+    status_ = new QLabel;
+    status_->setWordWrap(true);
+    run_ = new QPushButton(tr("Run"));
+    run_->setObjectName(QStringLiteral("runButton"));
+    run_->setToolTip(tr("Calibrate (when the calibration changed) and score the method (Ctrl+R)."));
+    run_->setDefault(true);
+
+    auto* form = new QFormLayout;
+    form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+    form->addRow(tr("Calibration"), sourceRow);
+    form->addRow(tr("Samples"), samples_);
+    form->addRow(tr("Sequence length"), seqlen_);
+    form->addRow(tr("Seed"), seed_);
+    form->addRow(tr("Method"), method_);
+    form->addRow(tr("Newton steps T"), iters_);
+    form->addRow(tr("Dampening γ"), damp_);
+    form->addRow(QString(), compensate_);
+    auto* layout = new QVBoxLayout(this);
+    layout->addLayout(form);
+    layout->addWidget(status_);
+    layout->addWidget(run_);
+    layout->addStretch(1);
+
+    setSettings(studio::RunSettings{});
+    connect(browse, &QToolButton::clicked, this, &RunSettingsPanel::browseSource);
+    connect(run_, &QPushButton::clicked, this, &RunSettingsPanel::runRequested);
+    connect(source_, &QLineEdit::editingFinished, this, &RunSettingsPanel::emitEdited);
+    connect(sourceIsIds_, &QCheckBox::toggled, this, &RunSettingsPanel::emitEdited);
+    for (QSpinBox* box : {samples_, seqlen_, seed_, iters_})
+        connect(box, &QSpinBox::valueChanged, this, &RunSettingsPanel::emitEdited);
+    connect(damp_, &QDoubleSpinBox::valueChanged, this, &RunSettingsPanel::emitEdited);
+    connect(method_, &QComboBox::currentIndexChanged, this, &RunSettingsPanel::emitEdited);
+    connect(compensate_, &QCheckBox::toggled, this, &RunSettingsPanel::emitEdited);
+}
+
+studio::RunSettings RunSettingsPanel::settings() const {
+    studio::RunSettings s;
+    s.calibration.source = source_->text().trimmed().toStdString();
+    s.calibration.sourceIsIds = sourceIsIds_->isChecked();
+    s.calibration.samples = samples_->value();
+    s.calibration.seqlen = seqlen_->value();
+    s.calibration.seed = static_cast<uint64_t>(seed_->value());
+    s.prune.method = static_cast<npw::PruneMethod>(method_->currentData().toInt());
+    s.prune.iters = iters_->value();
+    s.prune.damp = damp_->value();
+    s.prune.compensation = compensate_->isChecked() ? npw::CompensationKind::MethodDefault : npw::CompensationKind::None;
+    s.prune.seed = s.calibration.seed;
+    return s;
+}
+
+void RunSettingsPanel::setSettings(const studio::RunSettings& s) {
+    const QSignalBlocker b1(source_), b2(sourceIsIds_), b3(samples_), b4(seqlen_), b5(seed_), b6(method_), b7(iters_),
+        b8(damp_), b9(compensate_);
+    source_->setText(QString::fromStdString(s.calibration.source));
+    sourceIsIds_->setChecked(s.calibration.sourceIsIds);
+    samples_->setValue(int(s.calibration.samples));
+    seqlen_->setValue(int(s.calibration.seqlen));
+    seed_->setValue(int(s.calibration.seed));
+    method_->setCurrentIndex(std::max(0, method_->findData(int(s.prune.method))));
+    iters_->setValue(s.prune.iters);
+    damp_->setValue(s.prune.damp);
+    compensate_->setChecked(s.prune.compensation != npw::CompensationKind::None);
+}
+
+void RunSettingsPanel::setCalibrationStale(bool stale, bool haveModel) {
+    haveModel_ = haveModel;
+    if (!haveModel) status_->setText(tr("Open a model to run."));
+    else if (stale) status_->setText(tr("Run calibrates first (new calibration settings), then scores."));
+    else status_->setText(tr("Statistics are current: Run only scores the method (seconds)."));
+    run_->setEnabled(haveModel_ && !busy_);
+}
+
+void RunSettingsPanel::setBusy(bool busy) {
+    busy_ = busy;
+    run_->setEnabled(haveModel_ && !busy_);
+}
+
+void RunSettingsPanel::browseSource() {
+    const QString file = QFileDialog::getOpenFileName(this, tr("Calibration text or token ids"), source_->text());
+    if (file.isEmpty()) return;
+    source_->setText(file);
+    emitEdited();
+}
+
+void RunSettingsPanel::emitEdited() { emit settingsEdited(settings()); }

@@ -1,0 +1,56 @@
+// npw-studio: the interactive workbench (studiowindow.h).
+//
+//   npw-studio [MODEL | WORKSPACE.npw.json]
+//   npw-studio --demo scores|sweep [--screenshot FILE] [--measure-stalls] [--dark]
+#include "app/studio/demoscript.h"
+#include "app/studio/studiowindow.h"
+
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QStyleFactory>
+#include <QTimer>
+
+int main(int argc, char** argv) {
+    QApplication app(argc, argv);
+    QApplication::setOrganizationName(QStringLiteral("npw"));
+    QApplication::setApplicationName(QStringLiteral("npw-studio"));
+    QApplication::setStyle(QStyleFactory::create(QStringLiteral("Fusion")));
+
+    QCommandLineParser parser;
+    parser.setApplicationDescription(QStringLiteral("npw-studio: explore structured pruning of transformers"));
+    parser.addHelpOption();
+    parser.addPositionalArgument(QStringLiteral("model"),
+                                 QStringLiteral("A checkpoint, demo:lm, demo:lm-gqa, or a workspace (.npw.json)."),
+                                 QStringLiteral("[MODEL]"));
+    const QCommandLineOption demo(QStringLiteral("demo"),
+                                  QStringLiteral("Drive a bundled demo to STATE (scores, sweep), computed live."),
+                                  QStringLiteral("STATE"));
+    const QCommandLineOption screenshot(QStringLiteral("screenshot"),
+                                        QStringLiteral("With --demo: save the window to FILE (PNG) and quit."),
+                                        QStringLiteral("FILE"));
+    const QCommandLineOption stalls(QStringLiteral("measure-stalls"),
+                                    QStringLiteral("With --demo: print the longest event-loop stall of the run."));
+    const QCommandLineOption dark(QStringLiteral("dark"), QStringLiteral("Use the dark palette."));
+    parser.addOptions({demo, screenshot, stalls, dark});
+    parser.process(app);
+
+    const bool scripted = parser.isSet(demo);
+    if (scripted && !DemoScript::isKnownState(parser.value(demo))) {
+        std::fprintf(stderr, "npw-studio: --demo must be scores or sweep, got '%s'\n", qPrintable(parser.value(demo)));
+        return 2;
+    }
+    StudioWindow window(/*persistSettings=*/!scripted);
+    if (parser.isSet(dark)) window.setDark(true);
+    window.show();
+
+    if (scripted) {
+        auto* script = new DemoScript(&window, parser.value(demo), parser.value(screenshot), parser.isSet(stalls));
+        QObject::connect(script, &DemoScript::done, &app, [](int code) { QApplication::exit(code); });
+        QTimer::singleShot(0, script, &DemoScript::start);
+    } else if (!parser.positionalArguments().isEmpty()) {
+        const QString target = parser.positionalArguments().first();
+        if (target.endsWith(QStringLiteral(".npw.json"))) window.session()->openWorkspace(target);
+        else window.openModel(target);
+    }
+    return QApplication::exec();
+}

@@ -1,0 +1,439 @@
+#include "app/studio/studiosession.h"
+
+#include "app/studio/workspacefile.h"
+#include "core/eval/perplexity.h"
+#include "core/util/atomic_file.h"
+#include "core/util/error.h"
+
+#include <QFileInfo>
+#include <QFutureWatcher>
+#include <QPointer>
+#include <QtConcurrent/QtConcurrentRun>
+#include <algorithm>
+#include <cmath>
+
+namespace {
+
+QString qs(const std::string& s) { return QString::fromStdString(s); }
+
+bool isNumerical(const npw::ScoreSet& s) { return s.settings.method == npw::PruneMethod::Numerical; }
+
+QString unitNameFor(const npw::LlamaConfig& config, npw::AttentionUnitKind kind) {
+    for (int64_t l = 0; l < config.num_layers; ++l)
+        if (config.num_kv_heads[l] > 0 && config.num_kv_heads[l] != config.num_heads[l])
+            return kind == npw::AttentionUnitKind::KvGroup ? QStringLiteral("KV group") : QStringLiteral("query slot");
+    return QStringLiteral("head");
+}
+
+// The calibration windows of `settings` for `lm` (the text read and tokenized once).
+npw::CalibrationSet calibrationSetFor(const npw::LanguageModel& lm, const studio::CalibrationSettings& settings) {
+    const std::string source = settings.source.empty() ? studio::defaultCalibrationSource() : settings.source;
+    const std::vector<int32_t> stream = npw::readCalibrationStream(source, settings.sourceIsIds, lm);
+    const int64_t seqlen = npw::effectiveSeqlen(settings.seqlen, lm.model->config());
+    npw::CalibrationSet set = npw::drawCalibrationSet(stream, settings.samples, seqlen, settings.seed, source);
+    set.sourceIsIds = settings.sourceIsIds;
+    return set;
+}
+
+} // namespace
+
+struct StudioSession::Restored {
+    studio::WorkspaceFile file;
+    npw::LanguageModel model;
+    std::shared_ptr<const npw::ModelStats> stats;
+    std::vector<npw::ScoreSet> scoreSets;
+};
+
+StudioSession::StudioSession(QObject* parent) : QObject(parent) {
+    qRegisterMetaType<SelectionView>();
+    connect(&jobs_, &JobRunner::failed, this,
+            [this](const QString& title, const QString& message) { emit logMessage(tr("%1 failed: %2").arg(title, message)); });
+    connect(&jobs_, &JobRunner::cancelled, this, [this](const QString& title) {
+        emit logMessage(tr("%1 cancelled; the workspace is as it was before it started.").arg(title));
+    });
+    connect(&jobs_, &JobRunner::finished, this, [this](const QString& title, double seconds) {
+        emit logMessage(tr("%1 done in %2 s.").arg(title).arg(seconds, 0, 'f', 1));
+    });
+}
+
+StudioSession::~StudioSession() {
+    jobs_.cancel();
+    QThreadPool::globalInstance()->waitForDone();  // the loss job and the runner's job hold our model
+}
+
+void StudioSession::setSettings(const studio::RunSettings& settings) {
+    settings_ = settings;
+    emit settingsChanged();
+}
+
+bool StudioSession::calibrationStale() const {
+    return !stats_ || !statsCalibration_ || *statsCalibration_ != settings_.calibration;
+}
+
+QStringList StudioSession::scoreMethods() const { return methodOrder_; }
+
+std::shared_ptr<const npw::ScoreSet> StudioSession::currentScores() const {
+    const auto it = scores_.find(current_);
+    return it == scores_.end() ? nullptr : it->atLambda;
+}
+
+void StudioSession::resetModelState() {
+    stats_.reset();
+    statsCalibration_.reset();
+    calibrationSummary_ = {};
+    scores_.clear();
+    methodOrder_.clear();
+    current_.clear();
+    view_.reset();
+    layerReports_.clear();
+    ++reportGeneration_;
+    sweepRows_.clear();
+    emit scoresChanged();
+    emit sweepCleared();
+}
+
+bool StudioSession::openModel(const QString& reference, const QString& device) {
+    const std::string ref = reference.toStdString(), dev = device.toStdString();
+    return jobs_.start<npw::LanguageModel>(
+        tr("Open %1").arg(reference),
+        [ref, dev](const npw::ProgressFn&) { return npw::openLanguageModel(ref, npw::chooseRuntime(dev)); },
+        [this, reference, device](npw::LanguageModel lm) {
+            model_ = std::move(lm);
+            modelRef_ = reference;
+            device_ = device;
+            resetModelState();
+            emit logMessage(tr("Opened %1 on %2: %3 layers, %4 parameters.")
+                                .arg(reference, qs(model_.model->runtime().describe()))
+                                .arg(model_.model->config().num_layers)
+                                .arg(QLocale().toString(qlonglong(model_.model->config().parameterCount()))));
+            emit modelChanged();
+        });
+}
+
+bool StudioSession::runScoring() {
+    if (!hasModel()) return false;
+    struct Result {
+        std::shared_ptr<const npw::ModelStats> stats;
+        npw::CalibrationSummary summary;
+        bool recalibrated = false;
+        npw::ScoreSet scores;
+    };
+    npw::PruneSettings prune = settings_.prune;
+    prune.ratio = knobs_.rho;
+    prune.lambda = knobs_.lambda;
+    prune.alpha = knobs_.alpha;
+    prune.alphaMode = knobs_.mode;
+    const bool stale = calibrationStale();
+    const studio::CalibrationSettings calibration = settings_.calibration;
+    const npw::LanguageModel lm = model_;
+    const auto stats = stale ? nullptr : stats_;
+    const npw::CalibrationSummary summary = calibrationSummary_;
+    const QString method = qs(npw::methodName(prune.method));
+    return jobs_.start<Result>(
+        stale ? tr("Calibrate and score %1").arg(method) : tr("Score %1").arg(method),
+        [=](const npw::ProgressFn& progress) {
+            Result r;
+            r.stats = stats;
+            r.summary = summary;
+            if (!r.stats) {
+                const npw::CalibrationSet set = calibrationSetFor(lm, calibration);
+                // Smaller batches than core's default: a Cancel then waits for at most ~2k tokens.
+                npw::CalibrationOptions options;
+                options.batchTokens = 2048;
+                r.stats = std::make_shared<const npw::ModelStats>(npw::calibrate(*lm.model, set, progress, options));
+                r.summary = npw::CalibrationSummary::of(set);
+                r.recalibrated = true;
+            }
+            r.scores = npw::computeScores(lm.model->checkpoint(), *r.stats, prune, progress);
+            return r;
+        },
+        [this, calibration](Result r) {
+            if (r.recalibrated) {
+                scores_.clear();  // scores of other statistics no longer match the new ones
+                methodOrder_.clear();
+                stats_ = r.stats;
+                statsCalibration_ = calibration;
+                calibrationSummary_ = r.summary;
+                emit logMessage(tr("Calibrated on %1 windows of %2 tokens of %3.")
+                                    .arg(r.summary.samples)
+                                    .arg(r.summary.seqlen)
+                                    .arg(QFileInfo(qs(r.summary.source)).fileName()));
+            }
+            addScores(std::move(r.scores));
+        });
+}
+
+void StudioSession::addScores(npw::ScoreSet scores) {
+    const QString key = qs(npw::methodName(scores.settings.method));
+    ScoreEntry entry;
+    entry.computed = std::make_shared<const npw::ScoreSet>(std::move(scores));
+    entry = entryAt(entry, knobs_.lambda);
+    if (!scores_.contains(key)) methodOrder_.push_back(key);
+    scores_[key] = entry;
+    current_ = key;
+    emit scoresChanged();
+    reselect();
+}
+
+StudioSession::ScoreEntry StudioSession::entryAt(const ScoreEntry& entry, double lambda) const {
+    ScoreEntry out = entry;
+    if (isNumerical(*entry.computed) && entry.computed->settings.lambda != lambda)
+        out.atLambda = std::make_shared<const npw::ScoreSet>(npw::rescoreNumerical(*entry.computed, lambda));
+    else
+        out.atLambda = entry.computed;
+    out.selector = std::make_shared<const npw::MaskSelector>(*out.atLambda);
+    return out;
+}
+
+void StudioSession::setCurrentMethod(const QString& method) {
+    if (method == current_ || !scores_.contains(method)) return;
+    current_ = method;
+    reselect();
+}
+
+void StudioSession::setKnobs(const studio::SelectionKnobs& knobs) {
+    if (knobs == knobs_ && view_) return;
+    knobs_ = knobs;
+    reselect();
+}
+
+void StudioSession::reselect() {
+    // Called from slots: a core error (e.g. an α that does not fit) is reported, never thrown
+    // into Qt's event loop.
+    try {
+        reselectOrThrow();
+    } catch (const std::exception& e) {
+        emit logMessage(tr("Selection: %1").arg(e.what()));
+    }
+}
+
+void StudioSession::reselectOrThrow() {
+    const auto it = scores_.find(current_);
+    if (it == scores_.end()) {
+        view_.reset();
+        return;
+    }
+    ScoreEntry& entry = *it;
+    if (isNumerical(*entry.computed) && entry.atLambda->settings.lambda != knobs_.lambda)
+        entry = entryAt(entry, knobs_.lambda);  // closed form from the stored solves
+    const npw::ScoreSet& scores = *entry.atLambda;
+    SelectionView v;
+    v.method = current_;
+    for (size_t l = 0; l < scores.ranking.size(); ++l) v.scores.push_back(scores.unitScoresAt(l, knobs_.rho));
+    v.selection = entry.selector->select(knobs_.rho, knobs_.alpha, knobs_.mode);
+    v.kept = npw::keptPerLayer(v.selection.mask);
+    v.achievedRatio = npw::achievedRatio(v.selection.mask, scores.costs);
+    v.achievedRatioModel =
+        npw::achievedRatioModel(v.selection.mask, scores.costs, model_.model->config().parameterCount());
+    v.unitName = unitNameFor(scores.config, scores.settings.attentionUnit);
+    view_ = v;
+    emit selectionChanged(*view_);
+    startLayerReports();
+}
+
+void StudioSession::startLayerReports() {
+    const quint64 generation = ++reportGeneration_;
+    if (!view_ || !stats_) return;
+    npw::PruneSettings settings = currentScores()->settings;
+    settings.compensation = settings_.prune.compensation;
+    settings.damp = settings_.prune.damp;
+    const auto model = model_.model;
+    const auto stats = stats_;
+    const npw::Mask mask = view_->selection.mask;
+    auto* watcher = new QFutureWatcher<std::vector<npw::LayerPruneReport>>(this);
+    connect(watcher, &QFutureWatcher<std::vector<npw::LayerPruneReport>>::finished, this, [this, watcher, generation] {
+        watcher->deleteLater();
+        try {
+            std::vector<npw::LayerPruneReport> reports = watcher->result();
+            if (generation != reportGeneration_) return;  // the knobs moved on meanwhile
+            layerReports_ = std::move(reports);
+            emit layerReportsAvailable(layerReports_);
+        } catch (const std::exception& e) {
+            if (generation == reportGeneration_) emit logMessage(tr("Per-layer losses: %1").arg(e.what()));
+        }
+    });
+    // applyMask compensates and slices every layer: milliseconds on the demo models, more on
+    // big ones, so never on the GUI thread. Results for superseded masks are dropped above.
+    watcher->setFuture(QtConcurrent::run([model, stats, mask, settings, generation, this] {
+        if (generation != reportGeneration_) return std::vector<npw::LayerPruneReport>{};  // already stale
+        return npw::applyMask(model->checkpoint(), *stats, mask, settings).layers;
+    }));
+}
+
+bool StudioSession::runSweep(const SweepRequest& request) {
+    if (!hasModel()) return false;
+    const npw::LanguageModel lm = model_;
+    const studio::CalibrationSettings calibration = settings_.calibration;
+    const studio::SelectionKnobs knobs = knobs_;
+    QPointer<StudioSession> self(this);
+    const bool started = jobs_.start<int>(
+        tr("Sweep"),
+        [=](const npw::ProgressFn& progress) {
+            npw::SweepSpec spec;
+            for (const QString& m : request.methods) spec.methods.push_back(m.toStdString());
+            spec.ratios = request.ratios;
+            spec.calibSamples = {calibration.samples};
+            spec.calibSeqlens = {npw::effectiveSeqlen(calibration.seqlen, lm.model->config())};
+            spec.lambdas = {knobs.lambda};
+            spec.seeds = request.seeds;
+            spec.calibSource = calibration.source.empty() ? studio::defaultCalibrationSource() : calibration.source;
+            spec.calibStream = npw::readCalibrationStream(spec.calibSource, calibration.sourceIsIds, lm);
+            npw::SweepEvalSet eval;
+            const std::string evalPath = request.evalSource.empty() ? studio::defaultEvaluationSource() : request.evalSource;
+            eval.name = QFileInfo(qs(evalPath)).completeBaseName().toStdString();
+            eval.isText = true;
+            eval.ids = lm.encode(npw::readTextFile(evalPath), true);
+            spec.evalSets.push_back(std::move(eval));
+            spec.evalSeqlen = request.evalSeqlen;
+            spec.evalMaxWindows = request.evalMaxWindows;
+            spec.alphaMode = knobs.mode;
+            spec.alpha = knobs.alpha;
+            const auto rows = npw::runSweep(
+                lm, spec,
+                [self](const npw::SweepRow& row) {
+                    // Each row as it is ready: the plot grows while the sweep runs.
+                    QMetaObject::invokeMethod(
+                        self.data(),
+                        [self, row] {
+                            if (!self) return;
+                            self->sweepRows_.push_back(row);
+                            emit self->logMessage(
+                                tr("%1 at ρ = %2: %3% of attention + MLP removed, perplexity %4")
+                                    .arg(qs(row.method))
+                                    .arg(row.ratio)
+                                    .arg(100 * row.achievedRatio, 0, 'f', 1)
+                                    .arg(row.ppl, 0, 'f', 2));
+                            emit self->sweepRowAvailable(row);
+                        },
+                        Qt::QueuedConnection);
+                },
+                progress);
+            return static_cast<int>(rows.size());
+        },
+        [this](int rows) { emit logMessage(tr("Sweep: %1 rows.").arg(rows)); });
+    if (started) {
+        sweepRows_.clear();
+        emit sweepCleared();
+    }
+    return started;
+}
+
+bool StudioSession::exportPrunedModel(const QString& dir) {
+    if (!view_ || !stats_) return false;
+    npw::PruneSettings settings = currentScores()->settings;
+    settings.compensation = settings_.prune.compensation;
+    settings.damp = settings_.prune.damp;
+    settings.ratio = knobs_.rho;
+    settings.alphaMode = knobs_.mode;
+    settings.alpha = std::isnan(knobs_.alpha) ? scores_[current_].selector->defaultAlpha() : knobs_.alpha;
+    const auto model = model_.model;
+    const auto stats = stats_;
+    const npw::SelectionResult selection = view_->selection;
+    const npw::CalibrationSummary calibration = calibrationSummary_;
+    const std::string target = dir.toStdString(), source = modelRef_.toStdString();
+    return jobs_.start<QString>(
+        tr("Export pruned model"),
+        [=](const npw::ProgressFn& progress) {
+            npw::checkExportTarget(model->checkpoint().source, target);
+            npw::reportProgress(progress, "apply", 0, 1);
+            npw::PrunedModel pruned = npw::applyMask(model->checkpoint(), *stats, selection.mask, settings);
+            npw::PruneReport report;
+            report.method = npw::methodName(settings.method);
+            report.ratio = settings.ratio;
+            report.alpha = settings.alpha;
+            report.lambda = settings.lambda;
+            report.alphaMode = settings.alphaMode;
+            report.compensation = pruned.compensation;
+            report.paramsBefore = npw::checkpointParameters(model->checkpoint());
+            report.paramsAfter = npw::checkpointParameters(pruned.checkpoint);
+            report.prunableBefore = npw::prunableParameters(model->config());
+            report.prunableAfter = npw::prunableParameters(pruned.checkpoint.config);
+            report.achievedRatio = double(report.prunableBefore - report.prunableAfter) / report.prunableBefore;
+            report.achievedRatioModel = double(report.prunableBefore - report.prunableAfter) / report.paramsBefore;
+            report.removedUnits = selection.removedHeads;
+            report.removedChannels = selection.removedChannels;
+            report.threshold = selection.threshold;
+            report.layers = pruned.layers;
+            npw::reportProgress(progress, "write", 0, 1);
+            npw::savePrunedModel(pruned.checkpoint, target,
+                                 npw::pruneManifestJson(report, settings, calibration, source));
+            return QObject::tr("Exported %1 → %2 parameters to %3")
+                .arg(report.paramsBefore)
+                .arg(report.paramsAfter)
+                .arg(qs(target));
+        },
+        [this](QString message) { emit logMessage(message); });
+}
+
+void StudioSession::exportSweepCsv(const QString& path) const {
+    npw::writeTextAtomically(path.toStdString(), npw::sweepRowsCsv(sweepRows_));
+}
+
+void StudioSession::saveWorkspace(const QString& path) const {
+    if (!hasModel()) throw npw::Error("no model is open: nothing to save");
+    studio::WorkspaceFile w;
+    w.model = modelRef_.toStdString();
+    w.device = device_.toStdString();
+    w.calibration = statsCalibration_ ? *statsCalibration_ : settings_.calibration;
+    w.prune = settings_.prune;
+    w.knobs = knobs_;
+    for (const QString& m : methodOrder_) w.scored.push_back(scores_[m].computed->settings);
+    w.currentMethod = current_.toStdString();
+    if (stats_) w.statsCalibration = calibrationSummary_;
+    if (view_) w.mask = studio::maskToJson(view_->selection.mask);
+    w.sweepRows = sweepRows_;
+    studio::writeWorkspace(path.toStdString(), w, stats_.get());
+}
+
+bool StudioSession::openWorkspace(const QString& path) {
+    const std::string file = path.toStdString();
+    return jobs_.start<Restored>(
+        tr("Open workspace %1").arg(QFileInfo(path).fileName()),
+        [file](const npw::ProgressFn& progress) {
+            Restored r;
+            r.file = studio::readWorkspace(file);
+            r.model = npw::openLanguageModel(r.file.model, npw::chooseRuntime(r.file.device));
+            if (r.file.statsCalibration) {
+                std::map<std::string, std::string> metadata;
+                r.stats = std::make_shared<const npw::ModelStats>(
+                    npw::loadModelStats(studio::workspaceStatsPath(file), r.model.model->config().num_layers, &metadata));
+                // The scores are recomputed from the statistics (deterministic), not stored.
+                for (const npw::PruneSettings& s : r.file.scored)
+                    r.scoreSets.push_back(npw::computeScores(r.model.model->checkpoint(), *r.stats, s, progress));
+            }
+            return r;
+        },
+        [this](Restored r) { applyRestored(std::move(r)); });
+}
+
+void StudioSession::applyRestored(Restored r) {
+    model_ = std::move(r.model);
+    modelRef_ = qs(r.file.model);
+    device_ = qs(r.file.device);
+    resetModelState();
+    settings_.calibration = r.file.calibration;
+    settings_.prune = r.file.prune;
+    knobs_ = r.file.knobs;
+    emit modelChanged();
+    emit settingsChanged();
+    if (r.stats) {
+        stats_ = r.stats;
+        statsCalibration_ = r.file.calibration;
+        calibrationSummary_ = *r.file.statsCalibration;
+    }
+    for (npw::ScoreSet& s : r.scoreSets) addScores(std::move(s));
+    const QString current = qs(r.file.currentMethod);
+    if (scores_.contains(current)) current_ = current;
+    reselect();
+    if (view_ && !r.file.mask.is_null()) {
+        const npw::Mask saved = studio::maskFromJson(r.file.mask, view_->selection.mask);
+        const bool same = saved.keepHeads == view_->selection.mask.keepHeads &&
+                          saved.keepChannels == view_->selection.mask.keepChannels;
+        emit logMessage(same ? tr("Workspace reopened: the selection matches the saved mask.")
+                             : tr("Workspace reopened, but the recomputed selection differs from the saved mask."));
+    }
+    for (const npw::SweepRow& row : r.file.sweepRows) {
+        sweepRows_.push_back(row);
+        emit sweepRowAvailable(row);
+    }
+}

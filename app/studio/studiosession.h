@@ -1,0 +1,128 @@
+#pragma once
+// The window's logic without widgets: one open model, its calibration statistics, the score
+// sets computed so far (one per method, side by side), the selection knobs and what they
+// select, sweep results; long work on a JobRunner. Every number comes from core; this class
+// only decides what to compute when and hands views their data by value (SelectionView).
+// The window wires widgets to it; the tests drive it directly.
+#include "app/studio/jobrunner.h"
+#include "app/studio/runsettings.h"
+#include "core/models/language_model.h"
+#include "core/prune/pruner.h"
+#include "core/prune/score_view.h"
+#include "core/prune/sweep.h"
+
+#include <QMap>
+#include <QObject>
+#include <QStringList>
+#include <atomic>
+#include <memory>
+#include <vector>
+
+// What every score view shows for the current method and knobs.
+struct SelectionView {
+    QString method;                          // the score set ("numerical", "flap", …)
+    std::vector<npw::LayerScores> scores;    // per layer, at ρ (z for numerical)
+    npw::SelectionResult selection;          // mask, removed counts, threshold (NaN: per-layer)
+    std::vector<npw::LayerKeptCounts> kept;  // per layer
+    double achievedRatio = 0;                // of attention + MLP parameters
+    double achievedRatioModel = 0;           // of all parameters
+    QString unitName;                        // "head", or "KV group" for GQA models
+};
+Q_DECLARE_METATYPE(SelectionView)
+
+// What a sweep in the window runs: core's SweepSpec less the streams, which the job reads.
+struct SweepRequest {
+    QStringList methods{"numerical", "flap", "wanda-sp"};
+    std::vector<double> ratios{0.1, 0.2, 0.3};
+    int seeds = 1;
+    int64_t evalMaxWindows = 8;
+    int64_t evalSeqlen = 128;
+    std::string evalSource;  // empty: the demo's held-out text
+};
+
+class StudioSession : public QObject {
+    Q_OBJECT
+public:
+    explicit StudioSession(QObject* parent = nullptr);
+    ~StudioSession() override;
+
+    JobRunner* jobs() { return &jobs_; }
+    bool hasModel() const { return model_.model != nullptr; }
+    const npw::LanguageModel& model() const { return model_; }
+    QString modelReference() const { return modelRef_; }
+    QString device() const { return device_; }
+
+    studio::RunSettings settings() const { return settings_; }
+    void setSettings(const studio::RunSettings& settings);
+    // True when Run would need a new calibration (no statistics, or other calibration settings).
+    bool calibrationStale() const;
+    const npw::ModelStats* stats() const { return stats_.get(); }
+
+    studio::SelectionKnobs knobs() const { return knobs_; }
+    QStringList scoreMethods() const;  // in the order computed
+    QString currentMethod() const { return current_; }
+    const std::optional<SelectionView>& selection() const { return view_; }
+    // The current method's scores at the current λ (null without scores).
+    std::shared_ptr<const npw::ScoreSet> currentScores() const;
+    const std::vector<npw::LayerPruneReport>& layerReports() const { return layerReports_; }
+    const std::vector<npw::SweepRow>& sweepRows() const { return sweepRows_; }
+
+    // Long jobs; each returns false (and does nothing) while another job runs.
+    bool openModel(const QString& reference, const QString& device = QStringLiteral("cpu"));
+    bool runScoring();  // calibrates when stale, then scores the settings' method
+    bool runSweep(const SweepRequest& request);
+    bool exportPrunedModel(const QString& dir);
+    bool openWorkspace(const QString& path);
+    // Quick and synchronous; throw npw::Error naming the file.
+    void saveWorkspace(const QString& path) const;
+    void exportSweepCsv(const QString& path) const;
+
+public slots:
+    // Re-scores in closed form when λ moved (numerical), re-selects, emits selectionChanged
+    // and starts the per-layer losses for the new mask.
+    void setKnobs(const studio::SelectionKnobs& knobs);
+    void setCurrentMethod(const QString& method);
+    void cancel() { jobs_.cancel(); }
+
+signals:
+    void modelChanged();
+    void settingsChanged();
+    void scoresChanged();  // score sets added, replaced or cleared
+    void selectionChanged(const SelectionView& view);
+    // Per-layer reconstruction losses of the current mask (core's applyMask), a moment later.
+    void layerReportsAvailable(const std::vector<npw::LayerPruneReport>& reports);
+    void sweepCleared();
+    void sweepRowAvailable(const npw::SweepRow& row);
+    void logMessage(const QString& text);
+
+private:
+    struct ScoreEntry {
+        std::shared_ptr<const npw::ScoreSet> computed;  // as computeScores returned it
+        std::shared_ptr<const npw::ScoreSet> atLambda;  // rescored at knobs_.lambda (numerical)
+        std::shared_ptr<const npw::MaskSelector> selector;
+    };
+    struct Restored;  // what openWorkspace's job hands back
+    void resetModelState();
+    void addScores(npw::ScoreSet scores);
+    ScoreEntry entryAt(const ScoreEntry& entry, double lambda) const;
+    void reselect();
+    void reselectOrThrow();
+    void startLayerReports();
+    void applyRestored(Restored restored);
+
+    JobRunner jobs_;
+    npw::LanguageModel model_;
+    QString modelRef_, device_ = QStringLiteral("cpu");
+    studio::RunSettings settings_;
+    studio::SelectionKnobs knobs_;
+    std::shared_ptr<const npw::ModelStats> stats_;
+    std::optional<studio::CalibrationSettings> statsCalibration_;  // what stats_ was computed from
+    npw::CalibrationSummary calibrationSummary_;
+    QMap<QString, ScoreEntry> scores_;
+    QStringList methodOrder_;
+    QString current_;
+    std::optional<SelectionView> view_;
+    std::vector<npw::LayerPruneReport> layerReports_;
+    std::atomic<quint64> reportGeneration_{0};  // stale loss results are dropped (read by the loss job)
+    std::vector<npw::SweepRow> sweepRows_;
+};

@@ -1,0 +1,644 @@
+#include "app/studio/studiowindow.h"
+
+#include "app/studio/architecturepanel.h"
+#include "app/studio/layerreporttable.h"
+#include "app/studio/runsettingspanel.h"
+#include "app/studio/studiopalette.h"
+#include "core/models/devices.h"
+#include "core/util/error.h"
+#include "widgets/headmapwidget.h"
+#include "widgets/layeroverviewwidget.h"
+#include "widgets/layerselection.h"
+#include "widgets/scorehistogramwidget.h"
+#include "widgets/sparsitycontrols.h"
+#include "widgets/sweepplotwidget.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QComboBox>
+#include <QDateTime>
+#include <QDockWidget>
+#include <QDragEnterEvent>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QMimeData>
+#include <QPainter>
+#include <QPdfWriter>
+#include <QPlainTextEdit>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSettings>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QStatusBar>
+#include <QStyle>
+#include <QSvgGenerator>
+#include <QTabWidget>
+#include <QToolBar>
+#include <QVBoxLayout>
+#include <cmath>
+
+namespace {
+
+constexpr int kMaxRecent = 8;
+const char* kDemoModels[] = {"demo:lm", "demo:lm-gqa"};
+
+// "0.1, 0.2,0.3" → {0.1, 0.2, 0.3}; entries that are not numbers are skipped.
+std::vector<double> parseRatios(const QString& text) {
+    std::vector<double> out;
+    for (const QString& item : text.split(QLatin1Char(','), Qt::SkipEmptyParts)) {
+        bool ok = false;
+        const double value = item.trimmed().toDouble(&ok);
+        if (ok) out.push_back(value);
+    }
+    return out;
+}
+
+bool isWorkspaceFile(const QString& path) { return path.endsWith(QStringLiteral(".npw.json")); }
+
+} // namespace
+
+StudioWindow::StudioWindow(bool persistSettings, QWidget* parent) : QMainWindow(parent), persist_(persistSettings) {
+    setWindowTitle(tr("npw-studio"));
+    setObjectName(QStringLiteral("StudioWindow"));
+    setAcceptDrops(true);
+    setDockOptions(QMainWindow::AnimatedDocks | QMainWindow::AllowTabbedDocks);
+    layerSelection_ = new LayerSelection(this);
+    buildCentral();
+    buildDocks();
+    buildActions();
+    connectSession();
+    showKnobs(session_.knobs());
+    resize(1560, 960);
+    if (persist_) restoreSettings();
+    updateRunState();
+}
+
+StudioWindow::~StudioWindow() = default;
+
+void StudioWindow::buildCentral() {
+    // The Selection bar: which score set, and the knobs that only re-select.
+    methodSelector_ = new QComboBox;
+    methodSelector_->setObjectName(QStringLiteral("scoreSetSelector"));
+    methodSelector_->setToolTip(tr("Score sets computed so far, one per method: switch to compare them.\n"
+                                   "Run with another method in the Run settings to add one."));
+    methodSelector_->setMinimumContentsLength(12);
+    controls_ = new SparsityControls;
+    summary_ = new QLabel(tr("Open a model and Run to see its scores."));
+    summary_->setObjectName(QStringLiteral("selectionSummary"));
+    summary_->setWordWrap(true);
+    summary_->setMinimumWidth(260);
+    auto* methodBox = new QVBoxLayout;
+    methodLabel_ = new QLabel(tr("Score set"));
+    methodBox->addWidget(methodLabel_);
+    methodBox->addWidget(methodSelector_);
+    methodBox->addStretch(1);
+    auto* selectionBox = new QGroupBox(tr("Selection"));
+    auto* selectionLayout = new QHBoxLayout(selectionBox);
+    selectionLayout->setContentsMargins(8, 4, 8, 4);
+    selectionLayout->addLayout(methodBox);
+    selectionLayout->addWidget(controls_, 3);
+    selectionLayout->addWidget(summary_, 2);
+
+    headMap_ = new HeadMapWidget(layerSelection_);
+    histogram_ = new ScoreHistogramWidget(layerSelection_);
+    overview_ = new LayerOverviewWidget(layerSelection_);
+    layerTable_ = new LayerReportTable;
+    auto* top = new QSplitter(Qt::Horizontal);
+    top->addWidget(headMap_);
+    top->addWidget(histogram_);
+    top->setStretchFactor(0, 3);
+    top->setStretchFactor(1, 2);
+    auto* bottom = new QSplitter(Qt::Horizontal);
+    bottom->addWidget(overview_);
+    bottom->addWidget(layerTable_);
+    bottom->setStretchFactor(0, 3);
+    bottom->setStretchFactor(1, 2);
+    auto* views = new QSplitter(Qt::Vertical);
+    views->addWidget(top);
+    views->addWidget(bottom);
+    auto* scoresPage = new QWidget;
+    auto* scoresLayout = new QVBoxLayout(scoresPage);
+    scoresLayout->setContentsMargins(4, 4, 4, 4);
+    scoresLayout->addWidget(selectionBox);
+    scoresLayout->addWidget(views, 1);
+
+    // The Sweep tab: what to sweep, and the plot that grows as rows arrive.
+    sweepMethods_ = new QLineEdit(QStringLiteral("numerical,flap,wanda-sp"));
+    sweepMethods_->setToolTip(tr("Methods, comma-separated: numerical, numerical-nocomp, flap, wanda-sp, magnitude, random"));
+    sweepRatios_ = new QLineEdit(QStringLiteral("0.1,0.2,0.3"));
+    sweepRatios_->setToolTip(tr("Pruning ratios ρ in [0, 1), comma-separated: each only re-selects"));
+    sweepSeeds_ = new QSpinBox;
+    sweepSeeds_->setRange(1, 10);
+    sweepSeeds_->setToolTip(tr("Seeds 0…K−1 of the calibration windows: the curves show mean ± std over them"));
+    sweepWindows_ = new QSpinBox;
+    sweepWindows_->setRange(0, 100000);
+    sweepWindows_->setValue(8);
+    sweepWindows_->setSpecialValueText(tr("all"));
+    sweepWindows_->setToolTip(tr("Evaluation windows of 128 tokens of the held-out text (0 = all): fewer is faster"));
+    sweepRun_ = new QPushButton(tr("Run sweep"));
+    sweepRun_->setToolTip(tr("Perplexity against sparsity with the calibration settings and λ, α of the\n"
+                             "Selection; calibration once, scores once per method (Ctrl+Shift+R)"));
+    auto* sweepForm = new QHBoxLayout;
+    sweepForm->addWidget(new QLabel(tr("Methods")));
+    sweepForm->addWidget(sweepMethods_, 2);
+    sweepForm->addWidget(new QLabel(tr("Ratios")));
+    sweepForm->addWidget(sweepRatios_, 1);
+    sweepForm->addWidget(new QLabel(tr("Seeds")));
+    sweepForm->addWidget(sweepSeeds_);
+    sweepForm->addWidget(new QLabel(tr("Eval windows")));
+    sweepForm->addWidget(sweepWindows_);
+    sweepForm->addWidget(sweepRun_);
+    sweepPlot_ = new SweepPlotWidget;
+    auto* sweepNote = new QLabel(tr("Sparsity is the achieved fraction of attention + MLP weights removed (uniform "
+                                    "methods fall below ρ). Each point is one pruned model evaluated on the "
+                                    "held-out text; calibration as in the Run settings, λ and α as in the Selection."));
+    sweepNote->setWordWrap(true);
+    auto* sweepPage = new QWidget;
+    auto* sweepLayout = new QVBoxLayout(sweepPage);
+    sweepLayout->setContentsMargins(4, 4, 4, 4);
+    sweepLayout->addLayout(sweepForm);
+    sweepLayout->addWidget(sweepNote);
+    sweepLayout->addWidget(sweepPlot_, 1);
+
+    tabs_ = new QTabWidget;
+    tabs_->addTab(scoresPage, tr("Scores and mask"));
+    tabs_->addTab(sweepPage, tr("Perplexity sweep"));
+    setCentralWidget(tabs_);
+}
+
+void StudioWindow::buildDocks() {
+    architecture_ = new ArchitecturePanel;
+    device_ = new QComboBox;
+    device_->setObjectName(QStringLiteral("deviceSelector"));
+    for (const std::string& d : npw::availableDevices()) device_->addItem(QString::fromStdString(d));
+    device_->setToolTip(tr("Where the model runs: the CPU, or a CUDA device when this LibTorch and a GPU have one.\n"
+                           "Applies to the next model opened."));
+    auto* modelPage = new QWidget;
+    auto* modelLayout = new QVBoxLayout(modelPage);
+    modelLayout->setContentsMargins(0, 0, 0, 0);
+    auto* deviceRow = new QHBoxLayout;
+    deviceRow->setContentsMargins(4, 4, 4, 0);
+    deviceRow->addWidget(new QLabel(tr("Device")));
+    deviceRow->addWidget(device_, 1);
+    modelLayout->addLayout(deviceRow);
+    modelLayout->addWidget(architecture_, 1);
+    auto* modelDock = new QDockWidget(tr("Model"));
+    modelDock->setObjectName(QStringLiteral("modelDock"));
+    modelDock->setWidget(modelPage);
+    addDockWidget(Qt::LeftDockWidgetArea, modelDock);
+
+    runSettings_ = new RunSettingsPanel;
+    auto* runDock = new QDockWidget(tr("Run settings"));
+    runDock->setObjectName(QStringLiteral("runDock"));
+    runDock->setWidget(runSettings_);
+    addDockWidget(Qt::LeftDockWidgetArea, runDock);
+
+    log_ = new QPlainTextEdit;
+    log_->setObjectName(QStringLiteral("log"));
+    log_->setReadOnly(true);
+    log_->setMaximumBlockCount(2000);
+    auto* logDock = new QDockWidget(tr("Log"));
+    logDock->setObjectName(QStringLiteral("logDock"));
+    logDock->setWidget(log_);
+    addDockWidget(Qt::LeftDockWidgetArea, logDock);
+    resizeDocks({modelDock, runDock, logDock}, {300, 330, 200}, Qt::Vertical);
+    resizeDocks({modelDock}, {380}, Qt::Horizontal);
+
+    stage_ = new QLabel(tr("Ready"));
+    progress_ = new QProgressBar;
+    progress_->setObjectName(QStringLiteral("jobProgress"));
+    progress_->setMaximumWidth(320);
+    progress_->setRange(0, 1000);
+    progress_->setTextVisible(false);
+    eta_ = new QLabel;
+    cancel_ = new QPushButton(tr("Cancel"));
+    cancel_->setObjectName(QStringLiteral("cancelButton"));
+    cancel_->setToolTip(tr("Stop the running job at its next step (Esc); the workspace stays as before it"));
+    statusBar()->addWidget(stage_, 1);
+    statusBar()->addPermanentWidget(eta_);
+    statusBar()->addPermanentWidget(progress_);
+    statusBar()->addPermanentWidget(cancel_);
+}
+
+void StudioWindow::buildActions() {
+    QMenu* file = menuBar()->addMenu(tr("&File"));
+    QAction* open = file->addAction(tr("&Open model file…"), this, &StudioWindow::chooseModelFile);
+    open->setShortcut(QKeySequence::Open);
+    file->addAction(tr("Open model &directory…"), this, &StudioWindow::chooseModelDirectory);
+    QMenu* demos = file->addMenu(tr("Open &demo"));
+    for (const char* demo : kDemoModels) {
+        const QString name = QString::fromLatin1(demo);
+        demos->addAction(name, this, [this, name] { openModel(name); });
+    }
+    recentMenu_ = file->addMenu(tr("Open &recent"));
+    file->addSeparator();
+    QAction* openWs = file->addAction(tr("Open &workspace…"), this, &StudioWindow::chooseWorkspaceToOpen);
+    openWs->setShortcut(QKeySequence(QStringLiteral("Ctrl+Shift+O")));
+    QAction* saveWs = file->addAction(tr("&Save workspace…"), this, &StudioWindow::chooseWorkspaceToSave);
+    saveWs->setShortcut(QKeySequence::Save);
+    file->addSeparator();
+    QAction* exportModel = file->addAction(tr("&Export pruned model…"), this, &StudioWindow::chooseExportDir);
+    exportModel->setShortcut(QKeySequence(QStringLiteral("Ctrl+E")));
+    QAction* exportPlotAction = file->addAction(tr("Export &plot…"), this, &StudioWindow::choosePlotFile);
+    exportPlotAction->setShortcut(QKeySequence(QStringLiteral("Ctrl+P")));
+    file->addAction(tr("Export sweep &CSV…"), this, &StudioWindow::chooseCsvFile);
+    file->addSeparator();
+    QAction* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
+    quit->setShortcut(QKeySequence::Quit);
+
+    QMenu* run = menuBar()->addMenu(tr("&Run"));
+    QAction* runAction = run->addAction(tr("&Run (calibrate and score)"), this, [this] { session_.runScoring(); });
+    runAction->setShortcut(QKeySequence(QStringLiteral("Ctrl+R")));
+    QAction* sweepAction = run->addAction(tr("Run &sweep"), this, [this] { session_.runSweep(sweepRequest()); });
+    sweepAction->setShortcut(QKeySequence(QStringLiteral("Ctrl+Shift+R")));
+    QAction* cancelAction = run->addAction(tr("&Cancel"), &session_, &StudioSession::cancel);
+    cancelAction->setShortcut(QKeySequence(Qt::Key_Escape));
+
+    QMenu* view = menuBar()->addMenu(tr("&View"));
+    QAction* scoresTab = view->addAction(tr("&Scores and mask"), this, [this] { showTab(0); });
+    scoresTab->setShortcut(QKeySequence(QStringLiteral("Ctrl+1")));
+    QAction* sweepTab = view->addAction(tr("&Perplexity sweep"), this, [this] { showTab(1); });
+    sweepTab->setShortcut(QKeySequence(QStringLiteral("Ctrl+2")));
+    view->addSeparator();
+    darkAction_ = view->addAction(tr("&Dark palette"));
+    darkAction_->setCheckable(true);
+    darkAction_->setShortcut(QKeySequence(QStringLiteral("Ctrl+D")));
+    connect(darkAction_, &QAction::toggled, this, &StudioWindow::setDark);
+    view->addSeparator();
+    for (QDockWidget* dock : findChildren<QDockWidget*>()) view->addAction(dock->toggleViewAction());
+
+    QToolBar* bar = addToolBar(tr("Main"));
+    bar->setObjectName(QStringLiteral("mainToolBar"));
+    bar->setToolButtonStyle(Qt::ToolButtonTextOnly);
+    bar->addAction(open);
+    for (QAction* demo : demos->actions()) bar->addAction(demo);
+    bar->addSeparator();
+    bar->addAction(runAction);
+    bar->addAction(sweepAction);
+    bar->addAction(cancelAction);
+    bar->addSeparator();
+    bar->addAction(saveWs);
+    bar->addAction(exportModel);
+
+    connect(cancel_, &QPushButton::clicked, &session_, &StudioSession::cancel);
+    connect(sweepRun_, &QPushButton::clicked, sweepAction, &QAction::trigger);
+    rebuildRecentMenu();
+}
+
+void StudioWindow::connectSession() {
+    JobRunner* jobs = session_.jobs();
+    connect(jobs, &JobRunner::started, this, [this](const QString& title) {
+        stage_->setText(title);
+        progress_->setRange(0, 0);  // busy until the first report says how far
+        eta_->clear();
+        appendLog(tr("%1…").arg(title));
+    });
+    connect(jobs, &JobRunner::progressed, this, [this](const QString& stage, double fraction, double secondsLeft) {
+        stage_->setText(tr("%1: %2").arg(session_.jobs()->currentJob(), stage));
+        if (std::isfinite(fraction)) {
+            progress_->setRange(0, 1000);
+            progress_->setValue(int(std::lround(1000 * std::clamp(fraction, 0.0, 1.0))));
+        }
+        eta_->setText(EtaEstimator::describe(secondsLeft));
+    });
+    connect(jobs, &JobRunner::runningChanged, this, [this](bool running) {
+        if (!running) {
+            progress_->setRange(0, 1000);
+            progress_->setValue(0);
+            eta_->clear();
+            stage_->setText(tr("Ready"));
+        }
+        updateRunState();
+    });
+    connect(&session_, &StudioSession::logMessage, this, &StudioWindow::appendLog);
+    connect(&session_, &StudioSession::modelChanged, this, &StudioWindow::onModelChanged);
+    connect(&session_, &StudioSession::scoresChanged, this, &StudioWindow::onScoresChanged);
+    connect(&session_, &StudioSession::selectionChanged, this, &StudioWindow::showSelection);
+    connect(&session_, &StudioSession::layerReportsAvailable, layerTable_, &LayerReportTable::setReports);
+    connect(&session_, &StudioSession::sweepCleared, this, &StudioWindow::redrawSweep);
+    connect(&session_, &StudioSession::sweepRowAvailable, this, &StudioWindow::onSweepRow);
+    connect(&session_, &StudioSession::settingsChanged, this, [this] {
+        runSettings_->setSettings(session_.settings());
+        showKnobs(session_.knobs());
+        updateRunState();
+    });
+    connect(runSettings_, &RunSettingsPanel::settingsEdited, this, [this](const studio::RunSettings& s) {
+        session_.setSettings(s);
+    });
+    connect(runSettings_, &RunSettingsPanel::runRequested, this, [this] { session_.runScoring(); });
+    connect(controls_, &SparsityControls::settingsChanged, this,
+            [this](double rho, double alpha, npw::AlphaMode mode, double lambda) {
+                studio::SelectionKnobs k;
+                k.rho = rho;
+                // At the model's default α the knob stays "default" (NaN), so that it follows
+                // the unit kind and reads as such in the workspace.
+                k.alpha = std::abs(alpha - controls_->defaultAlpha()) <= 1e-3 * controls_->defaultAlpha() ? std::nan("")
+                                                                                                         : alpha;
+                k.mode = mode;
+                k.lambda = lambda;
+                session_.setKnobs(k);
+            });
+    connect(methodSelector_, &QComboBox::currentTextChanged, &session_, &StudioSession::setCurrentMethod);
+    connect(layerTable_, &LayerReportTable::layerClicked, layerSelection_, &LayerSelection::setCurrentLayer);
+    connect(layerSelection_, &LayerSelection::currentLayerChanged, layerTable_, &LayerReportTable::selectLayer);
+}
+
+void StudioWindow::showKnobs(const studio::SelectionKnobs& k) {
+    controls_->setRho(k.rho);
+    controls_->setAlphaMode(k.mode);
+    controls_->setLambda(k.lambda);
+    if (std::isnan(k.alpha)) controls_->resetAlpha();
+    else controls_->setAlpha(k.alpha);
+}
+
+void StudioWindow::showSelection(const SelectionView& v) {
+    headMap_->setUnitName(v.unitName);
+    headMap_->setData(v.scores, v.selection.mask);
+    histogram_->setData(v.scores, v.selection.mask, v.selection.threshold);
+    overview_->setData(v.scores, v.selection.mask, v.selection.threshold);
+    layerTable_->setKept(v.kept, v.unitName);
+    const studio::SelectionKnobs k = session_.knobs();
+    summary_->setText(tr("<b>%1</b> at ρ = %2: removes %3 %4s and %5 MLP channels, <b>%6%</b> of the attention + "
+                         "MLP parameters (%7% of the model).")
+                          .arg(v.method)
+                          .arg(k.rho, 0, 'f', 3)
+                          .arg(v.selection.removedHeads)
+                          .arg(v.unitName)
+                          .arg(QLocale().toString(qlonglong(v.selection.removedChannels)))
+                          .arg(100 * v.achievedRatio, 0, 'f', 1)
+                          .arg(100 * v.achievedRatioModel, 0, 'f', 1));
+    if (methodSelector_->currentText() != v.method) methodSelector_->setCurrentText(v.method);
+}
+
+void StudioWindow::onModelChanged() {
+    const npw::LanguageModel& lm = session_.model();
+    architecture_->showModel(session_.modelReference(), lm);
+    setWindowTitle(tr("%1 — npw-studio").arg(session_.modelReference()));
+    try {
+        controls_->setDefaultAlpha(npw::defaultAlphaFor(lm.model->config(), session_.settings().prune.attentionUnit));
+        if (std::isnan(session_.knobs().alpha)) controls_->resetAlpha();
+    } catch (const npw::Error& e) {  // layers with different group sizes have no one default α
+        appendLog(tr("α: %1; set it by hand.").arg(e.what()));
+    }
+    summary_->setText(tr("Run to calibrate and score %1.").arg(session_.modelReference()));
+    // The views showed the previous model's scores: empty them until this one is scored.
+    headMap_->setData({}, npw::Mask{});
+    histogram_->setData({}, npw::Mask{}, std::nan(""));
+    overview_->setData({}, npw::Mask{}, std::nan(""));
+    layerTable_->setKept({}, QStringLiteral("head"));
+    addRecent(session_.modelReference());
+    updateRunState();
+}
+
+void StudioWindow::onScoresChanged() {
+    const QSignalBlocker block(methodSelector_);
+    methodSelector_->clear();
+    methodSelector_->addItems(session_.scoreMethods());
+    const int sets = int(session_.scoreMethods().size());
+    methodLabel_->setText(sets > 1 ? tr("Score set (%1 computed)").arg(sets) : tr("Score set"));
+    methodSelector_->setCurrentText(session_.currentMethod());
+    updateRunState();
+}
+
+void StudioWindow::onSweepRow(const npw::SweepRow&) { redrawSweep(); }
+
+void StudioWindow::redrawSweep() {
+    // Means and spreads over seeds are core's (summariseOverSeeds); the plot only draws them.
+    sweepPlot_->clear();
+    for (const npw::SweepSummaryRow& s : npw::summariseOverSeeds(session_.sweepRows())) {
+        if (s.first.method == "dense") {
+            sweepPlot_->setDenseBaseline(s.pplMean);
+            continue;
+        }
+        sweepPlot_->addPoint(QString::fromStdString(s.first.method), s.achievedRatioMean, s.pplMean, s.pplStd);
+    }
+}
+
+void StudioWindow::updateRunState() {
+    const bool busy = session_.jobs()->isRunning();
+    runSettings_->setBusy(busy);
+    runSettings_->setCalibrationStale(session_.calibrationStale(), session_.hasModel());
+    cancel_->setEnabled(busy);
+    sweepRun_->setEnabled(!busy && session_.hasModel());
+}
+
+SweepRequest StudioWindow::sweepRequest() const {
+    SweepRequest r;
+    r.methods.clear();
+    for (const QString& m : sweepMethods_->text().split(QLatin1Char(','), Qt::SkipEmptyParts)) r.methods << m.trimmed();
+    r.ratios = parseRatios(sweepRatios_->text());
+    r.seeds = sweepSeeds_->value();
+    r.evalMaxWindows = sweepWindows_->value();
+    return r;
+}
+
+void StudioWindow::setSweepRequest(const SweepRequest& r) {
+    sweepMethods_->setText(r.methods.join(QLatin1Char(',')));
+    QStringList ratios;
+    for (double x : r.ratios) ratios << QString::number(x);
+    sweepRatios_->setText(ratios.join(QLatin1Char(',')));
+    sweepSeeds_->setValue(r.seeds);
+    sweepWindows_->setValue(int(r.evalMaxWindows));
+}
+
+void StudioWindow::showTab(int index) { tabs_->setCurrentIndex(index); }
+
+void StudioWindow::setDark(bool dark) {
+    QApplication::setPalette(dark ? studio::darkPalette() : QApplication::style()->standardPalette());
+    if (darkAction_->isChecked() != dark) darkAction_->setChecked(dark);
+}
+
+bool StudioWindow::exportPlot(const QString& path) {
+    const QString suffix = QFileInfo(path).suffix().toLower();
+    if (tabs_->currentIndex() == 1) {
+        if (suffix == QLatin1String("pdf")) return sweepPlot_->savePdf(path);
+        if (suffix == QLatin1String("svg")) return sweepPlot_->saveSvg(path);
+        return sweepPlot_->savePng(path);
+    }
+    // The score views together, as they are laid out on screen.
+    QWidget* page = tabs_->currentWidget();
+    if (suffix == QLatin1String("pdf")) {
+        QPdfWriter writer(path);
+        writer.setPageSize(QPageSize(page->size(), QPageSize::Point));
+        writer.setPageMargins({});
+        writer.setResolution(72);
+        QPainter painter;
+        if (!painter.begin(&writer)) return false;
+        page->render(&painter);
+        return painter.end();
+    }
+    if (suffix == QLatin1String("svg")) {
+        QSvgGenerator generator;
+        generator.setFileName(path);
+        generator.setSize(page->size());
+        generator.setViewBox(QRect(QPoint(0, 0), page->size()));
+        QPainter painter;
+        if (!painter.begin(&generator)) return false;
+        page->render(&painter);
+        return painter.end();
+    }
+    return page->grab().save(path);
+}
+
+void StudioWindow::openModel(const QString& reference) {
+    if (!session_.openModel(reference, device_->currentText()))
+        appendLog(tr("Busy: cancel the running job before opening %1.").arg(reference));
+}
+
+void StudioWindow::appendLog(const QString& text) {
+    log_->appendPlainText(QStringLiteral("%1  %2").arg(QTime::currentTime().toString(QStringLiteral("HH:mm:ss")), text));
+}
+
+void StudioWindow::closeEvent(QCloseEvent* event) {
+    session_.cancel();
+    if (persist_) saveSettings();
+    event->accept();
+}
+
+void StudioWindow::dragEnterEvent(QDragEnterEvent* event) {
+    if (event->mimeData()->hasUrls()) event->acceptProposedAction();
+}
+
+void StudioWindow::dropEvent(QDropEvent* event) {
+    const QList<QUrl> urls = event->mimeData()->urls();
+    if (urls.isEmpty() || !urls.first().isLocalFile()) return;
+    const QString path = urls.first().toLocalFile();
+    if (isWorkspaceFile(path)) session_.openWorkspace(path);
+    // A dropped file inside a Hugging Face directory (config.json, model.safetensors) means the directory.
+    else if (QFileInfo(path).isFile() && !path.endsWith(QStringLiteral(".bin"))) openModel(QFileInfo(path).absolutePath());
+    else openModel(path);
+    event->acceptProposedAction();
+}
+
+void StudioWindow::addRecent(const QString& path) {
+    recent_.removeAll(path);
+    recent_.prepend(path);
+    while (recent_.size() > kMaxRecent) recent_.removeLast();
+    rebuildRecentMenu();
+}
+
+void StudioWindow::rebuildRecentMenu() {
+    recentMenu_->clear();
+    for (const QString& path : recent_)
+        recentMenu_->addAction(path, this, [this, path] {
+            if (isWorkspaceFile(path)) session_.openWorkspace(path);
+            else openModel(path);
+        });
+    recentMenu_->setEnabled(!recent_.isEmpty());
+}
+
+void StudioWindow::restoreSettings() {
+    QSettings s;
+    recent_ = s.value(QStringLiteral("recentFiles")).toStringList();
+    rebuildRecentMenu();
+    restoreGeometry(s.value(QStringLiteral("window/geometry")).toByteArray());
+    restoreState(s.value(QStringLiteral("window/state")).toByteArray());
+    setDark(s.value(QStringLiteral("view/dark"), false).toBool());
+    const QString device = s.value(QStringLiteral("device")).toString();
+    if (device_->findText(device) >= 0) device_->setCurrentText(device);
+    try {
+        const std::string runJson = s.value(QStringLiteral("run/settings")).toString().toStdString();
+        if (!runJson.empty()) {
+            const auto j = nlohmann::json::parse(runJson);
+            studio::RunSettings run;
+            run.calibration = studio::calibrationFromJson(j.at("calibration"));
+            run.prune = studio::pruneSettingsFromJson(j.at("prune"));
+            session_.setSettings(run);
+        }
+    } catch (const std::exception& e) {
+        appendLog(tr("Stored run settings ignored: %1").arg(e.what()));
+    }
+    SweepRequest sweep = sweepRequest();
+    sweep.methods = s.value(QStringLiteral("sweep/methods"), sweep.methods).toStringList();
+    const QString ratios = s.value(QStringLiteral("sweep/ratios")).toString();
+    if (!ratios.isEmpty()) sweep.ratios = parseRatios(ratios);
+    sweep.seeds = s.value(QStringLiteral("sweep/seeds"), sweep.seeds).toInt();
+    sweep.evalMaxWindows = s.value(QStringLiteral("sweep/windows"), qlonglong(sweep.evalMaxWindows)).toLongLong();
+    setSweepRequest(sweep);
+}
+
+void StudioWindow::saveSettings() const {
+    QSettings s;
+    s.setValue(QStringLiteral("recentFiles"), recent_);
+    s.setValue(QStringLiteral("window/geometry"), saveGeometry());
+    s.setValue(QStringLiteral("window/state"), saveState());
+    s.setValue(QStringLiteral("view/dark"), darkAction_->isChecked());
+    s.setValue(QStringLiteral("device"), device_->currentText());
+    const studio::RunSettings run = session_.settings();
+    const nlohmann::json j = {{"calibration", studio::toJson(run.calibration)}, {"prune", studio::toJson(run.prune)}};
+    s.setValue(QStringLiteral("run/settings"), QString::fromStdString(j.dump()));
+    const SweepRequest sweep = sweepRequest();
+    s.setValue(QStringLiteral("sweep/methods"), sweep.methods);
+    s.setValue(QStringLiteral("sweep/ratios"), sweepRatios_->text());
+    s.setValue(QStringLiteral("sweep/seeds"), sweep.seeds);
+    s.setValue(QStringLiteral("sweep/windows"), qlonglong(sweep.evalMaxWindows));
+}
+
+void StudioWindow::chooseModelFile() {
+    const QString file = QFileDialog::getOpenFileName(this, tr("Open a model"), QString(),
+                                                      tr("Models (config.json *.safetensors *.bin);;All files (*)"));
+    if (file.isEmpty()) return;
+    // config.json / model.safetensors stand for their Hugging Face directory.
+    openModel(file.endsWith(QStringLiteral(".bin")) ? file : QFileInfo(file).absolutePath());
+}
+
+void StudioWindow::chooseModelDirectory() {
+    const QString dir = QFileDialog::getExistingDirectory(this, tr("Open a Hugging Face model directory"));
+    if (!dir.isEmpty()) openModel(dir);
+}
+
+void StudioWindow::chooseWorkspaceToOpen() {
+    const QString file =
+        QFileDialog::getOpenFileName(this, tr("Open a workspace"), QString(), tr("npw workspaces (*.npw.json)"));
+    if (file.isEmpty()) return;
+    if (session_.openWorkspace(file)) addRecent(file);
+}
+
+void StudioWindow::chooseWorkspaceToSave() {
+    QString file = QFileDialog::getSaveFileName(this, tr("Save the workspace"), QString(), tr("npw workspaces (*.npw.json)"));
+    if (file.isEmpty()) return;
+    if (!isWorkspaceFile(file)) file += QStringLiteral(".npw.json");
+    try {
+        session_.saveWorkspace(file);
+        appendLog(tr("Saved the workspace to %1.").arg(file));
+        addRecent(file);
+    } catch (const std::exception& e) {
+        QMessageBox::warning(this, tr("Save workspace"), QString::fromStdString(e.what()));
+    }
+}
+
+void StudioWindow::chooseExportDir() {
+    if (!session_.selection()) {
+        appendLog(tr("Nothing to export: run a method first."));
+        return;
+    }
+    const QString dir = QFileDialog::getSaveFileName(this, tr("Export the pruned model to a new directory"));
+    if (!dir.isEmpty()) session_.exportPrunedModel(dir);
+}
+
+void StudioWindow::choosePlotFile() {
+    const QString file = QFileDialog::getSaveFileName(this, tr("Export the plot"), QString(),
+                                                      tr("PNG (*.png);;PDF (*.pdf);;SVG (*.svg)"));
+    if (file.isEmpty()) return;
+    appendLog(exportPlot(file) ? tr("Wrote %1.").arg(file) : tr("Could not write %1.").arg(file));
+}
+
+void StudioWindow::chooseCsvFile() {
+    const QString file = QFileDialog::getSaveFileName(this, tr("Export the sweep table"), QString(), tr("CSV (*.csv)"));
+    if (file.isEmpty()) return;
+    try {
+        session_.exportSweepCsv(file);
+        appendLog(tr("Wrote %1 sweep rows to %2.").arg(session_.sweepRows().size()).arg(file));
+    } catch (const std::exception& e) {
+        QMessageBox::warning(this, tr("Export sweep CSV"), QString::fromStdString(e.what()));
+    }
+}

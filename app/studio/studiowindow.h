@@ -1,0 +1,122 @@
+#pragma once
+// npw-studio's main window: wires the score views, the selection knobs, the run settings, the
+// sweep plot and the log to one StudioSession, and the session's JobRunner to the progress bar
+// and Cancel. Holds no pruning logic; every number it shows comes from core via the session.
+#include "app/studio/studiosession.h"
+
+#include <QMainWindow>
+
+class ArchitecturePanel;
+class HeadMapWidget;
+class LayerOverviewWidget;
+class LayerReportTable;
+class LayerSelection;
+class QAction;
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QMenu;
+class QPlainTextEdit;
+class QProgressBar;
+class QPushButton;
+class QSpinBox;
+class QTabWidget;
+class RunSettingsPanel;
+class ScoreHistogramWidget;
+class SparsityControls;
+class SweepPlotWidget;
+
+class StudioWindow : public QMainWindow {
+    Q_OBJECT
+public:
+    // persistSettings: read and write QSettings (settings, layout, recent files); off for the
+    // scripted demo and the tests, which must not depend on or change a user's settings.
+    explicit StudioWindow(bool persistSettings = true, QWidget* parent = nullptr);
+    ~StudioWindow() override;
+
+    StudioSession* session() { return &session_; }
+    LayerSelection* layerSelection() const { return layerSelection_; }
+    SparsityControls* sparsityControls() const { return controls_; }
+    HeadMapWidget* headMap() const { return headMap_; }
+    ScoreHistogramWidget* histogram() const { return histogram_; }
+    LayerOverviewWidget* overview() const { return overview_; }
+    LayerReportTable* layerTable() const { return layerTable_; }
+    SweepPlotWidget* sweepPlot() const { return sweepPlot_; }
+    RunSettingsPanel* runSettings() const { return runSettings_; }
+    QComboBox* methodSelector() const { return methodSelector_; }
+    QLabel* summaryLabel() const { return summary_; }
+    QProgressBar* progressBar() const { return progress_; }
+    QPlainTextEdit* log() const { return log_; }
+
+    // The sweep the Sweep tab's form describes.
+    SweepRequest sweepRequest() const;
+    void setSweepRequest(const SweepRequest& request);
+    void showTab(int index);  // 0 scores, 1 sweep
+    void setDark(bool dark);
+    // Writes the current tab's plots: .png, .pdf or .svg by suffix. False when it could not.
+    bool exportPlot(const QString& path);
+
+public slots:
+    void openModel(const QString& reference);
+    void appendLog(const QString& text);
+
+protected:
+    void closeEvent(QCloseEvent* event) override;
+    void dragEnterEvent(QDragEnterEvent* event) override;
+    void dropEvent(QDropEvent* event) override;
+
+private:
+    void buildCentral();
+    void buildDocks();
+    void buildActions();
+    void connectSession();
+    void showSelection(const SelectionView& view);
+    void showKnobs(const studio::SelectionKnobs& knobs);  // the controls follow the session
+    void onModelChanged();
+    void onScoresChanged();
+    void onSweepRow(const npw::SweepRow& row);
+    void redrawSweep();
+    void updateRunState();
+    void addRecent(const QString& path);
+    void rebuildRecentMenu();
+    void restoreSettings();
+    void saveSettings() const;
+    // File dialogs behind the actions.
+    void chooseModelFile();
+    void chooseModelDirectory();
+    void chooseWorkspaceToOpen();
+    void chooseWorkspaceToSave();
+    void chooseExportDir();
+    void choosePlotFile();
+    void chooseCsvFile();
+
+    StudioSession session_;
+    bool persist_;
+    LayerSelection* layerSelection_;
+    QTabWidget* tabs_;
+    QComboBox* methodSelector_;
+    QLabel* methodLabel_;
+    SparsityControls* controls_;
+    QLabel* summary_;
+    HeadMapWidget* headMap_;
+    ScoreHistogramWidget* histogram_;
+    LayerOverviewWidget* overview_;
+    LayerReportTable* layerTable_;
+    SweepPlotWidget* sweepPlot_;
+    QLineEdit* sweepMethods_;
+    QLineEdit* sweepRatios_;
+    QSpinBox* sweepSeeds_;
+    QSpinBox* sweepWindows_;
+    QPushButton* sweepRun_;
+    ArchitecturePanel* architecture_;
+    QComboBox* device_;
+    RunSettingsPanel* runSettings_;
+    QPlainTextEdit* log_;
+    QLabel* stage_;
+    QProgressBar* progress_;
+    QLabel* eta_;
+    QPushButton* cancel_;
+    QMenu* recentMenu_;
+    QAction* darkAction_;
+    QStringList recent_;
+};

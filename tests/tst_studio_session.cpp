@@ -1,0 +1,388 @@
+// npw-studio's window logic without the window (app/studio: JobRunner, StudioSession, the
+// workspace file), on the bundled demo:lm with a small calibration: jobs report progress and
+// stop when cancelled, a cancelled run leaves the session as it was, the knobs re-select
+// through core, and exports and the workspace file round-trip.
+#include "app/studio/jobrunner.h"
+#include "app/studio/stallmeter.h"
+#include "app/studio/studiosession.h"
+#include "app/studio/workspacefile.h"
+#include "core/models/language_model.h"
+#include "core/util/atomic_file.h"
+#include "core/util/error.h"
+
+#include <QElapsedTimer>
+#include <QFile>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QThread>
+#include <QtTest>
+#include <cmath>
+
+namespace {
+
+constexpr int kJobTimeoutMs = 180000;
+
+// A calibration small enough for a test (seconds), large enough for a non-singular G.
+studio::RunSettings smallSettings(npw::PruneMethod method = npw::PruneMethod::Numerical) {
+    studio::RunSettings s;
+    s.calibration.samples = 16;
+    s.calibration.seqlen = 64;
+    s.prune.method = method;
+    return s;
+}
+
+bool waitIdle(StudioSession& session) {
+    QElapsedTimer clock;
+    clock.start();
+    while (session.jobs()->isRunning() && clock.elapsed() < kJobTimeoutMs) QTest::qWait(20);
+    return !session.jobs()->isRunning();
+}
+
+// A session with demo:lm open and scored (numerical) on the small calibration.
+void openAndScore(StudioSession& session, npw::PruneMethod method = npw::PruneMethod::Numerical) {
+    if (!session.hasModel()) {
+        QVERIFY(session.openModel(QStringLiteral("demo:lm")));
+        QVERIFY(waitIdle(session));
+        QVERIFY(session.hasModel());
+    }
+    studio::RunSettings s = session.settings();
+    s.calibration = smallSettings().calibration;
+    s.prune.method = method;
+    session.setSettings(s);
+    QVERIFY(session.runScoring());
+    QVERIFY(waitIdle(session));
+}
+
+} // namespace
+
+class TestStudioSession : public QObject {
+    Q_OBJECT
+private slots:
+    void etaEstimatorNeedsEvidenceThenExtrapolates();
+    void jobRunnerDeliversResultAndProgress();
+    void jobRunnerCancelStopsAtNextReport();
+    void jobRunnerReportsFailure();
+    void stallMeterSeesABlockedLoop();
+    void scoringSelectsAndReportsLosses();
+    void knobsReselectWithoutRescoring();
+    void methodsAreKeptSideBySide();
+    void cancelledCalibrationLeavesSessionUnchanged();
+    void exportsPrunedModelThatLoads();
+    void sweepRowsArriveAndExportAsCsv();
+    void workspaceRoundTrip();
+    void workspaceErrorsNameTheFile();
+};
+
+void TestStudioSession::etaEstimatorNeedsEvidenceThenExtrapolates() {
+    EtaEstimator eta;
+    eta.restart();
+    eta.update(0.0, 0.0);
+    eta.update(0.01, 0.2);
+    QVERIFY(std::isnan(eta.secondsLeft()));  // too early to tell
+    eta.update(0.25, 2.0);
+    QCOMPARE(eta.secondsLeft(), 6.0);  // 2 s for a quarter: 6 s for the rest
+    eta.update(0.1, 3.0);              // the next stage counts from 0 again: a new estimate
+    QVERIFY(std::isnan(eta.secondsLeft()));
+    eta.update(0.6, 4.0);              // 0.5 in 1 s: 0.8 s for the remaining 0.4
+    QCOMPARE(eta.secondsLeft(), 0.8);
+    QCOMPARE(EtaEstimator::describe(12.4), QStringLiteral("12 s left"));
+    QCOMPARE(EtaEstimator::describe(150), QStringLiteral("about 3 min left"));
+    QVERIFY(EtaEstimator::describe(std::nan("")).isEmpty());
+}
+
+void TestStudioSession::jobRunnerDeliversResultAndProgress() {
+    JobRunner runner;
+    QSignalSpy progressed(&runner, &JobRunner::progressed);
+    QSignalSpy finished(&runner, &JobRunner::finished);
+    int result = 0;
+    QVERIFY(runner.start<int>(
+        "count",
+        [](const npw::ProgressFn& progress) {
+            for (int i = 0; i <= 10; ++i) {
+                npw::reportProgress(progress, "counting", i, 10);
+                QThread::msleep(10);
+            }
+            return 42;
+        },
+        [&](int value) { result = value; }));
+    QVERIFY(runner.isRunning());
+    QVERIFY(!runner.start<int>("second", [](const npw::ProgressFn&) { return 0; }, [](int) {}));  // one at a time
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 10000);
+    QCOMPARE(result, 42);
+    QVERIFY(!runner.isRunning());
+    QVERIFY(progressed.count() >= 1);
+    QCOMPARE(progressed.last().at(0).toString(), QStringLiteral("counting"));
+    QCOMPARE(progressed.last().at(1).toDouble(), 1.0);  // the last report always gets through
+}
+
+void TestStudioSession::jobRunnerCancelStopsAtNextReport() {
+    JobRunner runner;
+    QSignalSpy cancelled(&runner, &JobRunner::cancelled);
+    QSignalSpy finished(&runner, &JobRunner::finished);
+    std::atomic<int> steps{0};
+    bool delivered = false;
+    QVERIFY(runner.start<int>(
+        "endless",
+        [&steps](const npw::ProgressFn& progress) {
+            for (int i = 0;; ++i) {
+                npw::reportProgress(progress, "spin", i, 0);
+                ++steps;
+                QThread::msleep(2);
+            }
+            return 0;
+        },
+        [&](int) { delivered = true; }));
+    QTRY_VERIFY_WITH_TIMEOUT(steps > 5, 5000);
+    QElapsedTimer clock;
+    clock.start();
+    runner.cancel();
+    QTRY_COMPARE_WITH_TIMEOUT(cancelled.count(), 1, 5000);
+    QVERIFY2(clock.elapsed() < 1000, "a cancelled job stops at its next progress report");
+    QCOMPARE(finished.count(), 0);
+    QVERIFY(!delivered);
+    QVERIFY(!runner.isRunning());
+}
+
+void TestStudioSession::jobRunnerReportsFailure() {
+    JobRunner runner;
+    QSignalSpy failed(&runner, &JobRunner::failed);
+    QVERIFY(runner.start<int>(
+        "broken", [](const npw::ProgressFn&) -> int { throw npw::Error("tensor 'x' has shape [2], expected [3]"); },
+        [](int) { QFAIL("no result from a failed job"); }));
+    QTRY_COMPARE_WITH_TIMEOUT(failed.count(), 1, 5000);
+    QCOMPARE(failed.first().at(0).toString(), QStringLiteral("broken"));
+    QVERIFY(failed.first().at(1).toString().contains(QStringLiteral("tensor 'x'")));
+}
+
+void TestStudioSession::stallMeterSeesABlockedLoop() {
+    StallMeter meter(nullptr, 5);
+    meter.start();
+    QTimer::singleShot(30, [] { QThread::msleep(80); });  // the GUI thread blocked for 80 ms
+    QTest::qWait(200);
+    meter.stop();
+    QVERIFY2(meter.longestStallMs() >= 60, qPrintable(QString::number(meter.longestStallMs())));
+    QVERIFY(meter.ticks() > 5);
+}
+
+void TestStudioSession::scoringSelectsAndReportsLosses() {
+    StudioSession session;
+    QSignalSpy selections(&session, &StudioSession::selectionChanged);
+    QSignalSpy reports(&session, &StudioSession::layerReportsAvailable);
+    openAndScore(session);
+    QVERIFY(session.stats());
+    QVERIFY(!session.calibrationStale());
+    QCOMPARE(session.scoreMethods(), QStringList{QStringLiteral("numerical")});
+    QVERIFY(session.selection().has_value());
+    const SelectionView& v = *session.selection();
+    QCOMPARE(v.scores.size(), size_t(6));
+    QCOMPARE(v.kept.size(), size_t(6));
+    QCOMPARE(v.unitName, QStringLiteral("head"));
+    // Budget reading, ρ = 0.3: at least ρ of the attention + MLP weights go, at most a unit more.
+    QVERIFY2(v.achievedRatio >= 0.3 && v.achievedRatio < 0.3 + 0.05, qPrintable(QString::number(v.achievedRatio)));
+    QVERIFY(selections.count() >= 1);
+    QTRY_VERIFY_WITH_TIMEOUT(reports.count() >= 1, 30000);
+    QCOMPARE(session.layerReports().size(), size_t(6));
+    for (size_t l = 0; l < 6; ++l) {
+        const npw::LayerPruneReport& r = session.layerReports()[l];
+        QCOMPARE(r.channelsAfter, v.kept[l].keptChannels);
+        QCOMPARE(r.headsAfter, v.kept[l].keptHeads);
+        if (r.channelsAfter < r.channelsBefore) QVERIFY(r.mlpLoss > 0 && r.mlpLoss <= r.mlpLossUncompensated);
+    }
+}
+
+void TestStudioSession::knobsReselectWithoutRescoring() {
+    StudioSession session;
+    openAndScore(session);
+    const auto computed = session.currentScores();
+    studio::SelectionKnobs knobs = session.knobs();
+    knobs.rho = 0.5;
+    QElapsedTimer clock;
+    clock.start();
+    session.setKnobs(knobs);
+    const qint64 reselectMs = clock.elapsed();
+    QVERIFY(!session.jobs()->isRunning());  // synchronous: no job, no solve
+    QVERIFY(session.currentScores() == computed);  // same score set: ρ only re-selects
+    QVERIFY(session.selection()->achievedRatio >= 0.5);
+    QVERIFY2(reselectMs < 500, qPrintable(QString::number(reselectMs)));
+
+    knobs.lambda = 1e-2;  // closed form from the stored solves
+    session.setKnobs(knobs);
+    QVERIFY(session.currentScores() != computed);
+    QCOMPARE(session.currentScores()->settings.lambda, 1e-2);
+    const npw::ScoreSet direct = npw::rescoreNumerical(*computed, 1e-2);
+    const npw::SelectionResult expected = npw::selectMask(direct, 0.5, knobs.alpha, knobs.mode);
+    QVERIFY(session.selection()->selection.mask.keepChannels == expected.mask.keepChannels);
+    QVERIFY(session.selection()->selection.mask.keepHeads == expected.mask.keepHeads);
+
+    knobs.mode = npw::AlphaMode::Paper;
+    session.setKnobs(knobs);
+    QVERIFY(session.selection()->selection.removedChannels != expected.removedChannels ||
+            session.selection()->selection.removedHeads != expected.removedHeads);
+}
+
+void TestStudioSession::methodsAreKeptSideBySide() {
+    StudioSession session;
+    openAndScore(session, npw::PruneMethod::Numerical);
+    openAndScore(session, npw::PruneMethod::Flap);  // same calibration: scores only
+    QCOMPARE(session.scoreMethods(), (QStringList{QStringLiteral("numerical"), QStringLiteral("flap")}));
+    QCOMPARE(session.currentMethod(), QStringLiteral("flap"));
+    const npw::Mask flapMask = session.selection()->selection.mask;
+    session.setCurrentMethod(QStringLiteral("numerical"));
+    QCOMPARE(session.selection()->method, QStringLiteral("numerical"));
+    QVERIFY(!(session.selection()->selection.mask.keepChannels == flapMask.keepChannels));
+}
+
+void TestStudioSession::cancelledCalibrationLeavesSessionUnchanged() {
+    StudioSession session;
+    openAndScore(session);
+    const auto statsBefore = session.stats();
+    const auto scoresBefore = session.currentScores();
+    const npw::Mask maskBefore = session.selection()->selection.mask;
+
+    studio::RunSettings big = session.settings();
+    big.calibration.samples = 2048;  // minutes if it ran to the end
+    big.calibration.seqlen = 256;
+    session.setSettings(big);
+    QVERIFY(session.calibrationStale());
+    QSignalSpy progressed(session.jobs(), &JobRunner::progressed);
+    QSignalSpy cancelled(session.jobs(), &JobRunner::cancelled);
+    QVERIFY(session.runScoring());
+    QTRY_VERIFY_WITH_TIMEOUT(progressed.count() >= 2, 60000);
+    QElapsedTimer clock;
+    clock.start();
+    session.cancel();
+    QVERIFY(waitIdle(session));
+    // Prompt: within one calibration batch (2k tokens; ~1 s on 2 idle cores), far from the minutes
+    // the run would take; the bound is loose because test machines are shared.
+    qInfo("cancel took %lld ms", static_cast<long long>(clock.elapsed()));
+    QVERIFY2(clock.elapsed() < 20000, qPrintable(QString::number(clock.elapsed())));
+    QCOMPARE(cancelled.count(), 1);
+    // Consistent: the old statistics, scores and mask, and Run still knows it must calibrate.
+    QVERIFY(session.stats() == statsBefore);
+    QVERIFY(session.currentScores() == scoresBefore);
+    QVERIFY(session.selection()->selection.mask.keepChannels == maskBefore.keepChannels);
+    QVERIFY(session.calibrationStale());
+    // And the session works on.
+    session.setSettings(smallSettings());
+    QVERIFY(session.runScoring());
+    QVERIFY(waitIdle(session));
+    QVERIFY(!session.calibrationStale());
+}
+
+void TestStudioSession::exportsPrunedModelThatLoads() {
+    StudioSession session;
+    openAndScore(session);
+    QTemporaryDir dir;
+    const QString target = dir.filePath(QStringLiteral("pruned"));
+    QSignalSpy finished(session.jobs(), &JobRunner::finished);
+    QVERIFY(session.exportPrunedModel(target));
+    QVERIFY(waitIdle(session));
+    QCOMPARE(finished.count(), 1);
+    for (const char* file : {"config.json", "model.safetensors", "npw-manifest.json", "tokenizer.json"})
+        QVERIFY2(QFile::exists(target + "/" + file), file);
+    const npw::LanguageModel pruned = npw::openLanguageModel(target.toStdString(), npw::chooseRuntime("cpu"));
+    const SelectionView& v = *session.selection();
+    for (size_t l = 0; l < v.kept.size(); ++l) {
+        QCOMPARE(pruned.model->config().num_heads[l], v.kept[l].keptHeads);
+        QCOMPARE(pruned.model->config().intermediate_size[l], v.kept[l].keptChannels);
+    }
+    const auto manifest = nlohmann::json::parse(npw::readTextFile((target + "/npw-manifest.json").toStdString()));
+    QCOMPARE(QString::fromStdString(manifest.dump()).contains(QStringLiteral("numerical")), true);
+    // Refused: exporting onto the source model.
+    QSignalSpy failed(session.jobs(), &JobRunner::failed);
+    QVERIFY(session.exportPrunedModel(QString::fromStdString(session.model().model->checkpoint().source)));
+    QVERIFY(waitIdle(session));
+    QCOMPARE(failed.count(), 1);
+}
+
+void TestStudioSession::sweepRowsArriveAndExportAsCsv() {
+    StudioSession session;
+    QVERIFY(session.openModel(QStringLiteral("demo:lm")));
+    QVERIFY(waitIdle(session));
+    session.setSettings(smallSettings());
+    QSignalSpy rows(&session, &StudioSession::sweepRowAvailable);
+    SweepRequest request;
+    request.methods = {QStringLiteral("numerical"), QStringLiteral("wanda-sp")};
+    request.ratios = {0.2};
+    request.evalMaxWindows = 2;
+    QVERIFY(session.runSweep(request));
+    QVERIFY(waitIdle(session));
+    QCOMPARE(rows.count(), 3);  // dense + 2 methods × 1 ratio, each as it was computed
+    QCOMPARE(session.sweepRows().size(), size_t(3));
+    QCOMPARE(session.sweepRows()[0].method, std::string("dense"));
+    QVERIFY(session.sweepRows()[1].ppl > session.sweepRows()[0].ppl * 0.9);
+    QTemporaryDir dir;
+    const QString csv = dir.filePath(QStringLiteral("sweep.csv"));
+    session.exportSweepCsv(csv);
+    QFile file(csv);
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    const QStringList lines = QString::fromUtf8(file.readAll()).trimmed().split(QLatin1Char('\n'));
+    QCOMPARE(lines.size(), 4);
+    QVERIFY(lines[0].startsWith(QStringLiteral("method,ratio,")));
+    QVERIFY(lines[2].startsWith(QStringLiteral("numerical,0.2,")));
+}
+
+void TestStudioSession::workspaceRoundTrip() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("afternoon.npw.json"));
+    StudioSession first;
+    openAndScore(first, npw::PruneMethod::Flap);
+    openAndScore(first, npw::PruneMethod::Numerical);
+    studio::SelectionKnobs knobs = first.knobs();
+    knobs.rho = 0.42;
+    knobs.lambda = 3e-3;
+    first.setKnobs(knobs);
+    SweepRequest request;
+    request.methods = {QStringLiteral("magnitude")};
+    request.ratios = {0.1};
+    request.evalMaxWindows = 1;
+    QVERIFY(first.runSweep(request));
+    QVERIFY(waitIdle(first));
+    first.saveWorkspace(path);
+    QVERIFY(QFile::exists(path));
+    QVERIFY(QFile::exists(QString::fromStdString(studio::workspaceStatsPath(path.toStdString()))));
+
+    StudioSession second;
+    QSignalSpy log(&second, &StudioSession::logMessage);
+    QVERIFY(second.openWorkspace(path));
+    QVERIFY(waitIdle(second));
+    QCOMPARE(second.modelReference(), QStringLiteral("demo:lm"));
+    QCOMPARE(second.scoreMethods(), first.scoreMethods());
+    QCOMPARE(second.currentMethod(), QStringLiteral("numerical"));
+    QVERIFY(second.knobs() == first.knobs());
+    QVERIFY(second.settings().calibration == first.settings().calibration);
+    QVERIFY(!second.calibrationStale());
+    QCOMPARE(second.stats()->tokens(), first.stats()->tokens());
+    QVERIFY(second.selection()->selection.mask.keepHeads == first.selection()->selection.mask.keepHeads);
+    QVERIFY(second.selection()->selection.mask.keepChannels == first.selection()->selection.mask.keepChannels);
+    QCOMPARE(second.sweepRows().size(), first.sweepRows().size());
+    for (size_t i = 0; i < first.sweepRows().size(); ++i) {
+        QCOMPARE(second.sweepRows()[i].method, first.sweepRows()[i].method);
+        QCOMPARE(second.sweepRows()[i].ppl, first.sweepRows()[i].ppl);
+    }
+    bool matched = false;
+    for (const auto& entry : log) matched |= entry.at(0).toString().contains(QStringLiteral("matches the saved mask"));
+    QVERIFY(matched);
+}
+
+void TestStudioSession::workspaceErrorsNameTheFile() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("broken.npw.json"));
+    npw::writeTextAtomically(path.toStdString(), R"({"format": "something else"})");
+    try {
+        studio::readWorkspace(path.toStdString());
+        QFAIL("expected npw::Error");
+    } catch (const npw::Error& e) {
+        QVERIFY(QString(e.what()).contains(path));
+        QVERIFY(QString(e.what()).contains(QStringLiteral("not an npw workspace")));
+    }
+    StudioSession session;
+    QSignalSpy failed(session.jobs(), &JobRunner::failed);
+    QVERIFY(session.openWorkspace(path));
+    QVERIFY(waitIdle(session));
+    QCOMPARE(failed.count(), 1);
+    QVERIFY(!session.hasModel());
+}
+
+QTEST_MAIN(TestStudioSession)
+#include "tst_studio_session.moc"

@@ -1,0 +1,204 @@
+// npw-studio's main window under QT_QPA_PLATFORM=offscreen on demo:lm (small calibration):
+// moving a knob re-selects through core and every view shows the new mask; the score-set
+// selector switches methods; the progress bar and Cancel follow the job; plots export as
+// PNG, PDF and SVG that read back.
+#include "app/studio/layerreporttable.h"
+#include "app/studio/runsettingspanel.h"
+#include "app/studio/studiowindow.h"
+#include "widgets/headmapwidget.h"
+#include "widgets/layeroverviewwidget.h"
+#include "widgets/layerselection.h"
+#include "widgets/scorehistogramwidget.h"
+#include "widgets/sparsitycontrols.h"
+#include "widgets/sweepplotwidget.h"
+
+#include "core/util/paths.h"
+
+#include <QApplication>
+#include <QComboBox>
+#include <QMimeData>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QImage>
+#include <QLabel>
+#include <QPlainTextEdit>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QSvgRenderer>
+#include <QTemporaryDir>
+#include <QtTest>
+
+namespace {
+
+bool waitIdle(StudioSession& session, int timeoutMs = 180000) {
+    QElapsedTimer clock;
+    clock.start();
+    while (session.jobs()->isRunning() && clock.elapsed() < timeoutMs) QTest::qWait(20);
+    return !session.jobs()->isRunning();
+}
+
+// Views agree with the session's selection (which core computed).
+void checkViewsShow(const StudioWindow& window, const SelectionView& v) {
+    int64_t prunedCells = 0;
+    for (const auto& k : v.kept) prunedCells += k.heads - k.keptHeads;
+    QCOMPARE(window.headMap()->prunedCellCount(), prunedCells);
+    QCOMPARE(window.overview()->layerCount(), int(v.kept.size()));
+    for (size_t l = 0; l < v.kept.size(); ++l) QCOMPARE(window.overview()->keptChannels(int(l)), v.kept[l].keptChannels);
+    const int layer = window.histogram()->shownLayer();
+    if (layer >= 0) {
+        QCOMPARE(window.histogram()->shownKeptCount(), v.kept[size_t(layer)].keptChannels);
+        QCOMPARE(window.histogram()->shownPrunedCount(),
+                 v.kept[size_t(layer)].channels - v.kept[size_t(layer)].keptChannels);
+    }
+    QCOMPARE(window.layerTable()->rowCount(), int(v.kept.size()));
+    QCOMPARE(window.layerTable()->item(0, 1)->text(),
+             QStringLiteral("%1 / %2").arg(v.kept[0].keptChannels).arg(v.kept[0].channels));
+}
+
+} // namespace
+
+class TestStudioWindow : public QObject {
+    Q_OBJECT
+private slots:
+    void initTestCase();
+    void sliderReselectsAndEveryViewRedraws();
+    void scoreSetSelectorSwitchesMethods();
+    void progressAndCancelFollowTheJob();
+    void plotsExportAsReadableFiles();
+    void droppedDirectoryOpensTheModel();
+
+private:
+    void scoreWith(npw::PruneMethod method);
+    std::unique_ptr<StudioWindow> window_;
+};
+
+void TestStudioWindow::initTestCase() {
+    window_ = std::make_unique<StudioWindow>(/*persistSettings=*/false);
+    window_->resize(1400, 900);
+    window_->show();
+    window_->openModel(QStringLiteral("demo:lm"));
+    QVERIFY(waitIdle(*window_->session()));
+    QVERIFY(window_->session()->hasModel());
+    scoreWith(npw::PruneMethod::Numerical);
+}
+
+void TestStudioWindow::scoreWith(npw::PruneMethod method) {
+    studio::RunSettings s = window_->session()->settings();
+    s.calibration.samples = 16;
+    s.calibration.seqlen = 64;
+    s.prune.method = method;
+    window_->runSettings()->setSettings(s);
+    window_->session()->setSettings(s);
+    QVERIFY(window_->session()->runScoring());
+    QVERIFY(waitIdle(*window_->session()));
+    QVERIFY(window_->session()->selection().has_value());
+}
+
+void TestStudioWindow::sliderReselectsAndEveryViewRedraws() {
+    StudioSession& session = *window_->session();
+    window_->layerSelection()->setCurrentLayer(1);
+    checkViewsShow(*window_, *session.selection());
+
+    QSignalSpy selections(&session, &StudioSession::selectionChanged);
+    QSignalSpy reports(&session, &StudioSession::layerReportsAvailable);
+    window_->sparsityControls()->setRho(0.55);
+    QTRY_COMPARE_WITH_TIMEOUT(session.knobs().rho, 0.55, 2000);  // sent on the next event-loop turn
+    QCOMPARE(selections.count(), 1);
+    const SelectionView& v = *session.selection();
+    QVERIFY2(v.achievedRatio >= 0.55, qPrintable(QStringLiteral("achieved %1, mode %2, alpha %3").arg(v.achievedRatio).arg(int(session.knobs().mode)).arg(session.knobs().alpha)));
+    checkViewsShow(*window_, v);
+    QVERIFY(window_->summaryLabel()->text().contains(QStringLiteral("%1%").arg(100 * v.achievedRatio, 0, 'f', 1)));
+    // Losses follow a moment later, for this mask.
+    QTRY_VERIFY_WITH_TIMEOUT(reports.count() >= 1, 30000);
+    QTRY_VERIFY_WITH_TIMEOUT(window_->layerTable()->item(0, 3)->text() != QStringLiteral("…"), 30000);
+
+    // λ: closed-form re-score, same flow.
+    window_->sparsityControls()->setLambda(0.01);
+    QTRY_COMPARE_WITH_TIMEOUT(session.currentScores()->settings.lambda, 0.01, 2000);
+    checkViewsShow(*window_, *session.selection());
+
+    // Clicking a layer in the table makes it current everywhere.
+    emit window_->layerTable()->layerClicked(4);
+    QCOMPARE(window_->layerSelection()->currentLayer(), 4);
+    QCOMPARE(window_->histogram()->shownLayer(), 4);
+    checkViewsShow(*window_, *session.selection());
+}
+
+void TestStudioWindow::scoreSetSelectorSwitchesMethods() {
+    scoreWith(npw::PruneMethod::Flap);
+    QComboBox* selector = window_->methodSelector();
+    QCOMPARE(selector->count(), 2);
+    QCOMPARE(selector->currentText(), QStringLiteral("flap"));
+    selector->setCurrentText(QStringLiteral("numerical"));
+    QCOMPARE(window_->session()->currentMethod(), QStringLiteral("numerical"));
+    QVERIFY(window_->summaryLabel()->text().contains(QStringLiteral("numerical")));
+    checkViewsShow(*window_, *window_->session()->selection());
+}
+
+void TestStudioWindow::progressAndCancelFollowTheJob() {
+    StudioSession& session = *window_->session();
+    auto* cancel = window_->findChild<QPushButton*>(QStringLiteral("cancelButton"));
+    auto* run = window_->findChild<QPushButton*>(QStringLiteral("runButton"));
+    QVERIFY(cancel && run);
+    QVERIFY(!cancel->isEnabled());
+    const auto scoresBefore = session.currentScores();
+    studio::RunSettings big = session.settings();
+    big.calibration.samples = 2048;
+    big.calibration.seqlen = 256;
+    session.setSettings(big);
+    QSignalSpy progressed(session.jobs(), &JobRunner::progressed);
+    QVERIFY(session.runScoring());
+    QVERIFY(cancel->isEnabled());
+    QVERIFY(!run->isEnabled());
+    QTRY_VERIFY_WITH_TIMEOUT(progressed.count() >= 2, 60000);
+    QTRY_VERIFY_WITH_TIMEOUT(window_->progressBar()->value() > 0, 10000);
+    QTest::mouseClick(cancel, Qt::LeftButton);
+    QVERIFY(waitIdle(session, 10000));
+    QVERIFY(!cancel->isEnabled());
+    QVERIFY(run->isEnabled());
+    QCOMPARE(window_->progressBar()->value(), 0);
+    QVERIFY(session.currentScores() == scoresBefore);
+    QVERIFY(window_->log()->toPlainText().contains(QStringLiteral("cancelled")));
+}
+
+void TestStudioWindow::plotsExportAsReadableFiles() {
+    QTemporaryDir dir;
+    for (int tab : {0, 1}) {
+        window_->showTab(tab);
+        QTest::qWait(50);
+        const QString base = dir.filePath(QStringLiteral("tab%1").arg(tab));
+        QVERIFY(window_->exportPlot(base + ".png"));
+        QVERIFY(window_->exportPlot(base + ".pdf"));
+        QVERIFY(window_->exportPlot(base + ".svg"));
+        QImage png(base + ".png");
+        QVERIFY(!png.isNull() && png.width() > 100);
+        QFile pdf(base + ".pdf");
+        QVERIFY(pdf.open(QIODevice::ReadOnly));
+        QVERIFY(pdf.read(5) == "%PDF-");
+        QSvgRenderer svg(base + ".svg");
+        QVERIFY(svg.isValid());
+    }
+}
+
+void TestStudioWindow::droppedDirectoryOpensTheModel() {
+    const QString dir = QString::fromStdString(npw::resolveModelPath("demo:lm-gqa"));
+    QMimeData mime;
+    mime.setUrls({QUrl::fromLocalFile(dir)});
+    QDragEnterEvent enter(QPoint(10, 10), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+    QApplication::sendEvent(window_.get(), &enter);
+    QVERIFY(enter.isAccepted());
+    QDropEvent drop(QPointF(10, 10), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+    QApplication::sendEvent(window_.get(), &drop);
+    QVERIFY(waitIdle(*window_->session()));
+    QCOMPARE(window_->session()->modelReference(), dir);
+    QCOMPARE(window_->session()->model().model->config().num_kv_heads[0], int64_t(2));
+    // A new model starts clean: no statistics, no score sets, nothing selected.
+    QVERIFY(window_->session()->scoreMethods().isEmpty());
+    QVERIFY(!window_->session()->selection().has_value());
+    QVERIFY(window_->session()->calibrationStale());
+    QCOMPARE(window_->methodSelector()->count(), 0);
+}
+
+QTEST_MAIN(TestStudioWindow)
+#include "tst_studio_window.moc"
