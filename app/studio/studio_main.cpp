@@ -4,6 +4,7 @@
 //   npw-studio --demo scores|sweep [--screenshot FILE] [--measure-stalls] [--dark]
 #include "app/studio/demoscript.h"
 #include "app/studio/studiowindow.h"
+#include "core/util/openmp_wait.h"
 
 #include <QApplication>
 #include <QCommandLineParser>
@@ -11,6 +12,9 @@
 #include <QTimer>
 
 int main(int argc, char** argv) {
+    // The GUI thread and the worker share the cores with LibTorch's pool: idle pool threads
+    // must sleep, not spin (core/util/openmp_wait.h). Before Qt starts anything.
+    npw::restartWithPassiveOpenMpWaits(argv);
     QApplication app(argc, argv);
     QApplication::setOrganizationName(QStringLiteral("npw"));
     QApplication::setApplicationName(QStringLiteral("npw-studio"));
