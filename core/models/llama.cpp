@@ -48,18 +48,28 @@ at::Tensor denseLayer(const at::Tensor& x, const at::Tensor& w, const at::Tensor
 at::Tensor llamaForward(const LlamaConfig& cfg, const LlamaWeights& w, const at::Tensor& ids, KvCache* cache,
                         const ActivationTap& tap) {
     if (ids.dim() != 2) throw Error("llamaForward: ids must be [batch, tokens]");
-    const int64_t B = ids.size(0), T = ids.size(1), D = cfg.hidden_size, hd = cfg.head_dim;
+    const int64_t start = cache ? cache->length : 0;
+    auto [cos, sin] = ropeTables(start, ids.size(1), cfg.head_dim, cfg.rope_theta, w.embed.options());
+    return llamaForwardEmbeddings(cfg, w, at::embedding(w.embed, ids), cos, sin, cache, tap);
+}
+
+at::Tensor llamaForwardEmbeddings(const LlamaConfig& cfg, const LlamaWeights& w, const at::Tensor& embeddings,
+                                  const at::Tensor& cos, const at::Tensor& sin, KvCache* cache,
+                                  const ActivationTap& tap) {
+    if (embeddings.dim() != 3) throw Error("llamaForward: input embeddings must be [batch, tokens, hidden]");
+    const int64_t B = embeddings.size(0), T = embeddings.size(1), D = cfg.hidden_size, hd = cfg.head_dim;
     const int64_t start = cache ? cache->length : 0;
     if (start + T > cfg.max_position_embeddings)
         throw Error("sequence of " + std::to_string(start + T) + " positions exceeds the model's context of " +
                     std::to_string(cfg.max_position_embeddings));
+    if (cos.size(0) != T || cos.size(1) != hd / 2 || sin.sizes() != cos.sizes())
+        throw Error("llamaForward: rotary tables must be [tokens, head_dim/2]");
     if (cache && cache->k.empty()) {
         cache->k.resize(cfg.num_layers);
         cache->v.resize(cfg.num_layers);
     }
     const auto opts = w.embed.options();
-    at::Tensor x = at::embedding(w.embed, ids);  // [B, T, D]
-    auto [cos, sin] = ropeTables(start, T, hd, cfg.rope_theta, opts);
+    at::Tensor x = embeddings;  // [B, T, D]
 
     // Causal mask for T new queries against start+T keys: query i sees keys <= start+i.
     at::Tensor mask;
