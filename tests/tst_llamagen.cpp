@@ -39,7 +39,7 @@ LlamaGenConfig fixtureConfig() {
     s.layers = 2;
     s.heads = 2;
     s.grid = 4;
-    s.vocab = 32;
+    s.vocab = 16;
     s.classes = 10;
     s.ffnHidden = 48;
     return llamaGenCustomConfig(s);
@@ -381,7 +381,7 @@ private slots:
     void badInputsToTheModel() {
         LlamaGenModel model(loadFixture("gpt_ddp.pt"), chooseRuntime("cpu", "float32"));
         QVERIFY(errorOf([&] { model.logits(at::tensor({11}, at::kLong), at::Tensor()); }).contains("11"));
-        QVERIFY(errorOf([&] { model.logits(at::tensor({1}, at::kLong), at::full({1, 2}, 32, at::kLong)); })
+        QVERIFY(errorOf([&] { model.logits(at::tensor({1}, at::kLong), at::full({1, 2}, 16, at::kLong)); })
                     .contains("codebook"));
         // The context is the class token + 16 image tokens: an 18th position is past it.
         KvCache cache;

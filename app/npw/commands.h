@@ -30,6 +30,14 @@ void addSweepCommand(std::vector<Command>& out);           // sweep
 // `npw bench --suite pruning` and `npw bench --synthetic SIZE` (commands_bench.cpp).
 int runPruningBench(const Args& args);
 
+// Class-conditional image models (commands_image.cpp): `npw generate` and `npw info` hand over
+// to these when isImageModelRequest says so.
+std::vector<Flag> imageModelFlags();     // --gpt-model, --image-size
+std::vector<Flag> imageGenerateFlags();  // --class, --n, --cfg, --cfg-interval, --top-k, --vq, --out, --batch
+bool isImageModelRequest(const Args& args, const std::string& model);
+int runImageInfo(const Args& args, const std::string& model);
+int runImageGenerate(const Args& args, const std::string& model);
+
 // Flags every model command shares.
 std::vector<Flag> runtimeFlags();  // --device, --dtype
 Flag jsonFlag();
