@@ -44,6 +44,14 @@ nlohmann::json benchLlamaCpp(const LlamaCheckpoint& checkpoint, int64_t promptTo
 bool isGgufPath(const std::string& path);
 int runGgufInfo(const Args& args, const std::string& path);
 
+// Class-conditional image models (commands_image.cpp): `npw generate` and `npw info` hand over
+// to these when isImageModelRequest says so.
+std::vector<Flag> imageModelFlags();     // --gpt-model, --image-size
+std::vector<Flag> imageGenerateFlags();  // --class, --n, --cfg, --cfg-interval, --top-k, --vq, --out, --batch
+bool isImageModelRequest(const Args& args, const std::string& model);
+int runImageInfo(const Args& args, const std::string& model);
+int runImageGenerate(const Args& args, const std::string& model);
+
 // Flags every model command shares.
 std::vector<Flag> runtimeFlags();  // --device, --dtype
 Flag jsonFlag();

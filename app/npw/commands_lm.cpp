@@ -43,6 +43,7 @@ std::string joinList(const std::vector<int64_t>& v) {
 int runInfo(const Args& args) {
     const std::string& model = modelArgument(args, "info");
     if (isGgufPath(model)) return runGgufInfo(args, model);
+    if (isImageModelRequest(args, model)) return runImageInfo(args, model);
     LanguageModel lm = openFromArgs(args, model);
     const LlamaConfig& c = lm.model->config();
     nlohmann::json j = {{"model", model},
@@ -139,6 +140,7 @@ std::vector<int32_t> parseIdList(const std::string& text) {
 
 int runGenerate(const Args& args) {
     const std::string& model = modelArgument(args, "generate");
+    if (isImageModelRequest(args, model)) return runImageGenerate(args, model);
     LanguageModel lm = openFromArgs(args, model);
     const LlamaConfig& c = lm.model->config();
     std::vector<int32_t> prompt;
@@ -151,7 +153,7 @@ int runGenerate(const Args& args) {
     }
     SamplingOptions o;
     o.maxNewTokens = args.getInt("tokens");
-    o.temperature = args.getDouble("temperature");
+    o.temperature = args.has("temperature") ? args.getDouble("temperature") : 0.0;
     o.topP = args.getDouble("top-p");
     o.seed = static_cast<uint64_t>(args.getInt("seed"));
     if (o.topP <= 0 || o.topP > 1) throw Error("--top-p must be in (0, 1], got " + args.get("top-p"));
@@ -217,8 +219,9 @@ int runBench(const Args& args) {
 } // namespace
 
 void addLanguageModelCommands(std::vector<Command>& out) {
-    out.push_back({"info", "MODEL|FILE.gguf [--json]", "Show a model's architecture and parameter count (or a GGUF file's metadata and tensors).",
-                   withCommon({}), runInfo});
+    out.push_back({"info", "MODEL|FILE.gguf [--gpt-model B|L|XL|XXL|3B --image-size 256|384] [--json]",
+                   "Show a model's architecture and parameter count (language or LlamaGen image model), or a GGUF file's metadata and tensors.",
+                   withCommon(imageModelFlags()), runInfo});
     out.push_back({"eval", "MODEL (--text FILE | --ids FILE) [--seqlen N] [--max-windows K] [--reference MODEL]",
                    "Perplexity (GPTQ/FLAP protocol), bits per byte and KL divergence from a reference.",
                    withCommon({{"text", "FILE", "", "UTF-8 text, tokenized once with BOS at the start"},
@@ -228,16 +231,22 @@ void addLanguageModelCommands(std::vector<Command>& out) {
                                {"reference", "MODEL", "", "also report KL(reference || model) per token"},
                                {"batch", "N", "4", "windows per forward pass"}}),
                    runEval});
-    out.push_back({"generate", "MODEL [--prompt TEXT] [--tokens N] [--temperature T] [--top-p P] [--seed S]",
-                   "Generate a continuation (greedy at temperature 0).",
-                   withCommon({{"prompt", "TEXT", "", "text to continue (BOS is prepended)"},
-                               {"prompt-ids", "IDS", "", "token ids to continue, e.g. \"1 461\" (no tokenizer needed)"},
-                               {"tokens", "N", "64", "new tokens at most"},
-                               {"temperature", "T", "0", "sampling temperature; 0 = greedy"},
-                               {"top-p", "P", "1", "nucleus sampling mass"},
-                               {"seed", "S", "0", "random seed"},
-                               {"no-stop", "", "", "do not stop at the end-of-sequence token"}}),
-                   runGenerate});
+    std::vector<Flag> generateFlags = {
+        {"prompt", "TEXT", "", "text to continue (BOS is prepended)"},
+        {"prompt-ids", "IDS", "", "token ids to continue, e.g. \"1 461\" (no tokenizer needed)"},
+        {"tokens", "N", "64", "new tokens at most"},
+        {"temperature", "T", "", "sampling temperature; 0 = greedy (default: 0 for text, 1 for images as in LlamaGen)"},
+        {"top-p", "P", "1", "nucleus sampling mass"},
+        {"seed", "S", "0", "random seed (images: sample i uses seed + i)"},
+        {"no-stop", "", "", "do not stop at the end-of-sequence token"}};
+    for (const Flag& f : imageGenerateFlags()) generateFlags.push_back(f);
+    for (const Flag& f : imageModelFlags()) generateFlags.push_back(f);
+    out.push_back({"generate",
+                   "MODEL [--prompt TEXT] [--tokens N] [--temperature T] [--top-p P] [--seed S]\n"
+                   "       npw generate IMAGE_MODEL --class K[,K...] [--n N] [--cfg S] [--cfg-interval I] [--top-k K]\n"
+                   "           [--vq FILE] [--gpt-model B|L|XL|XXL|3B --image-size 256|384] --out FILE.png",
+                   "Generate a text continuation (greedy at temperature 0), or class-conditional images (PNG).",
+                   withCommon(generateFlags), runGenerate});
     out.push_back({"bench", "MODEL [--prompt-tokens N] [--decode-tokens N] [--repeats R] [--llamacpp] | --suite pruning | --synthetic 1b | "
                    "--suite calibration-memory [--synthetic 1b] [--layers N] [--calib-samples N] [--calib-seqlen L]",
                    "Prefill and decode speed (tokens/s) and peak memory; pruning benchmarks with --suite/--synthetic.",

@@ -46,18 +46,25 @@ at::Tensor denseLayer(const at::Tensor& x, const at::Tensor& w, const at::Tensor
 
 } // namespace
 
+namespace {
+
+// Causal mask for T new queries against start+T keys: query i sees keys <= start+i.
+at::Tensor causalMask(int64_t start, int64_t length, const at::TensorOptions& opts) {
+    if (length <= 1) return {};
+    at::Tensor q = at::arange(start, start + length, at::kLong).unsqueeze(1);
+    at::Tensor k = at::arange(0, start + length, at::kLong).unsqueeze(0);
+    return at::zeros({length, start + length}, at::TensorOptions().dtype(opts.dtype()))
+        .masked_fill(k > q, -std::numeric_limits<float>::infinity())
+        .to(opts.device());
+}
+
+} // namespace
+
 LlamaPositionTables llamaPositionTables(const LlamaConfig& cfg, int64_t start, int64_t length,
                                         const at::TensorOptions& opts) {
     LlamaPositionTables tables;
     std::tie(tables.cos, tables.sin) = ropeTables(start, length, cfg.head_dim, cfg.rope_theta, opts);
-    // Causal mask for T new queries against start+T keys: query i sees keys <= start+i.
-    if (length > 1) {
-        at::Tensor q = at::arange(start, start + length, at::kLong).unsqueeze(1);
-        at::Tensor k = at::arange(0, start + length, at::kLong).unsqueeze(0);
-        tables.mask = at::zeros({length, start + length}, at::TensorOptions().dtype(opts.dtype()))
-                          .masked_fill(k > q, -std::numeric_limits<float>::infinity())
-                          .to(opts.device());
-    }
+    tables.mask = causalMask(start, length, opts);
     return tables;
 }
 
@@ -110,17 +117,28 @@ at::Tensor llamaBlockForward(const LlamaConfig& cfg, const LlamaLayerWeights& L,
 at::Tensor llamaForward(const LlamaConfig& cfg, const LlamaWeights& w, const at::Tensor& ids, KvCache* cache,
                         const ActivationTap& tap) {
     if (ids.dim() != 2) throw Error("llamaForward: ids must be [batch, tokens]");
-    const int64_t T = ids.size(1);
+    const int64_t start = cache ? cache->length : 0;
+    auto [cos, sin] = ropeTables(start, ids.size(1), cfg.head_dim, cfg.rope_theta, w.embed.options());
+    return llamaForwardEmbeddings(cfg, w, at::embedding(w.embed, ids), cos, sin, cache, tap);
+}
+
+at::Tensor llamaForwardEmbeddings(const LlamaConfig& cfg, const LlamaWeights& w, const at::Tensor& embeddings,
+                                  const at::Tensor& cos, const at::Tensor& sin, KvCache* cache,
+                                  const ActivationTap& tap) {
+    if (embeddings.dim() != 3) throw Error("llamaForward: input embeddings must be [batch, tokens, hidden]");
+    const int64_t T = embeddings.size(1), hd = cfg.head_dim;
     const int64_t start = cache ? cache->length : 0;
     if (start + T > cfg.max_position_embeddings)
         throw Error("sequence of " + std::to_string(start + T) + " positions exceeds the model's context of " +
                     std::to_string(cfg.max_position_embeddings));
+    if (cos.size(0) != T || cos.size(1) != hd / 2 || sin.sizes() != cos.sizes())
+        throw Error("llamaForward: rotary tables must be [tokens, head_dim/2]");
     if (cache && cache->k.empty()) {
         cache->k.resize(cfg.num_layers);
         cache->v.resize(cfg.num_layers);
     }
-    at::Tensor x = at::embedding(w.embed, ids);  // [B, T, D]
-    const LlamaPositionTables tables = llamaPositionTables(cfg, start, T, w.embed.options());
+    const LlamaPositionTables tables{cos, sin, causalMask(start, T, w.embed.options())};
+    at::Tensor x = embeddings;  // [B, T, D]
     for (int64_t l = 0; l < cfg.num_layers; ++l) x = llamaBlockForward(cfg, w.layers[l], l, x, tables, cache, tap);
     if (cache) cache->length = start + T;
     x = rmsNorm(x, w.final_norm, cfg.rms_norm_eps);

@@ -44,6 +44,15 @@ at::Tensor llamaBlockForward(const LlamaConfig& config, const LlamaLayerWeights&
 at::Tensor llamaForward(const LlamaConfig& config, const LlamaWeights& weights, const at::Tensor& ids,
                         KvCache* cache = nullptr, const ActivationTap& tap = nullptr);
 
+// The same stack on given input embeddings [B, T, hidden] (weights' dtype and device) with
+// the rotary tables of the T new positions, cos/sin [T, head_dim/2] in config.rope_layout's
+// pairing. LlamaGen uses it with a class embedding in front of the token embeddings and 2D
+// grid tables that are zero at the class-token position; llamaForward is this with
+// at::embedding(embed, ids) and the 1D tables of positions cache->length.. .
+at::Tensor llamaForwardEmbeddings(const LlamaConfig& config, const LlamaWeights& weights, const at::Tensor& embeddings,
+                                  const at::Tensor& cos, const at::Tensor& sin, KvCache* cache = nullptr,
+                                  const ActivationTap& tap = nullptr);
+
 // A loaded model on a runtime (device + dtype), ready for inference (no autograd).
 class LlamaModel {
 public:

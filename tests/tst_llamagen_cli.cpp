@@ -1,0 +1,205 @@
+// `npw generate` / `npw info` on image models, run as a user runs them (the npw binary of this
+// build tree), and the PNG/grid writer they use. The model is the GPT fixture exported as an
+// npw directory with the LlamaGen-layout VQ fixture beside it (MODEL/vq), and the same GPT as
+// LlamaGen's raw .pt with --vq.
+#include "core/io/image_png.h"
+#include "core/models/llamagen.h"
+#include "core/models/vq_model.h"
+#include "core/util/error.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <QCoreApplication>
+#include <QFile>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest/QtTest>
+
+#include <stb/stb_image.h>
+
+using namespace npw;
+
+namespace {
+
+std::string dataFile(const std::string& name) { return std::string(NPW_TEST_DATA "/llamagen_ref/") + name; }
+
+LlamaGenConfig fixtureConfig() {
+    LlamaGenSizes s;
+    s.dim = 16;
+    s.layers = 2;
+    s.heads = 2;
+    s.grid = 4;
+    s.vocab = 16;
+    s.classes = 10;
+    s.ffnHidden = 48;
+    s.downsample = 2;
+    return llamaGenCustomConfig(s);
+}
+
+struct Png {
+    int w = 0, h = 0, channels = 0;
+    std::vector<unsigned char> pixels;
+};
+
+Png readPng(const QString& path) {
+    Png p;
+    unsigned char* data = stbi_load(path.toUtf8().constData(), &p.w, &p.h, &p.channels, 0);
+    if (data) {
+        p.pixels.assign(data, data + p.w * p.h * p.channels);
+        stbi_image_free(data);
+    }
+    return p;
+}
+
+} // namespace
+
+class TestLlamaGenCli : public QObject {
+    Q_OBJECT
+
+private slots:
+    void initTestCase() {
+        at::set_num_threads(2);
+        npw_ = QCoreApplication::applicationDirPath() + "/../app/npw";
+        QVERIFY(dir_.isValid());
+        model_ = dir_.path() + "/c2i";
+        LlamaGenLoadOptions o;
+        o.config = fixtureConfig();
+        LlamaGenCheckpoint ck = loadLlamaGenCheckpoint(dataFile("gpt_fsdp.pt"), o);
+        saveLlamaGenDirectory(ck, model_.toStdString());
+        VqModel::load(dataFile("vq_ddp.pt"))->save((model_ + "/vq").toStdString());
+    }
+
+    void pngRoundTrip() {
+        // encodePng rounds like torchvision's save_image: x·255 + 0.5, truncated.
+        at::Tensor img = at::zeros({3, 2, 3});
+        img[0][0][0] = 1.0;
+        img[1][1][2] = 0.5;
+        img[2][0][1] = -3.0;  // clamped
+        QTemporaryDir d;
+        const QString path = d.path() + "/a.png";
+        writePng(path.toStdString(), img);
+        Png p = readPng(path);
+        QCOMPARE(p.w, 3);
+        QCOMPARE(p.h, 2);
+        QCOMPARE(p.channels, 3);
+        QCOMPARE(int(p.pixels[0]), 255);                   // (0,0) red
+        QCOMPARE(int(p.pixels[(1 * 3 + 2) * 3 + 1]), 128);  // (1,2) green 0.5 → 128
+        QCOMPARE(int(p.pixels[(0 * 3 + 1) * 3 + 2]), 0);
+        QVERIFY(QString::fromStdString([&] {
+                    try {
+                        encodePng(at::zeros({2, 4, 4}));
+                    } catch (const Error& e) {
+                        return std::string(e.what());
+                    }
+                    return std::string();
+                }()).contains("[2, 4, 4]"));
+    }
+
+    void gridLayoutAndLabels() {
+        at::Tensor images = at::zeros({3, 1, 8, 8});  // black tiles
+        GridOptions o;
+        o.columns = 2;
+        o.padding = 2;
+        o.minTileSize = 16;  // enlarged ×2
+        at::Tensor g = imageGrid(images, {"class 1", "class 2", "x"}, o);
+        // 2 columns of 16 px + 3 paddings; 2 rows of (12 label + 16 tile + 2) + 2.
+        QCOMPARE(g.size(0), int64_t(3));
+        QCOMPARE(g.size(2), int64_t(2 + 2 * (16 + 2)));
+        QCOMPARE(g.size(1), int64_t(2 + 2 * (12 + 16 + 2)));
+        // The tile is where it should be (black), the label strip has black text on white.
+        QCOMPARE(g[0][2 + 12 + 5][2 + 5].item<float>(), 0.0f);
+        at::Tensor label = g.narrow(1, 2, 12).narrow(2, 2, 16);
+        QVERIFY(label.min().item<float>() == 0.0f && label.max().item<float>() == 1.0f);
+        // Without labels there is no strip.
+        QCOMPARE(imageGrid(images, {}, o).size(1), int64_t(2 + 2 * (16 + 2)));
+    }
+
+    void generateGridAndInfo() {
+        if (!QFileInfo::exists(npw_)) QSKIP("the npw binary is not built in this tree");
+        const QString out = dir_.path() + "/grid.png";
+        QProcess p;
+        p.start(npw_, {"generate", model_, "--class", "3,7", "--n", "2", "--cfg", "2.0", "--seed", "5", "--top-k", "8",
+                       "--out", out, "--json"});
+        QVERIFY(p.waitForFinished(120000));
+        QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
+        const QJsonObject j = QJsonDocument::fromJson(p.readAllStandardOutput()).object();
+        QCOMPARE(j["images"].toInt(), 4);
+        QCOMPARE(j["classes"].toArray().size(), 4);
+        QCOMPARE(j["tokens_per_image"].toInt(), 16);
+        QCOMPARE(j["image_size"].toInt(), 8);
+        QVERIFY(j["tokens_per_s"].toDouble() > 0);
+        Png png = readPng(out);
+        QCOMPARE(png.channels, 3);
+        // 8 px tiles enlarged to 64 (×8), 2 per row, labels above each row.
+        QCOMPARE(png.w, 2 + 2 * (64 + 2));
+        QCOMPARE(png.h, 2 + 2 * (12 + 64 + 2));
+
+        QProcess info;
+        info.start(npw_, {"info", model_, "--json"});
+        QVERIFY(info.waitForFinished(60000));
+        QCOMPARE(info.exitCode(), 0);
+        const QJsonObject i = QJsonDocument::fromJson(info.readAllStandardOutput()).object();
+        QCOMPARE(i["model_type"].toString(), QString("llamagen-c2i"));
+        QCOMPARE(i["grid"].toInt(), 4);
+        QCOMPARE(i["num_classes"].toInt(), 10);
+        // 11·16 + 16·16 + 2·(48·16 + 16·16 + 3·48·16 + 32) + 16 + 16·16
+        QCOMPARE(i["params"].toInt(), 11 * 16 + 16 * 16 + 2 * (48 * 16 + 16 * 16 + 3 * 48 * 16 + 32) + 16 + 16 * 16);
+    }
+
+    void singleImageIsReproducible() {
+        if (!QFileInfo::exists(npw_)) QSKIP("the npw binary is not built in this tree");
+        auto run = [&](const QString& out, const QStringList& extra) {
+            QProcess p;
+            p.start(npw_, QStringList{"generate", model_, "--class", "4", "--seed", "11", "--out", out} + extra);
+            p.waitForFinished(120000);
+            return p.exitCode();
+        };
+        const QString a = dir_.path() + "/a.png", b = dir_.path() + "/b.png";
+        QCOMPARE(run(a, {}), 0);
+        QCOMPARE(run(b, {"--vq", dir_.path() + "/c2i/vq"}), 0);
+        Png pa = readPng(a), pb = readPng(b);
+        QCOMPARE(pa.w, 8);
+        QCOMPARE(pa.h, 8);
+        QVERIFY(pa.pixels == pb.pixels);
+    }
+
+    void userErrors() {
+        if (!QFileInfo::exists(npw_)) QSKIP("the npw binary is not built in this tree");
+        auto stderrOf = [&](const QStringList& args) {
+            QProcess p;
+            p.start(npw_, args);
+            p.waitForFinished(60000);
+            return std::make_pair(p.exitCode(), QString::fromUtf8(p.readAllStandardError()));
+        };
+        auto [rc1, e1] = stderrOf({"generate", QString::fromStdString(dataFile("gpt_fsdp.pt")), "--class", "1",
+                                   "--vq", QString::fromStdString(dataFile("vq_ddp.pt")), "--out", dir_.path() + "/x.png"});
+        QCOMPARE(rc1, 1);
+        QVERIFY2(e1.contains("--gpt-model"), qPrintable(e1));
+        auto [rc2, e2] = stderrOf({"generate", QString::fromStdString(dataFile("gpt_fsdp.pt")), "--class", "1", "--vq",
+                                   QString::fromStdString(dataFile("vq_ddp.pt")), "--gpt-model", "B", "--out",
+                                   dir_.path() + "/x.png"});
+        QCOMPARE(rc2, 1);
+        QVERIFY2(e2.contains("GPT-B") && e2.contains("[11, 768]"), qPrintable(e2));
+        auto [rc3, e3] = stderrOf({"generate", model_, "--class", "12", "--out", dir_.path() + "/x.png"});
+        QCOMPARE(rc3, 1);
+        QVERIFY2(e3.contains("class 12"), qPrintable(e3));
+        auto [rc4, e4] = stderrOf({"generate", model_, "--class", "1"});
+        QCOMPARE(rc4, 1);
+        QVERIFY2(e4.contains("--out"), qPrintable(e4));
+        auto [rc5, e5] = stderrOf({"generate", model_, "--class", "1", "--vq", QString::fromStdString(dataFile("vq_npw")),
+                                   "--out", dir_.path() + "/x.png"});
+        QCOMPARE(rc5, 1);  // the npw VQ fixture downsamples by 4: its 8×8 grid would not be the model's
+        QVERIFY2(e5.contains("downsamples by 4") && e5.contains("by 2"), qPrintable(e5));
+    }
+
+private:
+    QTemporaryDir dir_;
+    QString npw_, model_;
+};
+
+QTEST_GUILESS_MAIN(TestLlamaGenCli)
+#include "tst_llamagen_cli.moc"
