@@ -12,6 +12,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include "error_of.h"
 #include <QTemporaryDir>
 #include <QtTest/QtTest>
 
@@ -21,6 +22,7 @@
 #include <string>
 
 using namespace npw;
+using npw::test::errorOf;
 
 namespace {
 
@@ -54,16 +56,6 @@ LlamaGenCheckpoint loadFixture(const char* file) {
 double normalisedError(const at::Tensor& actual, const at::Tensor& expected) {
     const at::Tensor a = actual.to(at::kDouble), e = expected.to(at::kDouble);
     return (a - e).abs().max().item<double>() / std::max(e.abs().max().item<double>(), 1e-12);
-}
-
-template <class F>
-QString errorOf(F&& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return QString::fromStdString(e.what());
-    }
-    return QString();
 }
 
 } // namespace

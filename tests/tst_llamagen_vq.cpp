@@ -10,12 +10,14 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include "error_of.h"
 #include <QTemporaryDir>
 #include <QtTest/QtTest>
 
 #include <string>
 
 using namespace npw;
+using npw::test::errorOf;
 
 namespace {
 
@@ -29,16 +31,6 @@ std::string dataFile(const std::string& name) { return std::string(NPW_TEST_DATA
 double normalisedError(const at::Tensor& actual, const at::Tensor& expected) {
     const at::Tensor a = actual.to(at::kDouble), e = expected.to(at::kDouble);
     return (a - e).abs().max().item<double>() / std::max(e.abs().max().item<double>(), 1e-12);
-}
-
-template <class F>
-QString errorOf(F&& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return QString::fromStdString(e.what());
-    }
-    return QString();
 }
 
 } // namespace
