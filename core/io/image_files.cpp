@@ -42,19 +42,4 @@ at::Tensor readImageRgb(const std::string& path) {
     return hwc.permute({2, 0, 1}).to(at::kFloat).div_(255.0).contiguous();
 }
 
-void writePng(const std::string& path, const at::Tensor& image) {
-    if (image.dim() != 3 || (image.size(0) != 1 && image.size(0) != 3))
-        throw Error("writePng '" + path + "': expected a 1×H×W or 3×H×W image");
-    at::Tensor hwc = image.detach().to(at::kFloat).clamp(0, 1).mul(255.0).round().to(at::kByte).permute({1, 2, 0})
-                         .contiguous();
-    const int h = static_cast<int>(hwc.size(0)), w = static_cast<int>(hwc.size(1)), c = static_cast<int>(hwc.size(2));
-    std::string bytes;
-    auto sink = [](void* context, void* data, int size) {
-        static_cast<std::string*>(context)->append(static_cast<const char*>(data), size_t(size));
-    };
-    if (!stbi_write_png_to_func(sink, &bytes, w, h, c, hwc.data_ptr<uint8_t>(), w * c))
-        throw Error("cannot encode PNG '" + path + "'");
-    writeFileAtomically(path, [&](std::ostream& out) { out.write(bytes.data(), std::streamsize(bytes.size())); });
-}
-
 } // namespace npw

@@ -4,6 +4,8 @@
 #include <ATen/core/Tensor.h>
 
 #include <string>
+#include "core/io/image_png.h"
+
 #include <vector>
 
 namespace npw {
@@ -15,7 +17,6 @@ std::vector<std::string> listImageFiles(const std::string& dir);
 // 3×H×W float [0,1] (grey and grey+alpha are repeated to RGB, alpha dropped).
 at::Tensor readImageRgb(const std::string& path);
 
-// image: 1×H×W or 3×H×W float in [0,1] (clamped, rounded to 8 bits). Atomic write.
-void writePng(const std::string& path, const at::Tensor& image);
+// Writing PNGs: writePng in core/io/image_png.h (included here for the callers of both).
 
 } // namespace npw
