@@ -1,4 +1,6 @@
 #include "core/eval/feature_network.h"
+
+#include "core/io/shape_text.h"
 #include "core/data/fashion_mnist.h"
 #include "core/io/image_files.h"
 #include "core/util/error.h"
@@ -17,12 +19,6 @@ namespace fs = std::filesystem;
 namespace npw {
 
 namespace {
-
-std::string shapeText(at::IntArrayRef s) {
-    std::string t = "[";
-    for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
-    return t + "]";
-}
 
 class ClassifierFeatureNetwork : public FeatureNetwork {
 public:
@@ -63,10 +59,10 @@ public:
         try {
             out = module_.forward({images.to(device_, at::kFloat)});
         } catch (const c10::Error& e) {
-            throw Error("TorchScript feature network '" + path_ + "' failed on images " + shapeText(images.sizes()) +
+            throw Error("TorchScript feature network '" + path_ + "' failed on images " + formatShape(images.sizes()) +
                         ": " + e.what_without_backtrace());
         } catch (const std::exception& e) {  // the interpreter's own errors (JITException)
-            throw Error("TorchScript feature network '" + path_ + "' failed on images " + shapeText(images.sizes()) +
+            throw Error("TorchScript feature network '" + path_ + "' failed on images " + formatShape(images.sizes()) +
                         ": " + e.what());
         }
         std::vector<at::Tensor> parts;
@@ -88,7 +84,7 @@ public:
             f.pooled = f.pooled.flatten(1);  // Inception's pool3 is N×2048×1×1
         auto bad = [&](const std::string& what, const at::Tensor& t, const std::string& expected) {
             throw Error("TorchScript feature network '" + path_ + "': " + what + " has shape " +
-                        shapeText(t.sizes()) + "; expected " + expected + " for " + std::to_string(n) + " images");
+                        formatShape(t.sizes()) + "; expected " + expected + " for " + std::to_string(n) + " images");
         };
         if (f.pooled.dim() != 2 || f.pooled.size(0) != n) bad("output 0 (pooled features)", f.pooled, "N×D");
         if (f.logits.dim() != 2 || f.logits.size(0) != n || f.logits.size(1) < 2)
@@ -147,7 +143,7 @@ std::unique_ptr<FeatureNetwork> loadFeatureNetwork(const std::string& spec, c10:
 
 ImageSource imageSourceFromTensor(at::Tensor images, std::string description) {
     if (images.dim() != 4 || (images.size(1) != 1 && images.size(1) != 3))
-        throw Error("images must be N×1×H×W or N×3×H×W, got " + shapeText(images.sizes()));
+        throw Error("images must be N×1×H×W or N×3×H×W, got " + formatShape(images.sizes()));
     ImageSource s;
     s.count = images.size(0);
     s.description = std::move(description);

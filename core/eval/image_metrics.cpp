@@ -1,4 +1,6 @@
 #include "core/eval/image_metrics.h"
+
+#include "core/io/shape_text.h"
 #include "core/io/safetensors.h"
 #include "core/util/error.h"
 
@@ -9,12 +11,6 @@
 namespace npw {
 
 namespace {
-
-std::string shapeText(at::IntArrayRef s) {
-    std::string t = "[";
-    for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
-    return t + "]";
-}
 
 void requireFinite(const at::Tensor& t, const std::string& what) {
     if (!at::isfinite(t).all().item<bool>()) throw Error(what + " holds NaN or Inf");
@@ -32,7 +28,7 @@ at::Tensor squaredDistances(const at::Tensor& a, const at::Tensor& b, const at::
 
 GaussianStats gaussianStats(const at::Tensor& features) {
     at::NoGradGuard noGrad;
-    if (features.dim() != 2) throw Error("gaussianStats: features must be N×D, got " + shapeText(features.sizes()));
+    if (features.dim() != 2) throw Error("gaussianStats: features must be N×D, got " + formatShape(features.sizes()));
     if (features.size(0) < 2)
         throw Error("gaussianStats: a covariance needs at least 2 feature vectors, got " +
                     std::to_string(features.size(0)));
@@ -51,11 +47,11 @@ double frechetDistance(const at::Tensor& mu1, const at::Tensor& sigma1, const at
     at::NoGradGuard noGrad;
     const int64_t d = mu1.numel();
     if (mu1.dim() != 1 || mu2.dim() != 1 || mu2.numel() != d)
-        throw Error("Fréchet distance: means must be vectors of one length, got " + shapeText(mu1.sizes()) + " and " +
-                    shapeText(mu2.sizes()));
+        throw Error("Fréchet distance: means must be vectors of one length, got " + formatShape(mu1.sizes()) + " and " +
+                    formatShape(mu2.sizes()));
     for (const at::Tensor* s : {&sigma1, &sigma2})
         if (s->dim() != 2 || s->size(0) != d || s->size(1) != d)
-            throw Error("Fréchet distance: covariance " + shapeText(s->sizes()) + " does not match the mean's " +
+            throw Error("Fréchet distance: covariance " + formatShape(s->sizes()) + " does not match the mean's " +
                         std::to_string(d) + " dimensions");
     at::Tensor m1 = mu1.to(at::kDouble), m2 = mu2.to(at::kDouble);
     at::Tensor s1 = symmetric(sigma1.to(at::kDouble)), s2 = symmetric(sigma2.to(at::kDouble));
@@ -86,7 +82,7 @@ double frechetDistance(const GaussianStats& a, const GaussianStats& b) {
 InceptionScore inceptionScore(const at::Tensor& logits, int64_t splits) {
     at::NoGradGuard noGrad;
     if (logits.dim() != 2 || logits.size(1) < 2)
-        throw Error("Inception Score: logits must be N×K with K >= 2 classes, got " + shapeText(logits.sizes()));
+        throw Error("Inception Score: logits must be N×K with K >= 2 classes, got " + formatShape(logits.sizes()));
     const int64_t n = logits.size(0);
     if (splits < 1 || splits > n)
         throw Error("Inception Score: " + std::to_string(splits) + " splits of " + std::to_string(n) +
@@ -113,7 +109,7 @@ InceptionScore inceptionScore(const at::Tensor& logits, int64_t splits) {
 
 at::Tensor manifoldRadii(const at::Tensor& features, int64_t k, int64_t rowBatch, const ProgressFn& progress) {
     at::NoGradGuard noGrad;
-    if (features.dim() != 2) throw Error("manifold radii: features must be N×D, got " + shapeText(features.sizes()));
+    if (features.dim() != 2) throw Error("manifold radii: features must be N×D, got " + formatShape(features.sizes()));
     const int64_t n = features.size(0);
     if (k < 1 || n < k + 1)
         throw Error("manifold radii: k = " + std::to_string(k) + " needs at least " + std::to_string(k + 1) +
@@ -136,8 +132,8 @@ PrecisionRecall precisionRecall(const at::Tensor& reference, const at::Tensor& s
                                 const at::Tensor& referenceRadii, const ProgressFn& progress) {
     at::NoGradGuard noGrad;
     if (reference.dim() != 2 || samples.dim() != 2 || reference.size(1) != samples.size(1))
-        throw Error("precision/recall: reference " + shapeText(reference.sizes()) + " and samples " +
-                    shapeText(samples.sizes()) + " must be N×D with one D");
+        throw Error("precision/recall: reference " + formatShape(reference.sizes()) + " and samples " +
+                    formatShape(samples.sizes()) + " must be N×D with one D");
     at::Tensor r = reference.to(at::kDouble), s = samples.to(at::kDouble);
     at::Tensor radiiR = referenceRadii.defined() ? referenceRadii.to(at::kDouble) : manifoldRadii(r, k, rowBatch);
     if (radiiR.dim() != 1 || radiiR.size(0) != r.size(0))
@@ -162,7 +158,7 @@ PrecisionRecall precisionRecall(const at::Tensor& reference, const at::Tensor& s
 
 at::Tensor sfidFeatures(const at::Tensor& spatial, int64_t channels) {
     if (spatial.dim() != 4)
-        throw Error("sFID: the spatial features must be N×C×H×W, got " + shapeText(spatial.sizes()));
+        throw Error("sFID: the spatial features must be N×C×H×W, got " + formatShape(spatial.sizes()));
     if (spatial.size(1) < channels)
         throw Error("sFID: the spatial features have " + std::to_string(spatial.size(1)) + " channels; at least " +
                     std::to_string(channels) + " are needed");
@@ -218,10 +214,10 @@ ReferenceStats loadReferenceStats(const std::string& path) {
     const int64_t d = s.pooled.mean.numel(), ds = s.spatial.mean.numel(), n = s.features.size(0);
     if (s.pooled.cov.sizes() != at::IntArrayRef({d, d}) || s.spatial.cov.sizes() != at::IntArrayRef({ds, ds}) ||
         s.features.dim() != 2 || s.features.size(1) != d || s.radii.sizes() != at::IntArrayRef({n}))
-        fail("shapes disagree: pooled mean " + shapeText(s.pooled.mean.sizes()) + ", cov " +
-             shapeText(s.pooled.cov.sizes()) + ", spatial mean " + shapeText(s.spatial.mean.sizes()) + ", cov " +
-             shapeText(s.spatial.cov.sizes()) + ", features " + shapeText(s.features.sizes()) + ", radii " +
-             shapeText(s.radii.sizes()));
+        fail("shapes disagree: pooled mean " + formatShape(s.pooled.mean.sizes()) + ", cov " +
+             formatShape(s.pooled.cov.sizes()) + ", spatial mean " + formatShape(s.spatial.mean.sizes()) + ", cov " +
+             formatShape(s.spatial.cov.sizes()) + ", features " + formatShape(s.features.sizes()) + ", radii " +
+             formatShape(s.radii.sizes()));
     s.pooled.count = s.spatial.count = n;
     return s;
 }

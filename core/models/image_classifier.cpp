@@ -1,4 +1,6 @@
 #include "core/models/image_classifier.h"
+
+#include "core/io/shape_text.h"
 #include "core/io/safetensors.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
@@ -72,18 +74,12 @@ std::vector<std::vector<int64_t>> expectedShapes(const ImageClassifierConfig& c)
             {c.hidden, c.conv2 * s * s}, {c.hidden}, {c.numClasses, c.hidden}, {c.numClasses}};
 }
 
-std::string shapeText(at::IntArrayRef s) {
-    std::string t = "[";
-    for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
-    return t + "]";
-}
-
 } // namespace
 
 ClassifierOutputs classifierForward(const ImageClassifierConfig& c, const ImageClassifierWeights& w,
                                     const at::Tensor& images) {
     if (images.dim() != 4 || (images.size(1) != 1 && images.size(1) != 3))
-        throw Error("classifier input must be N×1×H×W or N×3×H×W, got " + shapeText(images.sizes()));
+        throw Error("classifier input must be N×1×H×W or N×3×H×W, got " + formatShape(images.sizes()));
     at::Tensor x = images.to(at::kFloat);
     if (x.size(1) == 3) x = x.mean(1, true);
     if (x.size(2) != c.imageSize || x.size(3) != c.imageSize)
@@ -129,7 +125,7 @@ ImageClassifier loadImageClassifier(const std::string& dir) {
         at::Tensor t = file->loadFloat(name);
         if (t.sizes() != at::IntArrayRef(shapes[i]))
             throw Error("classifier weights '" + weightsPath.string() + "': tensor '" + name + "' has shape " +
-                        shapeText(t.sizes()) + "; config.json expects " + shapeText(shapes[i]));
+                        formatShape(t.sizes()) + "; config.json expects " + formatShape(shapes[i]));
         if (!at::isfinite(t).all().item<bool>())
             throw Error("classifier weights '" + weightsPath.string() + "': tensor '" + name + "' holds NaN or Inf");
         *named[i].second = t;
