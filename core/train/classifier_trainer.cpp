@@ -1,4 +1,5 @@
 #include "core/train/classifier_trainer.h"
+#include "core/train/training_checkpoint.h"
 #include "core/io/safetensors.h"
 #include "core/util/error.h"
 
@@ -61,43 +62,14 @@ ImageClassifierWeights trainClassifier(const at::Tensor& images, const at::Tenso
 
     ImageClassifierWeights w = initClassifierWeights(o.config, o.seed);
     auto named = w.named();
-    std::vector<at::Tensor> m, v;
-    for (auto& nt : named) {
-        m.push_back(at::zeros_like(*nt.second));
-        v.push_back(at::zeros_like(*nt.second));
-    }
-    int64_t step = 0;
-    double smoothLoss = 0;
+    AdamMoments adam = AdamMoments::zerosLike(named);
+    TrainingProgress state;
     const std::string signature = runSignature(o, n);
-    if (!o.checkpointPath.empty() && std::filesystem::exists(o.checkpointPath)) {
-        auto ck = SafeTensorsFile::open(o.checkpointPath);
-        auto meta = ck->metadata();
-        if (meta["signature"] != signature)
-            throw Error("checkpoint '" + o.checkpointPath + "' belongs to another run (" + meta["signature"] +
-                        "); delete it or use the same options");
-        step = std::stoll(meta["step"]);
-        smoothLoss = std::stod(meta["loss"]);
-        for (size_t i = 0; i < named.size(); ++i) {
-            named[i].second->copy_(ck->loadFloat("p." + named[i].first));
-            m[i].copy_(ck->loadFloat("m." + named[i].first));
-            v[i].copy_(ck->loadFloat("v." + named[i].first));
-        }
-        if (log) log("resumed from " + o.checkpointPath + " at step " + std::to_string(step));
-    }
-    auto saveCheckpoint = [&]() {
-        if (o.checkpointPath.empty()) return;
-        std::vector<std::pair<std::string, at::Tensor>> tensors;
-        for (size_t i = 0; i < named.size(); ++i) {
-            tensors.emplace_back("p." + named[i].first, *named[i].second);
-            tensors.emplace_back("m." + named[i].first, m[i]);
-            tensors.emplace_back("v." + named[i].first, v[i]);
-        }
-        std::ostringstream loss;
-        loss.precision(17);
-        loss << smoothLoss;
-        writeSafeTensors(o.checkpointPath, tensors,
-                         {{"signature", signature}, {"step", std::to_string(step)}, {"loss", loss.str()}});
-    };
+    if (loadTrainingCheckpoint(o.checkpointPath, signature, named, adam, state) && log)
+        log("resumed from " + o.checkpointPath + " at step " + std::to_string(state.step));
+    int64_t& step = state.step;
+    double& smoothLoss = state.smoothLoss;
+    auto saveCheckpoint = [&]() { saveTrainingCheckpoint(o.checkpointPath, signature, named, adam, state); };
 
     for (auto& nt : named) nt.second->set_requires_grad(true);
     const auto started = std::chrono::steady_clock::now();
@@ -127,11 +99,11 @@ ImageClassifierWeights trainClassifier(const at::Tensor& images, const at::Tenso
             for (size_t i = 0; i < named.size(); ++i) {
                 at::Tensor& p = *named[i].second;
                 const at::Tensor& g = p.grad();
-                m[i].mul_(o.beta1).add_(g, 1 - o.beta1);
-                v[i].mul_(o.beta2).addcmul_(g, g, 1 - o.beta2);
+                adam.m[i].mul_(o.beta1).add_(g, 1 - o.beta1);
+                adam.v[i].mul_(o.beta2).addcmul_(g, g, 1 - o.beta2);
                 if (p.dim() >= 2) p.mul_(1 - lr * o.weightDecay);
-                at::Tensor denom = (v[i] / bc2).sqrt_().add_(o.adamEps);
-                p.addcdiv_(m[i], denom, -lr / bc1);
+                at::Tensor denom = (adam.v[i] / bc2).sqrt_().add_(o.adamEps);
+                p.addcdiv_(adam.m[i], denom, -lr / bc1);
                 p.mutable_grad().zero_();
             }
         }

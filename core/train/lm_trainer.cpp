@@ -1,4 +1,5 @@
 #include "core/train/lm_trainer.h"
+#include "core/train/training_checkpoint.h"
 #include "core/io/safetensors.h"
 #include "core/models/llama.h"
 #include "core/util/error.h"
@@ -64,10 +65,6 @@ at::Tensor batchAt(const std::vector<int32_t>& corpus, const LmTrainOptions& o, 
     return batch;
 }
 
-struct AdamState {
-    std::vector<at::Tensor> m, v;
-};
-
 } // namespace
 
 LlamaWeights initLlamaWeights(const LlamaConfig& c, uint64_t seed) {
@@ -108,46 +105,16 @@ LlamaWeights trainLlama(const std::vector<int32_t>& corpus, const LmTrainOptions
 
     LlamaWeights w = initLlamaWeights(o.config, o.seed);
     auto named = namedTensors(w);
-    AdamState adam;
-    for (auto& [name, t] : named) {
-        adam.m.push_back(at::zeros_like(*t));
-        adam.v.push_back(at::zeros_like(*t));
-    }
-    int64_t step = 0;
-    double smoothLoss = 0;
+    AdamMoments adam = AdamMoments::zerosLike(named);
+    TrainingProgress state;
     const std::string signature = runSignature(o);
-
-    if (!o.checkpointPath.empty() && std::filesystem::exists(o.checkpointPath)) {
-        auto ck = SafeTensorsFile::open(o.checkpointPath);
-        auto meta = ck->metadata();
-        if (meta["signature"] != signature)
-            throw Error("checkpoint '" + o.checkpointPath + "' belongs to another run (" + meta["signature"] +
-                        "); delete it or use the same options");
-        step = std::stoll(meta["step"]);
-        smoothLoss = std::stod(meta["loss"]);
-        for (size_t i = 0; i < named.size(); ++i) {
-            named[i].second->copy_(ck->loadFloat("p." + named[i].first));
-            adam.m[i].copy_(ck->loadFloat("m." + named[i].first));
-            adam.v[i].copy_(ck->loadFloat("v." + named[i].first));
-        }
-        if (log) log("resumed from " + o.checkpointPath + " at step " + std::to_string(step));
-    }
+    if (loadTrainingCheckpoint(o.checkpointPath, signature, named, adam, state) && log)
+        log("resumed from " + o.checkpointPath + " at step " + std::to_string(state.step));
+    int64_t& step = state.step;
+    double& smoothLoss = state.smoothLoss;
     if (o.config.tie_word_embeddings) w.lm_head = w.embed;
 
-    auto saveCheckpoint = [&]() {
-        if (o.checkpointPath.empty()) return;
-        std::vector<std::pair<std::string, at::Tensor>> tensors;
-        for (size_t i = 0; i < named.size(); ++i) {
-            tensors.emplace_back("p." + named[i].first, *named[i].second);
-            tensors.emplace_back("m." + named[i].first, adam.m[i]);
-            tensors.emplace_back("v." + named[i].first, adam.v[i]);
-        }
-        std::ostringstream loss;
-        loss.precision(17);
-        loss << smoothLoss;
-        writeSafeTensors(o.checkpointPath, tensors,
-                         {{"signature", signature}, {"step", std::to_string(step)}, {"loss", loss.str()}});
-    };
+    auto saveCheckpoint = [&]() { saveTrainingCheckpoint(o.checkpointPath, signature, named, adam, state); };
 
     for (auto& [name, t] : named) t->set_requires_grad(true);
     const auto started = std::chrono::steady_clock::now();
