@@ -13,6 +13,7 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include "error_of.h"
+#include "llamagen_fixture.h"
 #include <QTemporaryDir>
 #include <QtTest/QtTest>
 
@@ -23,6 +24,7 @@
 
 using namespace npw;
 using npw::test::errorOf;
+using npw::test::normalisedError;
 
 namespace {
 
@@ -35,27 +37,12 @@ constexpr double kLogitTolerance = 1e-4;
 QString dataDir() { return QStringLiteral(NPW_TEST_DATA "/llamagen_ref"); }
 std::string dataFile(const char* name) { return (dataDir() + "/" + name).toStdString(); }
 
-LlamaGenConfig fixtureConfig() {
-    LlamaGenSizes s;
-    s.dim = 16;
-    s.layers = 2;
-    s.heads = 2;
-    s.grid = 4;
-    s.vocab = 16;
-    s.classes = 10;
-    s.ffnHidden = 48;
-    return llamaGenCustomConfig(s);
-}
+LlamaGenConfig fixtureConfig() { return npw::test::llamagenFixtureConfig(); }
 
 LlamaGenCheckpoint loadFixture(const char* file) {
     LlamaGenLoadOptions o;
     o.config = fixtureConfig();
     return loadLlamaGenCheckpoint(dataFile(file), o);
-}
-
-double normalisedError(const at::Tensor& actual, const at::Tensor& expected) {
-    const at::Tensor a = actual.to(at::kDouble), e = expected.to(at::kDouble);
-    return (a - e).abs().max().item<double>() / std::max(e.abs().max().item<double>(), 1e-12);
 }
 
 } // namespace

@@ -9,6 +9,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include "llamagen_fixture.h"
 #include <QCoreApplication>
 #include <QFile>
 #include <QFileInfo>
@@ -25,20 +26,8 @@ using namespace npw;
 
 namespace {
 
-std::string dataFile(const std::string& name) { return std::string(NPW_TEST_DATA "/llamagen_ref/") + name; }
-
-LlamaGenConfig fixtureConfig() {
-    LlamaGenSizes s;
-    s.dim = 16;
-    s.layers = 2;
-    s.heads = 2;
-    s.grid = 4;
-    s.vocab = 16;
-    s.classes = 10;
-    s.ffnHidden = 48;
-    s.downsample = 2;
-    return llamaGenCustomConfig(s);
-}
+std::string dataFile(const std::string& name) { return npw::test::llamagenDataFile(name); }
+LlamaGenConfig fixtureConfig() { return npw::test::llamagenFixtureConfig(/*downsample=*/2); }
 
 struct Png {
     int w = 0, h = 0, channels = 0;
@@ -165,6 +154,55 @@ private slots:
         QCOMPARE(pa.w, 8);
         QCOMPARE(pa.h, 8);
         QVERIFY(pa.pixels == pb.pixels);
+    }
+
+    void pruneImageModelAndReload() {
+        if (!QFileInfo::exists(npw_)) QSKIP("the npw binary is not built in this tree");
+        const QString out = dir_.path() + "/pruned";
+        for (const char* method : {"numerical", "flap"}) {
+            QProcess p;
+            p.start(npw_, {"prune", model_, "--method", method, "--ratio", "0.3", "--calib", "generated", "--per-class",
+                           "2", "--cfg", "1.5", "--out", out, "--json"});
+            QVERIFY(p.waitForFinished(120000));
+            QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
+            const QJsonObject j = QJsonDocument::fromJson(p.readAllStandardOutput()).object();
+            // Budget reading: at least 30% of attention+MLP parameters, at most one unit more.
+            QVERIFY2(j["achieved_ratio"].toDouble() >= 0.3 && j["achieved_ratio"].toDouble() < 0.45,
+                     qPrintable(QString::number(j["achieved_ratio"].toDouble())));
+            QCOMPARE(j["calibration"].toObject()["samples"].toInt(), 20);  // 2 per class, 10 classes
+            QCOMPARE(j["calibration"].toObject()["tokens"].toInt(), 20 * 16);
+            // The export reloads with its per-layer sizes, keeps the class table and its tokenizer.
+            LlamaGenCheckpoint ck = loadLlamaGenCheckpoint((out + "").toStdString());
+            const QJsonArray layers = j["layers"].toArray();
+            QCOMPARE(layers.size(), 2);
+            for (int l = 0; l < 2; ++l) {
+                const QJsonObject L = layers[l].toObject();
+                QCOMPARE(ck.config.transformer.num_heads[l], int64_t(L["heads"].toInt()));
+                QCOMPARE(ck.config.transformer.intermediate_size[l], int64_t(L["channels"].toInt()));
+            }
+            QCOMPARE(ck.classEmbedding.size(0), int64_t(11));
+            QVERIFY(QFileInfo::exists(out + "/vq/model.safetensors"));
+            QVERIFY(QFileInfo::exists(out + "/npw-manifest.json"));
+            QProcess g;
+            g.start(npw_, {"generate", out, "--class", "3", "--seed", "5", "--out", dir_.path() + "/pruned.png"});
+            QVERIFY(g.waitForFinished(120000));
+            QVERIFY2(g.exitCode() == 0, g.readAllStandardError().constData());
+            QCOMPARE(readPng(dir_.path() + "/pruned.png").w, 8);
+        }
+        // Image models calibrate on their own samples; the source is never overwritten.
+        auto stderrOf = [&](const QStringList& args) {
+            QProcess p;
+            p.start(npw_, args);
+            p.waitForFinished(60000);
+            return std::make_pair(p.exitCode(), QString::fromUtf8(p.readAllStandardError()));
+        };
+        auto [rc1, e1] = stderrOf({"prune", model_, "--calib", "some.txt", "--out", dir_.path() + "/p2"});
+        QCOMPARE(rc1, 1);
+        QVERIFY2(e1.contains("--calib generated"), qPrintable(e1));
+        auto [rc2, e2] = stderrOf({"prune", model_, "--calib", "generated", "--per-class", "1", "--out", model_});
+        QCOMPARE(rc2, 1);
+        QVERIFY2(!e2.isEmpty(), qPrintable(e2));
+        QVERIFY(QFileInfo::exists(model_ + "/model.safetensors"));
     }
 
     void userErrors() {

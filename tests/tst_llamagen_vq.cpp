@@ -9,6 +9,7 @@
 #include "core/util/error.h"
 
 #include <ATen/ATen.h>
+#include "llamagen_fixture.h"
 #include <ATen/Parallel.h>
 #include "error_of.h"
 #include <QTemporaryDir>
@@ -26,12 +27,8 @@ namespace {
 // normalisation of the codebook all give errors above 1e-2.
 constexpr double kPixelTolerance = 1e-5;
 
-std::string dataFile(const std::string& name) { return std::string(NPW_TEST_DATA "/llamagen_ref/") + name; }
-
-double normalisedError(const at::Tensor& actual, const at::Tensor& expected) {
-    const at::Tensor a = actual.to(at::kDouble), e = expected.to(at::kDouble);
-    return (a - e).abs().max().item<double>() / std::max(e.abs().max().item<double>(), 1e-12);
-}
+std::string dataFile(const std::string& name) { return npw::test::llamagenDataFile(name); }
+using npw::test::normalisedError;
 
 } // namespace
 

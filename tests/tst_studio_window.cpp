@@ -2,10 +2,16 @@
 // moving a knob re-selects through core and every view shows the new mask; the score-set
 // selector switches methods; the progress bar and Cancel follow the job; plots export as
 // PNG, PDF and SVG that read back.
+#include "core/models/llamagen.h"  // core first: Qt's macros must not meet ATen's headers
+#include "core/models/vq_model.h"
+#include "llamagen_fixture.h"
+#include "app/studio/imagespage.h"
 #include "app/studio/layerreporttable.h"
+#include "app/studio/runsettings.h"
 #include "app/studio/runsettingspanel.h"
 #include "app/studio/studiowindow.h"
 #include "widgets/headmapwidget.h"
+#include "widgets/imagepairwidget.h"
 #include "widgets/layeroverviewwidget.h"
 #include "widgets/layerselection.h"
 #include "widgets/scorehistogramwidget.h"
@@ -67,6 +73,8 @@ private slots:
     void progressAndCancelFollowTheJob();
     void plotsExportAsReadableFiles();
     void droppedDirectoryOpensTheModel();
+    void imagesTabComparesDenseAndPruned();
+    void sweepPlotsZeroShotAccuracyBesidePerplexity();
 
 private:
     void scoreWith(npw::PruneMethod method);
@@ -198,6 +206,81 @@ void TestStudioWindow::droppedDirectoryOpensTheModel() {
     QVERIFY(!window_->session()->selection().has_value());
     QVERIFY(window_->session()->calibrationStale());
     QCOMPARE(window_->methodSelector()->count(), 0);
+}
+
+void TestStudioWindow::imagesTabComparesDenseAndPruned() {
+    // The LlamaGen fixture (tiny GPT + VQ, 8×8 RGB images) as a model folder with vq/ inside.
+    QTemporaryDir dir;
+    const std::string model = dir.path().toStdString() + "/c2i";
+    npw::LlamaGenLoadOptions o;
+    o.config = npw::test::llamagenFixtureConfig(/*downsample=*/2);
+    npw::saveLlamaGenDirectory(npw::loadLlamaGenCheckpoint(npw::test::llamagenDataFile("gpt_fsdp.pt"), o), model);
+    npw::VqModel::load(npw::test::llamagenDataFile("vq_ddp.pt"))->save(model + "/vq");
+
+    window_->openModel(QString::fromStdString(model));  // an image model: the Images tab opens it
+    QVERIFY(waitIdle(*window_->session()));
+    ImageSession* images = window_->imageSession();
+    QVERIFY(images->hasModel());
+    QCOMPARE(images->classNames().size(), 10);
+    ImagesPage* page = window_->imagesPage();
+    ImageCompareRequest request;
+    request.method = QStringLiteral("numerical");
+    request.ratio = 0.3;
+    request.perClass = 1;
+    request.calibPerClass = 2;
+    request.cfg = 1.5;
+    page->setCompareRequest(request);
+    QCOMPARE(page->compareRequest().ratio, 0.3);
+    QVERIFY(page->generate());
+    QVERIFY(waitIdle(*window_->session()));
+    QVERIFY(images->comparison().has_value());
+    const npw::ImageComparison first = *images->comparison();
+    QCOMPARE(first.dense.sizes(), (at::IntArrayRef{10, 3, 8, 8}));
+    QCOMPARE(first.pruned.sizes(), first.dense.sizes());
+    QVERIFY(first.achievedRatio >= 0.3);
+    QVERIFY(first.prunedParameters < first.denseParameters);
+    QVERIFY(page->pair()->hasImages());
+    QCOMPARE(page->pair()->leftImage().size(), page->pair()->rightImage().size());
+    const QString png = dir.path() + "/comparison.png";
+    QVERIFY(page->saveComparison(png));
+    QImage saved(png);
+    QVERIFY(saved.width() > 2 * page->pair()->leftImage().width());
+
+    // Another method: the dense samples are the same images (same classes and seeds).
+    request.method = QStringLiteral("flap");
+    page->setCompareRequest(request);
+    QVERIFY(page->generate());
+    QVERIFY(waitIdle(*window_->session()));
+    QCOMPARE(QString::fromStdString(images->comparison()->method), QStringLiteral("flap"));
+    QVERIFY(at::equal(images->comparison()->dense, first.dense));
+    window_->showTab(0);
+}
+
+void TestStudioWindow::sweepPlotsZeroShotAccuracyBesidePerplexity() {
+    studio::RunSettings small = window_->session()->settings();  // an earlier test asked for a big one
+    small.calibration.samples = 16;
+    small.calibration.seqlen = 64;
+    window_->session()->setSettings(small);
+    SweepRequest request;
+    request.methods = {QStringLiteral("numerical")};
+    request.ratios = {0.2};
+    request.evalMaxWindows = 2;
+    request.zeroShotTask = studio::defaultZeroShotTask();
+    request.zeroShotLimit = 12;
+    window_->setSweepRequest(request);
+    QVERIFY(!window_->sweepRequest().zeroShotTask.empty());  // the form's checkbox carries it
+    window_->showTab(1);
+    QVERIFY(!window_->accuracyPlot()->isVisible());
+    QVERIFY(window_->session()->runSweep(request));
+    QVERIFY(waitIdle(*window_->session()));
+    // dense and numerical: one perplexity row and one accuracy row each.
+    QCOMPARE(window_->session()->sweepRows().size(), size_t(4));
+    QVERIFY(window_->accuracyPlot()->isVisible());
+    QCOMPARE(window_->accuracyPlot()->pointCount(QStringLiteral("numerical")), 1);
+    QVERIFY(window_->accuracyPlot()->denseBaselineShown());
+    QVERIFY(!window_->accuracyPlot()->isLogScale());
+    QCOMPARE(window_->sweepPlot()->pointCount(QStringLiteral("numerical")), 1);
+    window_->showTab(0);
 }
 
 QTEST_MAIN(TestStudioWindow)

@@ -69,21 +69,21 @@ void SweepPlotWidget::styleSeries(Series& s) {
 }
 
 void SweepPlotWidget::addPoint(const QString& method, double sparsity, double meanPerplexity, double stdPerplexity) {
-    if (!std::isfinite(meanPerplexity) || meanPerplexity <= 0 || !std::isfinite(sparsity)) return;
+    if (!std::isfinite(meanPerplexity) || (logScale_ && meanPerplexity <= 0) || !std::isfinite(sparsity)) return;
     const double spread = std::isfinite(stdPerplexity) ? std::abs(stdPerplexity) : 0.0;
     Series& s = seriesFor(method);
     const double x = 100.0 * sparsity;
     s.mean->addData(x, meanPerplexity);
     s.upper->addData(x, meanPerplexity + spread);
     // On a log axis a band down to 0 would be infinitely tall: it stops at a tenth of the mean.
-    s.lower->addData(x, std::max(meanPerplexity - spread, 0.1 * meanPerplexity));
+    s.lower->addData(x, logScale_ ? std::max(meanPerplexity - spread, 0.1 * meanPerplexity) : meanPerplexity - spread);
     updateRanges();
     plot_->replot(QCustomPlot::rpQueuedReplot);
 }
 
 void SweepPlotWidget::setDenseBaseline(double perplexity) {
     densePerplexity_ = perplexity;
-    const bool shown = std::isfinite(perplexity) && perplexity > 0;
+    const bool shown = std::isfinite(perplexity) && (perplexity > 0 || !logScale_);
     denseLine_->setVisible(shown);
     if (shown) {
         denseLine_->point1->setCoords(0, perplexity);
@@ -92,6 +92,21 @@ void SweepPlotWidget::setDenseBaseline(double perplexity) {
         denseLegendEntry_->addToLegend();
     } else {
         denseLegendEntry_->removeFromLegend();
+    }
+    updateRanges();
+    plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void SweepPlotWidget::setQuantity(const QString& title, const QString& axisLabel, bool logScale) {
+    logScale_ = logScale;
+    title_->setText(title);
+    plot_->yAxis->setLabel(axisLabel);
+    if (logScale) {
+        plot_->yAxis->setScaleType(QCPAxis::stLogarithmic);
+        plot_->yAxis->setTicker(QSharedPointer<LogAxisTicker>(new LogAxisTicker));
+    } else {
+        plot_->yAxis->setScaleType(QCPAxis::stLinear);
+        plot_->yAxis->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
     }
     updateRanges();
     plot_->replot(QCustomPlot::rpQueuedReplot);
@@ -116,7 +131,7 @@ int SweepPlotWidget::pointCount(const QString& method) const {
 bool SweepPlotWidget::denseBaselineShown() const { return denseLine_->visible(); }
 
 void SweepPlotWidget::updateRanges() {
-    double xMax = 0, yMin = std::numeric_limits<double>::infinity(), yMax = 0;
+    double xMax = 0, yMin = std::numeric_limits<double>::infinity(), yMax = -std::numeric_limits<double>::infinity();
     for (const Series& s : series_) {
         for (auto it = s.mean->data()->constBegin(); it != s.mean->data()->constEnd(); ++it)
             xMax = std::max(xMax, it->key);
@@ -129,10 +144,15 @@ void SweepPlotWidget::updateRanges() {
         yMin = std::min(yMin, densePerplexity_);
         yMax = std::max(yMax, densePerplexity_);
     }
-    if (!std::isfinite(yMin) || yMax <= 0) return;  // nothing to show yet
+    if (!std::isfinite(yMin) || !std::isfinite(yMax) || (logScale_ && yMax <= 0)) return;  // nothing to show yet
     // Starts at 0% (the dense model); a little room above and below the data.
     plot_->xAxis->setRange(0, std::max(xMax, 5.0) * 1.05);
-    plot_->yAxis->setRange(yMin / 1.08, yMax * 1.08);
+    if (logScale_) {
+        plot_->yAxis->setRange(yMin / 1.08, yMax * 1.08);
+    } else {
+        const double pad = std::max(0.06 * (yMax - yMin), 1e-3 * std::max(std::abs(yMax), 1.0));
+        plot_->yAxis->setRange(yMin - pad, yMax + pad);
+    }
 }
 
 bool SweepPlotWidget::savePng(const QString& path, int width, int height) {

@@ -1,7 +1,8 @@
 #pragma once
-// Perplexity (log scale) against achieved sparsity for a sweep over ρ: one curve per method,
-// a shaded band of mean ± standard deviation over seeds, the dense model as a dashed line,
-// and a legend. Results arrive one by one (addPoint) as a sweep runs. Exports PNG, PDF, SVG.
+// A quantity against achieved sparsity for a sweep over ρ — perplexity (log scale) by default;
+// zero-shot accuracy, FID, IS, tokens/s… with setQuantity — one curve per method, a shaded band
+// of mean ± standard deviation over seeds, the dense model as a dashed line, and a legend.
+// Results arrive one by one (addPoint) as a sweep runs. Exports PNG, PDF, SVG.
 #include <QMap>
 #include <QString>
 #include <QStringList>
@@ -22,6 +23,11 @@ public:
     // seed). A new method gets the next colour and a legend entry; a second point at the same
     // sparsity is kept beside the first. Non-finite or non-positive perplexities are ignored.
     void addPoint(const QString& method, double sparsity, double meanPerplexity, double stdPerplexity = 0);
+    // What the y axis shows: the plot's title, the axis label, and a log or linear scale (a
+    // linear one also takes zero and negative values). Keeps the points; clear() them first
+    // when they were of another quantity.
+    void setQuantity(const QString& title, const QString& axisLabel, bool logScale);
+    bool isLogScale() const { return logScale_; }
     // The unpruned model's perplexity; a non-finite value hides the line.
     void setDenseBaseline(double perplexity);
     void clear();
@@ -58,4 +64,5 @@ private:
     QMap<QString, Series> series_;
     QStringList order_;  // methods in the order they arrived (legend and colour order)
     double densePerplexity_;
+    bool logScale_ = true;
 };

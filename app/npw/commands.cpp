@@ -17,6 +17,7 @@ const std::vector<Command>& allCommands() {
         addGgufCommand(c);
         addTrainingCommands(c);
         addImageMetricsCommands(c);
+        addImageTrainingCommands(c);
         addDemoCommand(c);
         return c;
     }();

@@ -1,6 +1,10 @@
 #pragma once
 #include "app/npw/cli_args.h"
+#include "core/eval/feature_network.h"
+#include "core/eval/image_eval.h"
+#include "core/eval/image_generate.h"
 #include "core/models/llama_weights.h"
+#include "core/prune/pruner.h"
 #include "core/util/progress.h"
 
 #include <functional>
@@ -30,6 +34,7 @@ void addPruneCommand(std::vector<Command>& out);           // prune
 void addSweepCommand(std::vector<Command>& out);           // sweep
 void addZeroShotCommands(std::vector<Command>& out);       // zeroshot, make-verse-task
 void addImageMetricsCommands(std::vector<Command>& out);   // train-classifier, metrics
+void addImageTrainingCommands(std::vector<Command>& out);  // train-vq, train-c2i
 void addGgufCommand(std::vector<Command>& out);            // export-gguf
 // `npw bench --suite pruning` and `npw bench --synthetic SIZE` (commands_bench.cpp).
 int runPruningBench(const Args& args);
@@ -51,6 +56,22 @@ std::vector<Flag> imageGenerateFlags();  // --class, --n, --cfg, --cfg-interval,
 bool isImageModelRequest(const Args& args, const std::string& model);
 int runImageInfo(const Args& args, const std::string& model);
 int runImageGenerate(const Args& args, const std::string& model);
+// Shared by the image commands (commands_image*.cpp).
+LlamaGenCheckpoint openGpt(const Args& args, const std::string& model, int64_t downsample);
+std::string vqPathFor(const Args& args, const std::string& model);          // --vq, else MODEL/vq
+std::vector<std::string> classNames(const std::string& model);             // config.json "class_names"
+ImageSamplingOptions samplingFromArgs(const Args& args);                    // --cfg, --top-k, --seed, --batch, ...
+// `npw prune` / `npw sweep` on an image model (commands_image_prune.cpp), and their extra flags.
+std::vector<Flag> imagePruneFlags();
+int runImagePrune(const Args& args, const std::string& model, const PruneSettings& settings);
+int runImageSweep(const Args& args, const std::string& model);
+// The image-metric table rows the image commands print (FID, sFID, IS, precision, recall,
+// class accuracy, tokens/s, parameters) and their JSON.
+nlohmann::json evaluationJson(const ImageEvaluation& e);
+void printEvaluationHeader();
+void printEvaluationRow(const std::string& name, double ratio, double achieved, const ImageEvaluation& e);
+// `npw metrics --model`: the images a model generates (balanced classes, seeds seed..seed+n−1).
+ImageSource modelImages(const Args& args, const std::string& model, int64_t n, int64_t* numClasses = nullptr);
 
 // Flags every model command shares.
 std::vector<Flag> runtimeFlags();  // --device, --dtype

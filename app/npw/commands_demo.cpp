@@ -1,8 +1,13 @@
 // demo: the main job on the bundled demo models — evaluate each dense model, prune it with the
 // numerical score and with FLAP, evaluate the pruned models, print a table and write it to a
-// folder (results.json, perplexity.csv, and the pruned checkpoints).
+// folder (results.json, perplexity.csv, and the pruned checkpoints); the same for the image
+// model demo:c2i with the image metrics.
 #include "app/npw/commands.h"
 #include "core/eval/generate.h"
+#include "core/models/vq_model.h"
+#include "core/eval/metrics_run.h"
+#include "core/io/image_png.h"
+#include "core/prune/image_workbench.h"
 #include "core/eval/perplexity.h"
 #include "core/models/language_model.h"
 #include "core/prune/calibration.h"
@@ -11,6 +16,7 @@
 #include "core/util/error.h"
 #include "core/util/paths.h"
 
+#include <ATen/ATen.h>
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
@@ -24,6 +30,67 @@ namespace {
 struct DemoEvalSet {
     std::string name, path;
 };
+
+// demo:c2i, the class-conditional image model: calibrated on its own samples (16 per class),
+// pruned with the numerical score and with FLAP, each model measured by FID, sFID, IS,
+// precision, recall and class accuracy (demo classifier features, Fashion-MNIST test set), and
+// the same samples of every class from the three models side by side in one PNG.
+void runImageDemo(const Args& args, const Runtime& runtime, double ratio, const fs::path& out, nlohmann::json& results) {
+    const std::string name = "demo:c2i";
+    auto vq = VqModel::load((fs::path(resolveModelPath(name)) / "vq").string(), runtime);
+    ImagePruningWorkbench bench(loadLlamaGenCheckpoint(name), vq, runtime);
+    ImageSamplingOptions sampling;
+    sampling.cfgScale = 2.0;
+    sampling.batchSize = 100;
+    ImageSamplingOptions calibration = sampling;
+    calibration.seed = 1000000;  // calibration samples are not the evaluated ones
+    bench.calibrate(16, calibration, terminalProgress());
+    auto network = loadFeatureNetwork("demo");
+    const ResolvedReference reference =
+        resolveReference("fashion-mnist-test", *network, defaultCacheDir(), 250, terminalProgress());
+    const int64_t samples = args.getInt("image-samples");
+    std::cout << "\n" << name << ": " << samples << " images per model (classes in turn, cfg " << sampling.cfgScale
+              << "), against the " << reference.description << "\n";
+    printEvaluationHeader();
+    const int64_t classes = bench.dense().config().num_classes;
+    std::vector<int64_t> gridClasses;
+    for (int64_t k = 0; k < classes; ++k)
+        for (int i = 0; i < 4; ++i) gridClasses.push_back(k);
+    std::vector<at::Tensor> grids;
+    auto measure = [&](const LlamaGenModel& model, const std::string& variant, double achieved) {
+        const ImageEvaluation e = evaluateImageModel(model, *vq, *network, reference.stats, samples, sampling, terminalProgress());
+        printEvaluationRow(variant, variant == "dense" ? 0.0 : ratio, achieved, e);
+        nlohmann::json row = evaluationJson(e);
+        row["model"] = name;
+        row["variant"] = variant;
+        row["achieved_ratio"] = achieved;
+        results.push_back(row);
+        grids.push_back(imageGrid(generateImages(model, *vq, gridClasses, sampling).images, {}, GridOptions{4, 2, 28}));
+    };
+    measure(bench.dense(), "dense", 0.0);
+    const LlamaCheckpoint denseTransformer = bench.dense().checkpoint().transformer();
+    for (const std::string method : {"numerical", "flap"}) {
+        PrunedModel pruned = bench.prune(method, ratio);
+        const LlamaGenCheckpoint ck = bench.dense().checkpoint().withTransformer(pruned.checkpoint);
+        const int64_t before = prunableParameters(denseTransformer.config);
+        const double achieved = double(before - prunableParameters(pruned.checkpoint.config)) / double(before);
+        const fs::path dir = out / ("c2i-" + method + "-" + std::to_string(int(ratio * 100)));
+        nlohmann::json manifest = {{"format", "npw-pruned-model"}, {"source_model", name}, {"method", method},
+                                   {"ratio", ratio}, {"achieved_ratio", achieved},
+                                   {"calibration", bench.calibration().toMetadata()}};
+        writeExportDirectory(bench.dense().checkpoint().source, dir.string(), [&](const std::string& staging) {
+            saveLlamaGenDirectory(ck, staging, nlohmann::json{{"class_names", classNames(name)}}.dump());
+            vq->save((fs::path(staging) / "vq").string());
+            writeTextAtomically((fs::path(staging) / "npw-manifest.json").string(), manifest.dump(2) + "\n");
+        });
+        measure(LlamaGenModel(ck, runtime), method, achieved);
+    }
+    // dense | numerical | FLAP, a row per class, the same four seeds in each.
+    const at::Tensor gap = at::ones({3, grids[0].size(1), 24});
+    writePng((out / "c2i-dense-numerical-flap.png").string(), at::cat({grids[0], gap, grids[1], gap, grids[2]}, 2));
+    std::cout << "  samples of every class (dense | numerical | FLAP, same seeds): "
+              << (out / "c2i-dense-numerical-flap.png").string() << "\n";
+}
 
 int runDemo(const Args& args) {
     const fs::path data = fs::path(resourcesDir()) / "demo" / "data";
@@ -100,6 +167,8 @@ int runDemo(const Args& args) {
         std::cout << "  " << name << " (dense, greedy): " << lm.decode(all) << "\n";
         results.push_back({{"model", name}, {"prompt", prompt}, {"greedy", lm.decode(all)}});
     }
+    if (args.getInt("image-samples") > 0 && fs::is_directory(fs::path(resourcesDir()) / "demo" / "c2i"))
+        runImageDemo(args, runtime, ratio, out, results);
     writeTextAtomically((out / "perplexity.csv").string(), csv);
     writeTextAtomically((out / "results.json").string(), results.dump(2) + "\n");
     std::cout << "\nwrote " << (out / "results.json").string() << ", " << (out / "perplexity.csv").string()
@@ -112,10 +181,12 @@ int runDemo(const Args& args) {
 void addDemoCommand(std::vector<Command>& out) {
     std::vector<Flag> flags = {{"out", "DIR", "npw-demo-results", "folder for results.json, the CSV and the pruned models"},
                                {"ratio", "R", "0.3", "pruning ratio of the demo's numerical and FLAP runs"},
-                               {"max-windows", "K", "100", "evaluate the first K windows per set (0 = all)"}};
+                               {"max-windows", "K", "100", "evaluate the first K windows per set (0 = all)"},
+                               {"image-samples", "N", "1000", "demo:c2i: images generated per model for the metrics (0 = skip the image model)"}};
     for (Flag f : runtimeFlags()) flags.push_back(f);
-    out.push_back({"demo", "[--out DIR] [--ratio R] [--max-windows K]",
-                   "The whole pipeline on the bundled demo models: evaluate, prune (numerical, FLAP), evaluate again.",
+    out.push_back({"demo", "[--out DIR] [--ratio R] [--max-windows K] [--image-samples N]",
+                   "The whole pipeline on the bundled demo models (language and image): evaluate, prune (numerical, FLAP), "
+                   "evaluate again.",
                    flags, runDemo});
 }
 

@@ -35,6 +35,19 @@ std::vector<Flag> imageGenerateFlags() {
             {"batch", "N", "16", "image models: samples per forward pass"}};
 }
 
+ImageSamplingOptions samplingFromArgs(const Args& args) {
+    ImageSamplingOptions o;
+    o.cfgScale = args.getDouble("cfg");
+    if (args.has("cfg-interval")) o.cfgInterval = args.getInt("cfg-interval");
+    o.temperature = args.has("temperature") ? args.getDouble("temperature") : 1.0;  // LlamaGen's default
+    o.topK = args.getInt("top-k");
+    if (args.has("top-p")) o.topP = args.getDouble("top-p");
+    o.seed = static_cast<uint64_t>(args.getInt("seed"));
+    o.batchSize = args.getInt("batch");
+    o.validate();
+    return o;
+}
+
 bool isImageModelRequest(const Args& args, const std::string& model) {
     return args.has("class") || args.has("vq") || args.has("gpt-model") || isLlamaGenModel(model);
 }
@@ -57,6 +70,8 @@ std::vector<int64_t> parseClasses(const std::string& text) {
     if (out.empty()) throw Error("--class needs at least one class id");
     return out;
 }
+
+} // namespace
 
 LlamaGenCheckpoint openGpt(const Args& args, const std::string& model, int64_t downsample) {
     LlamaGenLoadOptions o;
@@ -84,6 +99,8 @@ std::vector<std::string> classNames(const std::string& model) {
     }
     return {};
 }
+
+namespace {
 
 nlohmann::json configJson(const LlamaGenConfig& c) {
     const LlamaConfig& t = c.transformer;
@@ -144,14 +161,7 @@ int runImageGenerate(const Args& args, const std::string& model) {
                     ", but the GPT '" + model + "' was made for a tokenizer that downsamples by " +
                     std::to_string(c.downsample) + " (" + std::to_string(c.image_size) + " px images)");
 
-    ImageSamplingOptions o;
-    o.cfgScale = args.getDouble("cfg");
-    o.cfgInterval = args.getInt("cfg-interval");
-    o.temperature = args.has("temperature") ? args.getDouble("temperature") : 1.0;  // LlamaGen's default
-    o.topK = args.getInt("top-k");
-    o.topP = args.getDouble("top-p");
-    o.seed = static_cast<uint64_t>(args.getInt("seed"));
-    o.batchSize = args.getInt("batch");
+    const ImageSamplingOptions o = samplingFromArgs(args);
     std::vector<int64_t> all;
     for (int64_t k : classes)
         for (int64_t i = 0; i < n; ++i) all.push_back(k);

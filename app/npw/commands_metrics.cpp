@@ -7,7 +7,10 @@
 #include "core/train/classifier_trainer.h"
 #include "core/util/error.h"
 
+#include <ATen/ATen.h>
 #include <chrono>
+#include <cmath>
+#include <limits>
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
@@ -65,15 +68,11 @@ int runTrainClassifier(const Args& args) {
     return 0;
 }
 
-// The images to score. `--model` is the hook for LlamaGen generation (issue 4): it will return
-// an ImageSource whose read(begin, n) generates images begin..begin+n with the given seed.
-ImageSource generatedImages(const Args& args) {
+// The images to score: a folder, an IDX file, or images a LlamaGen model generates now.
+ImageSource generatedImages(const Args& args, int64_t* modelClasses) {
     int given = int(args.has("generated")) + int(args.has("images-idx")) + int(args.has("model"));
     if (given != 1) throw Error("give exactly one of --generated DIR, --images-idx FILE or --model MODEL");
-    if (args.has("model"))
-        throw Error("--model " + args.get("model") +
-                    ": generating images needs npw's LlamaGen models, which are not built yet; generate the images "
-                    "elsewhere and pass the folder with --generated DIR");
+    if (args.has("model")) return modelImages(args, args.get("model"), args.getInt("n"), modelClasses);
     if (args.has("generated")) {
         if (!fs::is_directory(args.get("generated")))
             throw Error("--generated '" + args.get("generated") + "' is not a folder of images");
@@ -85,7 +84,8 @@ ImageSource generatedImages(const Args& args) {
 int runMetrics(const Args& args) {
     const auto t0 = std::chrono::steady_clock::now();
     Runtime rt = chooseRuntime(args.get("device"), "float32");
-    ImageSource samples = generatedImages(args);
+    int64_t modelClasses = 0;  // --model: sample i asked for class i mod modelClasses
+    ImageSource samples = generatedImages(args, &modelClasses);
     samples = limitImages(samples, args.getInt("limit"));
     samples = degradeImages(samples, args.get("degrade"), static_cast<uint64_t>(args.getInt("seed")));
     const int64_t batch = args.getInt("batch");
@@ -96,6 +96,14 @@ int runMetrics(const Args& args) {
     ResolvedReference ref = resolveReference(args.get("reference"), *network, cacheDir, batch, progress);
     if (args.has("save-reference")) saveReferenceStats(ref.stats, args.get("save-reference"));
     FeatureSet features = extractFeatures(*network, samples, batch, progress);
+    // How often the feature network's classifier names the requested class (when its classes are
+    // the model's: the demo classifier and demo:c2i).
+    double classAccuracy = std::numeric_limits<double>::quiet_NaN();
+    if (modelClasses > 0 && features.logits.size(1) == modelClasses && args.getInt("limit") == 0 &&
+        args.get("degrade") == "none") {
+        const at::Tensor wanted = at::arange(features.logits.size(0), at::kLong).remainder(modelClasses);
+        classAccuracy = features.logits.argmax(1).eq(wanted).to(at::kDouble).mean().item<double>();
+    }
     ImageMetrics m = computeImageMetrics(ref.stats, features, args.getInt("is-splits"), progress);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     nlohmann::json j = {{"fid", m.fid},
@@ -114,6 +122,7 @@ int runMetrics(const Args& args) {
                         {"features", network->identity()},
                         {"k", ref.stats.k},
                         {"seconds", seconds}};
+    if (std::isfinite(classAccuracy)) j["class_accuracy"] = classAccuracy;
     emit(args, j, [&] {
         std::cout << "images     " << samples.description << "\n"
                   << "reference  " << ref.description << (ref.fromCache ? " (cached statistics)" : "") << "\n"
@@ -123,6 +132,7 @@ int runMetrics(const Args& args) {
                   << "is         " << m.is.mean << " ± " << m.is.std << " (" << m.is.splits << " splits)\n"
                   << "precision  " << m.precision << "\n"
                   << "recall     " << m.recall << "\n";
+        if (std::isfinite(classAccuracy)) std::cout << "class acc  " << classAccuracy << " (classifier agrees with the requested class)\n";
     });
     return 0;
 }
@@ -143,10 +153,16 @@ void addImageMetricsCommands(std::vector<Command>& out) {
     std::vector<Flag> metricsFlags = {
         {"generated", "DIR", "", "folder of generated images (PNG/JPEG/BMP, one size)"},
         {"images-idx", "FILE", "", "an IDX image file (.gz or plain) or fashion-mnist-train / fashion-mnist-test"},
-        {"model", "MODEL", "", "generate the images with a LlamaGen model first (needs the LlamaGen models: not yet)"},
+        {"model", "MODEL", "", "generate the images with a class-conditional LlamaGen model first (e.g. demo:c2i)"},
+        {"n", "N", "1000", "--model: images to generate, classes in turn"},
+        {"cfg", "S", "1", "--model: classifier-free guidance scale"},
+        {"top-k", "K", "0", "--model: sample only the K most likely tokens (0 = all)"},
+        {"vq", "FILE", "", "--model: the VQ tokenizer (default MODEL/vq)"},
+        {"gpt-model", "NAME", "", "--model: size of a LlamaGen checkpoint that does not say it (B, L, XL, XXL, 3B)"},
+        {"image-size", "PX", "256", "--model: image size of a checkpoint named with --gpt-model"},
         {"limit", "N", "0", "use only the first N images (0 = all)"},
         {"degrade", "HOW", "none", "noise:SIGMA or blur:SIGMA applied to the images first (for sanity checks)"},
-        {"seed", "S", "1", "seed of --degrade noise"},
+        {"seed", "S", "1", "seed of --degrade noise; --model: sample i uses seed S + i"},
         {"reference", "REF", "fashion-mnist-test",
          "fashion-mnist-test, fashion-mnist-train, a folder of images, an IDX file, or statistics (.safetensors)"},
         {"features", "NET", "demo", "demo (the bundled classifier), a classifier folder, or a TorchScript file"},
@@ -159,7 +175,8 @@ void addImageMetricsCommands(std::vector<Command>& out) {
         if (f.name == "device") metricsFlags.push_back(f);
     metricsFlags.push_back(jsonFlag());
     out.push_back({"metrics",
-                   "(--generated DIR | --images-idx FILE | --model MODEL) [--reference REF] [--features NET] [--json]",
+                   "(--generated DIR | --images-idx FILE | --model MODEL [--n N] [--cfg S] [--seed S]) [--reference REF] "
+                   "[--features NET] [--json]",
                    "FID, sFID, Inception Score, precision and recall of images against a reference set.",
                    metricsFlags, runMetrics});
 }

@@ -134,6 +134,10 @@ int runPrune(const Args& args) {
     if (args.positional().size() != 1)
         throw Error("'npw prune' takes exactly one MODEL, got " + std::to_string(args.positional().size()));
     const std::string& model = args.positional()[0];
+    if (isImageModelRequest(args, model)) {
+        if (!args.has("out")) throw Error("--out DIR is required (the pruned model's directory)");
+        return runImagePrune(args, model, settingsFromArgs(args));
+    }
     if (args.has("calib") == args.has("stats"))
         throw Error("give --calib FILE (text, or token ids with --calib-ids) or --stats FILE (from --save-stats)");
     if (args.has("stats-on-disk") && !args.has("calib"))
@@ -227,7 +231,7 @@ std::vector<Flag> pruneFlags() {
     std::vector<Flag> flags = {
         {"method", "M", methodName(d.method), "numerical, flap, wanda-sp, magnitude or random"},
         {"ratio", "R", formatNumber(d.ratio), "pruning ratio rho in [0, 1)"},
-        {"calib", "FILE", "", "calibration text (tokenized once with BOS), or token ids with --calib-ids"},
+        {"calib", "FILE", "", "calibration text (tokenized once with BOS), or token ids with --calib-ids; image models: generated"},
         {"calib-ids", "", "", "--calib holds whitespace-separated token ids"},
         {"calib-per-line", "", "", "--calib holds token ids, one sample per line (e.g. sampled from BOS): each window is a line's first --seqlen tokens"},
         {"nsamples", "N", "128", "calibration windows, drawn at seeded random offsets"},
@@ -257,6 +261,7 @@ std::vector<Flag> pruneFlags() {
          "temporary file, when they exceed half the RAM)"},
     };
     for (const Flag& f : runtimeFlags()) flags.push_back(f);
+    for (const Flag& f : imagePruneFlags()) flags.push_back(f);
     flags.push_back(jsonFlag());
     return flags;
 }
@@ -268,7 +273,9 @@ void addPruneCommand(std::vector<Command>& out) {
                    "MODEL --method M --ratio R (--calib FILE [--calib-ids] [--nsamples N] [--seqlen L] | --stats FILE) [--alpha A] "
                    "[--alpha-mode paper|budget] [--lambda X] [--iters T] [--damp G] [--no-compensation] "
                    "[--only attention|mlp] [--protect LAYERS] [--seed S] --out DIR [--save-scores F] [--save-stats F] "
-                   "[--stats-on-disk F]",
+                   "[--stats-on-disk F]\n"
+                   "       npw prune IMAGE_MODEL --method M --ratio R --calib generated [--per-class N] [--cfg S] --out DIR "
+                   "[--metric fid [--samples N]]",
                    "Structured pruning: calibrate, score, select globally, compensate, slice, export.", pruneFlags(),
                    runPrune});
 }

@@ -51,10 +51,11 @@ std::vector<T> parseList(const std::string& flag, const std::string& value) {
 
 int runSweepCommand(const Args& args) {
     if (args.positional().size() != 1) throw Error("'npw sweep' takes exactly one MODEL");
+    const std::string modelName = args.positional()[0];
+    if (isImageModelRequest(args, modelName)) return runImageSweep(args, modelName);
     for (const char* required : {"methods", "ratios", "calib"})
         if (!args.has(required)) throw Error(std::string("--") + required + " is required");
     if (!args.has("eval") && !args.has("zeroshot")) throw Error("give --eval SETS, --zeroshot TASKS or both");
-    const std::string modelName = args.positional()[0];
     LanguageModel lm = openLanguageModel(modelName, chooseRuntime(args.get("device"), args.get("dtype")));
 
     SweepSpec spec;
@@ -150,7 +151,7 @@ void addSweepCommand(std::vector<Command>& out) {
     std::vector<Flag> flags = {
         {"methods", "A,B", "", "numerical, numerical-nocomp, flap, wanda-sp, magnitude, random"},
         {"ratios", "R1,R2", "", "pruning ratios ρ in [0, 1)"},
-        {"calib", "FILE", "", "calibration text (or ids with --calib-ids)"},
+        {"calib", "FILE", "", "calibration text (or ids with --calib-ids); image models: generated (the default)"},
         {"calib-ids", "", "", "the calibration file holds token ids"},
         {"calib-per-line", "", "", "token ids, one sample per line: each window is a line's first --seqlen tokens"},
         {"eval", "SETS", "", "text:FILE or ids:FILE, comma-separated"},
@@ -166,9 +167,14 @@ void addSweepCommand(std::vector<Command>& out) {
         {"zeroshot-limit", "N", "0", "items per zero-shot task (0 = all)"},
         {"csv", "FILE", "", "also write every row as CSV"}};
     for (Flag f : runtimeFlags()) flags.push_back(f);
+    for (const Flag& f : imagePruneFlags()) flags.push_back(f);
+    flags.push_back({"seed", "S", "0", "image models: evaluation sample i uses seed S + i (calibration: S + 1000000 + i)"});
     flags.push_back(jsonFlag());
-    out.push_back({"sweep", "MODEL --methods A,B --ratios R1,R2 --calib FILE --eval text:FILE[,ids:FILE]",
-                   "Perplexity against sparsity for several methods and settings (scores computed once each).",
+    out.push_back({"sweep",
+                   "MODEL --methods A,B --ratios R1,R2 --calib FILE --eval text:FILE[,ids:FILE]\n"
+                   "       npw sweep IMAGE_MODEL --methods A,B --ratios R1,R2 [--per-class N] [--samples N] [--cfg S]",
+                   "Perplexity (language) or FID/sFID/IS/precision/recall (image models) against sparsity for several "
+                   "methods (scores computed once each).",
                    flags, runSweepCommand});
 }
 

@@ -1,5 +1,7 @@
 #include "app/studio/demoscript.h"
 
+#include "app/studio/imagespage.h"
+#include "app/studio/runsettings.h"
 #include "app/studio/runsettingspanel.h"
 #include "app/studio/stallmeter.h"
 #include "app/studio/studiowindow.h"
@@ -10,7 +12,7 @@
 #include <cstdio>
 
 bool DemoScript::isKnownState(const QString& state) {
-    return state == QLatin1String("scores") || state == QLatin1String("sweep");
+    return state == QLatin1String("scores") || state == QLatin1String("sweep") || state == QLatin1String("images");
 }
 
 DemoScript::DemoScript(StudioWindow* window, QString state, QString screenshot, bool measureStalls)
@@ -27,6 +29,11 @@ double DemoScript::longestStallMs() const { return meter_->longestStallMs(); }
 
 void DemoScript::start() {
     meter_->start();
+    if (state_ == QLatin1String("images")) {
+        window_->showTab(2);
+        window_->openModel(QStringLiteral("demo:c2i"));
+        return;
+    }
     window_->showTab(state_ == QLatin1String("sweep") ? 1 : 0);
     window_->openModel(QStringLiteral("demo:lm"));
 }
@@ -34,7 +41,30 @@ void DemoScript::start() {
 void DemoScript::onJobFinished(const QString&) {
     StudioSession* session = window_->session();
     ++step_;
-    if (state_ == QLatin1String("scores")) {
+    if (state_ == QLatin1String("images")) {
+        ImagesPage* page = window_->imagesPage();
+        if (step_ == 1) {  // demo:c2i is open: dense and numerically pruned samples, every class
+            ImageCompareRequest request;
+            request.method = QStringLiteral("numerical");
+            request.ratio = 0.3;
+            request.perClass = 3;
+            request.cfg = 2.0;
+            request.calibPerClass = 16;
+            page->setCompareRequest(request);
+            QTimer::singleShot(0, page, [page] { page->generate(); });
+            return;
+        }
+        if (step_ == 2) {  // then FID against sparsity, numerical vs FLAP
+            ImageSweepRequest request;
+            request.methods = {QStringLiteral("numerical"), QStringLiteral("flap")};
+            request.ratios = {0.1, 0.2, 0.3};
+            request.samples = 300;
+            request.cfg = 2.0;
+            page->setSweepRequest(request);
+            QTimer::singleShot(0, page, [page] { page->runSweep(); });
+            return;
+        }
+    } else if (state_ == QLatin1String("scores")) {
         studio::RunSettings settings = session->settings();
         if (step_ == 1 || step_ == 2) {
             // FLAP first, then the numerical method: both score sets stay, numerical is shown.
@@ -53,6 +83,7 @@ void DemoScript::onJobFinished(const QString&) {
             request.ratios = {0.1, 0.2, 0.3};
             request.seeds = 1;
             request.evalMaxWindows = 8;
+            request.zeroShotTask = studio::defaultZeroShotTask();  // accuracy beside perplexity
             window_->setSweepRequest(request);
             QTimer::singleShot(0, session, [this, session] { session->runSweep(window_->sweepRequest()); });
             return;

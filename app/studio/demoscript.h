@@ -4,9 +4,10 @@
 // the window as PNG and/or reports the longest event-loop stall seen while it ran.
 //
 //   scores  demo:lm scored with FLAP and then the numerical method (both kept), ρ = 0.3
-//   sweep   perplexity against sparsity, numerical / FLAP / Wanda-sp × ρ 0.1, 0.2, 0.3
-// (`images`, demo:c2i dense vs pruned, joins when the LlamaGen models and their image view land:
-// a state here, a tab in StudioWindow.)
+//   sweep   perplexity and the demo task's zero-shot accuracy against sparsity, numerical /
+//           FLAP / Wanda-sp × ρ 0.1, 0.2, 0.3
+//   images  demo:c2i dense vs numerically pruned (ρ = 0.3) samples of every class side by side,
+//           then FID against sparsity for numerical and FLAP (ρ 0.1, 0.2, 0.3; 300 images each)
 #include <QObject>
 #include <QString>
 

@@ -30,6 +30,7 @@ double doubleOrNaN(const nlohmann::json& j, const char* name, double fallback) {
 
 std::string defaultCalibrationSource() { return npw::resourcesDir() + "/demo/data/kjv-ot.txt"; }
 std::string defaultEvaluationSource() { return npw::resourcesDir() + "/demo/data/kjv-nt.txt"; }
+std::string defaultZeroShotTask() { return "mc:" + npw::resourcesDir() + "/demo/data/nt-verse-endings.jsonl"; }
 
 bool SelectionKnobs::operator==(const SelectionKnobs& o) const {
     const bool sameAlpha = alpha == o.alpha || (std::isnan(alpha) && std::isnan(o.alpha));

@@ -29,6 +29,8 @@ struct CalibrationSettings {
 std::string defaultCalibrationSource();
 // The held-out text the sweep evaluates on by default (the demo's New Testament).
 std::string defaultEvaluationSource();
+// The demo's zero-shot task (choose a New Testament verse's true ending), as NAME:FILE.
+std::string defaultZeroShotTask();
 
 struct RunSettings {
     CalibrationSettings calibration;

@@ -1,7 +1,7 @@
 // npw-studio: the interactive workbench (studiowindow.h).
 //
 //   npw-studio [MODEL | WORKSPACE.npw.json]
-//   npw-studio --demo scores|sweep [--screenshot FILE] [--measure-stalls] [--dark]
+//   npw-studio --demo scores|sweep|images [--screenshot FILE] [--measure-stalls] [--dark]
 #include "app/studio/demoscript.h"
 #include "app/studio/studiowindow.h"
 #include "core/util/openmp_wait.h"
@@ -24,10 +24,10 @@ int main(int argc, char** argv) {
     parser.setApplicationDescription(QStringLiteral("npw-studio: explore structured pruning of transformers"));
     parser.addHelpOption();
     parser.addPositionalArgument(QStringLiteral("model"),
-                                 QStringLiteral("A checkpoint, demo:lm, demo:lm-gqa, or a workspace (.npw.json)."),
+                                 QStringLiteral("A checkpoint, demo:lm, demo:lm-gqa, demo:c2i, or a workspace (.npw.json)."),
                                  QStringLiteral("[MODEL]"));
     const QCommandLineOption demo(QStringLiteral("demo"),
-                                  QStringLiteral("Drive a bundled demo to STATE (scores, sweep), computed live."),
+                                  QStringLiteral("Drive a bundled demo to STATE (scores, sweep, images), computed live."),
                                   QStringLiteral("STATE"));
     const QCommandLineOption screenshot(QStringLiteral("screenshot"),
                                         QStringLiteral("With --demo: save the window to FILE (PNG) and quit."),

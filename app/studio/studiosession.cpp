@@ -284,6 +284,8 @@ bool StudioSession::runSweep(const SweepRequest& request) {
             eval.isText = true;
             eval.ids = lm.encode(npw::readTextFile(evalPath), true);
             spec.evalSets.push_back(std::move(eval));
+            if (!request.zeroShotTask.empty())
+                spec.zeroShotTasks = npw::loadZeroShotTasks(request.zeroShotTask, request.zeroShotLimit);
             spec.evalSeqlen = request.evalSeqlen;
             spec.evalMaxWindows = request.evalMaxWindows;
             spec.alphaMode = knobs.mode;
@@ -297,12 +299,20 @@ bool StudioSession::runSweep(const SweepRequest& request) {
                         [self, row] {
                             if (!self) return;
                             self->sweepRows_.push_back(row);
-                            emit self->logMessage(
-                                tr("%1 at ρ = %2: %3% of attention + MLP removed, perplexity %4")
-                                    .arg(qs(row.method))
-                                    .arg(row.ratio)
-                                    .arg(100 * row.achievedRatio, 0, 'f', 1)
-                                    .arg(row.ppl, 0, 'f', 2));
+                            if (std::isfinite(row.acc))
+                                emit self->logMessage(tr("%1 at ρ = %2: %3 accuracy %4 (%5 items)")
+                                                          .arg(qs(row.method))
+                                                          .arg(row.ratio)
+                                                          .arg(qs(row.evalSet))
+                                                          .arg(row.acc, 0, 'f', 3)
+                                                          .arg(row.evalTokens));
+                            else
+                                emit self->logMessage(
+                                    tr("%1 at ρ = %2: %3% of attention + MLP removed, perplexity %4")
+                                        .arg(qs(row.method))
+                                        .arg(row.ratio)
+                                        .arg(100 * row.achievedRatio, 0, 'f', 1)
+                                        .arg(row.ppl, 0, 'f', 2));
                             emit self->sweepRowAvailable(row);
                         },
                         Qt::QueuedConnection);

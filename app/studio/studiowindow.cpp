@@ -1,10 +1,12 @@
 #include "app/studio/studiowindow.h"
 
 #include "app/studio/architecturepanel.h"
+#include "app/studio/imagespage.h"
 #include "app/studio/layerreporttable.h"
 #include "app/studio/runsettingspanel.h"
 #include "app/studio/studiopalette.h"
 #include "core/models/devices.h"
+#include "core/models/llamagen.h"
 #include "core/util/error.h"
 #include "widgets/headmapwidget.h"
 #include "widgets/layeroverviewwidget.h"
@@ -16,6 +18,7 @@
 #include <QAction>
 #include <QApplication>
 #include <QCloseEvent>
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDateTime>
 #include <QDockWidget>
@@ -49,7 +52,7 @@
 namespace {
 
 constexpr int kMaxRecent = 8;
-const char* kDemoModels[] = {"demo:lm", "demo:lm-gqa"};
+const char* kDemoModels[] = {"demo:lm", "demo:lm-gqa", "demo:c2i"};
 
 // "0.1, 0.2,0.3" → {0.1, 0.2, 0.3}; entries that are not numbers are skipped.
 std::vector<double> parseRatios(const QString& text) {
@@ -157,7 +160,18 @@ void StudioWindow::buildCentral() {
     sweepForm->addWidget(new QLabel(tr("Eval windows")));
     sweepForm->addWidget(sweepWindows_);
     sweepForm->addWidget(sweepRun_);
+    sweepZeroShot_ = new QCheckBox(tr("Zero-shot task"));
+    sweepZeroShot_->setChecked(true);
+    sweepZeroShot_->setToolTip(tr("Also score the demo's zero-shot task (choose a New Testament verse's true ending\n"
+                                  "among four; 200 items, lm-evaluation-harness scoring) and plot accuracy beside perplexity"));
+    sweepForm->insertWidget(sweepForm->count() - 1, sweepZeroShot_);
     sweepPlot_ = new SweepPlotWidget;
+    accuracyPlot_ = new SweepPlotWidget;
+    accuracyPlot_->setQuantity(tr("Zero-shot accuracy against sparsity"), tr("accuracy (chance: 0.25)"), false);
+    accuracyPlot_->setVisible(false);
+    auto* sweepPlots = new QSplitter(Qt::Horizontal);
+    sweepPlots->addWidget(sweepPlot_);
+    sweepPlots->addWidget(accuracyPlot_);
     auto* sweepNote = new QLabel(tr("Sparsity is the achieved fraction of attention + MLP weights removed (uniform "
                                     "methods fall below ρ). Each point is one pruned model evaluated on the "
                                     "held-out text; calibration as in the Run settings, λ and α as in the Selection."));
@@ -167,11 +181,16 @@ void StudioWindow::buildCentral() {
     sweepLayout->setContentsMargins(4, 4, 4, 4);
     sweepLayout->addLayout(sweepForm);
     sweepLayout->addWidget(sweepNote);
-    sweepLayout->addWidget(sweepPlot_, 1);
+    sweepLayout->addWidget(sweepPlots, 1);
+
+    // The Images tab: class-conditional image models (dense vs pruned samples, image metrics).
+    imageSession_ = new ImageSession(session_.jobs(), this);
+    imagesPage_ = new ImagesPage(imageSession_);
 
     tabs_ = new QTabWidget;
     tabs_->addTab(scoresPage, tr("Scores and mask"));
     tabs_->addTab(sweepPage, tr("Perplexity sweep"));
+    tabs_->addTab(imagesPage_, tr("Images"));
     setCentralWidget(tabs_);
 }
 
@@ -268,6 +287,8 @@ void StudioWindow::buildActions() {
     scoresTab->setShortcut(QKeySequence(QStringLiteral("Ctrl+1")));
     QAction* sweepTab = view->addAction(tr("&Perplexity sweep"), this, [this] { showTab(1); });
     sweepTab->setShortcut(QKeySequence(QStringLiteral("Ctrl+2")));
+    QAction* imagesTab = view->addAction(tr("&Images"), this, [this] { showTab(2); });
+    imagesTab->setShortcut(QKeySequence(QStringLiteral("Ctrl+3")));
     view->addSeparator();
     darkAction_ = view->addAction(tr("&Dark palette"));
     darkAction_->setCheckable(true);
@@ -320,6 +341,7 @@ void StudioWindow::connectSession() {
         updateRunState();
     });
     connect(&session_, &StudioSession::logMessage, this, &StudioWindow::appendLog);
+    connect(imageSession_, &ImageSession::logMessage, this, &StudioWindow::appendLog);
     connect(&session_, &StudioSession::modelChanged, this, &StudioWindow::onModelChanged);
     connect(&session_, &StudioSession::scoresChanged, this, &StudioWindow::onScoresChanged);
     connect(&session_, &StudioSession::selectionChanged, this, &StudioWindow::showSelection);
@@ -414,13 +436,22 @@ void StudioWindow::onSweepRow(const npw::SweepRow&) { redrawSweep(); }
 void StudioWindow::redrawSweep() {
     // Means and spreads over seeds are core's (summariseOverSeeds); the plot only draws them.
     sweepPlot_->clear();
+    accuracyPlot_->clear();
+    bool accuracy = false;
     for (const npw::SweepSummaryRow& s : npw::summariseOverSeeds(session_.sweepRows())) {
-        if (s.first.method == "dense") {
-            sweepPlot_->setDenseBaseline(s.pplMean);
-            continue;
-        }
-        sweepPlot_->addPoint(QString::fromStdString(s.first.method), s.achievedRatioMean, s.pplMean, s.pplStd);
+        const bool zeroShot = std::isfinite(s.accMean);  // a zero-shot task's row, else perplexity
+        accuracy = accuracy || zeroShot;
+        SweepPlotWidget* plot = zeroShot ? accuracyPlot_ : sweepPlot_;
+        const double mean = zeroShot ? s.accMean : s.pplMean, spread = zeroShot ? s.accStd : s.pplStd;
+        if (zeroShot)
+            accuracyPlot_->setQuantity(tr("Zero-shot accuracy against sparsity"),
+                                       tr("accuracy on %1").arg(QString::fromStdString(s.first.evalSet)), false);
+        if (s.first.method == "dense")
+            plot->setDenseBaseline(mean);
+        else
+            plot->addPoint(QString::fromStdString(s.first.method), s.achievedRatioMean, mean, spread);
     }
+    accuracyPlot_->setVisible(accuracy);
 }
 
 void StudioWindow::updateRunState() {
@@ -429,6 +460,7 @@ void StudioWindow::updateRunState() {
     runSettings_->setCalibrationStale(session_.calibrationStale(), session_.hasModel());
     cancel_->setEnabled(busy);
     sweepRun_->setEnabled(!busy && session_.hasModel());
+    imagesPage_->setBusy(busy);
 }
 
 SweepRequest StudioWindow::sweepRequest() const {
@@ -438,6 +470,7 @@ SweepRequest StudioWindow::sweepRequest() const {
     r.ratios = parseRatios(sweepRatios_->text());
     r.seeds = sweepSeeds_->value();
     r.evalMaxWindows = sweepWindows_->value();
+    if (sweepZeroShot_->isChecked()) r.zeroShotTask = studio::defaultZeroShotTask();
     return r;
 }
 
@@ -448,6 +481,7 @@ void StudioWindow::setSweepRequest(const SweepRequest& r) {
     sweepRatios_->setText(ratios.join(QLatin1Char(',')));
     sweepSeeds_->setValue(r.seeds);
     sweepWindows_->setValue(int(r.evalMaxWindows));
+    sweepZeroShot_->setChecked(!r.zeroShotTask.empty());
 }
 
 void StudioWindow::showTab(int index) { tabs_->setCurrentIndex(index); }
@@ -459,6 +493,7 @@ void StudioWindow::setDark(bool dark) {
 
 bool StudioWindow::exportPlot(const QString& path) {
     const QString suffix = QFileInfo(path).suffix().toLower();
+    if (tabs_->currentWidget() == imagesPage_) return imagesPage_->exportPlot(path);
     if (tabs_->currentIndex() == 1) {
         if (suffix == QLatin1String("pdf")) return sweepPlot_->savePdf(path);
         if (suffix == QLatin1String("svg")) return sweepPlot_->saveSvg(path);
@@ -490,6 +525,12 @@ bool StudioWindow::exportPlot(const QString& path) {
 }
 
 void StudioWindow::openModel(const QString& reference) {
+    if (npw::isLlamaGenModel(reference.toStdString())) {  // an image model: the Images tab
+        showTab(2);
+        if (!imagesPage_->openModel(reference))
+            appendLog(tr("Busy: cancel the running job before opening %1.").arg(reference));
+        return;
+    }
     if (!session_.openModel(reference, device_->currentText()))
         appendLog(tr("Busy: cancel the running job before opening %1.").arg(reference));
 }

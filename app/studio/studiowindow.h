@@ -8,10 +8,13 @@
 
 class ArchitecturePanel;
 class HeadMapWidget;
+class ImageSession;
+class ImagesPage;
 class LayerOverviewWidget;
 class LayerReportTable;
 class LayerSelection;
 class QAction;
+class QCheckBox;
 class QComboBox;
 class QLabel;
 class QLineEdit;
@@ -42,16 +45,19 @@ public:
     LayerOverviewWidget* overview() const { return overview_; }
     LayerReportTable* layerTable() const { return layerTable_; }
     SweepPlotWidget* sweepPlot() const { return sweepPlot_; }
+    SweepPlotWidget* accuracyPlot() const { return accuracyPlot_; }
     RunSettingsPanel* runSettings() const { return runSettings_; }
     QComboBox* methodSelector() const { return methodSelector_; }
     QLabel* summaryLabel() const { return summary_; }
     QProgressBar* progressBar() const { return progress_; }
     QPlainTextEdit* log() const { return log_; }
+    ImagesPage* imagesPage() const { return imagesPage_; }
+    ImageSession* imageSession() const { return imageSession_; }
 
     // The sweep the Sweep tab's form describes.
     SweepRequest sweepRequest() const;
     void setSweepRequest(const SweepRequest& request);
-    void showTab(int index);  // 0 scores, 1 sweep
+    void showTab(int index);  // 0 scores, 1 sweep, 2 images
     void setDark(bool dark);
     // Writes the current tab's plots: .png, .pdf or .svg by suffix. False when it could not.
     bool exportPlot(const QString& path);
@@ -103,11 +109,15 @@ private:
     LayerOverviewWidget* overview_;
     LayerReportTable* layerTable_;
     SweepPlotWidget* sweepPlot_;
+    SweepPlotWidget* accuracyPlot_;  // zero-shot accuracy, shown when a sweep has some
+    QCheckBox* sweepZeroShot_;
     QLineEdit* sweepMethods_;
     QLineEdit* sweepRatios_;
     QSpinBox* sweepSeeds_;
     QSpinBox* sweepWindows_;
     QPushButton* sweepRun_;
+    ImageSession* imageSession_;
+    ImagesPage* imagesPage_;
     ArchitecturePanel* architecture_;
     QComboBox* device_;
     RunSettingsPanel* runSettings_;

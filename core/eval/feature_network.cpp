@@ -55,9 +55,11 @@ public:
     NetworkFeatures forward(const at::Tensor& images) override {
         at::NoGradGuard noGrad;
         const int64_t n = images.size(0);
+        // The interface is RGB: grey images (Fashion-MNIST, the demo's) become three equal channels.
+        const at::Tensor rgb = images.size(1) == 1 ? images.expand({-1, 3, -1, -1}) : images;
         c10::IValue out;
         try {
-            out = module_.forward({images.to(device_, at::kFloat)});
+            out = module_.forward({rgb.to(device_, at::kFloat).contiguous()});
         } catch (const c10::Error& e) {
             throw Error("TorchScript feature network '" + path_ + "' failed on images " + formatShape(images.sizes()) +
                         ": " + e.what_without_backtrace());

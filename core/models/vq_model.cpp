@@ -226,7 +226,7 @@ at::Tensor VqModel::p(const std::string& name) const {
 namespace {
 
 struct Net {
-    std::function<at::Tensor(const std::string&)> p;
+    VqParameterFn p;
     int64_t groups;
     double eps;
 
@@ -259,6 +259,44 @@ struct Net {
 
 } // namespace
 
+at::Tensor vqEncoderForward(const VqConfig& config, const VqParameterFn& params, const at::Tensor& images) {
+    Net n{params, config.normGroups, config.normEps};
+    at::Tensor h = n.conv("encoder.conv_in", images * 2.0 - 1.0);
+    const int64_t L = static_cast<int64_t>(config.encoderChannels.size());
+    for (int64_t i = 0; i < L; ++i) {
+        const std::string q = "encoder.conv_blocks." + std::to_string(i);
+        for (int64_t j = 0; j < config.encoderResBlocks; ++j) {
+            h = n.resnet(q + ".res." + std::to_string(j), h);
+            if (i == L - 1) h = n.attn(q + ".attn." + std::to_string(j), h);
+        }
+        if (i != L - 1) h = n.conv(q + ".downsample.conv", at::constant_pad_nd(h, {0, 1, 0, 1}, 0), 2, 0);
+    }
+    h = n.resnet("encoder.mid.0", h);
+    h = n.attn("encoder.mid.1", h);
+    h = n.resnet("encoder.mid.2", h);
+    h = n.conv("encoder.conv_out", Net::swish(n.norm("encoder.norm_out", h)));
+    return n.conv("quant_conv", h);
+}
+
+at::Tensor vqDecoderForward(const VqConfig& config, const VqParameterFn& params, const at::Tensor& latent) {
+    Net n{params, config.normGroups, config.normEps};
+    at::Tensor h = n.conv("post_quant_conv", latent);
+    h = n.conv("decoder.conv_in", h);
+    h = n.resnet("decoder.mid.0", h);
+    h = n.attn("decoder.mid.1", h);
+    h = n.resnet("decoder.mid.2", h);
+    const int64_t L = static_cast<int64_t>(config.decoderChannels.size());
+    for (int64_t b = 0; b < L; ++b) {
+        const std::string q = "decoder.conv_blocks." + std::to_string(b);
+        for (int64_t j = 0; j < config.decoderResBlocks; ++j) {
+            h = n.resnet(q + ".res." + std::to_string(j), h);
+            if (b == 0) h = n.attn(q + ".attn." + std::to_string(j), h);
+        }
+        if (b != L - 1) h = n.conv(q + ".upsample.conv", h.repeat_interleave(2, 2).repeat_interleave(2, 3));
+    }
+    return n.conv("decoder.conv_out", Net::swish(n.norm("decoder.norm_out", h)));
+}
+
 at::Tensor VqModel::decodeRaw(const at::Tensor& codes) const {
     if (codes.dim() != 3) throw Error("VQ decode: codes must be [batch, height, width], got " + formatShape(codes.sizes()));
     c10::InferenceMode guard;
@@ -269,25 +307,11 @@ at::Tensor VqModel::decodeRaw(const at::Tensor& codes) const {
             throw Error("VQ decode: code " + std::to_string(lo < 0 ? lo : hi) + " is outside the codebook of " +
                         std::to_string(config_.codebookSize) + " (" + source_ + ")");
     }
-    Net n{[this](const std::string& s) { return p(s); }, config_.normGroups, config_.normEps};
+    const VqParameterFn params = [this](const std::string& s) { return p(s); };
     at::Tensor emb = p("quantize.embedding.weight");
     if (config_.l2Norm) emb = emb / emb.norm(2, {1}, true).clamp_min(1e-12);  // F.normalize
-    at::Tensor h = at::embedding(emb, ids).permute({0, 3, 1, 2}).contiguous();  // [B, e, h, w]
-    h = n.conv("post_quant_conv", h);
-    h = n.conv("decoder.conv_in", h);
-    h = n.resnet("decoder.mid.0", h);
-    h = n.attn("decoder.mid.1", h);
-    h = n.resnet("decoder.mid.2", h);
-    const int64_t L = static_cast<int64_t>(config_.decoderChannels.size());
-    for (int64_t b = 0; b < L; ++b) {
-        const std::string q = "decoder.conv_blocks." + std::to_string(b);
-        for (int64_t j = 0; j < config_.decoderResBlocks; ++j) {
-            h = n.resnet(q + ".res." + std::to_string(j), h);
-            if (b == 0) h = n.attn(q + ".attn." + std::to_string(j), h);
-        }
-        if (b != L - 1) h = n.conv(q + ".upsample.conv", h.repeat_interleave(2, 2).repeat_interleave(2, 3));
-    }
-    h = n.conv("decoder.conv_out", Net::swish(n.norm("decoder.norm_out", h)));
+    at::Tensor latent = at::embedding(emb, ids).permute({0, 3, 1, 2}).contiguous();  // [B, e, h, w]
+    at::Tensor h = vqDecoderForward(config_, params, latent);
     return h.to(at::kCPU, at::kFloat);
 }
 
@@ -305,22 +329,8 @@ at::Tensor VqModel::encode(const at::Tensor& images) const {
         throw Error("VQ encode: image size " + std::to_string(images.size(2)) + "×" + std::to_string(images.size(3)) +
                     " is not a multiple of the downsampling " + std::to_string(f));
     c10::InferenceMode guard;
-    Net n{[this](const std::string& s) { return p(s); }, config_.normGroups, config_.normEps};
-    at::Tensor h = n.conv("encoder.conv_in", images.to(runtime_.device, at::kFloat) * 2.0 - 1.0);
-    const int64_t L = static_cast<int64_t>(config_.encoderChannels.size());
-    for (int64_t i = 0; i < L; ++i) {
-        const std::string q = "encoder.conv_blocks." + std::to_string(i);
-        for (int64_t j = 0; j < config_.encoderResBlocks; ++j) {
-            h = n.resnet(q + ".res." + std::to_string(j), h);
-            if (i == L - 1) h = n.attn(q + ".attn." + std::to_string(j), h);
-        }
-        if (i != L - 1) h = n.conv(q + ".downsample.conv", at::constant_pad_nd(h, {0, 1, 0, 1}, 0), 2, 0);
-    }
-    h = n.resnet("encoder.mid.0", h);
-    h = n.attn("encoder.mid.1", h);
-    h = n.resnet("encoder.mid.2", h);
-    h = n.conv("encoder.conv_out", Net::swish(n.norm("encoder.norm_out", h)));
-    h = n.conv("quant_conv", h);                       // [B, e, h, w]
+    at::Tensor h = vqEncoderForward(config_, [this](const std::string& s) { return p(s); },
+                                    images.to(runtime_.device, at::kFloat));  // [B, e, h, w]
     at::Tensor z = h.permute({0, 2, 3, 1}).reshape({-1, config_.embedDim});
     at::Tensor emb = p("quantize.embedding.weight");
     if (config_.l2Norm) {

@@ -12,6 +12,7 @@
 #include "core/models/runtime.h"
 
 #include <ATen/core/Tensor.h>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -40,6 +41,14 @@ struct VqConfig {
 
 // Every tensor of the model with its shape, in LlamaGen's names.
 std::vector<std::pair<std::string, std::vector<int64_t>>> vqTensorShapes(const VqConfig& config);
+
+// The two halves as functions of named parameters (LlamaGen's names), differentiable: the
+// demo trainer runs them with autograd, VqModel with its loaded weights.
+using VqParameterFn = std::function<at::Tensor(const std::string&)>;
+// images [B, in, H, W] in [0, 1] (mapped to [−1, 1] first) → quant_conv's output [B, e, H/f, W/f].
+at::Tensor vqEncoderForward(const VqConfig& config, const VqParameterFn& params, const at::Tensor& images);
+// quantised latents [B, e, h, w] → images [B, out, h·f, w·f] in the model's range (about [−1, 1]).
+at::Tensor vqDecoderForward(const VqConfig& config, const VqParameterFn& params, const at::Tensor& latent);
 
 class VqModel {
 public:

@@ -233,12 +233,9 @@ std::map<std::string, std::string> statsFileMetadata(const std::map<std::string,
 
 } // namespace
 
-ModelStats calibrate(const LlamaModel& model, const CalibrationSet& set, const ProgressFn& progress,
-                     const CalibrationOptions& options) {
-    const LlamaConfig& config = model.config();
-    checkCalibrationSet(config, set);
-
-    const c10::Device statsDevice = options.statsOnModelDevice ? model.runtime().device : c10::Device(c10::kCPU);
+ModelStats calibrateWithForward(const LlamaConfig& config, c10::Device statsDevice, int64_t samples,
+                                int64_t perBatch, const CalibrationForward& forward, const ProgressFn& progress) {
+    if (samples <= 0 || perBatch <= 0) throw Error("calibration needs at least one sample and a positive batch size");
     ModelStats stats;
     stats.attn.resize(static_cast<size_t>(config.num_layers));
     stats.mlp.resize(static_cast<size_t>(config.num_layers));
@@ -248,20 +245,29 @@ ModelStats calibrate(const LlamaModel& model, const CalibrationSet& set, const P
         auto& sites = site == TapSite::AttentionOutputInput ? stats.attn : stats.mlp;
         sites.at(static_cast<size_t>(layer)).accumulate(input);
     };
-
-    const auto windows = static_cast<int64_t>(set.windows.size());
-    const int64_t perBatch = windowsPerBatch(model, set, options);
-    reportProgress(progress, "calibrate", 0, static_cast<double>(windows));
-    for (int64_t first = 0; first < windows; first += perBatch) {
-        const int64_t count = std::min(perBatch, windows - first);
-        model.logits(windowIds(set, first, count), /*cache=*/nullptr, /*keepOnDevice=*/true, tap);
-        reportProgress(progress, "calibrate", static_cast<double>(first + count), static_cast<double>(windows));
+    reportProgress(progress, "calibrate", 0, static_cast<double>(samples));
+    for (int64_t first = 0; first < samples; first += perBatch) {
+        const int64_t count = std::min(perBatch, samples - first);
+        forward(first, count, tap);
+        reportProgress(progress, "calibrate", static_cast<double>(first + count), static_cast<double>(samples));
     }
     for (size_t l = 0; l < stats.attn.size(); ++l) {
         requireFinite(stats.attn[l], l, "o_proj");
         requireFinite(stats.mlp[l], l, "down_proj");
     }
     return stats;
+}
+
+ModelStats calibrate(const LlamaModel& model, const CalibrationSet& set, const ProgressFn& progress,
+                     const CalibrationOptions& options) {
+    checkCalibrationSet(model.config(), set);
+    const c10::Device statsDevice = options.statsOnModelDevice ? model.runtime().device : c10::Device(c10::kCPU);
+    return calibrateWithForward(
+        model.config(), statsDevice, static_cast<int64_t>(set.windows.size()), windowsPerBatch(model, set, options),
+        [&](int64_t first, int64_t count, const ActivationTap& tap) {
+            model.logits(windowIds(set, first, count), /*cache=*/nullptr, /*keepOnDevice=*/true, tap);
+        },
+        progress);
 }
 
 int64_t modelStatsBytes(const LlamaConfig& config) {

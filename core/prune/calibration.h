@@ -30,6 +30,7 @@
 #include "core/util/progress.h"
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -113,6 +114,13 @@ struct CalibrationOptions {
 // vocabulary, or an activation is NaN/Inf (the error names the layer and site).
 ModelStats calibrate(const LlamaModel& model, const CalibrationSet& set, const ProgressFn& progress = nullptr,
                      const CalibrationOptions& options = {});
+
+// The same accumulation over any forward that taps the scored layers: forward(first, count, tap)
+// runs samples first..first+count−1 through the model with the tap (LlamaGen's class token +
+// image tokens, core/prune/image_calibration.h). Progress "calibrate", samples done / samples.
+using CalibrationForward = std::function<void(int64_t first, int64_t count, const ActivationTap& tap)>;
+ModelStats calibrateWithForward(const LlamaConfig& config, c10::Device statsDevice, int64_t samples, int64_t perBatch,
+                                const CalibrationForward& forward, const ProgressFn& progress = nullptr);
 
 // Bytes of every scored layer's statistics in float64 (G, Σx, Σx², N): what calibrate() holds in
 // RAM and what a statistics file holds.

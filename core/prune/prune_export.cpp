@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <random>
 
 namespace fs = std::filesystem;
@@ -153,8 +154,9 @@ void checkExportTarget(const std::string& sourceModel, const std::string& dir) {
                 kManifestName + "); choose a new --out");
 }
 
-void savePrunedModel(const LlamaCheckpoint& pruned, const std::string& dir, const std::string& manifestJson) {
-    checkExportTarget(pruned.source, dir);
+void writeExportDirectory(const std::string& sourceModel, const std::string& dir,
+                          const std::function<void(const std::string& staging)>& write) {
+    checkExportTarget(sourceModel, dir);
     const fs::path target = normalised(dir);
     const fs::path parent = target.parent_path();
     std::error_code ec;
@@ -164,9 +166,7 @@ void savePrunedModel(const LlamaCheckpoint& pruned, const std::string& dir, cons
     const fs::path staging = parent / ("." + name + ".npw-staging-" + randomSuffix());
     const fs::path previous = parent / ("." + name + ".npw-previous-" + randomSuffix());
     try {
-        const json extra = {{"npw_pruned", {{"manifest", kManifestName}}}};
-        saveHfLlamaDirectory(pruned, staging.string(), extra.dump());
-        writeTextAtomically((staging / kManifestName).string(), manifestJson);
+        write(staging.string());
         // An earlier export (or an empty directory) is moved aside, the new one renamed into its
         // place, and only then the old one deleted: at every moment `dir` is whole or absent.
         const bool replacing = fs::exists(target, ec);
@@ -180,6 +180,14 @@ void savePrunedModel(const LlamaCheckpoint& pruned, const std::string& dir, cons
         fs::remove_all(staging, ec);
         throw;
     }
+}
+
+void savePrunedModel(const LlamaCheckpoint& pruned, const std::string& dir, const std::string& manifestJson) {
+    writeExportDirectory(pruned.source, dir, [&](const std::string& staging) {
+        const json extra = {{"npw_pruned", {{"manifest", kManifestName}}}};
+        saveHfLlamaDirectory(pruned, staging, extra.dump());
+        writeTextAtomically((fs::path(staging) / kManifestName).string(), manifestJson);
+    });
 }
 
 void saveScoreSet(const ScoreSet& scores, double rho, const std::string& path) {

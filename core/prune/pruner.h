@@ -32,6 +32,7 @@
 #include "core/util/progress.h"
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
@@ -247,6 +248,12 @@ std::string pruneManifestJson(const PruneReport& report, const PruneSettings& se
 // previous npw export (replaced); anything else, the source model, or a directory inside the
 // source's is refused.
 void savePrunedModel(const LlamaCheckpoint& pruned, const std::string& dir, const std::string& manifestJson);
+
+// The atomic directory write under savePrunedModel (and the image models' export): checks the
+// target as checkExportTarget does, lets `write` fill a sibling staging directory, then renames
+// it into place (replacing an earlier export). The staging directory is removed on any error.
+void writeExportDirectory(const std::string& sourceModel, const std::string& dir,
+                          const std::function<void(const std::string& staging)>& write);
 
 // --save-scores: per layer the channel scores (at ρ) and unit scores as float64 tensors
 // "layers.{l}.{attn|mlp}.{channel_scores|unit_scores}" (+ "…attn.ainv1"/"…mlp.ainv1" and

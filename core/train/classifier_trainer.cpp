@@ -29,21 +29,7 @@ std::string runSignature(const ClassifierTrainOptions& o, int64_t n) {
 }
 
 double learningRateAt(const ClassifierTrainOptions& o, int64_t step, int64_t steps) {
-    if (step < o.warmupSteps) return o.learningRate * (step + 1) / o.warmupSteps;
-    const double p = std::min(1.0, double(step - o.warmupSteps) / std::max<int64_t>(1, steps - o.warmupSteps));
-    return o.learningRate * (o.minLrRatio + (1.0 - o.minLrRatio) * 0.5 * (1.0 + std::cos(M_PI * p)));
-}
-
-// The shuffled order of one epoch depends only on (seed, epoch).
-std::vector<int64_t> epochOrder(uint64_t seed, int64_t epoch, int64_t n) {
-    std::vector<int64_t> order(n);
-    std::iota(order.begin(), order.end(), 0);
-    std::mt19937_64 rng(seed * 7919ULL + static_cast<uint64_t>(epoch) * 104729ULL + 17);
-    for (int64_t i = n - 1; i > 0; --i) {  // Fisher-Yates with our own draws: same on every libstdc++
-        const int64_t j = static_cast<int64_t>(rng() % static_cast<uint64_t>(i + 1));
-        std::swap(order[i], order[j]);
-    }
-    return order;
+    return warmupCosineRate(o.learningRate, o.minLrRatio, o.warmupSteps, step, steps);
 }
 
 } // namespace
@@ -92,21 +78,12 @@ ImageClassifierWeights trainClassifier(const at::Tensor& images, const at::Tenso
         if (!std::isfinite(lossValue))
             throw Error("classifier training diverged at step " + std::to_string(step) + "; lower the learning rate");
         smoothLoss = step == 0 ? lossValue : 0.98 * smoothLoss + 0.02 * lossValue;
-        {
-            at::NoGradGuard noGrad;
-            const double lr = learningRateAt(o, step, steps);
-            const double bc1 = 1 - std::pow(o.beta1, step + 1), bc2 = 1 - std::pow(o.beta2, step + 1);
-            for (size_t i = 0; i < named.size(); ++i) {
-                at::Tensor& p = *named[i].second;
-                const at::Tensor& g = p.grad();
-                adam.m[i].mul_(o.beta1).add_(g, 1 - o.beta1);
-                adam.v[i].mul_(o.beta2).addcmul_(g, g, 1 - o.beta2);
-                if (p.dim() >= 2) p.mul_(1 - lr * o.weightDecay);
-                at::Tensor denom = (adam.v[i] / bc2).sqrt_().add_(o.adamEps);
-                p.addcdiv_(adam.m[i], denom, -lr / bc1);
-                p.mutable_grad().zero_();
-            }
-        }
+        AdamWSettings adamw;
+        adamw.beta1 = o.beta1;
+        adamw.beta2 = o.beta2;
+        adamw.eps = o.adamEps;
+        adamw.weightDecay = o.weightDecay;
+        adamWStep(named, adam, step, learningRateAt(o, step, steps), adamw);
         ++step;
         const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
         status.step = step;

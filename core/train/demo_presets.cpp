@@ -44,4 +44,56 @@ LmTrainOptions demoLmTrainOptions(const std::string& preset, int64_t vocabSize, 
     return o;
 }
 
+VqConfig demoVqConfig() {
+    VqConfig c;
+    c.codebookSize = 512;
+    c.embedDim = 8;
+    c.l2Norm = true;
+    c.zChannels = 64;
+    c.inChannels = 1;
+    c.outChannels = 1;
+    c.encoderCh = 16;
+    c.encoderChannels = {16, 32, 64};  // 28 → 14 → 7
+    c.decoderChannels = {16, 32, 64};
+    c.encoderResBlocks = 1;
+    c.decoderResBlocks = 2;            // LlamaGen: one more than the encoder
+    c.normGroups = 8;
+    return c;
+}
+
+VqTrainOptions demoVqTrainOptions(uint64_t seed) {
+    VqTrainOptions o;
+    o.config = demoVqConfig();
+    o.epochs = 1;  // 937 steps: ~20 min on 2 cores
+    o.batchSize = 64;
+    o.learningRate = 1e-3;
+    o.seed = seed;
+    return o;
+}
+
+LlamaGenConfig demoC2iConfig() {
+    LlamaGenSizes s;
+    s.dim = 128;
+    s.layers = 4;
+    s.heads = 4;
+    s.grid = 7;
+    s.vocab = demoVqConfig().codebookSize;
+    s.classes = 10;
+    s.multipleOf = 32;
+    s.downsample = 4;
+    LlamaGenConfig c = llamaGenCustomConfig(s);
+    c.name = "demo-c2i";
+    return c;
+}
+
+C2iTrainOptions demoC2iTrainOptions(uint64_t seed) {
+    C2iTrainOptions o;
+    o.config = demoC2iConfig();
+    o.epochs = 3;  // 2811 steps: ~40 min on 2 cores
+    o.batchSize = 64;
+    o.learningRate = 2e-3;
+    o.seed = seed;
+    return o;
+}
+
 } // namespace npw

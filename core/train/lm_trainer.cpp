@@ -44,11 +44,7 @@ std::string runSignature(const LmTrainOptions& o) {
 }
 
 double learningRateAt(const LmTrainOptions& o, int64_t step) {
-    if (step < o.warmupSteps) return o.learningRate * (step + 1) / o.warmupSteps;
-    double progress = double(step - o.warmupSteps) / std::max<int64_t>(1, o.steps - o.warmupSteps);
-    progress = std::min(1.0, progress);
-    const double cosine = 0.5 * (1.0 + std::cos(M_PI * progress));
-    return o.learningRate * (o.minLrRatio + (1.0 - o.minLrRatio) * cosine);
+    return warmupCosineRate(o.learningRate, o.minLrRatio, o.warmupSteps, step, o.steps);
 }
 
 // The batch of step `step` depends only on (seed, step): a resumed run sees the same data.
@@ -130,24 +126,13 @@ LlamaWeights trainLlama(const std::vector<int32_t>& corpus, const LmTrainOptions
             throw Error("training diverged at step " + std::to_string(step) + " (loss " + std::to_string(lossValue) +
                         "); lower the learning rate");
         smoothLoss = (step == 0) ? lossValue : 0.98 * smoothLoss + 0.02 * lossValue;
-        {
-            at::NoGradGuard noGrad;
-            double sq = 0;
-            for (auto& [name, t] : named) sq += t->grad().pow(2).sum().item<double>();
-            const double clip = std::min(1.0, o.gradClip / (std::sqrt(sq) + 1e-6));
-            const double lr = learningRateAt(o, step);
-            const double bc1 = 1 - std::pow(o.beta1, step + 1), bc2 = 1 - std::pow(o.beta2, step + 1);
-            for (size_t i = 0; i < named.size(); ++i) {
-                at::Tensor& p = *named[i].second;
-                at::Tensor g = p.grad() * clip;
-                adam.m[i].mul_(o.beta1).add_(g, 1 - o.beta1);
-                adam.v[i].mul_(o.beta2).addcmul_(g, g, 1 - o.beta2);
-                if (p.dim() >= 2) p.mul_(1 - lr * o.weightDecay);  // decoupled decay, matrices only
-                at::Tensor denom = (adam.v[i] / bc2).sqrt_().add_(o.adamEps);
-                p.addcdiv_(adam.m[i], denom, -lr / bc1);
-                p.mutable_grad().zero_();
-            }
-        }
+        AdamWSettings adamw;
+        adamw.beta1 = o.beta1;
+        adamw.beta2 = o.beta2;
+        adamw.eps = o.adamEps;
+        adamw.weightDecay = o.weightDecay;
+        adamw.gradClip = o.gradClip;
+        adamWStep(named, adam, step, learningRateAt(o, step), adamw);
         ++step;
         const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
         status.step = step;

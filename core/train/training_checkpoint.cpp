@@ -4,11 +4,57 @@
 #include "core/util/error.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+#include <cmath>
 
 #include <filesystem>
 #include <sstream>
 
 namespace npw {
+
+double adamWStep(const NamedParameters& parameters, AdamMoments& moments, int64_t step, double lr,
+                 const AdamWSettings& o) {
+    at::NoGradGuard noGrad;
+    double sq = 0;
+    for (const auto& named : parameters)
+        if (named.second->grad().defined()) sq += named.second->grad().pow(2).sum().item<double>();
+    const double norm = std::sqrt(sq);
+    const double clip = o.gradClip > 0 ? std::min(1.0, o.gradClip / (norm + 1e-6)) : 1.0;
+    const double bc1 = 1 - std::pow(o.beta1, step + 1), bc2 = 1 - std::pow(o.beta2, step + 1);
+    for (size_t i = 0; i < parameters.size(); ++i) {
+        at::Tensor& p = *parameters[i].second;
+        if (!p.grad().defined()) continue;  // not used by this step's loss
+        at::Tensor g = clip < 1.0 ? p.grad() * clip : p.grad();
+        moments.m[i].mul_(o.beta1).add_(g, 1 - o.beta1);
+        moments.v[i].mul_(o.beta2).addcmul_(g, g, 1 - o.beta2);
+        if (p.dim() >= o.decayMinDim && o.weightDecay > 0) p.mul_(1 - lr * o.weightDecay);
+        at::Tensor denom = (moments.v[i] / bc2).sqrt_().add_(o.eps);
+        p.addcdiv_(moments.m[i], denom, -lr / bc1);
+        p.mutable_grad().zero_();
+    }
+    return norm;
+}
+
+double warmupCosineRate(double peak, double minRatio, int64_t warmupSteps, int64_t step, int64_t steps) {
+    if (step < warmupSteps) return peak * double(step + 1) / double(warmupSteps);
+    const double p = std::min(1.0, double(step - warmupSteps) / double(std::max<int64_t>(1, steps - warmupSteps)));
+    return peak * (minRatio + (1.0 - minRatio) * 0.5 * (1.0 + std::cos(M_PI * p)));
+}
+
+std::vector<int64_t> epochOrder(uint64_t seed, int64_t epoch, int64_t n) {
+    std::vector<int64_t> order(static_cast<size_t>(n));
+    std::iota(order.begin(), order.end(), 0);
+    std::mt19937_64 rng(seed * 7919ULL + static_cast<uint64_t>(epoch) * 104729ULL + 17);
+    for (int64_t i = n - 1; i > 0; --i) {
+        const int64_t j = static_cast<int64_t>(rng() % static_cast<uint64_t>(i + 1));
+        std::swap(order[static_cast<size_t>(i)], order[static_cast<size_t>(j)]);
+    }
+    return order;
+}
 
 AdamMoments AdamMoments::zerosLike(const NamedParameters& parameters) {
     AdamMoments moments;

@@ -20,6 +20,27 @@ struct AdamMoments {
     static AdamMoments zerosLike(const NamedParameters& parameters);
 };
 
+// One AdamW step over every parameter (decoupled weight decay on tensors of at least
+// decayMinDim dimensions: matrices and embeddings by default, never norms or biases), after
+// clipping the global gradient norm to gradClip (0: no clipping). Zeroes the gradients. `step`
+// counts from 0. Returns the gradient norm before clipping.
+struct AdamWSettings {
+    double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+    double weightDecay = 0;
+    int64_t decayMinDim = 2;
+    double gradClip = 0;
+};
+double adamWStep(const NamedParameters& parameters, AdamMoments& moments, int64_t step, double learningRate,
+                 const AdamWSettings& settings);
+
+// The warm-up + cosine schedule of every demo trainer: linear warm-up over warmupSteps to
+// `peak`, then cosine decay to minRatio·peak at `steps`.
+double warmupCosineRate(double peak, double minRatio, int64_t warmupSteps, int64_t step, int64_t steps);
+
+// The shuffled order of n examples in one epoch: depends only on (seed, epoch), a Fisher-Yates
+// with our own draws, the same on every libstdc++ (so a resumed run sees the same batches).
+std::vector<int64_t> epochOrder(uint64_t seed, int64_t epoch, int64_t n);
+
 struct TrainingProgress {
     int64_t step = 0;
     double smoothLoss = 0;

@@ -1,0 +1,258 @@
+// `npw prune`, `npw sweep` and `npw metrics --model` on class-conditional image models: the
+// pruning engine on LlamaGen's GPT, calibrated on samples the dense model generates, measured
+// by the image metrics (core/prune/image_calibration.h, core/prune/image_sweep.h).
+#include "app/npw/commands.h"
+#include "core/eval/image_eval.h"
+#include "core/eval/metrics_run.h"
+#include "core/prune/image_calibration.h"
+#include "core/prune/image_sweep.h"
+#include "core/util/atomic_file.h"
+#include "core/util/error.h"
+#include "core/util/paths.h"
+
+#include <ATen/ATen.h>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+namespace fs = std::filesystem;
+
+namespace npw::cli {
+
+std::vector<Flag> imagePruneFlags() {
+    return {{"per-class", "N", "16", "image models: calibration samples generated per class (--calib generated; the paper: 128)"},
+            {"cfg", "S", "1", "image models: classifier-free guidance of calibration and evaluation samples"},
+            {"top-k", "K", "0", "image models: sample only the K most likely tokens (0 = all)"},
+            {"batch", "N", "64", "image models: samples per forward pass"},
+            {"vq", "FILE", "", "image models: the VQ tokenizer (default MODEL/vq); needed by --metric"},
+            {"metric", "NAME", "none", "image models: fid (all five metrics of dense and pruned: FID, sFID, IS, precision, recall) or none"},
+            {"samples", "N", "1000", "image models: images generated per model for --metric"},
+            {"features", "NET", "demo", "image models: feature network of the metrics (demo classifier, folder, TorchScript)"},
+            {"reference", "REF", "fashion-mnist-test", "image models: reference images or statistics of the metrics"},
+            {"gpt-model", "NAME", "", "size of a LlamaGen checkpoint that does not say it: B, L, XL, XXL or 3B"},
+            {"image-size", "PX", "256", "image size of a LlamaGen checkpoint named with --gpt-model (256 or 384)"}};
+}
+
+namespace {
+
+struct MetricsContext {
+    std::unique_ptr<FeatureNetwork> network;
+    ResolvedReference reference;
+};
+
+MetricsContext openMetrics(const Args& args) {
+    MetricsContext m;
+    m.network = loadFeatureNetwork(args.get("features"));
+    m.reference = resolveReference(args.get("reference"), *m.network, defaultCacheDir(), 250, terminalProgress());
+    return m;
+}
+
+} // namespace
+
+nlohmann::json evaluationJson(const ImageEvaluation& e) {
+    auto finiteOrNull = [](double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); };
+    return {{"fid", e.metrics.fid},          {"sfid", e.metrics.sfid},           {"is", e.metrics.is.mean},
+            {"is_std", e.metrics.is.std},    {"precision", e.metrics.precision}, {"recall", e.metrics.recall},
+            {"class_accuracy", finiteOrNull(e.classAccuracy)}, {"samples", e.metrics.samples},
+            {"tokens_per_s", e.tokensPerSecond}, {"images_per_s", e.imagesPerSecond},
+            {"parameters", e.parameters},   {"weight_bytes", e.weightBytes}};
+}
+
+void printEvaluationHeader() {
+    std::cout << std::left << std::setw(18) << "model" << std::right << std::setw(6) << "ratio" << std::setw(9)
+              << "achieved" << std::setw(9) << "FID" << std::setw(9) << "sFID" << std::setw(8) << "IS" << std::setw(7)
+              << "prec" << std::setw(7) << "recall" << std::setw(8) << "class" << std::setw(10) << "tok/s"
+              << std::setw(10) << "params" << "\n";
+}
+
+void printEvaluationRow(const std::string& name, double ratio, double achieved, const ImageEvaluation& e) {
+    std::cout << std::left << std::setw(18) << name << std::right << std::fixed << std::setprecision(2) << std::setw(6)
+              << ratio << std::setprecision(3) << std::setw(9) << achieved << std::setprecision(2) << std::setw(9)
+              << e.metrics.fid << std::setw(9) << e.metrics.sfid << std::setw(8) << e.metrics.is.mean
+              << std::setprecision(3) << std::setw(7) << e.metrics.precision << std::setw(7) << e.metrics.recall;
+    if (std::isfinite(e.classAccuracy))
+        std::cout << std::setw(8) << e.classAccuracy;
+    else
+        std::cout << std::setw(8) << "-";
+    std::cout << std::setprecision(0) << std::setw(10) << e.tokensPerSecond << std::setw(10) << e.parameters
+              << std::endl;
+}
+
+int runImagePrune(const Args& args, const std::string& model, const PruneSettings& settings) {
+    if (!args.has("calib") || args.get("calib") != "generated")
+        throw Error("image model '" + model + "': calibrate with --calib generated [--per-class N] (sequences the dense model "
+                    "generates, as the paper does for LlamaGen)");
+    for (const char* lmOnly : {"stats", "stats-on-disk", "save-stats", "calib-ids", "calib-per-line", "seqlen"})
+        if (args.has(lmOnly)) throw Error(std::string("--") + lmOnly + " is for language models, not image model '" + model + "'");
+    const std::string metric = args.get("metric");
+    if (metric != "none" && metric != "fid" && metric != "all")
+        throw Error("--metric must be fid (all five image metrics) or none, got '" + metric + "'");
+    const std::string out = args.get("out");
+    const Runtime runtime = chooseRuntime(args.get("device"), args.get("dtype"));
+    std::shared_ptr<VqModel> vq;
+    if (metric != "none" || args.has("vq") || fs::is_directory(fs::path(resolveModelPath(model)) / "vq"))
+        vq = VqModel::load(vqPathFor(args, model), runtime);
+    LlamaGenModel dense(openGpt(args, model, vq ? vq->config().downsample() : 16), runtime);
+    checkExportTarget(dense.checkpoint().source, out);  // before the expensive part
+
+    ImageSamplingOptions sampling = samplingFromArgs(args);
+    const auto t0 = std::chrono::steady_clock::now();
+    const ImageCalibrationSet calibration =
+        generateImageCalibration(dense, args.getInt("per-class"), sampling, terminalProgress());
+    const double generateSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const auto t1 = std::chrono::steady_clock::now();
+    ModelStats stats = calibrateImageModel(dense, calibration, terminalProgress(), sampling.batchSize);
+    const double calibrateSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+
+    const LlamaModel& transformer = dense.transformer();
+    PruneRun run = pruneModelWithStats(transformer, std::move(stats), settings, terminalProgress());
+    run.report.timings.calibrateSeconds = calibrateSeconds;
+    LlamaGenCheckpoint pruned = dense.checkpoint().withTransformer(run.pruned.checkpoint);
+    pruned.source = dense.checkpoint().source;
+
+    CalibrationSummary summary;
+    summary.source = "generated by the dense model: " + std::to_string(calibration.perClass) + " per class, cfg " +
+                     std::to_string(sampling.cfgScale) + ", seeds " + std::to_string(sampling.seed) + "..";
+    summary.samples = static_cast<int64_t>(calibration.classes.size());
+    summary.seqlen = dense.config().blockSize();
+    summary.tokens = summary.samples * summary.seqlen;
+    summary.seed = sampling.seed;
+    nlohmann::json manifest = nlohmann::json::parse(pruneManifestJson(run.report, settings, summary, model));
+    manifest["calibration"]["image"] = calibration.toMetadata();
+    nlohmann::json extra = {{"npw_pruned", {{"manifest", "npw-manifest.json"}}}};
+    const std::vector<std::string> names = classNames(model);
+    if (!names.empty()) extra["class_names"] = names;
+    writeExportDirectory(dense.checkpoint().source, out, [&](const std::string& staging) {
+        saveLlamaGenDirectory(pruned, staging, extra.dump());
+        if (vq) vq->save((fs::path(staging) / "vq").string());
+        writeTextAtomically((fs::path(staging) / "npw-manifest.json").string(), manifest.dump(2) + "\n");
+    });
+
+    nlohmann::json j = pruneReportJson(run.report);
+    j["model"] = model;
+    j["out"] = out;
+    j["timings"]["generate_calibration_s"] = generateSeconds;
+    j["calibration"] = {{"source", "generated"}, {"per_class", calibration.perClass},
+                        {"samples", summary.samples}, {"tokens", summary.tokens}, {"cfg", sampling.cfgScale}};
+    std::vector<std::pair<std::string, ImageEvaluation>> evaluations;
+    if (metric != "none") {
+        MetricsContext m = openMetrics(args);
+        ImageSamplingOptions evalSampling = sampling;
+        evalSampling.seed = static_cast<uint64_t>(args.getInt("seed")) + 1000000;  // not the calibration samples
+        const LlamaGenModel prunedModel(pruned, runtime);
+        const std::vector<std::pair<std::string, const LlamaGenModel*>> models = {{"dense", &dense},
+                                                                                   {run.report.method, &prunedModel}};
+        for (const auto& [name, mdl] : models)
+            evaluations.emplace_back(name, evaluateImageModel(*mdl, *vq, *m.network, m.reference.stats,
+                                                              args.getInt("samples"), evalSampling, terminalProgress()));
+        j["metrics"] = {{"reference", m.reference.description}, {"features", m.network->identity()},
+                        {"dense", evaluationJson(evaluations[0].second)},
+                        {"pruned", evaluationJson(evaluations[1].second)}};
+    }
+    emit(args, j, [&] {
+        const PruneReport& r = run.report;
+        std::cout << "pruned    " << model << " -> " << out << " (image model, calibrated on " << summary.samples
+                  << " generated samples)\n"
+                  << "method    " << r.method << ", ratio " << r.ratio << ", " << alphaModeName(r.alphaMode) << " alpha "
+                  << std::setprecision(4) << r.alpha << ", compensation " << compensationName(r.compensation) << "\n"
+                  << "params    " << r.paramsBefore << " -> " << r.paramsAfter << std::fixed << std::setprecision(1)
+                  << "  (removed " << 100 * r.achievedRatio << "% of attention+MLP)\n"
+                  << "layers    heads ";
+        for (const auto& l : r.layers) std::cout << l.headsAfter << "/" << l.headsBefore << " ";
+        std::cout << "\n          channels ";
+        for (const auto& l : r.layers) std::cout << l.channelsAfter << "/" << l.channelsBefore << " ";
+        std::cout << "\n";
+        if (!evaluations.empty()) {
+            std::cout << "\n";
+            printEvaluationHeader();
+            printEvaluationRow("dense", 0, 0, evaluations[0].second);
+            printEvaluationRow(r.method, r.ratio, r.achievedRatio, evaluations[1].second);
+        }
+    });
+    return 0;
+}
+
+int runImageSweep(const Args& args, const std::string& model) {
+    for (const char* required : {"methods", "ratios"})
+        if (!args.has(required)) throw Error(std::string("--") + required + " is required");
+    if (args.has("calib") && args.get("calib") != "generated")
+        throw Error("image model '" + model + "': the sweep calibrates on generated samples (--calib generated)");
+    if (args.has("eval") || args.has("zeroshot"))
+        throw Error("image model '" + model + "': --eval and --zeroshot are for language models; the image sweep "
+                    "measures FID, sFID, IS, precision and recall (--metric fid)");
+    const Runtime runtime = chooseRuntime(args.get("device"), args.get("dtype"));
+    auto vq = VqModel::load(vqPathFor(args, model), runtime);
+    LlamaGenModel dense(openGpt(args, model, vq->config().downsample()), runtime);
+    MetricsContext m = openMetrics(args);
+
+    ImageSweepSpec spec;
+    std::stringstream methods(args.get("methods"));
+    for (std::string item; std::getline(methods, item, ',');)
+        if (!item.empty()) spec.methods.push_back(item);
+    std::stringstream ratios(args.get("ratios"));
+    for (std::string item; std::getline(ratios, item, ',');) {
+        size_t used = 0;
+        double x = 0;
+        try {
+            x = std::stod(item, &used);
+        } catch (const std::exception&) {
+            used = 0;
+        }
+        if (item.empty() || used != item.size()) throw Error("--ratios: '" + item + "' is not a number");
+        spec.ratios.push_back(x);
+    }
+    spec.calibPerClass = args.getInt("per-class");
+    spec.evalSampling = samplingFromArgs(args);
+    spec.calibSampling = spec.evalSampling;
+    spec.calibSampling.seed = spec.evalSampling.seed + 1000000;  // calibration samples are not evaluation samples
+    spec.evalSamples = args.getInt("samples");
+    spec.lambda = args.getDouble("lambda");
+    if (args.get("alpha-mode") != "paper" && args.get("alpha-mode") != "budget")
+        throw Error("--alpha-mode must be paper or budget, got '" + args.get("alpha-mode") + "'");
+    spec.alphaMode = args.get("alpha-mode") == "paper" ? AlphaMode::Paper : AlphaMode::Budget;
+    if (args.has("alpha")) spec.alpha = args.getDouble("alpha");
+
+    const bool json = args.flag("json");
+    if (!json) printEvaluationHeader();
+    const std::vector<ImageSweepRow> rows = runImageSweep(
+        dense, *vq, *m.network, m.reference.stats, spec,
+        [&](const ImageSweepRow& r) {
+            if (!json) printEvaluationRow(r.method, r.ratio, r.achievedRatio, r.eval);
+        },
+        terminalProgress());
+    if (args.has("csv")) writeTextAtomically(args.get("csv"), imageSweepRowsCsv(rows));
+    if (json) {
+        nlohmann::json out = {{"model", model}, {"reference", m.reference.description},
+                              {"features", m.network->identity()}, {"rows", nlohmann::json::array()}};
+        for (const ImageSweepRow& r : rows) {
+            nlohmann::json row = evaluationJson(r.eval);
+            row["method"] = r.method;
+            row["ratio"] = r.ratio;
+            row["achieved_ratio"] = r.achievedRatio;
+            row["achieved_ratio_model"] = r.achievedRatioModel;
+            out["rows"].push_back(row);
+        }
+        std::cout << out.dump(2) << std::endl;
+    }
+    return 0;
+}
+
+ImageSource modelImages(const Args& args, const std::string& model, int64_t n, int64_t* numClasses) {
+    if (n <= 0) throw Error("--n must be positive, got " + std::to_string(n));
+    const Runtime runtime = chooseRuntime(args.get("device"), "float32");
+    auto vq = VqModel::load(vqPathFor(args, model), runtime);
+    auto gpt = std::make_shared<LlamaGenModel>(openGpt(args, model, vq->config().downsample()), runtime);
+    const ImageSamplingOptions sampling = samplingFromArgs(args);
+    GeneratedImages g = generateImages(*gpt, *vq, balancedClasses(n, gpt->config().num_classes), sampling, terminalProgress());
+    if (numClasses) *numClasses = gpt->config().num_classes;
+    std::ostringstream what;
+    what << n << " images generated by " << model << " (cfg " << sampling.cfgScale << ", seeds " << sampling.seed << ".."
+         << sampling.seed + static_cast<uint64_t>(n) - 1 << ", classes 0.." << gpt->config().num_classes - 1
+         << " in turn; " << std::fixed << std::setprecision(0) << g.tokensPerSecond << " tokens/s)";
+    return imageSourceFromTensor(g.images, what.str());
+}
+
+} // namespace npw::cli

@@ -1,0 +1,199 @@
+// Core and ATen first: Qt's `slots` macro must not meet ATen's ivalue headers.
+#include <ATen/ATen.h>
+#include "core/eval/metrics_run.h"
+#include "core/io/image_png.h"
+#include "core/models/vq_model.h"
+#include "core/util/error.h"
+#include "core/util/paths.h"
+
+#include "app/studio/imagesession.h"
+
+#include <QFileInfo>
+#include <QPointer>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+namespace {
+
+QString qs(const std::string& s) { return QString::fromStdString(s); }
+
+std::vector<std::string> readClassNames(const std::string& model) {
+    try {
+        const auto config = std::filesystem::path(npw::resolveModelPath(model)) / "config.json";
+        std::ifstream in(config);
+        if (!in) return {};
+        const nlohmann::json j = nlohmann::json::parse(in);
+        if (j.contains("class_names")) return j.at("class_names").get<std::vector<std::string>>();
+    } catch (const std::exception&) {
+    }
+    return {};
+}
+
+} // namespace
+
+ImageSession::ImageSession(JobRunner* jobs, QObject* parent) : QObject(parent), jobs_(jobs) {
+    qRegisterMetaType<npw::ImageSweepRow>();
+}
+
+QString ImageSession::describeModel() const {
+    if (!hasModel()) return tr("No image model open");
+    const npw::LlamaGenConfig& c = workbench_->dense().config();
+    return tr("%1: %2; %3").arg(reference_, qs(c.describe()), qs(workbench_->vq().config().describe()));
+}
+
+QImage ImageSession::gridImage(const at::Tensor& images, const std::vector<std::string>& labels, int64_t columns) {
+    npw::GridOptions options;
+    options.columns = std::max<int64_t>(1, columns);
+    options.minTileSize = 28;  // the demo's 28 px tiles stay 1:1; the view zooms
+    const at::Tensor grid = npw::imageGrid(images, labels, options);  // [3, H, W] in [0, 1]
+    const at::Tensor bytes =
+        (grid.permute({1, 2, 0}) * 255.0 + 0.5).clamp(0, 255).to(at::kByte).contiguous();
+    const int h = static_cast<int>(bytes.size(0)), w = static_cast<int>(bytes.size(1));
+    QImage image(bytes.data_ptr<uint8_t>(), w, h, w * 3, QImage::Format_RGB888);
+    return image.copy();  // owns its pixels
+}
+
+bool ImageSession::openModel(const QString& reference) {
+    const std::string ref = reference.toStdString();
+    QPointer<ImageSession> self(this);
+    struct Opened {
+        std::shared_ptr<npw::ImagePruningWorkbench> workbench;
+        QStringList names;
+    };
+    return jobs_->start<Opened>(
+        tr("Open %1").arg(reference),
+        [ref](const npw::ProgressFn& progress) {
+            npw::reportProgress(progress, "load", 0, 1);
+            const npw::Runtime runtime{};
+            std::string vqPath = (std::filesystem::path(npw::resolveModelPath(ref)) / "vq").string();
+            if (!std::filesystem::is_directory(vqPath))
+                throw npw::Error("image model '" + ref + "' has no VQ tokenizer beside it (expected " + vqPath + ")");
+            auto vq = npw::VqModel::load(vqPath, runtime);
+            Opened o;
+            o.workbench = std::make_shared<npw::ImagePruningWorkbench>(npw::loadLlamaGenCheckpoint(ref), vq, runtime);
+            const std::vector<std::string> names = readClassNames(ref);
+            for (int64_t k = 0; k < o.workbench->dense().config().num_classes; ++k)
+                o.names << (k < static_cast<int64_t>(names.size()) ? QString("%1 %2").arg(k).arg(qs(names[k]))
+                                                                   : QString("class %1").arg(k));
+            npw::reportProgress(progress, "load", 1, 1);
+            return o;
+        },
+        [this, reference](Opened o) {
+            workbench_ = std::move(o.workbench);
+            reference_ = reference;
+            classNames_ = o.names;
+            calibratedPerClass_ = 0;
+            calibratedCfg_ = -1;
+            comparison_.reset();
+            denseGrid_ = prunedGrid_ = QImage();
+            emit logMessage(tr("Opened %1").arg(describeModel()));
+            emit modelChanged();
+        });
+}
+
+bool ImageSession::compare(const ImageCompareRequest& request) {
+    if (!hasModel()) return false;
+    auto workbench = workbench_;
+    const bool recalibrate = request.calibPerClass != calibratedPerClass_ || request.cfg != calibratedCfg_;
+    std::vector<int64_t> classes;
+    const std::vector<int64_t> wanted = request.classes.empty()
+                                            ? [&] {
+                                                  std::vector<int64_t> all;
+                                                  for (int64_t k = 0; k < numClasses(); ++k) all.push_back(k);
+                                                  return all;
+                                              }()
+                                            : request.classes;
+    std::vector<std::string> labels;
+    for (int64_t k : wanted)
+        for (int i = 0; i < request.perClass; ++i) {
+            classes.push_back(k);
+            labels.push_back(i == 0 && k < classNames_.size() ? classNames_[int(k)].toStdString() : "");
+        }
+    struct Result {
+        npw::ImageComparison comparison;
+        QImage dense, pruned;
+    };
+    return jobs_->start<Result>(
+        tr("Compare dense and %1 at ρ = %2").arg(request.method).arg(request.ratio),
+        [=](const npw::ProgressFn& progress) {
+            npw::ImageSamplingOptions sampling;
+            sampling.cfgScale = request.cfg;
+            sampling.seed = static_cast<uint64_t>(request.seed);
+            if (recalibrate || !workbench->isCalibrated()) {
+                npw::ImageSamplingOptions calib = sampling;
+                calib.seed = 1000000;  // calibration samples are not the ones compared
+                workbench->calibrate(request.calibPerClass, calib, progress);
+            }
+            Result r;
+            r.comparison = workbench->compare(request.method.toStdString(), request.ratio, classes, sampling,
+                                              npw::kDefaultLambda, progress);
+            r.dense = gridImage(r.comparison.dense, labels, request.perClass);
+            r.pruned = gridImage(r.comparison.pruned, labels, request.perClass);
+            return r;
+        },
+        [this, request](Result r) {
+            calibratedPerClass_ = request.calibPerClass;
+            calibratedCfg_ = request.cfg;
+            comparison_ = std::move(r.comparison);
+            denseGrid_ = r.dense;
+            prunedGrid_ = r.pruned;
+            emit logMessage(tr("%1 at ρ = %2: %3% of attention + MLP removed; %4 → %5 parameters, %6 → %7 tokens/s")
+                                .arg(request.method)
+                                .arg(request.ratio)
+                                .arg(100 * comparison_->achievedRatio, 0, 'f', 1)
+                                .arg(comparison_->denseParameters)
+                                .arg(comparison_->prunedParameters)
+                                .arg(comparison_->denseTokensPerSecond, 0, 'f', 0)
+                                .arg(comparison_->prunedTokensPerSecond, 0, 'f', 0));
+            emit comparisonReady();
+        });
+}
+
+bool ImageSession::runSweep(const ImageSweepRequest& request) {
+    if (!hasModel()) return false;
+    auto workbench = workbench_;
+    QPointer<ImageSession> self(this);
+    const bool started = jobs_->start<int>(
+        tr("Image sweep"),
+        [=](const npw::ProgressFn& progress) {
+            npw::ImageSweepSpec spec;
+            for (const QString& m : request.methods) spec.methods.push_back(m.toStdString());
+            spec.ratios = request.ratios;
+            spec.evalSamples = request.samples;
+            spec.evalSampling.cfgScale = request.cfg;
+            spec.calibSampling = spec.evalSampling;
+            spec.calibSampling.seed = 1000000;
+            spec.calibPerClass = request.calibPerClass;
+            auto network = npw::loadFeatureNetwork("demo");
+            const npw::ResolvedReference reference =
+                npw::resolveReference("fashion-mnist-test", *network, npw::defaultCacheDir(), 250, progress);
+            const auto rows = npw::runImageSweep(
+                workbench->dense(), workbench->vq(), *network, reference.stats, spec,
+                [self](const npw::ImageSweepRow& row) {
+                    QMetaObject::invokeMethod(
+                        self.data(),
+                        [self, row] {
+                            if (!self) return;
+                            self->sweepRows_.push_back(row);
+                            emit self->logMessage(tr("%1 at ρ = %2: FID %3, IS %4, class accuracy %5, %6 tokens/s")
+                                                      .arg(qs(row.method))
+                                                      .arg(row.ratio)
+                                                      .arg(row.eval.metrics.fid, 0, 'f', 2)
+                                                      .arg(row.eval.metrics.is.mean, 0, 'f', 2)
+                                                      .arg(row.eval.classAccuracy, 0, 'f', 3)
+                                                      .arg(row.eval.tokensPerSecond, 0, 'f', 0));
+                            emit self->sweepRowAvailable(row);
+                        },
+                        Qt::QueuedConnection);
+                },
+                progress);
+            return static_cast<int>(rows.size());
+        },
+        [this](int rows) { emit logMessage(tr("Image sweep: %1 rows.").arg(rows)); });
+    if (started) {
+        sweepRows_.clear();
+        emit sweepCleared();
+    }
+    return started;
+}

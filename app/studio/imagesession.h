@@ -1,0 +1,79 @@
+#pragma once
+// The Images tab's logic without widgets: one class-conditional image model (demo:c2i or a
+// LlamaGen checkpoint with its VQ), held by core's ImagePruningWorkbench, so that dense and
+// pruned samples of the same classes and seeds can be compared, and an image sweep (FID, IS,
+// sFID, precision, recall, class accuracy, speed and memory against sparsity) can run. Long
+// work runs on the JobRunner it shares with StudioSession (one progress bar, one Cancel).
+#include "core/prune/image_sweep.h"
+#include "core/prune/image_workbench.h"
+#include "app/studio/jobrunner.h"  // after core: Qt's macros must not meet ATen's headers
+
+#include <QImage>
+#include <QObject>
+#include <QStringList>
+#include <memory>
+#include <optional>
+#include <vector>
+
+struct ImageCompareRequest {
+    QString method = QStringLiteral("numerical");
+    double ratio = 0.3;
+    std::vector<int64_t> classes;  // empty: every class of the model
+    int perClass = 2;              // samples of each class (a row each)
+    int seed = 0;                  // sample i uses seed + i, for both models
+    double cfg = 2.0;
+    int calibPerClass = 16;        // calibration samples the dense model generates per class
+};
+
+struct ImageSweepRequest {
+    QStringList methods{"numerical", "flap"};
+    std::vector<double> ratios{0.1, 0.2, 0.3};
+    int samples = 200;             // images per model
+    double cfg = 2.0;
+    int calibPerClass = 16;
+};
+
+class ImageSession : public QObject {
+    Q_OBJECT
+public:
+    explicit ImageSession(JobRunner* jobs, QObject* parent = nullptr);
+
+    bool hasModel() const { return workbench_ != nullptr; }
+    QString modelReference() const { return reference_; }
+    QStringList classNames() const { return classNames_; }  // "0 T-shirt/top", … or "class 0", …
+    int64_t numClasses() const { return hasModel() ? workbench_->dense().config().num_classes : 0; }
+    QString describeModel() const;
+
+    const std::optional<npw::ImageComparison>& comparison() const { return comparison_; }
+    QImage denseGrid() const { return denseGrid_; }
+    QImage prunedGrid() const { return prunedGrid_; }
+    const std::vector<npw::ImageSweepRow>& sweepRows() const { return sweepRows_; }
+
+    // Long jobs; false (and nothing done) while another job runs.
+    bool openModel(const QString& reference);
+    bool compare(const ImageCompareRequest& request);  // calibrates first when needed
+    bool runSweep(const ImageSweepRequest& request);
+
+    // A labelled grid (core's imageGrid: one row per class, `columns` samples per row) as a QImage.
+    static QImage gridImage(const at::Tensor& images, const std::vector<std::string>& labels, int64_t columns);
+
+signals:
+    void modelChanged();
+    void comparisonReady();
+    void sweepCleared();
+    void sweepRowAvailable(const npw::ImageSweepRow& row);
+    void logMessage(const QString& text);
+
+private:
+    JobRunner* jobs_;
+    std::shared_ptr<npw::ImagePruningWorkbench> workbench_;
+    QString reference_;
+    QStringList classNames_;
+    int calibratedPerClass_ = 0;
+    double calibratedCfg_ = -1;
+    std::optional<npw::ImageComparison> comparison_;
+    QImage denseGrid_, prunedGrid_;
+    std::vector<npw::ImageSweepRow> sweepRows_;
+};
+
+Q_DECLARE_METATYPE(npw::ImageSweepRow)

@@ -1,0 +1,77 @@
+#include "core/prune/image_workbench.h"
+#include "core/prune/image_sweep.h"
+#include "core/util/error.h"
+
+#include <ATen/ATen.h>
+#include <cmath>
+
+namespace npw {
+
+ImagePruningWorkbench::ImagePruningWorkbench(LlamaGenCheckpoint dense, std::shared_ptr<const VqModel> vq, Runtime runtime)
+    : dense_(std::make_unique<LlamaGenModel>(std::move(dense), runtime)), vq_(std::move(vq)), runtime_(runtime) {
+    if (!vq_) throw Error("an image workbench needs the model's VQ tokenizer");
+    if (dense_->config().transformer.vocab_size != vq_->config().codebookSize)
+        throw Error("the GPT's vocabulary (" + std::to_string(dense_->config().transformer.vocab_size) +
+                    ") is not the VQ codebook (" + std::to_string(vq_->config().codebookSize) + " codes in " +
+                    vq_->source() + ")");
+}
+
+void ImagePruningWorkbench::calibrate(int64_t perClass, const ImageSamplingOptions& sampling,
+                                      const ProgressFn& progress) {
+    ImageCalibrationSet set = generateImageCalibration(*dense_, perClass, sampling, progress);
+    auto stats = std::make_shared<const ModelStats>(calibrateImageModel(*dense_, set, progress, sampling.batchSize));
+    // Only now, when both steps succeeded (a cancel throws before): the workbench stays whole.
+    calibration_ = std::move(set);
+    stats_ = std::move(stats);
+    scores_.clear();
+}
+
+std::shared_ptr<const ScoreSet> ImagePruningWorkbench::scores(const std::string& method, double lambda,
+                                                              const ProgressFn& progress) {
+    if (!stats_) throw Error("calibrate the image model before scoring it");
+    const std::string key = method + "@" + std::to_string(lambda);
+    auto it = scores_.find(key);
+    if (it != scores_.end()) return it->second;
+    const PruneSettings settings = sweepMethodSettings(method, lambda, AlphaMode::Budget, std::nan(""));
+    auto computed = std::make_shared<const ScoreSet>(computeScores(dense_->checkpoint().transformer(), *stats_, settings, progress));
+    scores_[key] = computed;
+    return computed;
+}
+
+PrunedModel ImagePruningWorkbench::prune(const std::string& method, double ratio, double lambda,
+                                         const ProgressFn& progress) {
+    std::shared_ptr<const ScoreSet> s = scores(method, lambda, progress);
+    PruneSettings settings = sweepMethodSettings(method, lambda, AlphaMode::Budget, std::nan(""));
+    settings.ratio = ratio;
+    settings.validate();
+    const SelectionResult selection = MaskSelector(*s).select(ratio, settings.alpha, settings.alphaMode);
+    return applyMask(dense_->checkpoint().transformer(), *stats_, selection.mask, settings);
+}
+
+ImageComparison ImagePruningWorkbench::compare(const std::string& method, double ratio,
+                                               const std::vector<int64_t>& classes,
+                                               const ImageSamplingOptions& sampling, double lambda,
+                                               const ProgressFn& progress) {
+    ImageComparison c;
+    c.method = method;
+    c.ratio = ratio;
+    c.classes = classes;
+    PrunedModel pruned = prune(method, ratio, lambda, progress);
+    const LlamaCheckpoint denseTransformer = dense_->checkpoint().transformer();
+    const int64_t before = prunableParameters(denseTransformer.config);
+    c.achievedRatio = before > 0 ? double(before - prunableParameters(pruned.checkpoint.config)) / double(before) : 0.0;
+    c.layers = pruned.layers;
+    const LlamaGenModel prunedModel(dense_->checkpoint().withTransformer(pruned.checkpoint), runtime_);
+    GeneratedImages d = generateImages(*dense_, *vq_, classes, sampling, progress);
+    GeneratedImages p = generateImages(prunedModel, *vq_, classes, sampling, progress);
+    c.dense = d.images;
+    c.pruned = p.images;
+    c.denseTokensPerSecond = d.tokensPerSecond;
+    c.prunedTokensPerSecond = p.tokensPerSecond;
+    const int64_t classRows = dense_->checkpoint().classEmbedding.numel();
+    c.denseParameters = checkpointParameters(denseTransformer) + classRows;
+    c.prunedParameters = checkpointParameters(pruned.checkpoint) + classRows;
+    return c;
+}
+
+} // namespace npw

@@ -1,0 +1,60 @@
+#pragma once
+// Dense and pruned image models side by side, for interactive comparison (npw-studio's Images
+// tab): the dense model is calibrated once on its own samples, each method is scored once, and
+// any (method, ρ) is then one selection and one mask application away. Images of the dense and
+// the pruned model come from the same classes and seeds, so they differ only by what pruning
+// did. No Qt: the studio runs these calls on its worker thread.
+#include "core/eval/image_eval.h"
+#include "core/prune/image_calibration.h"
+#include "core/prune/pruner.h"
+
+#include <map>
+#include <memory>
+#include <string>
+
+namespace npw {
+
+struct ImageComparison {
+    std::string method;
+    double ratio = 0, achievedRatio = 0;
+    std::vector<int64_t> classes;
+    at::Tensor dense, pruned;             // [N, C, H, W] in [0, 1]
+    double denseTokensPerSecond = 0, prunedTokensPerSecond = 0;
+    int64_t denseParameters = 0, prunedParameters = 0;
+    std::vector<LayerPruneReport> layers;  // kept heads / channels per layer
+};
+
+class ImagePruningWorkbench {
+public:
+    ImagePruningWorkbench(LlamaGenCheckpoint dense, std::shared_ptr<const VqModel> vq, Runtime runtime);
+
+    const LlamaGenModel& dense() const { return *dense_; }
+    const VqModel& vq() const { return *vq_; }
+    bool isCalibrated() const { return stats_ != nullptr; }
+    const ImageCalibrationSet& calibration() const { return calibration_; }
+
+    // Generates perClass samples per class with `sampling` and accumulates the statistics;
+    // forgets earlier scores. The expensive step (with scoring).
+    void calibrate(int64_t perClass, const ImageSamplingOptions& sampling, const ProgressFn& progress = nullptr);
+    // The scores of a sweep method name ("numerical", "flap", "numerical-nocomp", ...) at λ,
+    // computed on first use. Throws npw::Error before calibrate().
+    std::shared_ptr<const ScoreSet> scores(const std::string& method, double lambda = kDefaultLambda,
+                                           const ProgressFn& progress = nullptr);
+    // The pruned checkpoint at ρ (budget reading, default α) and what pruning did.
+    PrunedModel prune(const std::string& method, double ratio, double lambda = kDefaultLambda,
+                      const ProgressFn& progress = nullptr);
+    // Dense and pruned images of `classes` with the same seeds (sample i: sampling.seed + i).
+    ImageComparison compare(const std::string& method, double ratio, const std::vector<int64_t>& classes,
+                            const ImageSamplingOptions& sampling, double lambda = kDefaultLambda,
+                            const ProgressFn& progress = nullptr);
+
+private:
+    std::unique_ptr<LlamaGenModel> dense_;
+    std::shared_ptr<const VqModel> vq_;
+    Runtime runtime_;
+    ImageCalibrationSet calibration_;
+    std::shared_ptr<const ModelStats> stats_;
+    std::map<std::string, std::shared_ptr<const ScoreSet>> scores_;  // by "method@λ"
+};
+
+} // namespace npw
