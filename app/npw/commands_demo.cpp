@@ -50,7 +50,8 @@ void runImageDemo(const Args& args, const Runtime& runtime, double ratio, const 
         resolveReference("fashion-mnist-test", *network, defaultCacheDir(), 250, terminalProgress());
     const int64_t samples = args.getInt("image-samples");
     std::cout << "\n" << name << ": " << samples << " images per model (classes in turn, cfg " << sampling.cfgScale
-              << "), against the " << reference.description << "\n";
+              << "), against the " << reference.description << "; numerical with lambda " << args.get("image-lambda")
+              << "\n";
     printEvaluationHeader();
     const int64_t classes = bench.dense().config().num_classes;
     std::vector<int64_t> gridClasses;
@@ -70,7 +71,7 @@ void runImageDemo(const Args& args, const Runtime& runtime, double ratio, const 
     measure(bench.dense(), "dense", 0.0);
     const LlamaCheckpoint denseTransformer = bench.dense().checkpoint().transformer();
     for (const std::string method : {"numerical", "flap"}) {
-        PrunedModel pruned = bench.prune(method, ratio);
+        PrunedModel pruned = bench.prune(method, ratio, args.getDouble("image-lambda"));
         const LlamaGenCheckpoint ck = bench.dense().checkpoint().withTransformer(pruned.checkpoint);
         const int64_t before = prunableParameters(denseTransformer.config);
         const double achieved = double(before - prunableParameters(pruned.checkpoint.config)) / double(before);
@@ -182,7 +183,8 @@ void addDemoCommand(std::vector<Command>& out) {
     std::vector<Flag> flags = {{"out", "DIR", "npw-demo-results", "folder for results.json, the CSV and the pruned models"},
                                {"ratio", "R", "0.3", "pruning ratio of the demo's numerical and FLAP runs"},
                                {"max-windows", "K", "100", "evaluate the first K windows per set (0 = all)"},
-                               {"image-samples", "N", "1000", "demo:c2i: images generated per model for the metrics (0 = skip the image model)"}};
+                               {"image-samples", "N", "1000", "demo:c2i: images generated per model for the metrics (0 = skip the image model)"},
+                               {"image-lambda", "X", "100", "demo:c2i: λ of the numerical score (this model prefers the saturated end: README, \"Pruning image models\")"}};
     for (Flag f : runtimeFlags()) flags.push_back(f);
     out.push_back({"demo", "[--out DIR] [--ratio R] [--max-windows K] [--image-samples N]",
                    "The whole pipeline on the bundled demo models (language and image): evaluate, prune (numerical, FLAP), "

@@ -46,7 +46,7 @@ void DemoScript::onJobFinished(const QString&) {
         if (step_ == 1) {  // demo:c2i is open: dense and numerically pruned samples, every class
             ImageCompareRequest request;
             request.method = QStringLiteral("numerical");
-            request.ratio = 0.3;
+            request.ratio = 0.2;
             request.perClass = 3;
             request.cfg = 2.0;
             request.calibPerClass = 16;
@@ -59,6 +59,7 @@ void DemoScript::onJobFinished(const QString&) {
             request.methods = {QStringLiteral("numerical"), QStringLiteral("flap")};
             request.ratios = {0.1, 0.2, 0.3};
             request.samples = 300;
+            request.lambda = npw::kDefaultLambda;
             request.cfg = 2.0;
             page->setSweepRequest(request);
             QTimer::singleShot(0, page, [page] { page->runSweep(); });

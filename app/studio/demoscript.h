@@ -6,7 +6,7 @@
 //   scores  demo:lm scored with FLAP and then the numerical method (both kept), ρ = 0.3
 //   sweep   perplexity and the demo task's zero-shot accuracy against sparsity, numerical /
 //           FLAP / Wanda-sp × ρ 0.1, 0.2, 0.3
-//   images  demo:c2i dense vs numerically pruned (ρ = 0.3) samples of every class side by side,
+//   images  demo:c2i dense vs numerically pruned (ρ = 0.2) samples of every class side by side,
 //           then FID against sparsity for numerical and FLAP (ρ 0.1, 0.2, 0.3; 300 images each)
 #include <QObject>
 #include <QString>

@@ -127,7 +127,7 @@ bool ImageSession::compare(const ImageCompareRequest& request) {
             }
             Result r;
             r.comparison = workbench->compare(request.method.toStdString(), request.ratio, classes, sampling,
-                                              npw::kDefaultLambda, progress);
+                                              request.lambda, progress);
             r.dense = gridImage(r.comparison.dense, labels, request.perClass);
             r.pruned = gridImage(r.comparison.pruned, labels, request.perClass);
             return r;
@@ -165,6 +165,7 @@ bool ImageSession::runSweep(const ImageSweepRequest& request) {
             spec.calibSampling = spec.evalSampling;
             spec.calibSampling.seed = 1000000;
             spec.calibPerClass = request.calibPerClass;
+            spec.lambda = request.lambda;
             auto network = npw::loadFeatureNetwork("demo");
             const npw::ResolvedReference reference =
                 npw::resolveReference("fashion-mnist-test", *network, npw::defaultCacheDir(), 250, progress);

@@ -23,6 +23,7 @@ struct ImageCompareRequest {
     int seed = 0;                  // sample i uses seed + i, for both models
     double cfg = 2.0;
     int calibPerClass = 16;        // calibration samples the dense model generates per class
+    double lambda = npw::kDefaultLambda;  // the numerical score's λ
 };
 
 struct ImageSweepRequest {
@@ -31,6 +32,7 @@ struct ImageSweepRequest {
     int samples = 200;             // images per model
     double cfg = 2.0;
     int calibPerClass = 16;
+    double lambda = npw::kDefaultLambda;
 };
 
 class ImageSession : public QObject {

@@ -1,6 +1,7 @@
 #include "app/studio/imagespage.h"
 
 #include "widgets/imagepairwidget.h"
+#include "widgets/scientificspinbox.h"
 #include "widgets/sweepplotwidget.h"
 
 #include <QComboBox>
@@ -62,6 +63,12 @@ ImagesPage::ImagesPage(ImageSession* session, QWidget* parent) : QWidget(parent)
     ratio_->setSingleStep(0.05);
     ratio_->setValue(0.3);
     ratio_->setToolTip(tr("ρ: the fraction of attention + MLP parameters removed"));
+    lambda_ = new ScientificSpinBox;
+    lambda_->setRange(1e-8, 1e8);
+    lambda_->setValue(npw::kDefaultLambda);
+    lambda_->setToolTip(tr("λ of the numerical score (closed form from the stored solves). Small λ ranks channels\n"
+                           "across layers by their absolute error (a layer can be emptied); large λ (≥ 1) holds\n"
+                           "every layer near 1 − ρ (on demo:c2i, λ = 100 keeps layer 0's heads at ρ = 0.3)"));
     classes_ = new QComboBox;
     classes_->setToolTip(tr("Which classes to generate (a row each)"));
     perClass_ = new QSpinBox;
@@ -98,6 +105,7 @@ ImagesPage::ImagesPage(ImageSession* session, QWidget* parent) : QWidget(parent)
     };
     add(tr("Method"), method_);
     add(tr("ρ"), ratio_);
+    add(tr("λ"), lambda_);
     add(tr("Classes"), classes_);
     add(tr("Per class"), perClass_);
     add(tr("Seed"), seed_);
@@ -139,16 +147,20 @@ ImagesPage::ImagesPage(ImageSession* session, QWidget* parent) : QWidget(parent)
     sweepRun_ = new QPushButton(tr("Run image sweep"));
     sweepRun_->setToolTip(tr("FID, sFID, IS, precision, recall (demo classifier features, Fashion-MNIST test set as\n"
                              "reference), class accuracy, generation speed and weight memory for each method and ρ"));
-    auto* sweepForm = new QHBoxLayout;
-    sweepForm->addWidget(new QLabel(tr("Methods")));
-    sweepForm->addWidget(sweepMethods_, 2);
-    sweepForm->addWidget(new QLabel(tr("Ratios")));
-    sweepForm->addWidget(sweepRatios_, 1);
-    sweepForm->addWidget(new QLabel(tr("Images/model")));
-    sweepForm->addWidget(samples_);
-    sweepForm->addWidget(new QLabel(tr("Show")));
-    sweepForm->addWidget(metric_);
-    sweepForm->addWidget(sweepRun_);
+    auto* sweepForm = new QVBoxLayout;  // two rows: the plot column is narrow
+    auto* sweepRow1 = new QHBoxLayout;
+    sweepRow1->addWidget(new QLabel(tr("Methods")));
+    sweepRow1->addWidget(sweepMethods_, 2);
+    sweepRow1->addWidget(new QLabel(tr("Ratios")));
+    sweepRow1->addWidget(sweepRatios_, 1);
+    auto* sweepRow2 = new QHBoxLayout;
+    sweepRow2->addWidget(new QLabel(tr("Images/model")));
+    sweepRow2->addWidget(samples_);
+    sweepRow2->addWidget(new QLabel(tr("Show")));
+    sweepRow2->addWidget(metric_, 1);
+    sweepRow2->addWidget(sweepRun_);
+    sweepForm->addLayout(sweepRow1);
+    sweepForm->addLayout(sweepRow2);
     plot_ = new SweepPlotWidget;
     auto* plotBox = new QWidget;
     auto* plotLayout = new QVBoxLayout(plotBox);
@@ -159,8 +171,8 @@ ImagesPage::ImagesPage(ImageSession* session, QWidget* parent) : QWidget(parent)
     auto* split = new QSplitter(Qt::Horizontal);
     split->addWidget(compareBox);
     split->addWidget(plotBox);
-    split->setStretchFactor(0, 3);
-    split->setStretchFactor(1, 2);
+    split->setStretchFactor(0, 1);
+    split->setStretchFactor(1, 1);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
     layout->addWidget(split);
@@ -246,6 +258,7 @@ ImageCompareRequest ImagesPage::compareRequest() const {
     r.seed = seed_->value();
     r.cfg = cfg_->value();
     r.calibPerClass = calibPerClass_->value();
+    r.lambda = lambda_->value();
     return r;
 }
 
@@ -257,6 +270,7 @@ void ImagesPage::setCompareRequest(const ImageCompareRequest& r) {
     seed_->setValue(r.seed);
     cfg_->setValue(r.cfg);
     calibPerClass_->setValue(r.calibPerClass);
+    lambda_->setValue(r.lambda);
 }
 
 ImageSweepRequest ImagesPage::sweepRequest() const {
@@ -271,6 +285,7 @@ ImageSweepRequest ImagesPage::sweepRequest() const {
     r.samples = samples_->value();
     r.cfg = cfg_->value();
     r.calibPerClass = calibPerClass_->value();
+    r.lambda = lambda_->value();
     return r;
 }
 

@@ -13,6 +13,7 @@ class QLabel;
 class QLineEdit;
 class QPushButton;
 class QSpinBox;
+class ScientificSpinBox;
 class SweepPlotWidget;
 
 class ImagesPage : public QWidget {
@@ -50,6 +51,7 @@ private:
     QLabel* about_;
     QComboBox *method_, *classes_, *metric_;
     QDoubleSpinBox *ratio_, *cfg_;
+    ScientificSpinBox* lambda_;
     QSpinBox *perClass_, *seed_, *zoom_, *calibPerClass_, *samples_;
     QPushButton *generate_, *save_, *sweepRun_;
     QLineEdit *sweepMethods_, *sweepRatios_;
