@@ -253,6 +253,15 @@ void TestStudioWindow::imagesTabComparesDenseAndPruned() {
     QVERIFY(waitIdle(*window_->session()));
     QCOMPARE(QString::fromStdString(images->comparison()->method), QStringLiteral("flap"));
     QVERIFY(at::equal(images->comparison()->dense, first.dense));
+
+    // The compared pruned model exports as a folder that loads again, smaller, with its tokenizer.
+    const QString exported = dir.path() + "/pruned";
+    QVERIFY(images->exportPrunedModel(exported));
+    QVERIFY(waitIdle(*window_->session()));
+    const npw::LlamaGenCheckpoint reloaded = npw::loadLlamaGenCheckpoint(exported.toStdString());
+    QCOMPARE(reloaded.config.transformer.num_layers, int64_t(2));
+    QVERIFY(QFile::exists(exported + "/vq/model.safetensors"));
+    QVERIFY(QFile::exists(exported + "/npw-manifest.json"));
     window_->showTab(0);
 }
 
@@ -267,19 +276,24 @@ void TestStudioWindow::sweepPlotsZeroShotAccuracyBesidePerplexity() {
     request.evalMaxWindows = 2;
     request.zeroShotTask = studio::defaultZeroShotTask();
     request.zeroShotLimit = 12;
+    request.lambdas = {1e-4, 100};  // an ablation axis: one curve per λ
     window_->setSweepRequest(request);
     QVERIFY(!window_->sweepRequest().zeroShotTask.empty());  // the form's checkbox carries it
+    QCOMPARE(window_->sweepRequest().lambdas.size(), size_t(2));
     window_->showTab(1);
     QVERIFY(!window_->accuracyPlot()->isVisible());
     QVERIFY(window_->session()->runSweep(request));
     QVERIFY(waitIdle(*window_->session()));
-    // dense and numerical: one perplexity row and one accuracy row each.
-    QCOMPARE(window_->session()->sweepRows().size(), size_t(4));
+    // dense and numerical at two λ: one perplexity row and one accuracy row each.
+    QCOMPARE(window_->session()->sweepRows().size(), size_t(6));
     QVERIFY(window_->accuracyPlot()->isVisible());
-    QCOMPARE(window_->accuracyPlot()->pointCount(QStringLiteral("numerical")), 1);
+    const QStringList curves = {QStringLiteral("numerical λ=0.0001"), QStringLiteral("numerical λ=100")};
+    QCOMPARE(window_->sweepPlot()->methods(), curves);
+    QCOMPARE(window_->accuracyPlot()->methods(), curves);
+    QCOMPARE(window_->accuracyPlot()->pointCount(curves[1]), 1);
     QVERIFY(window_->accuracyPlot()->denseBaselineShown());
     QVERIFY(!window_->accuracyPlot()->isLogScale());
-    QCOMPARE(window_->sweepPlot()->pointCount(QStringLiteral("numerical")), 1);
+    window_->setSweepRequest(SweepRequest{});  // leave the form as the other tests expect it
     window_->showTab(0);
 }
 

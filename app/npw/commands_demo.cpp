@@ -71,19 +71,14 @@ void runImageDemo(const Args& args, const Runtime& runtime, double ratio, const 
     measure(bench.dense(), "dense", 0.0);
     const LlamaCheckpoint denseTransformer = bench.dense().checkpoint().transformer();
     for (const std::string method : {"numerical", "flap"}) {
-        PrunedModel pruned = bench.prune(method, ratio, args.getDouble("image-lambda"));
+        PrunedModel pruned = bench.prune(method, ratio, args.getDouble("image-lambda"));  // λ: numerical only
         const LlamaGenCheckpoint ck = bench.dense().checkpoint().withTransformer(pruned.checkpoint);
         const int64_t before = prunableParameters(denseTransformer.config);
         const double achieved = double(before - prunableParameters(pruned.checkpoint.config)) / double(before);
         const fs::path dir = out / ("c2i-" + method + "-" + std::to_string(int(ratio * 100)));
-        nlohmann::json manifest = {{"format", "npw-pruned-model"}, {"source_model", name}, {"method", method},
-                                   {"ratio", ratio}, {"achieved_ratio", achieved},
-                                   {"calibration", bench.calibration().toMetadata()}};
-        writeExportDirectory(bench.dense().checkpoint().source, dir.string(), [&](const std::string& staging) {
-            saveLlamaGenDirectory(ck, staging, nlohmann::json{{"class_names", classNames(name)}}.dump());
-            vq->save((fs::path(staging) / "vq").string());
-            writeTextAtomically((fs::path(staging) / "npw-manifest.json").string(), manifest.dump(2) + "\n");
-        });
+        const double lambda = args.getDouble("image-lambda");
+        savePrunedImageModel(ck, vq.get(), dir.string(), bench.manifestJson(name, method, ratio, lambda, pruned),
+                             nlohmann::json{{"class_names", classNames(name)}}.dump());
         measure(LlamaGenModel(ck, runtime), method, achieved);
     }
     // dense | numerical | FLAP, a row per class, the same four seeds in each.

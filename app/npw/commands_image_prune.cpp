@@ -6,6 +6,7 @@
 #include "core/eval/metrics_run.h"
 #include "core/prune/image_calibration.h"
 #include "core/prune/image_sweep.h"
+#include "core/prune/image_workbench.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
 #include "core/util/paths.h"
@@ -122,14 +123,10 @@ int runImagePrune(const Args& args, const std::string& model, const PruneSetting
     summary.seed = sampling.seed;
     nlohmann::json manifest = nlohmann::json::parse(pruneManifestJson(run.report, settings, summary, model));
     manifest["calibration"]["image"] = calibration.toMetadata();
-    nlohmann::json extra = {{"npw_pruned", {{"manifest", "npw-manifest.json"}}}};
+    nlohmann::json extra = nlohmann::json::object();
     const std::vector<std::string> names = classNames(model);
     if (!names.empty()) extra["class_names"] = names;
-    writeExportDirectory(dense.checkpoint().source, out, [&](const std::string& staging) {
-        saveLlamaGenDirectory(pruned, staging, extra.dump());
-        if (vq) vq->save((fs::path(staging) / "vq").string());
-        writeTextAtomically((fs::path(staging) / "npw-manifest.json").string(), manifest.dump(2) + "\n");
-    });
+    savePrunedImageModel(pruned, vq.get(), out, manifest.dump(2) + "\n", extra.dump());
 
     nlohmann::json j = pruneReportJson(run.report);
     j["model"] = model;

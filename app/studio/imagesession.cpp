@@ -3,6 +3,7 @@
 #include "core/eval/metrics_run.h"
 #include "core/io/image_png.h"
 #include "core/models/vq_model.h"
+#include "core/util/atomic_file.h"
 #include "core/util/error.h"
 #include "core/util/paths.h"
 
@@ -133,6 +134,7 @@ bool ImageSession::compare(const ImageCompareRequest& request) {
             return r;
         },
         [this, request](Result r) {
+            comparisonLambda_ = request.lambda;
             calibratedPerClass_ = request.calibPerClass;
             calibratedCfg_ = request.cfg;
             comparison_ = std::move(r.comparison);
@@ -148,6 +150,29 @@ bool ImageSession::compare(const ImageCompareRequest& request) {
                                 .arg(comparison_->prunedTokensPerSecond, 0, 'f', 0));
             emit comparisonReady();
         });
+}
+
+bool ImageSession::exportPrunedModel(const QString& dir) {
+    if (!hasModel() || !comparison_) return false;
+    auto workbench = workbench_;
+    const std::string method = comparison_->method, source = reference_.toStdString(), target = dir.toStdString();
+    const double ratio = comparison_->ratio, lambda = comparisonLambda_;
+    const std::vector<std::string> names = readClassNames(source);
+    return jobs_->start<int>(
+        tr("Export %1 at ρ = %2").arg(QString::fromStdString(method)).arg(ratio),
+        [=](const npw::ProgressFn& progress) {
+            npw::PrunedModel pruned = workbench->prune(method, ratio, lambda, progress);
+            const npw::LlamaGenCheckpoint ck = workbench->dense().checkpoint().withTransformer(pruned.checkpoint);
+            npw::savePrunedImageModel(ck, &workbench->vq(), target,
+                                      workbench->manifestJson(source, method, ratio, lambda, pruned),
+                                      names.empty() ? "" : nlohmann::json{{"class_names", names}}.dump());
+            return 0;
+        },
+        [this, dir](int) { emit logMessage(tr("Exported the pruned image model to %1").arg(dir)); });
+}
+
+void ImageSession::exportSweepCsv(const QString& path) const {
+    npw::writeTextAtomically(path.toStdString(), npw::imageSweepRowsCsv(sweepRows_));
 }
 
 bool ImageSession::runSweep(const ImageSweepRequest& request) {

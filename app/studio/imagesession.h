@@ -55,6 +55,11 @@ public:
     bool openModel(const QString& reference);
     bool compare(const ImageCompareRequest& request);  // calibrates first when needed
     bool runSweep(const ImageSweepRequest& request);
+    // The model of the current comparison (its method, ρ and λ) as an npw image-model folder
+    // (core's savePrunedImageModel: config, weights, vq/, manifest; atomic).
+    bool exportPrunedModel(const QString& dir);
+    // Quick and synchronous; throws npw::Error naming the file.
+    void exportSweepCsv(const QString& path) const;
 
     // A labelled grid (core's imageGrid: one row per class, `columns` samples per row) as a QImage.
     static QImage gridImage(const at::Tensor& images, const std::vector<std::string>& labels, int64_t columns);
@@ -74,6 +79,7 @@ private:
     int calibratedPerClass_ = 0;
     double calibratedCfg_ = -1;
     std::optional<npw::ImageComparison> comparison_;
+    double comparisonLambda_ = npw::kDefaultLambda;
     QImage denseGrid_, prunedGrid_;
     std::vector<npw::ImageSweepRow> sweepRows_;
 };

@@ -6,7 +6,9 @@
 
 #include <QComboBox>
 #include <QDoubleSpinBox>
+#include <QFileDialog>
 #include <QFileInfo>
+#include <QMessageBox>
 #include <QFormLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
@@ -96,6 +98,11 @@ ImagesPage::ImagesPage(ImageSession* session, QWidget* parent) : QWidget(parent)
     generate_ = new QPushButton(tr("Generate"));
     generate_->setToolTip(tr("Prune with the method at ρ and generate the same samples with both models"));
     save_ = new QPushButton(tr("Save…"));
+    exportModel_ = new QPushButton(tr("Export model…"));
+    exportModel_->setToolTip(tr("Write the pruned model of this comparison (method, ρ, λ) as a folder that npw and\n"
+                                "the studio open again: config, weights in LlamaGen's names, vq/, manifest"));
+    exportCsv_ = new QPushButton(tr("Export CSV…"));
+    exportCsv_->setToolTip(tr("The image sweep's rows as CSV (every metric, speed and memory)"));
     save_->setToolTip(tr("Save both grids side by side as one PNG"));
 
     auto* form = new QHBoxLayout;
@@ -115,6 +122,7 @@ ImagesPage::ImagesPage(ImageSession* session, QWidget* parent) : QWidget(parent)
     form->addStretch(1);
     form->addWidget(generate_);
     form->addWidget(save_);
+    form->addWidget(exportModel_);
     auto* modelRow = new QHBoxLayout;
     modelRow->addWidget(new QLabel(tr("Image model")));
     modelRow->addWidget(model_, 1);
@@ -159,6 +167,7 @@ ImagesPage::ImagesPage(ImageSession* session, QWidget* parent) : QWidget(parent)
     sweepRow2->addWidget(new QLabel(tr("Show")));
     sweepRow2->addWidget(metric_, 1);
     sweepRow2->addWidget(sweepRun_);
+    sweepRow2->addWidget(exportCsv_);
     sweepForm->addLayout(sweepRow1);
     sweepForm->addLayout(sweepRow2);
     plot_ = new SweepPlotWidget;
@@ -180,6 +189,26 @@ ImagesPage::ImagesPage(ImageSession* session, QWidget* parent) : QWidget(parent)
     connect(open_, &QPushButton::clicked, this, [this] { openModel(model_->text()); });
     connect(generate_, &QPushButton::clicked, this, [this] { generate(); });
     connect(sweepRun_, &QPushButton::clicked, this, [this] { runSweep(); });
+    connect(save_, &QPushButton::clicked, this, [this] {
+        const QString path = QFileDialog::getSaveFileName(this, tr("Save the comparison"), QStringLiteral("comparison.png"),
+                                                          tr("PNG images (*.png)"));
+        if (!path.isEmpty() && !saveComparison(path))
+            QMessageBox::warning(this, tr("Save"), tr("Could not write %1.").arg(path));
+    });
+    connect(exportModel_, &QPushButton::clicked, this, [this] {
+        const QString dir = QFileDialog::getSaveFileName(this, tr("Export the pruned image model (a new folder)"));
+        if (!dir.isEmpty()) session_->exportPrunedModel(dir);
+    });
+    connect(exportCsv_, &QPushButton::clicked, this, [this] {
+        const QString path = QFileDialog::getSaveFileName(this, tr("Export the image sweep"), QStringLiteral("image-sweep.csv"),
+                                                          tr("CSV files (*.csv)"));
+        if (path.isEmpty()) return;
+        try {
+            session_->exportSweepCsv(path);
+        } catch (const std::exception& e) {
+            QMessageBox::warning(this, tr("Export CSV"), QString::fromUtf8(e.what()));
+        }
+    });
     connect(zoom_, &QSpinBox::valueChanged, pair_, &ImagePairWidget::setZoom);
     connect(metric_, &QComboBox::currentIndexChanged, this, &ImagesPage::redrawPlot);
     connect(session_, &ImageSession::modelChanged, this, &ImagesPage::onModelChanged);
@@ -199,6 +228,8 @@ void ImagesPage::setBusy(bool busy) {
     for (QWidget* w : std::initializer_list<QWidget*>{open_, generate_, sweepRun_})
         w->setEnabled(!busy && (w == open_ || session_->hasModel()));
     save_->setEnabled(!busy && pair_->hasImages());
+    exportModel_->setEnabled(!busy && session_->comparison().has_value());
+    exportCsv_->setEnabled(!busy && !session_->sweepRows().empty());
 }
 
 void ImagesPage::onModelChanged() {

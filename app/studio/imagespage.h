@@ -53,7 +53,7 @@ private:
     QDoubleSpinBox *ratio_, *cfg_;
     ScientificSpinBox* lambda_;
     QSpinBox *perClass_, *seed_, *zoom_, *calibPerClass_, *samples_;
-    QPushButton *generate_, *save_, *sweepRun_;
+    QPushButton *generate_, *save_, *sweepRun_, *exportModel_, *exportCsv_;
     QLineEdit *sweepMethods_, *sweepRatios_;
     QLabel* comparisonSummary_;
     ImagePairWidget* pair_;

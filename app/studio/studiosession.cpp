@@ -272,9 +272,12 @@ bool StudioSession::runSweep(const SweepRequest& request) {
             npw::SweepSpec spec;
             for (const QString& m : request.methods) spec.methods.push_back(m.toStdString());
             spec.ratios = request.ratios;
-            spec.calibSamples = {calibration.samples};
-            spec.calibSeqlens = {npw::effectiveSeqlen(calibration.seqlen, lm.model->config())};
-            spec.lambdas = {knobs.lambda};
+            spec.calibSamples = request.calibSamples.empty() ? std::vector<int64_t>{calibration.samples}
+                                                             : request.calibSamples;
+            spec.calibSeqlens.clear();
+            for (int64_t L : request.calibSeqlens.empty() ? std::vector<int64_t>{calibration.seqlen} : request.calibSeqlens)
+                spec.calibSeqlens.push_back(npw::effectiveSeqlen(L, lm.model->config()));
+            spec.lambdas = request.lambdas.empty() ? std::vector<double>{knobs.lambda} : request.lambdas;
             spec.seeds = request.seeds;
             spec.calibSource = calibration.source.empty() ? studio::defaultCalibrationSource() : calibration.source;
             spec.calibStream = npw::readCalibrationStream(spec.calibSource, calibration.sourceIsIds, lm);

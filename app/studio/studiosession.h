@@ -38,6 +38,10 @@ struct SweepRequest {
     int64_t evalMaxWindows = 8;
     int64_t evalSeqlen = 128;
     std::string evalSource;  // empty: the demo's held-out text
+    // The engine's ablation axes; empty: the Run settings' samples and sequence length, the
+    // Selection's λ. Every combination is calibrated (or scored) once.
+    std::vector<int64_t> calibSamples, calibSeqlens;
+    std::vector<double> lambdas;
     // Zero-shot accuracy beside perplexity: a task as `npw zeroshot --task` takes it (NAME:FILE;
     // empty: none) and how many of its items to score (0 = all).
     std::string zeroShotTask;

@@ -48,6 +48,7 @@
 #include <QToolBar>
 #include <QVBoxLayout>
 #include <cmath>
+#include <set>
 
 namespace {
 
@@ -147,6 +148,19 @@ void StudioWindow::buildCentral() {
     sweepWindows_->setValue(8);
     sweepWindows_->setSpecialValueText(tr("all"));
     sweepWindows_->setToolTip(tr("Evaluation windows of 128 tokens of the held-out text (0 = all): fewer is faster"));
+    auto axis = [](const QString& tip) {
+        auto* edit = new QLineEdit;
+        edit->setPlaceholderText(tr("as set"));
+        edit->setToolTip(tip);
+        edit->setMaximumWidth(110);
+        return edit;
+    };
+    sweepSamples_ = axis(tr("Ablation: calibration samples, comma-separated (e.g. 16,64,128).\n"
+                            "Empty: the Run settings' value. One curve per value."));
+    sweepSeqlens_ = axis(tr("Ablation: calibration sequence lengths, comma-separated (e.g. 64,128).\n"
+                            "Empty: the Run settings' value. One curve per value."));
+    sweepLambdas_ = axis(tr("Ablation: λ of the numerical score, comma-separated (e.g. 1e-4,1,100).\n"
+                            "Empty: the Selection's λ. One curve per value (other methods ignore λ)."));
     sweepRun_ = new QPushButton(tr("Run sweep"));
     sweepRun_->setToolTip(tr("Perplexity against sparsity with the calibration settings and λ, α of the\n"
                              "Selection; calibration once, scores once per method (Ctrl+Shift+R)"));
@@ -159,6 +173,12 @@ void StudioWindow::buildCentral() {
     sweepForm->addWidget(sweepSeeds_);
     sweepForm->addWidget(new QLabel(tr("Eval windows")));
     sweepForm->addWidget(sweepWindows_);
+    sweepForm->addWidget(new QLabel(tr("Samples")));
+    sweepForm->addWidget(sweepSamples_);
+    sweepForm->addWidget(new QLabel(tr("Seq len")));
+    sweepForm->addWidget(sweepSeqlens_);
+    sweepForm->addWidget(new QLabel(tr("λ")));
+    sweepForm->addWidget(sweepLambdas_);
     sweepForm->addWidget(sweepRun_);
     sweepZeroShot_ = new QCheckBox(tr("Zero-shot task"));
     sweepZeroShot_->setChecked(true);
@@ -438,7 +458,24 @@ void StudioWindow::redrawSweep() {
     sweepPlot_->clear();
     accuracyPlot_->clear();
     bool accuracy = false;
-    for (const npw::SweepSummaryRow& s : npw::summariseOverSeeds(session_.sweepRows())) {
+    const auto summary = npw::summariseOverSeeds(session_.sweepRows());
+    // An ablation axis that takes more than one value names the curves (e.g. "numerical n=16").
+    std::set<int64_t> samples, seqlens;
+    std::set<double> lambdas;
+    for (const auto& s : summary)
+        if (s.first.method != "dense") {
+            samples.insert(s.first.calibSamples);
+            seqlens.insert(s.first.calibSeqlen);
+            if (std::isfinite(s.first.lambda)) lambdas.insert(s.first.lambda);
+        }
+    auto curveName = [&](const npw::SweepRow& r) {
+        QString name = QString::fromStdString(r.method);
+        if (samples.size() > 1) name += QStringLiteral(" n=%1").arg(r.calibSamples);
+        if (seqlens.size() > 1) name += QStringLiteral(" L=%1").arg(r.calibSeqlen);
+        if (lambdas.size() > 1 && std::isfinite(r.lambda)) name += QStringLiteral(" λ=%1").arg(r.lambda, 0, 'g', 3);
+        return name;
+    };
+    for (const npw::SweepSummaryRow& s : summary) {
         const bool zeroShot = std::isfinite(s.accMean);  // a zero-shot task's row, else perplexity
         accuracy = accuracy || zeroShot;
         SweepPlotWidget* plot = zeroShot ? accuracyPlot_ : sweepPlot_;
@@ -449,7 +486,7 @@ void StudioWindow::redrawSweep() {
         if (s.first.method == "dense")
             plot->setDenseBaseline(mean);
         else
-            plot->addPoint(QString::fromStdString(s.first.method), s.achievedRatioMean, mean, spread);
+            plot->addPoint(curveName(s.first), s.achievedRatioMean, mean, spread);
     }
     accuracyPlot_->setVisible(accuracy);
 }
@@ -470,6 +507,9 @@ SweepRequest StudioWindow::sweepRequest() const {
     r.ratios = parseRatios(sweepRatios_->text());
     r.seeds = sweepSeeds_->value();
     r.evalMaxWindows = sweepWindows_->value();
+    for (double x : parseRatios(sweepSamples_->text())) r.calibSamples.push_back(static_cast<int64_t>(x));
+    for (double x : parseRatios(sweepSeqlens_->text())) r.calibSeqlens.push_back(static_cast<int64_t>(x));
+    r.lambdas = parseRatios(sweepLambdas_->text());
     if (sweepZeroShot_->isChecked()) r.zeroShotTask = studio::defaultZeroShotTask();
     return r;
 }
@@ -481,6 +521,14 @@ void StudioWindow::setSweepRequest(const SweepRequest& r) {
     sweepRatios_->setText(ratios.join(QLatin1Char(',')));
     sweepSeeds_->setValue(r.seeds);
     sweepWindows_->setValue(int(r.evalMaxWindows));
+    auto joined = [](auto values) {
+        QStringList out;
+        for (auto x : values) out << QString::number(x);
+        return out.join(QLatin1Char(','));
+    };
+    sweepSamples_->setText(joined(r.calibSamples));
+    sweepSeqlens_->setText(joined(r.calibSeqlens));
+    sweepLambdas_->setText(joined(r.lambdas));
     sweepZeroShot_->setChecked(!r.zeroShotTask.empty());
 }
 

@@ -115,6 +115,9 @@ private:
     QLineEdit* sweepRatios_;
     QSpinBox* sweepSeeds_;
     QSpinBox* sweepWindows_;
+    QLineEdit* sweepSamples_;   // ablation axes: empty = the Run settings / Selection value
+    QLineEdit* sweepSeqlens_;
+    QLineEdit* sweepLambdas_;
     QPushButton* sweepRun_;
     ImageSession* imageSession_;
     ImagesPage* imagesPage_;

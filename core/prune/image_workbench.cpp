@@ -1,11 +1,48 @@
 #include "core/prune/image_workbench.h"
 #include "core/prune/image_sweep.h"
+#include "core/util/atomic_file.h"
 #include "core/util/error.h"
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include <ATen/ATen.h>
 #include <cmath>
 
 namespace npw {
+
+void savePrunedImageModel(const LlamaGenCheckpoint& pruned, const VqModel* vq, const std::string& dir,
+                          const std::string& manifestJson, const std::string& extraConfigJson) {
+    nlohmann::json extra = {{"npw_pruned", {{"manifest", "npw-manifest.json"}}}};
+    if (!extraConfigJson.empty()) extra.update(nlohmann::json::parse(extraConfigJson));
+    writeExportDirectory(pruned.source, dir, [&](const std::string& staging) {
+        saveLlamaGenDirectory(pruned, staging, extra.dump());
+        if (vq) vq->save((std::filesystem::path(staging) / "vq").string());
+        writeTextAtomically((std::filesystem::path(staging) / "npw-manifest.json").string(), manifestJson);
+    });
+}
+
+std::string ImagePruningWorkbench::manifestJson(const std::string& sourceModel, const std::string& method, double ratio,
+                                                double lambda, const PrunedModel& pruned) const {
+    const LlamaCheckpoint dense = dense_->checkpoint().transformer();
+    const int64_t before = prunableParameters(dense.config), after = prunableParameters(pruned.checkpoint.config);
+    nlohmann::json layers = nlohmann::json::array();
+    for (const LayerPruneReport& l : pruned.layers)
+        layers.push_back({{"heads", l.headsAfter}, {"heads_before", l.headsBefore}, {"channels", l.channelsAfter},
+                          {"channels_before", l.channelsBefore}, {"attn_loss", l.attentionLoss}, {"mlp_loss", l.mlpLoss}});
+    nlohmann::json j = {{"format", "npw-pruned-model"},
+                        {"source_model", sourceModel},
+                        {"method", method},
+                        {"ratio", ratio},
+                        {"lambda", lambda},
+                        {"compensation", compensationName(pruned.compensation)},
+                        {"prunable_before", before},
+                        {"prunable_after", after},
+                        {"achieved_ratio", before > 0 ? double(before - after) / double(before) : 0.0},
+                        {"calibration", calibration_.toMetadata()},
+                        {"layers", layers}};
+    return j.dump(2) + "\n";
+}
 
 ImagePruningWorkbench::ImagePruningWorkbench(LlamaGenCheckpoint dense, std::shared_ptr<const VqModel> vq, Runtime runtime)
     : dense_(std::make_unique<LlamaGenModel>(std::move(dense), runtime)), vq_(std::move(vq)), runtime_(runtime) {

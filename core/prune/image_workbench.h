@@ -14,6 +14,13 @@
 
 namespace npw {
 
+// Writes a pruned image model as an npw image-model folder — config.json (per-layer sizes, plus
+// extraConfigJson's keys, e.g. class_names), model.safetensors in LlamaGen's key names, the VQ
+// tokenizer in vq/ (when given), npw-manifest.json — whole or not at all (writeExportDirectory:
+// the source is never overwritten).
+void savePrunedImageModel(const LlamaGenCheckpoint& pruned, const VqModel* vq, const std::string& dir,
+                          const std::string& manifestJson, const std::string& extraConfigJson = "");
+
 struct ImageComparison {
     std::string method;
     double ratio = 0, achievedRatio = 0;
@@ -32,6 +39,9 @@ public:
     const VqModel& vq() const { return *vq_; }
     bool isCalibrated() const { return stats_ != nullptr; }
     const ImageCalibrationSet& calibration() const { return calibration_; }
+    // A manifest for an export of prune(method, ratio, λ): what was pruned how, on what calibration.
+    std::string manifestJson(const std::string& sourceModel, const std::string& method, double ratio, double lambda,
+                             const PrunedModel& pruned) const;
 
     // Generates perClass samples per class with `sampling` and accumulates the statistics;
     // forgets earlier scores. The expensive step (with scoring).
