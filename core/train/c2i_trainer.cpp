@@ -70,15 +70,9 @@ LlamaGenCheckpoint trainC2i(const at::Tensor& codes, const at::Tensor& labels, c
     for (auto& nt : named) nt.second->set_requires_grad(true);
     const auto started = std::chrono::steady_clock::now();
     const int64_t firstStep = step;
-    int64_t cachedEpoch = -1;
-    at::Tensor order;
+    EpochBatches batches(o.seed, n, o.batchSize);
     while (step < steps) {
-        const int64_t epoch = step / stepsPerEpoch;
-        if (epoch != cachedEpoch) {
-            order = at::tensor(epochOrder(o.seed, epoch, n), at::kLong);
-            cachedEpoch = epoch;
-        }
-        at::Tensor pick = order.narrow(0, (step % stepsPerEpoch) * o.batchSize, o.batchSize);
+        at::Tensor pick = batches.indices(step);
         at::Tensor x = codes.index_select(0, pick);
         at::Tensor y = labels.index_select(0, pick).clone();
         {  // class dropout: the draws of a step depend only on (seed, step)
@@ -107,10 +101,8 @@ LlamaGenCheckpoint trainC2i(const at::Tensor& codes, const at::Tensor& labels, c
                  << state.smoothLoss << " " << static_cast<int64_t>(status.tokensPerSecond) << " tok/s";
             log(line.str());
         }
-        const bool timeUp = o.maxSeconds > 0 && elapsed >= o.maxSeconds;
-        if (step % o.checkpointEvery == 0 || step == steps || timeUp) saveCheckpoint();
-        reportProgress(progress, "train c2i", double(step), double(steps));
-        if (timeUp) break;
+        if (endTrainingStep(step, steps, o.checkpointEvery, elapsed, o.maxSeconds, saveCheckpoint, progress, "train c2i"))
+            break;
     }
     status.finished = step >= steps;
     for (auto& nt : named) nt.second->set_requires_grad(false);

@@ -60,16 +60,9 @@ ImageClassifierWeights trainClassifier(const at::Tensor& images, const at::Tenso
     for (auto& nt : named) nt.second->set_requires_grad(true);
     const auto started = std::chrono::steady_clock::now();
     const int64_t firstStep = step;
-    int64_t cachedEpoch = -1;
-    at::Tensor order;
+    EpochBatches batches(o.seed, n, o.batchSize);
     while (step < steps) {
-        const int64_t epoch = step / stepsPerEpoch;
-        if (epoch != cachedEpoch) {
-            std::vector<int64_t> idx = epochOrder(o.seed, epoch, n);
-            order = at::tensor(idx, at::kLong);
-            cachedEpoch = epoch;
-        }
-        at::Tensor pick = order.narrow(0, (step % stepsPerEpoch) * o.batchSize, o.batchSize);
+        at::Tensor pick = batches.indices(step);
         at::Tensor x = images.index_select(0, pick), y = labels.index_select(0, pick);
         at::Tensor logits = classifierForward(o.config, w, x).logits;
         at::Tensor loss = at::cross_entropy_loss(logits, y);
@@ -96,10 +89,8 @@ ImageClassifierWeights trainClassifier(const at::Tensor& images, const at::Tenso
                  << static_cast<int64_t>(status.imagesPerSecond) << " img/s";
             log(line.str());
         }
-        const bool timeUp = o.maxSeconds > 0 && elapsed >= o.maxSeconds;
-        if (step % o.checkpointEvery == 0 || step == steps || timeUp) saveCheckpoint();
-        reportProgress(progress, "train classifier", double(step), double(steps));
-        if (timeUp) break;
+        if (endTrainingStep(step, steps, o.checkpointEvery, elapsed, o.maxSeconds, saveCheckpoint, progress, "train classifier"))
+            break;
     }
     status.finished = step >= steps;
     for (auto& nt : named) nt.second->set_requires_grad(false);

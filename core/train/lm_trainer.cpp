@@ -144,10 +144,8 @@ LlamaWeights trainLlama(const std::vector<int32_t>& corpus, const LmTrainOptions
                  << " " << static_cast<int64_t>(status.tokensPerSecond) << " tok/s";
             log(line.str());
         }
-        const bool timeUp = o.maxSeconds > 0 && elapsed >= o.maxSeconds;
-        if (step % o.checkpointEvery == 0 || step == o.steps || timeUp) saveCheckpoint();
-        reportProgress(progress, "train", static_cast<double>(step), static_cast<double>(o.steps));
-        if (timeUp) break;
+        if (endTrainingStep(step, o.steps, o.checkpointEvery, elapsed, o.maxSeconds, saveCheckpoint, progress, "train"))
+            break;
     }
     status.finished = step >= o.steps;
     for (auto& [name, t] : named) t->set_requires_grad(false);

@@ -56,6 +56,25 @@ std::vector<int64_t> epochOrder(uint64_t seed, int64_t epoch, int64_t n) {
     return order;
 }
 
+EpochBatches::EpochBatches(uint64_t seed, int64_t n, int64_t batchSize) : seed_(seed), n_(n), batchSize_(batchSize) {}
+
+at::Tensor EpochBatches::indices(int64_t step) {
+    const int64_t epoch = step / stepsPerEpoch();
+    if (epoch != epoch_) {
+        order_ = at::tensor(epochOrder(seed_, epoch, n_), at::kLong);
+        epoch_ = epoch;
+    }
+    return order_.narrow(0, (step % stepsPerEpoch()) * batchSize_, batchSize_);
+}
+
+bool endTrainingStep(int64_t step, int64_t steps, int64_t every, double elapsedSeconds, double maxSeconds,
+                     const std::function<void()>& save, const ProgressFn& progress, const std::string& stage) {
+    const bool timeUp = maxSeconds > 0 && elapsedSeconds >= maxSeconds;
+    if (step % every == 0 || step == steps || timeUp) save();
+    reportProgress(progress, stage, static_cast<double>(step), static_cast<double>(steps));
+    return timeUp;
+}
+
 AdamMoments AdamMoments::zerosLike(const NamedParameters& parameters) {
     AdamMoments moments;
     for (const auto& named : parameters) {

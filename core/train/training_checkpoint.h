@@ -3,9 +3,12 @@
 // feature classifier): one safetensors file with every parameter ("p.NAME") and its Adam
 // moments ("m.NAME", "v.NAME"), plus the run's signature, step and smoothed loss as metadata.
 // Resuming from it continues exactly where the run stopped.
+#include "core/util/progress.h"
+
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -40,6 +43,26 @@ double warmupCosineRate(double peak, double minRatio, int64_t warmupSteps, int64
 // The shuffled order of n examples in one epoch: depends only on (seed, epoch), a Fisher-Yates
 // with our own draws, the same on every libstdc++ (so a resumed run sees the same batches).
 std::vector<int64_t> epochOrder(uint64_t seed, int64_t epoch, int64_t n);
+
+// The examples of each step's batch: epoch after epoch of n examples in epochOrder, cut into
+// batches of batchSize (an epoch's last partial batch is dropped); one order cached at a time.
+class EpochBatches {
+public:
+    EpochBatches(uint64_t seed, int64_t n, int64_t batchSize);
+    int64_t stepsPerEpoch() const { return n_ / batchSize_; }
+    at::Tensor indices(int64_t step);  // int64 [batchSize]
+
+private:
+    uint64_t seed_;
+    int64_t n_, batchSize_, epoch_ = -1;
+    at::Tensor order_;
+};
+
+// The end of a training step, the same in every trainer: after `step` of `steps`, checkpoint
+// (save) every `every` steps, at the last step, or once maxSeconds (> 0) have passed; report
+// progress as `stage`. Returns true when the time is up and the run must stop.
+bool endTrainingStep(int64_t step, int64_t steps, int64_t every, double elapsedSeconds, double maxSeconds,
+                     const std::function<void()>& save, const ProgressFn& progress, const std::string& stage);
 
 struct TrainingProgress {
     int64_t step = 0;

@@ -89,16 +89,10 @@ std::map<std::string, at::Tensor> trainVq(const at::Tensor& images, const VqTrai
     for (auto& nt : named) nt.second->set_requires_grad(true);
     const auto started = std::chrono::steady_clock::now();
     const int64_t firstStep = step;
-    int64_t cachedEpoch = -1;
-    at::Tensor order;
+    EpochBatches batches(o.seed, n, o.batchSize);
     std::vector<at::Tensor> recentCodes;  // code ids of the last batches, for the usage figure
     while (step < steps) {
-        const int64_t epoch = step / stepsPerEpoch;
-        if (epoch != cachedEpoch) {
-            order = at::tensor(epochOrder(o.seed, epoch, n), at::kLong);
-            cachedEpoch = epoch;
-        }
-        at::Tensor x = images.index_select(0, order.narrow(0, (step % stepsPerEpoch) * o.batchSize, o.batchSize));
+        at::Tensor x = images.index_select(0, batches.indices(step));
         at::Tensor z = vqEncoderForward(c, get, x);  // [B, e, h, w]
         const int64_t B = z.size(0), h = z.size(2), w = z.size(3);
         at::Tensor zf = z.permute({0, 2, 3, 1}).reshape({-1, c.embedDim});
@@ -145,10 +139,8 @@ std::map<std::string, at::Tensor> trainVq(const at::Tensor& images, const VqTrai
                  << static_cast<int64_t>(status.imagesPerSecond) << " img/s";
             log(line.str());
         }
-        const bool timeUp = o.maxSeconds > 0 && elapsed >= o.maxSeconds;
-        if (step % o.checkpointEvery == 0 || step == steps || timeUp) saveCheckpoint();
-        reportProgress(progress, "train VQ", double(step), double(steps));
-        if (timeUp) break;
+        if (endTrainingStep(step, steps, o.checkpointEvery, elapsed, o.maxSeconds, saveCheckpoint, progress, "train VQ"))
+            break;
     }
     status.finished = step >= steps;
     for (auto& nt : named) nt.second->set_requires_grad(false);
