@@ -45,6 +45,62 @@ at::Tensor directSolve(const at::Tensor& A, double rho, double lambda) {
     return at::linalg_solve(h, rhs);
 }
 
+// A = S·C·S with C equicorrelated (0.9) and unequal scales S: channels whose scale is above the
+// average get A⁻¹1 < 0, i.e. z > 1 before the box, which is where the upper bound binds.
+at::Tensor correlatedA(int64_t d, uint64_t seed) {
+    at::manual_seed(seed);
+    const auto f64 = at::TensorOptions().dtype(at::kDouble);
+    const at::Tensor scale = at::exp(at::randn({d}, f64) * 0.7);
+    const at::Tensor c = 0.9 * at::ones({d, d}, f64) + 0.1 * at::eye(d, f64);
+    return scale.unsqueeze(1) * c * scale.unsqueeze(0);
+}
+
+at::Tensor boxCaseA(int kind, int64_t d, uint64_t seed) {
+    return kind == 0 ? randomProblem(d, seed).A : correlatedA(d, seed);
+}
+
+double objective(const at::Tensor& A, const at::Tensor& z, double rho, double lambda) {
+    const at::Tensor e = z - 1;
+    const double excess = z.sum().item<double>() - (1 - rho) * double(z.size(0));
+    return 0.5 * at::dot(e, at::mv(A, e)).item<double>() + 0.5 * lambda * excess * excess;
+}
+
+// The bounded QP by brute force: every assignment of each channel to "free", "at 0" or "at 1"
+// (3^D), the free ones solved exactly with the others on their bounds; the lowest objective
+// among the assignments whose solution lies in the box is the minimiser (H is positive definite,
+// so that assignment exists and its point is unique).
+at::Tensor bruteForceBoxed(const at::Tensor& A, double rho, double lambda) {
+    const int64_t d = A.size(0);
+    const double r = (1 - rho) * double(d);
+    const at::Tensor H = A + lambda;
+    const at::Tensor b = A.sum(1) + lambda * r;
+    int64_t patterns = 1;
+    for (int64_t i = 0; i < d; ++i) patterns *= 3;
+    double best = INFINITY;
+    at::Tensor bestZ;
+    for (int64_t code = 0; code < patterns; ++code) {
+        std::vector<int> assignment(static_cast<size_t>(d));
+        int64_t c = code;
+        for (int64_t i = 0; i < d; ++i, c /= 3) assignment[size_t(i)] = int(c % 3);  // 0 free, 1 at 0, 2 at 1
+        at::Tensor z = at::zeros({d}, at::kDouble);
+        std::vector<int64_t> freeIdx;
+        for (int64_t i = 0; i < d; ++i) {
+            if (assignment[size_t(i)] == 0) freeIdx.push_back(i);
+            if (assignment[size_t(i)] == 2) z[i] = 1.0;
+        }
+        if (!freeIdx.empty()) {
+            const at::Tensor idx = at::tensor(freeIdx, at::kLong);
+            const at::Tensor rhs = b.index_select(0, idx) - at::mv(H.index_select(0, idx), z);
+            const at::Tensor zf = at::linalg_solve(H.index_select(0, idx).index_select(1, idx), rhs);
+            if ((zf < -1e-12).any().item<bool>() || (zf > 1 + 1e-12).any().item<bool>()) continue;
+            z.index_copy_(0, idx, zf);
+        }
+        const double f = objective(A, z, rho, lambda);
+        if (f < best) best = f, bestZ = z;
+    }
+    return bestZ;
+}
+
 } // namespace
 
 class TestNumericalScore : public QObject {
@@ -170,6 +226,78 @@ private slots:
         QVERIFY((numericalScoreClosedForm(zero, 0.25, 1.0) - 0.75).abs().max().item<double>() < 1e-9);
     }
 
+    void boxedEqualsBruteForceBoundedQp_data() {
+        QTest::addColumn<double>("rho");
+        QTest::addColumn<double>("lambda");
+        QTest::addColumn<int>("seed");
+        QTest::addColumn<int>("kind");  // 0: randomProblem's A, 1: correlatedA
+        // Large λ with a big ρ pushes some z below 0; correlated inputs push some above 1.
+        QTest::newRow("rho .3 lambda 1e-3") << 0.3 << 1e-3 << 1 << 0;
+        QTest::newRow("rho .5 lambda 1") << 0.5 << 1.0 << 2 << 0;
+        QTest::newRow("rho .7 lambda 100") << 0.7 << 100.0 << 3 << 0;
+        QTest::newRow("rho .9 lambda 10") << 0.9 << 10.0 << 4 << 0;
+        QTest::newRow("rho .2 lambda 1e3") << 0.2 << 1e3 << 5 << 0;
+        QTest::newRow("correlated rho .3 lambda 1") << 0.3 << 1.0 << 6 << 1;
+        QTest::newRow("correlated rho .6 lambda 100") << 0.6 << 100.0 << 7 << 1;
+        QTest::newRow("correlated rho .5 lambda 1e-2") << 0.5 << 1e-2 << 8 << 1;
+    }
+    void boxedEqualsBruteForceBoundedQp() {
+        QFETCH(double, rho);
+        QFETCH(double, lambda);
+        QFETCH(int, seed);
+        QFETCH(int, kind);
+        const Problem p{at::Tensor(), at::Tensor(), boxCaseA(kind, 8, uint64_t(seed))};
+        const BoxedNumericalScore boxed = numericalScoreBoxed(p.A, rho, lambda);
+        const at::Tensor reference = bruteForceBoxed(p.A, rho, lambda);
+        QVERIFY(reference.defined());
+        const double deviation = (boxed.z - reference).abs().max().item<double>();
+        QVERIFY2(deviation < 1e-8, qPrintable(QString("max |z - z_bruteforce| = %1").arg(deviation)));
+        QVERIFY((boxed.z >= 0).all().item<bool>() && (boxed.z <= 1).all().item<bool>());
+        QVERIFY(boxed.kktViolation < 1e-9);
+        // Bounds that bind are reported; where none binds the box changes nothing.
+        const at::Tensor free = numericalScoreClosedForm(solveNumericalScore(p.A), rho, lambda);
+        const bool outside = (free < 0).any().item<bool>() || (free > 1).any().item<bool>();
+        QCOMPARE(boxed.atZero + boxed.atOne > 0, outside);
+        if (!outside) QVERIFY((boxed.z - free).abs().max().item<double>() < 1e-10);
+    }
+
+    void boxedBindsInTheCasesAbove() {
+        // Not a vacuous comparison: the rows above include a case on each bound.
+        bool zero = false, one = false;
+        const double cases[][4] = {{0.3, 1e-3, 1, 0}, {0.5, 1.0, 2, 0},   {0.7, 100.0, 3, 0}, {0.9, 10.0, 4, 0},
+                                   {0.2, 1e3, 5, 0},  {0.3, 1.0, 6, 1},   {0.6, 100.0, 7, 1}, {0.5, 1e-2, 8, 1}};
+        for (const auto& c : cases) {
+            const BoxedNumericalScore b = numericalScoreBoxed(boxCaseA(int(c[3]), 8, uint64_t(c[2])), c[0], c[1]);
+            zero = zero || b.atZero > 0;
+            one = one || b.atOne > 0;
+        }
+        QVERIFY(zero);
+        QVERIFY(one);
+    }
+
+    void boxedSatisfiesKktAtRealisticSize() {
+        // D = 200 (3^D is out of reach): the optimality conditions checked here, independently
+        // of the solver's own residual: ∇f = A(z − 1) + λ(1ᵀz − r)·1 vanishes on free channels,
+        // is ≥ 0 where z = 0 and ≤ 0 where z = 1.
+        const Problem p = randomProblem(200, 11);
+        for (double lambda : {1e-3, 1.0, 1e3}) {
+            const double rho = 0.6;
+            const BoxedNumericalScore boxed = numericalScoreBoxed(p.A, rho, lambda);
+            const at::Tensor& z = boxed.z;
+            const at::Tensor g = at::mv(p.A, z - 1) + lambda * (z.sum().item<double>() - (1 - rho) * 200);
+            const double scale = std::max(p.A.diagonal().abs().max().item<double>(), lambda * 200);
+            const at::Tensor freeMask = (z > 1e-12) & (z < 1 - 1e-12);
+            const double freeResidual = (g * freeMask).abs().max().item<double>() / scale;
+            const double lowerResidual = at::relu(-g * (z <= 1e-12)).max().item<double>() / scale;
+            const double upperResidual = at::relu(g * (z >= 1 - 1e-12)).max().item<double>() / scale;
+            QVERIFY2(freeResidual < 1e-9 && lowerResidual < 1e-9 && upperResidual < 1e-9,
+                     qPrintable(QString("λ %1: residuals %2 %3 %4").arg(lambda).arg(freeResidual).arg(lowerResidual).arg(upperResidual)));
+            // The box never does worse than clamping the unconstrained minimiser.
+            const at::Tensor clamped = numericalScoreClosedForm(solveNumericalScore(p.A), rho, lambda).clamp(0, 1);
+            QVERIFY(objective(p.A, z, rho, lambda) <= objective(p.A, clamped, rho, lambda) * (1 + 1e-12));
+        }
+    }
+
     void invalidArgumentsThrow() {
         const Problem p = randomProblem(8, 1);
         const NumericalSolve s = solveNumericalScore(p.A);
@@ -182,6 +310,9 @@ private slots:
         bad[0][0] = std::nan("");
         QVERIFY_THROWS_EXCEPTION(Error, solveNumericalScore(bad));
         QVERIFY_THROWS_EXCEPTION(Error, solveNumericalScore(at::zeros({3, 4}, at::kDouble)));
+        QVERIFY_THROWS_EXCEPTION(Error, numericalScoreBoxed(p.A, 1.5, 1.0));
+        QVERIFY_THROWS_EXCEPTION(Error, numericalScoreBoxed(p.A, 0.5, 0.0));
+        QVERIFY_THROWS_EXCEPTION(Error, numericalScoreBoxed(bad, 0.5, 1.0));
     }
 
     void headAndGroupScoresAreBlockMeans() {

@@ -235,6 +235,41 @@ private slots:
         QVERIFY(errorOf([&] { computeScores(f.model.checkpoint(), f.stats, newton); }).contains("ρ > 0"));
     }
 
+    void boxConstrainedScoresAreTheBoundedSolveOfEachLayer() {
+        Fixture f = makeFixture({4, 4}, {2, 2}, {24, 20});
+        PruneSettings box;
+        box.ratio = 0.6;
+        box.lambda = 10;  // large enough that some z leave [0, 1] unconstrained
+        box.boxConstrained = true;
+        const ScoreSet scores = computeScores(f.model.checkpoint(), f.stats, box);
+        QCOMPARE(QString::fromStdString(scoreSetName(scores.settings)), QStringLiteral("numerical-box"));
+        QVERIFY(!scores.rankingIsNumericalW());
+        QVERIFY(scores.boxKktViolation >= 0 && scores.boxKktViolation < 1e-9);
+        QVERIFY(scores.boxAtZero + scores.boxAtOne > 0);
+        for (size_t l = 0; l < 2; ++l) {
+            // Every layer's z is numericalScoreBoxed of its own A, whatever ρ is asked later.
+            const LlamaLayerWeights& w = f.model.checkpoint().weights.layers[l];
+            const at::Tensor A = numericalScoreMatrix(w.w_down, f.stats.mlp[l].gramPerToken());
+            const at::Tensor z = numericalScoreBoxed(A, 0.6, 10, scores.mlpSolves[l].jitter).z;
+            QVERIFY(maxAbsDiff(scores.mlpChannelScoresAt(l, 0.1), z) < 1e-12);
+            QVERIFY((scores.attentionChannels[l] >= 0).all().item<bool>() && (scores.attentionChannels[l] <= 1).all().item<bool>());
+        }
+        // Selection ranks that z globally; a new λ needs a new solve.
+        const SelectionResult selection = selectMask(scores, 0.6, NAN, AlphaMode::Budget);
+        QVERIFY(selection.removedParams > 0);
+        QVERIFY(errorOf([&] { rescoreNumerical(scores, 1.0); }).contains("new solve"));
+        // Settings that do not go together.
+        PruneSettings bad = box;
+        bad.method = PruneMethod::Flap;
+        QVERIFY(errorOf([&] { bad.validate(); }).contains("numerical score only"));
+        bad = box;
+        bad.iters = 5;
+        QVERIFY(errorOf([&] { bad.validate(); }).contains("alternatives"));
+        bad = box;
+        bad.ratio = 0;
+        QVERIFY(errorOf([&] { bad.validate(); }).contains("ρ > 0"));
+    }
+
     void baselinesPruneUniformlyPerLayer_data() {
         QTest::addColumn<QString>("method");
         QTest::newRow("wanda-sp") << "wanda-sp";

@@ -66,6 +66,7 @@ private slots:
     void scoringSelectsAndReportsLosses();
     void knobsReselectWithoutRescoring();
     void methodsAreKeptSideBySide();
+    void boxConstrainedAndNewCalibrationAskForRecompute();
     void cancelledCalibrationLeavesSessionUnchanged();
     void exportsPrunedModelThatLoads();
     void sweepRowsArriveAndExportAsCsv();
@@ -302,24 +303,77 @@ void TestStudioSession::sweepRowsArriveAndExportAsCsv() {
     session.setSettings(smallSettings());
     QSignalSpy rows(&session, &StudioSession::sweepRowAvailable);
     SweepRequest request;
-    request.methods = {QStringLiteral("numerical"), QStringLiteral("wanda-sp")};
+    request.methods = {QStringLiteral("numerical"), QStringLiteral("wanda-sp"), QStringLiteral("numerical-box")};
     request.ratios = {0.2};
     request.evalMaxWindows = 2;
     QVERIFY(session.runSweep(request));
     QVERIFY(waitIdle(session));
-    QCOMPARE(rows.count(), 3);  // dense + 2 methods × 1 ratio, each as it was computed
-    QCOMPARE(session.sweepRows().size(), size_t(3));
+    QCOMPARE(rows.count(), 4);  // dense + 3 methods × 1 ratio, each as it was computed
+    QCOMPARE(session.sweepRows().size(), size_t(4));
     QCOMPARE(session.sweepRows()[0].method, std::string("dense"));
     QVERIFY(session.sweepRows()[1].ppl > session.sweepRows()[0].ppl * 0.9);
+    // The box-constrained z (solved at this ratio) prunes to the budget like the closed form.
+    const npw::SweepRow& box = session.sweepRows()[3];
+    QCOMPARE(box.method, std::string("numerical-box"));
+    QVERIFY(std::isfinite(box.ppl) && box.ppl > session.sweepRows()[0].ppl * 0.9);
+    QVERIFY(std::abs(box.achievedRatio - 0.2) < 0.02);
     QTemporaryDir dir;
     const QString csv = dir.filePath(QStringLiteral("sweep.csv"));
     session.exportSweepCsv(csv);
     QFile file(csv);
     QVERIFY(file.open(QIODevice::ReadOnly));
     const QStringList lines = QString::fromUtf8(file.readAll()).trimmed().split(QLatin1Char('\n'));
-    QCOMPARE(lines.size(), 4);
+    QCOMPARE(lines.size(), 5);
     QVERIFY(lines[0].startsWith(QStringLiteral("method,ratio,")));
     QVERIFY(lines[2].startsWith(QStringLiteral("numerical,0.2,")));
+}
+
+void TestStudioSession::boxConstrainedAndNewCalibrationAskForRecompute() {
+    StudioSession session;
+    openAndScore(session);  // the closed form first
+    QVERIFY(session.recomputeReason().isEmpty());
+    studio::RunSettings s = session.settings();
+    s.prune.boxConstrained = true;
+    session.setSettings(s);
+    QVERIFY(session.runScoring());
+    QVERIFY(waitIdle(session));
+    QCOMPARE(session.scoreMethods(), (QStringList{QStringLiteral("numerical"), QStringLiteral("numerical-box")}));
+    QCOMPARE(session.currentMethod(), QStringLiteral("numerical-box"));
+    const double solvedAt = session.knobs().rho;
+    QCOMPARE(session.currentScores()->settings.ratio, solvedAt);
+    QVERIFY(session.recomputeReason().isEmpty());
+    // Every channel's z lies in the box.
+    for (const npw::LayerScores& layer : session.selection()->scores)
+        for (double z : layer.channels) QVERIFY(z >= 0 && z <= 1);
+
+    // Moving ρ re-selects at once (on the old z) and says that the bounded optimum needs a solve.
+    studio::SelectionKnobs knobs = session.knobs();
+    knobs.rho = 0.45;
+    session.setKnobs(knobs);
+    QVERIFY(session.selection().has_value());
+    QVERIFY2(session.recomputeReason().contains(QStringLiteral("box-constrained")), qPrintable(session.recomputeReason()));
+    // The closed form follows ρ live: switching to it, nothing is asked.
+    session.setCurrentMethod(QStringLiteral("numerical"));
+    QVERIFY(session.recomputeReason().isEmpty());
+    session.setCurrentMethod(QStringLiteral("numerical-box"));
+    QVERIFY(session.recompute());
+    QVERIFY(waitIdle(session));
+    QCOMPARE(session.currentMethod(), QStringLiteral("numerical-box"));
+    QCOMPARE(session.currentScores()->settings.ratio, 0.45);
+    QVERIFY(session.recomputeReason().isEmpty());
+
+    // New calibration settings: both sets are from the old statistics until recomputed.
+    s = session.settings();
+    s.calibration.samples = 12;
+    session.setSettings(s);
+    QVERIFY2(session.recomputeReason().contains(QStringLiteral("16 windows")), qPrintable(session.recomputeReason()));
+    QVERIFY(session.recompute());
+    QVERIFY(waitIdle(session));
+    QVERIFY(!session.calibrationStale());
+    QCOMPARE(session.stats()->tokens(), int64_t(12 * 64));
+    QCOMPARE(session.scoreMethods(), (QStringList{QStringLiteral("numerical"), QStringLiteral("numerical-box")}));
+    QCOMPARE(session.currentMethod(), QStringLiteral("numerical-box"));
+    QVERIFY(session.recomputeReason().isEmpty());
 }
 
 void TestStudioSession::workspaceRoundTrip() {
@@ -336,6 +390,10 @@ void TestStudioSession::workspaceRoundTrip() {
     request.methods = {QStringLiteral("magnitude")};
     request.ratios = {0.1};
     request.evalMaxWindows = 1;
+    request.zeroShotTask = studio::defaultZeroShotTask();  // rows without a perplexity (null in JSON)
+    request.zeroShotLimit = 4;
+    request.measureSpeed = true;
+    request.speedTokens = 2;
     QVERIFY(first.runSweep(request));
     QVERIFY(waitIdle(first));
     first.saveWorkspace(path);
@@ -357,9 +415,22 @@ void TestStudioSession::workspaceRoundTrip() {
     QVERIFY(second.selection()->selection.mask.keepChannels == first.selection()->selection.mask.keepChannels);
     QCOMPARE(second.sweepRows().size(), first.sweepRows().size());
     for (size_t i = 0; i < first.sweepRows().size(); ++i) {
-        QCOMPARE(second.sweepRows()[i].method, first.sweepRows()[i].method);
-        QCOMPARE(second.sweepRows()[i].ppl, first.sweepRows()[i].ppl);
+        const npw::SweepRow &a = first.sweepRows()[i], &b = second.sweepRows()[i];
+        QCOMPARE(b.method, a.method);
+        QCOMPARE(b.evalSet, a.evalSet);
+        QCOMPARE(std::isnan(b.ppl), std::isnan(a.ppl));
+        if (!std::isnan(a.ppl)) QCOMPARE(b.ppl, a.ppl);
+        QCOMPARE(std::isnan(b.acc), std::isnan(a.acc));
+        if (!std::isnan(a.acc)) QCOMPARE(b.acc, a.acc);
+        QCOMPARE(std::isnan(b.decodeTokensPerSecond), std::isnan(a.decodeTokensPerSecond));
+        if (a.isSpeedRow()) {
+            QCOMPARE(b.decodeTokensPerSecond, a.decodeTokensPerSecond);
+            QCOMPARE(b.weightsMiB, a.weightsMiB);
+            QCOMPARE(b.kvCacheMiB, a.kvCacheMiB);
+            QCOMPARE(b.parameters, a.parameters);
+        }
     }
+    QCOMPARE(first.sweepRows().size(), size_t(6));  // dense and magnitude: perplexity, accuracy, speed
     bool matched = false;
     for (const auto& entry : log) matched |= entry.at(0).toString().contains(QStringLiteral("matches the saved mask"));
     QVERIFY(matched);

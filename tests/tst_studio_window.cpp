@@ -5,6 +5,7 @@
 #include "core/models/llamagen.h"  // core first: Qt's macros must not meet ATen's headers
 #include "core/models/vq_model.h"
 #include "llamagen_fixture.h"
+#include "app/studio/architecturepanel.h"
 #include "app/studio/imagespage.h"
 #include "app/studio/layerreporttable.h"
 #include "app/studio/runsettings.h"
@@ -25,6 +26,7 @@
 #include <QMimeData>
 #include <QElapsedTimer>
 #include <QFile>
+#include <QFrame>
 #include <QImage>
 #include <QLabel>
 #include <QPlainTextEdit>
@@ -33,6 +35,7 @@
 #include <QSignalSpy>
 #include <QSvgRenderer>
 #include <QTemporaryDir>
+#include <QTreeWidget>
 #include <QtTest>
 
 namespace {
@@ -75,6 +78,7 @@ private slots:
     void droppedDirectoryOpensTheModel();
     void imagesTabComparesDenseAndPruned();
     void sweepPlotsZeroShotAccuracyBesidePerplexity();
+    void newCalibrationOffersRecompute();
 
 private:
     void scoreWith(npw::PruneMethod method);
@@ -262,6 +266,28 @@ void TestStudioWindow::imagesTabComparesDenseAndPruned() {
     QCOMPARE(reloaded.config.transformer.num_layers, int64_t(2));
     QVERIFY(QFile::exists(exported + "/vq/model.safetensors"));
     QVERIFY(QFile::exists(exported + "/npw-manifest.json"));
+
+    // The Model dock follows the tab: the image model's GPT and VQ on the Images tab.
+    window_->showTab(2);
+    QVERIFY(window_->architecturePanel()->tree()->topLevelItemCount() == 2);
+    QVERIFY(window_->architecturePanel()->tree()->topLevelItem(1)->text(0).startsWith(QStringLiteral("VQ tokenizer")));
+    window_->showTab(0);
+    QVERIFY(window_->architecturePanel()->tree()->topLevelItem(0)->text(0) == QStringLiteral("Parameters"));
+
+    // The workspace keeps the Images tab: a new window reopens the image model, the form's
+    // request, and the same comparison (same classes and seeds → the same dense images).
+    const QString workspace = dir.path() + "/both.npw.json";
+    window_->saveWorkspace(workspace);
+    StudioWindow reopened(/*persistSettings=*/false);
+    QVERIFY(reopened.session()->openWorkspace(workspace));
+    QVERIFY(waitIdle(*reopened.session()));
+    QVERIFY(reopened.session()->hasModel());  // demo:lm as well
+    QVERIFY(reopened.imageSession()->hasModel());
+    QCOMPARE(reopened.imageSession()->modelReference(), QString::fromStdString(model));
+    QCOMPARE(reopened.imagesPage()->compareRequest().method, QStringLiteral("flap"));
+    QCOMPARE(reopened.imagesPage()->compareRequest().cfg, 1.5);
+    QVERIFY(reopened.imageSession()->comparison().has_value());
+    QVERIFY(at::equal(reopened.imageSession()->comparison()->dense, first.dense));
     window_->showTab(0);
 }
 
@@ -277,15 +303,43 @@ void TestStudioWindow::sweepPlotsZeroShotAccuracyBesidePerplexity() {
     request.zeroShotTask = studio::defaultZeroShotTask();
     request.zeroShotLimit = 12;
     request.lambdas = {1e-4, 100};  // an ablation axis: one curve per λ
+    request.measureSpeed = true;    // and memory and speed (Figure 5)
+    request.speedTokens = 4;
     window_->setSweepRequest(request);
+    QVERIFY(window_->sweepRequest().measureSpeed);
     QVERIFY(!window_->sweepRequest().zeroShotTask.empty());  // the form's checkbox carries it
     QCOMPARE(window_->sweepRequest().lambdas.size(), size_t(2));
     window_->showTab(1);
     QVERIFY(!window_->accuracyPlot()->isVisible());
+    QVERIFY(!window_->speedPlot()->isVisible());
     QVERIFY(window_->session()->runSweep(request));
     QVERIFY(waitIdle(*window_->session()));
-    // dense and numerical at two λ: one perplexity row and one accuracy row each.
-    QCOMPARE(window_->session()->sweepRows().size(), size_t(6));
+    // dense and numerical at two λ: one perplexity, one accuracy and one speed row each.
+    const auto& rows = window_->session()->sweepRows();
+    QCOMPARE(rows.size(), size_t(9));
+    // Speed rows: the dense model's weights and KV cache as its config gives them (float32,
+    // 8 positions: 4 prompt + 4 decoded); the pruned ones are smaller and still decode.
+    const npw::LlamaConfig& config = window_->session()->model().model->config();
+    double kvElements = 0;
+    for (int64_t kv : config.num_kv_heads) kvElements += 2.0 * double(kv) * double(config.head_dim) * 8;
+    int speedRows = 0;
+    for (const npw::SweepRow& r : rows) {
+        if (!r.isSpeedRow()) continue;
+        ++speedRows;
+        QVERIFY(r.decodeTokensPerSecond > 0 && r.prefillTokensPerSecond > 0);
+        QCOMPARE(r.weightsMiB, double(r.parameters) * 4 / 1048576.0);
+        if (r.method == "dense") {
+            QCOMPARE(r.parameters, config.parameterCount());
+            QCOMPARE(r.kvCacheMiB, kvElements * 4 / 1048576.0);
+        } else {
+            QVERIFY(r.parameters < config.parameterCount());
+            QVERIFY(r.kvCacheMiB <= kvElements * 4 / 1048576.0);
+        }
+    }
+    QCOMPARE(speedRows, 3);
+    QVERIFY(window_->speedPlot()->isVisible());
+    QCOMPARE(window_->speedPlot()->methods(), (QStringList{QStringLiteral("numerical λ=0.0001"), QStringLiteral("numerical λ=100")}));
+    QVERIFY(window_->speedPlot()->denseBaselineShown());
     QVERIFY(window_->accuracyPlot()->isVisible());
     const QStringList curves = {QStringLiteral("numerical λ=0.0001"), QStringLiteral("numerical λ=100")};
     QCOMPARE(window_->sweepPlot()->methods(), curves);
@@ -295,6 +349,26 @@ void TestStudioWindow::sweepPlotsZeroShotAccuracyBesidePerplexity() {
     QVERIFY(!window_->accuracyPlot()->isLogScale());
     window_->setSweepRequest(SweepRequest{});  // leave the form as the other tests expect it
     window_->showTab(0);
+}
+
+void TestStudioWindow::newCalibrationOffersRecompute() {
+    window_->showTab(0);
+    scoreWith(npw::PruneMethod::Flap);  // statistics as the Run settings say, two score sets
+    scoreWith(npw::PruneMethod::Numerical);
+    QVERIFY(!window_->recomputeNotice()->isVisible());
+    // Another seed in the Run settings: the scores shown are from the old statistics.
+    studio::RunSettings s = window_->session()->settings();
+    s.calibration.seed += 1;
+    window_->runSettings()->setSettings(s);
+    window_->session()->setSettings(s);
+    QVERIFY(window_->recomputeNotice()->isVisible());
+    QVERIFY(window_->recomputeButton()->isEnabled());
+    const QStringList before = window_->session()->scoreMethods();
+    QTest::mouseClick(window_->recomputeButton(), Qt::LeftButton);
+    QVERIFY(waitIdle(*window_->session()));
+    QVERIFY(!window_->session()->calibrationStale());
+    QCOMPARE(window_->session()->scoreMethods(), before);  // every set solved again
+    QVERIFY(!window_->recomputeNotice()->isVisible());
 }
 
 QTEST_MAIN(TestStudioWindow)

@@ -53,14 +53,7 @@ MetricsContext openMetrics(const Args& args) {
 
 } // namespace
 
-nlohmann::json evaluationJson(const ImageEvaluation& e) {
-    auto finiteOrNull = [](double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); };
-    return {{"fid", e.metrics.fid},          {"sfid", e.metrics.sfid},           {"is", e.metrics.is.mean},
-            {"is_std", e.metrics.is.std},    {"precision", e.metrics.precision}, {"recall", e.metrics.recall},
-            {"class_accuracy", finiteOrNull(e.classAccuracy)}, {"samples", e.metrics.samples},
-            {"tokens_per_s", e.tokensPerSecond}, {"images_per_s", e.imagesPerSecond},
-            {"parameters", e.parameters},   {"weight_bytes", e.weightBytes}};
-}
+nlohmann::json evaluationJson(const ImageEvaluation& e) { return imageEvaluationJson(e); }
 
 void printEvaluationHeader() {
     std::cout << std::left << std::setw(18) << "model" << std::right << std::setw(6) << "ratio" << std::setw(9)
@@ -181,8 +174,8 @@ int runImageSweep(const Args& args, const std::string& model) {
         throw Error("image model '" + model + "': --eval and --zeroshot are for language models; the image sweep "
                     "measures FID, sFID, IS, precision and recall (--metric fid)");
     const Runtime runtime = chooseRuntime(args.get("device"), args.get("dtype"));
-    auto vq = VqModel::load(vqPathFor(args, model), runtime);
-    LlamaGenModel dense(openGpt(args, model, vq->config().downsample()), runtime);
+    std::shared_ptr<const VqModel> vq = VqModel::load(vqPathFor(args, model), runtime);
+    ImagePruningWorkbench bench(openGpt(args, model, vq->config().downsample()), vq, runtime);
     MetricsContext m = openMetrics(args);
 
     ImageSweepSpec spec;
@@ -215,7 +208,7 @@ int runImageSweep(const Args& args, const std::string& model) {
     const bool json = args.flag("json");
     if (!json) printEvaluationHeader();
     const std::vector<ImageSweepRow> rows = runImageSweep(
-        dense, *vq, *m.network, m.reference.stats, spec,
+        bench, *m.network, m.reference.stats, spec,
         [&](const ImageSweepRow& r) {
             if (!json) printEvaluationRow(r.method, r.ratio, r.achievedRatio, r.eval);
         },
@@ -224,14 +217,7 @@ int runImageSweep(const Args& args, const std::string& model) {
     if (json) {
         nlohmann::json out = {{"model", model}, {"reference", m.reference.description},
                               {"features", m.network->identity()}, {"rows", nlohmann::json::array()}};
-        for (const ImageSweepRow& r : rows) {
-            nlohmann::json row = evaluationJson(r.eval);
-            row["method"] = r.method;
-            row["ratio"] = r.ratio;
-            row["achieved_ratio"] = r.achievedRatio;
-            row["achieved_ratio_model"] = r.achievedRatioModel;
-            out["rows"].push_back(row);
-        }
+        for (const ImageSweepRow& r : rows) out["rows"].push_back(imageSweepRowJson(r));
         std::cout << out.dump(2) << std::endl;
     }
     return 0;

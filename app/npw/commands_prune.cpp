@@ -86,6 +86,7 @@ PruneSettings settingsFromArgs(const Args& args) {
     else if (unit == "query-slot") s.attentionUnit = AttentionUnitKind::QuerySlot;
     else throw Error("--unit must be kv-group or query-slot, got '" + unit + "'");
     s.standardisedGlobal = args.flag("standardised-global");
+    s.boxConstrained = args.flag("box");
     s.validate();
     return s;
 }
@@ -242,6 +243,7 @@ std::vector<Flag> pruneFlags() {
         {"lambda", "X", formatNumber(d.lambda), "penalty lambda of the numerical score (G normalised per token)"},
         {"iters", "T", std::to_string(d.iters), "0: closed form; T > 0: Algorithm 1 with T Newton steps"},
         {"z0", "Z", formatNumber(d.z0), "Algorithm 1's starting point (every z_j = Z; with --iters)"},
+        {"box", "", "", "numerical: constrain z to [0,1]^D (active-set solve at this ratio and lambda)"},
         {"damp", "G", formatNumber(d.damp), "Theorem 3 dampening gamma, relative to mean(diag 2G)"},
         {"no-compensation", "", "", "slice without compensating o_proj/down_proj"},
         {"compensation", "KIND", "auto", "auto (theorem3 for numerical, bias for flap, none else), theorem3, bias, none"},

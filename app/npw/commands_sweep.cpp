@@ -55,7 +55,8 @@ int runSweepCommand(const Args& args) {
     if (isImageModelRequest(args, modelName)) return runImageSweep(args, modelName);
     for (const char* required : {"methods", "ratios", "calib"})
         if (!args.has(required)) throw Error(std::string("--") + required + " is required");
-    if (!args.has("eval") && !args.has("zeroshot")) throw Error("give --eval SETS, --zeroshot TASKS or both");
+    if (!args.has("eval") && !args.has("zeroshot") && !args.flag("speed"))
+        throw Error("give --eval SETS, --zeroshot TASKS, --speed or several");
     LanguageModel lm = openLanguageModel(modelName, chooseRuntime(args.get("device"), args.get("dtype")));
 
     SweepSpec spec;
@@ -77,6 +78,8 @@ int runSweepCommand(const Args& args) {
     else
         spec.calibStream = readCalibrationStream(spec.calibSource, args.flag("calib-ids"), lm);
     if (args.has("zeroshot")) spec.zeroShotTasks = loadZeroShotTasks(args.get("zeroshot"), args.getInt("zeroshot-limit"));
+    spec.measureSpeed = args.flag("speed");
+    spec.speedPromptTokens = spec.speedDecodeTokens = args.getInt("speed-tokens");
     for (const std::string& item : splitComma(args.get("eval"))) {
         const auto colon = item.find(':');
         if (colon == std::string::npos || (item.substr(0, colon) != "text" && item.substr(0, colon) != "ids"))
@@ -98,6 +101,10 @@ int runSweepCommand(const Args& args) {
                   << "  " << std::left << std::setw(10) << r.evalSet << std::right << std::setprecision(3)
                   << std::setw(9) << r.achievedRatio << std::setprecision(2) << std::setw(11) << r.ppl;
         if (std::isfinite(r.acc)) std::cout << std::setprecision(4) << "  acc " << r.acc;
+        if (r.isSpeedRow())
+            std::cout << std::setprecision(0) << "  decode " << r.decodeTokensPerSecond << " tok/s, prefill "
+                      << r.prefillTokensPerSecond << " tok/s, weights " << std::setprecision(2) << r.weightsMiB
+                      << " MiB, KV cache " << r.kvCacheMiB << " MiB";
         std::cout << std::endl;
     };
     if (!json)
@@ -117,7 +124,10 @@ int runSweepCommand(const Args& args) {
                                {"achieved_ratio", r.achievedRatio}, {"achieved_ratio_model", r.achievedRatioModel},
                                {"ppl", finiteOrNull(r.ppl)}, {"nll", finiteOrNull(r.nll)}, {"bits_per_byte", finiteOrNull(r.bitsPerByte)},
                                {"eval_tokens", r.evalTokens}, {"acc", finiteOrNull(r.acc)},
-                               {"acc_norm", finiteOrNull(r.accNorm)}});
+                               {"acc_norm", finiteOrNull(r.accNorm)}, {"parameters", r.parameters},
+                               {"weights_mib", finiteOrNull(r.weightsMiB)}, {"kv_cache_mib", finiteOrNull(r.kvCacheMiB)},
+                               {"prefill_tokens_per_s", finiteOrNull(r.prefillTokensPerSecond)},
+                               {"decode_tokens_per_s", finiteOrNull(r.decodeTokensPerSecond)}});
     const auto summary = summariseOverSeeds(rows);
     for (const SweepSummaryRow& s : summary)
         out["summary"].push_back({{"method", s.first.method}, {"ratio", s.first.ratio},
@@ -126,7 +136,11 @@ int runSweepCommand(const Args& args) {
                                   {"seeds", s.count}, {"ppl_mean", finiteOrNull(s.pplMean)},
                                   {"ppl_std", finiteOrNull(s.pplStd)}, {"acc_mean", finiteOrNull(s.accMean)},
                                   {"acc_std", finiteOrNull(s.accStd)}, {"acc_norm_mean", finiteOrNull(s.accNormMean)},
-                                  {"achieved_ratio_mean", s.achievedRatioMean}});
+                                  {"achieved_ratio_mean", s.achievedRatioMean},
+                                  {"decode_tokens_per_s_mean", finiteOrNull(s.decodeMean)},
+                                  {"prefill_tokens_per_s_mean", finiteOrNull(s.prefillMean)},
+                                  {"weights_mib_mean", finiteOrNull(s.weightsMiBMean)},
+                                  {"kv_cache_mib_mean", finiteOrNull(s.kvCacheMiBMean)}});
     if (json) {
         std::cout << out.dump(2) << std::endl;
     } else {
@@ -136,7 +150,10 @@ int runSweepCommand(const Args& args) {
                       << std::setw(6) << s.first.ratio << "  " << std::left << std::setw(10) << s.first.evalSet
                       << std::right << std::setprecision(3) << std::setw(8) << s.achievedRatioMean
                       << std::setprecision(2);
-            if (std::isfinite(s.accMean))
+            if (s.first.isSpeedRow())
+                std::cout << std::setprecision(0) << "   decode " << s.decodeMean << " ± " << s.decodeStd
+                          << " tok/s, weights " << std::setprecision(2) << s.weightsMiBMean << " MiB\n";
+            else if (std::isfinite(s.accMean))
                 std::cout << std::setprecision(4) << "   acc " << s.accMean << " ± " << s.accStd << "\n";
             else
                 std::cout << std::setw(11) << s.pplMean << " ± " << s.pplStd << "\n";
@@ -149,7 +166,7 @@ int runSweepCommand(const Args& args) {
 
 void addSweepCommand(std::vector<Command>& out) {
     std::vector<Flag> flags = {
-        {"methods", "A,B", "", "numerical, numerical-nocomp, flap, wanda-sp, magnitude, random"},
+        {"methods", "A,B", "", "numerical, numerical-nocomp, numerical-box, flap, wanda-sp, magnitude, random"},
         {"ratios", "R1,R2", "", "pruning ratios ρ in [0, 1)"},
         {"calib", "FILE", "", "calibration text (or ids with --calib-ids); image models: generated (the default)"},
         {"calib-ids", "", "", "the calibration file holds token ids"},
@@ -165,6 +182,8 @@ void addSweepCommand(std::vector<Command>& out) {
         {"alpha-mode", "MODE", "budget", "paper (eq. 7, count-based) or budget (parameter budget)"},
         {"zeroshot", "NAME:FILE,…", "", "also zero-shot accuracy on these tasks (see npw zeroshot)"},
         {"zeroshot-limit", "N", "0", "items per zero-shot task (0 = all)"},
+        {"speed", "", "", "also memory and generation speed of every model (a 'speed' row each: Figure 5)"},
+        {"speed-tokens", "N", "64", "--speed: prompt tokens, and as many greedy decode tokens"},
         {"csv", "FILE", "", "also write every row as CSV"}};
     for (Flag f : runtimeFlags()) flags.push_back(f);
     for (const Flag& f : imagePruneFlags()) flags.push_back(f);

@@ -1,7 +1,10 @@
-#include "app/studio/architecturepanel.h"
-
+// Core first: Qt's `slots` macro must not meet ATen's headers.
 #include "core/models/language_model.h"
+#include "core/models/llamagen.h"
+#include "core/models/vq_model.h"
 #include "core/prune/pruner.h"
+
+#include "app/studio/architecturepanel.h"
 
 #include <QHeaderView>
 #include <QLabel>
@@ -71,4 +74,47 @@ void ArchitecturePanel::showModel(const QString& reference, const npw::LanguageM
         row(layers, tr("layer %1").arg(l),
             tr("%1 q / %2 kv heads, %3 MLP").arg(c.num_heads[l]).arg(c.num_kv_heads[l]).arg(c.intermediate_size[l]));
     layers->setExpanded(!uniform);
+}
+
+void ArchitecturePanel::showImageModel(const QString& reference, const npw::LlamaGenModel& gpt, const npw::VqModel& vq) {
+    tree_->clear();
+    const npw::LlamaGenConfig& g = gpt.config();
+    const npw::LlamaConfig& c = g.transformer;
+    title_->setText(tr("<b>%1</b> (image model) on %2")
+                        .arg(reference.toHtmlEscaped(), QString::fromStdString(gpt.runtime().describe())));
+    auto* root = tree_->invisibleRootItem();
+    const npw::LlamaGenCheckpoint& ck = gpt.checkpoint();
+    auto* transformer = row(root, tr("GPT (%1)").arg(QString::fromStdString(g.name)),
+                            count(npw::checkpointParameters(ck.transformer()) + ck.classEmbedding.numel()));
+    row(transformer, tr("Prunable (attn + MLP)"), count(npw::prunableParameters(c)));
+    row(transformer, tr("Layers"), QString::number(c.num_layers));
+    row(transformer, tr("Hidden size"), QString::number(c.hidden_size));
+    row(transformer, tr("Head dim"), QString::number(c.head_dim));
+    if (c.isUniform() && c.num_layers > 0) {
+        row(transformer, tr("Heads"), tr("%1 (MHA)").arg(c.num_heads[0]));
+        row(transformer, tr("MLP width"), QString::number(c.intermediate_size[0]));
+    }
+    row(transformer, tr("Classes"), QString::number(g.num_classes));
+    row(transformer, tr("Class embedding"), tr("%1 × %2 (+1 row: unconditional)").arg(g.num_classes).arg(c.hidden_size));
+    row(transformer, tr("Image tokens"), tr("%1 × %1 = %2").arg(g.grid).arg(g.blockSize()));
+    row(transformer, tr("Image size"), tr("%1 × %1 px").arg(g.image_size));
+    auto* layers = row(transformer, tr("Per layer"), c.isUniform() ? tr("uniform") : tr("pruned / non-uniform"));
+    for (int64_t l = 0; l < c.num_layers; ++l)
+        row(layers, tr("layer %1").arg(l), tr("%1 heads, %2 MLP").arg(c.num_heads[l]).arg(c.intermediate_size[l]));
+    layers->setExpanded(!c.isUniform());
+    transformer->setExpanded(true);
+
+    const npw::VqConfig& v = vq.config();
+    int64_t vqParameters = 0;
+    for (const auto& [name, shape] : npw::vqTensorShapes(v)) {
+        int64_t n = 1;
+        for (int64_t d : shape) n *= d;
+        vqParameters += n;
+    }
+    auto* tokenizer = row(root, tr("VQ tokenizer (not pruned)"), count(vqParameters));
+    row(tokenizer, tr("Codebook"), tr("%1 × %2%3").arg(v.codebookSize).arg(v.embedDim).arg(v.l2Norm ? tr(", L2-normalised") : QString()));
+    row(tokenizer, tr("Downsample"), tr("%1× (%2 levels)").arg(v.downsample()).arg(v.decoderChannels.size()));
+    row(tokenizer, tr("Channels"), tr("%1 in, %2 out, z %3").arg(v.inChannels).arg(v.outChannels).arg(v.zChannels));
+    row(tokenizer, tr("Encoder"), v.hasEncoder() ? tr("yes") : tr("none (decoder only)"));
+    tokenizer->setExpanded(true);
 }

@@ -1,10 +1,13 @@
 #pragma once
-// The open model's architecture as core reads it (LlamaConfig): layers, heads, KV groups,
-// sizes and parameter counts, model-wide and per layer. Shows values; computes nothing.
+// The open model's architecture as core reads it (LlamaConfig; LlamaGenConfig and VqConfig for
+// image models): layers, heads, KV groups, sizes and parameter counts, model-wide and per
+// layer. Shows values; computes nothing.
 #include <QWidget>
 
 namespace npw {
 struct LanguageModel;
+class LlamaGenModel;
+class VqModel;
 }
 class QLabel;
 class QTreeWidget;
@@ -14,6 +17,8 @@ class ArchitecturePanel : public QWidget {
 public:
     explicit ArchitecturePanel(QWidget* parent = nullptr);
     void showModel(const QString& reference, const npw::LanguageModel& model);
+    // A class-conditional image model: its GPT (the transformer that is pruned) and its VQ tokenizer.
+    void showImageModel(const QString& reference, const npw::LlamaGenModel& gpt, const npw::VqModel& vq);
     void clear();
     QTreeWidget* tree() const { return tree_; }
 

@@ -85,6 +85,7 @@ void DemoScript::onJobFinished(const QString&) {
             request.seeds = 1;
             request.evalMaxWindows = 8;
             request.zeroShotTask = studio::defaultZeroShotTask();  // accuracy beside perplexity
+            request.measureSpeed = true;                           // and Figure 5 below it
             window_->setSweepRequest(request);
             QTimer::singleShot(0, session, [this, session] { session->runSweep(window_->sweepRequest()); });
             return;

@@ -55,7 +55,9 @@ QImage ImageSession::gridImage(const at::Tensor& images, const std::vector<std::
     return image.copy();  // owns its pixels
 }
 
-bool ImageSession::openModel(const QString& reference) {
+bool ImageSession::openModel(const QString& reference) { return openModelThen(reference, nullptr); }
+
+bool ImageSession::openModelThen(const QString& reference, std::function<void()> then) {
     const std::string ref = reference.toStdString();
     QPointer<ImageSession> self(this);
     struct Opened {
@@ -80,16 +82,23 @@ bool ImageSession::openModel(const QString& reference) {
             npw::reportProgress(progress, "load", 1, 1);
             return o;
         },
-        [this, reference](Opened o) {
+        [this, reference, then](Opened o) {
             workbench_ = std::move(o.workbench);
             reference_ = reference;
             classNames_ = o.names;
             calibratedPerClass_ = 0;
             calibratedCfg_ = -1;
             comparison_.reset();
+            lastCompare_.reset();
+            lastSweep_.reset();
             denseGrid_ = prunedGrid_ = QImage();
+            if (!sweepRows_.empty()) {
+                sweepRows_.clear();
+                emit sweepCleared();
+            }
             emit logMessage(tr("Opened %1").arg(describeModel()));
             emit modelChanged();
+            if (then) then();
         });
 }
 
@@ -134,6 +143,7 @@ bool ImageSession::compare(const ImageCompareRequest& request) {
             return r;
         },
         [this, request](Result r) {
+            lastCompare_ = request;
             comparisonLambda_ = request.lambda;
             calibratedPerClass_ = request.calibPerClass;
             calibratedCfg_ = request.cfg;
@@ -195,7 +205,7 @@ bool ImageSession::runSweep(const ImageSweepRequest& request) {
             const npw::ResolvedReference reference =
                 npw::resolveReference("fashion-mnist-test", *network, npw::defaultCacheDir(), 250, progress);
             const auto rows = npw::runImageSweep(
-                workbench->dense(), workbench->vq(), *network, reference.stats, spec,
+                *workbench, *network, reference.stats, spec,
                 [self](const npw::ImageSweepRow& row) {
                     QMetaObject::invokeMethod(
                         self.data(),
@@ -216,10 +226,104 @@ bool ImageSession::runSweep(const ImageSweepRequest& request) {
                 progress);
             return static_cast<int>(rows.size());
         },
-        [this](int rows) { emit logMessage(tr("Image sweep: %1 rows.").arg(rows)); });
+        [this, request](int rows) {
+            // The sweep calibrated the workbench with its own settings: a comparison reuses them.
+            calibratedPerClass_ = request.calibPerClass;
+            calibratedCfg_ = request.cfg;
+            emit logMessage(tr("Image sweep: %1 rows.").arg(rows));
+        });
     if (started) {
         sweepRows_.clear();
+        lastSweep_ = request;
         emit sweepCleared();
     }
     return started;
+}
+
+namespace {
+
+nlohmann::json compareRequestJson(const ImageCompareRequest& r) {
+    return {{"method", r.method.toStdString()}, {"ratio", r.ratio},   {"classes", r.classes},
+            {"per_class", r.perClass},          {"seed", r.seed},     {"cfg", r.cfg},
+            {"calib_per_class", r.calibPerClass}, {"lambda", r.lambda}};
+}
+
+nlohmann::json sweepRequestJson(const ImageSweepRequest& r) {
+    std::vector<std::string> methods;
+    for (const QString& m : r.methods) methods.push_back(m.toStdString());
+    return {{"methods", methods}, {"ratios", r.ratios}, {"samples", r.samples},
+            {"cfg", r.cfg},       {"calib_per_class", r.calibPerClass}, {"lambda", r.lambda}};
+}
+
+// A field of the workspace's "images" object, with the file's context in the error.
+template <class T>
+T imageField(const nlohmann::json& j, const char* name) {
+    try {
+        return j.at(name).get<T>();
+    } catch (const std::exception&) {
+        throw npw::Error(std::string("workspace 'images': field '") + name + "' is missing or has the wrong type");
+    }
+}
+
+ImageCompareRequest compareRequestFromJson(const nlohmann::json& j) {
+    ImageCompareRequest r;
+    r.method = qs(imageField<std::string>(j, "method"));
+    r.ratio = imageField<double>(j, "ratio");
+    r.classes = imageField<std::vector<int64_t>>(j, "classes");
+    r.perClass = imageField<int>(j, "per_class");
+    r.seed = imageField<int>(j, "seed");
+    r.cfg = imageField<double>(j, "cfg");
+    r.calibPerClass = imageField<int>(j, "calib_per_class");
+    r.lambda = imageField<double>(j, "lambda");
+    return r;
+}
+
+ImageSweepRequest sweepRequestFromJson(const nlohmann::json& j) {
+    ImageSweepRequest r;
+    r.methods.clear();
+    for (const std::string& m : imageField<std::vector<std::string>>(j, "methods")) r.methods << qs(m);
+    r.ratios = imageField<std::vector<double>>(j, "ratios");
+    r.samples = imageField<int>(j, "samples");
+    r.cfg = imageField<double>(j, "cfg");
+    r.calibPerClass = imageField<int>(j, "calib_per_class");
+    r.lambda = imageField<double>(j, "lambda");
+    return r;
+}
+
+} // namespace
+
+nlohmann::json ImageSession::workspaceState() const {
+    if (!hasModel()) return nullptr;
+    nlohmann::json j = {{"model", reference_.toStdString()},
+                        {"compare", lastCompare_ ? compareRequestJson(*lastCompare_) : nlohmann::json(nullptr)},
+                        {"compared", comparison_.has_value()},
+                        {"sweep", lastSweep_ ? sweepRequestJson(*lastSweep_) : nlohmann::json(nullptr)},
+                        {"sweep_rows", nlohmann::json::array()}};
+    for (const npw::ImageSweepRow& r : sweepRows_) j["sweep_rows"].push_back(npw::imageSweepRowJson(r));
+    return j;
+}
+
+bool ImageSession::restoreWorkspaceState(const nlohmann::json& state) {
+    if (!state.is_object()) throw npw::Error("workspace 'images': expected an object");
+    const QString model = qs(imageField<std::string>(state, "model"));
+    std::optional<ImageCompareRequest> compareRequest;
+    std::optional<ImageSweepRequest> sweepRequest;
+    if (state.contains("compare") && !state.at("compare").is_null()) compareRequest = compareRequestFromJson(state.at("compare"));
+    if (state.contains("sweep") && !state.at("sweep").is_null()) sweepRequest = sweepRequestFromJson(state.at("sweep"));
+    std::vector<npw::ImageSweepRow> rows;
+    for (const nlohmann::json& r : imageField<nlohmann::json>(state, "sweep_rows")) rows.push_back(npw::imageSweepRowFromJson(r));
+    const bool compared = state.value("compared", false) && compareRequest;
+    return openModelThen(model, [this, compareRequest, sweepRequest, rows, compared] {
+        lastCompare_ = compareRequest;
+        lastSweep_ = sweepRequest;
+        emit requestsRestored();
+        for (const npw::ImageSweepRow& row : rows) {
+            sweepRows_.push_back(row);
+            emit sweepRowAvailable(row);
+        }
+        if (compared) {
+            emit logMessage(tr("Workspace: generating the saved comparison again (same classes and seeds)."));
+            compare(*compareRequest);
+        }
+    });
 }

@@ -11,6 +11,8 @@
 #include <QImage>
 #include <QObject>
 #include <QStringList>
+#include <functional>
+#include <nlohmann/json.hpp>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -41,6 +43,7 @@ public:
     explicit ImageSession(JobRunner* jobs, QObject* parent = nullptr);
 
     bool hasModel() const { return workbench_ != nullptr; }
+    const npw::ImagePruningWorkbench* workbench() const { return workbench_.get(); }  // null without a model
     QString modelReference() const { return reference_; }
     QStringList classNames() const { return classNames_; }  // "0 T-shirt/top", … or "class 0", …
     int64_t numClasses() const { return hasModel() ? workbench_->dense().config().num_classes : 0; }
@@ -61,6 +64,17 @@ public:
     // Quick and synchronous; throws npw::Error naming the file.
     void exportSweepCsv(const QString& path) const;
 
+    // The tab's part of a workspace file: the model, the requests of the last comparison and
+    // sweep, the sweep rows. Null when no image model is open. Images are not stored: the
+    // comparison is regenerated on reopen (same classes and seeds give the same images).
+    nlohmann::json workspaceState() const;
+    // Opens the state's model (a job), shows its sweep rows, hands the requests to the form
+    // (requestsRestored) and regenerates the comparison when there was one. npw::Error naming
+    // the field when the state is malformed; false when another job runs.
+    bool restoreWorkspaceState(const nlohmann::json& state);
+    const std::optional<ImageCompareRequest>& lastCompareRequest() const { return lastCompare_; }
+    const std::optional<ImageSweepRequest>& lastSweepRequest() const { return lastSweep_; }
+
     // A labelled grid (core's imageGrid: one row per class, `columns` samples per row) as a QImage.
     static QImage gridImage(const at::Tensor& images, const std::vector<std::string>& labels, int64_t columns);
 
@@ -70,8 +84,12 @@ signals:
     void sweepCleared();
     void sweepRowAvailable(const npw::ImageSweepRow& row);
     void logMessage(const QString& text);
+    void requestsRestored();  // lastCompareRequest / lastSweepRequest came from a workspace
 
 private:
+    // Loads the model on the JobRunner; `then` runs on the GUI thread once it is in place.
+    bool openModelThen(const QString& reference, std::function<void()> then);
+
     JobRunner* jobs_;
     std::shared_ptr<npw::ImagePruningWorkbench> workbench_;
     QString reference_;
@@ -82,6 +100,8 @@ private:
     double comparisonLambda_ = npw::kDefaultLambda;
     QImage denseGrid_, prunedGrid_;
     std::vector<npw::ImageSweepRow> sweepRows_;
+    std::optional<ImageCompareRequest> lastCompare_;
+    std::optional<ImageSweepRequest> lastSweep_;
 };
 
 Q_DECLARE_METATYPE(npw::ImageSweepRow)

@@ -58,8 +58,9 @@ ImagesPage::ImagesPage(ImageSession* session, QWidget* parent) : QWidget(parent)
     about_ = new QLabel(tr("No image model open"));
     about_->setWordWrap(true);
     method_ = new QComboBox;
-    method_->addItems({"numerical", "flap", "numerical-nocomp", "wanda-sp", "magnitude", "random"});
-    method_->setToolTip(tr("How the pruned model was pruned; scores are computed once per method"));
+    method_->addItems({"numerical", "flap", "numerical-nocomp", "numerical-box", "wanda-sp", "magnitude", "random"});
+    method_->setToolTip(tr("How the pruned model was pruned; scores are computed once per method\n"
+                           "(numerical-box: z constrained to [0, 1], solved again for every ρ)"));
     ratio_ = new QDoubleSpinBox;
     ratio_->setRange(0.01, 0.9);
     ratio_->setSingleStep(0.05);
@@ -215,6 +216,10 @@ ImagesPage::ImagesPage(ImageSession* session, QWidget* parent) : QWidget(parent)
     connect(session_, &ImageSession::comparisonReady, this, &ImagesPage::onComparison);
     connect(session_, &ImageSession::sweepCleared, this, &ImagesPage::redrawPlot);
     connect(session_, &ImageSession::sweepRowAvailable, this, &ImagesPage::redrawPlot);
+    connect(session_, &ImageSession::requestsRestored, this, [this] {
+        if (session_->lastCompareRequest()) setCompareRequest(*session_->lastCompareRequest());
+        if (session_->lastSweepRequest()) setSweepRequest(*session_->lastSweepRequest());
+    });
     onModelChanged();
     redrawPlot();
 }
@@ -233,6 +238,7 @@ void ImagesPage::setBusy(bool busy) {
 }
 
 void ImagesPage::onModelChanged() {
+    if (session_->hasModel()) model_->setText(session_->modelReference());
     about_->setText(session_->describeModel());
     classes_->clear();
     classes_->addItem(tr("all"));

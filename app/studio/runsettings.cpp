@@ -61,7 +61,8 @@ nlohmann::json toJson(const npw::PruneSettings& s) {
             {"compensation", compensation},
             {"seed", s.seed},
             {"unit", s.attentionUnit == npw::AttentionUnitKind::KvGroup ? "kv-group" : "query-slot"},
-            {"standardised_global", s.standardisedGlobal}};
+            {"standardised_global", s.standardisedGlobal},
+            {"box_constrained", s.boxConstrained}};
 }
 
 nlohmann::json toJson(const SelectionKnobs& k) {
@@ -93,6 +94,7 @@ npw::PruneSettings pruneSettingsFromJson(const nlohmann::json& j) {
     if (unit != "kv-group" && unit != "query-slot") throw npw::Error("settings field 'unit': '" + unit + "'");
     s.attentionUnit = unit == "kv-group" ? npw::AttentionUnitKind::KvGroup : npw::AttentionUnitKind::QuerySlot;
     s.standardisedGlobal = field<bool>(j, "standardised_global", s.standardisedGlobal);
+    s.boxConstrained = field<bool>(j, "box_constrained", s.boxConstrained);
     s.validate();
     return s;
 }

@@ -63,6 +63,12 @@ RunSettingsPanel::RunSettingsPanel(QWidget* parent) : QWidget(parent) {
     iters_->setToolTip(tr("T, Newton steps of Algorithm 1 for the numerical score. 0 uses the closed form\n"
                           "(the same z, one Cholesky solve per layer); T > 0 is the paper's iteration,\n"
                           "for checking it agrees."));
+    box_ = new QCheckBox(tr("Box-constrain z to [0, 1]"));
+    box_->setObjectName(QStringLiteral("boxConstrained"));
+    box_->setToolTip(tr("Numerical only: solve eq. 5 with z ∈ [0, 1]^D (the paper's domain for z; Algorithm 1\n"
+                        "itself never clamps), by an active-set method per layer. The bound makes z depend on\n"
+                        "ρ and λ, so moving them asks for Recompute instead of re-selecting live.\n"
+                        "Kept as its own score set, numerical-box, beside the closed form."));
     damp_ = new QDoubleSpinBox;
     damp_->setRange(0, 1);
     damp_->setDecimals(4);
@@ -88,6 +94,7 @@ RunSettingsPanel::RunSettingsPanel(QWidget* parent) : QWidget(parent) {
     form->addRow(tr("Seed"), seed_);
     form->addRow(tr("Method"), method_);
     form->addRow(tr("Newton steps T"), iters_);
+    form->addRow(QString(), box_);
     form->addRow(tr("Dampening γ"), damp_);
     form->addRow(QString(), compensate_);
     auto* layout = new QVBoxLayout(this);
@@ -106,6 +113,10 @@ RunSettingsPanel::RunSettingsPanel(QWidget* parent) : QWidget(parent) {
     connect(damp_, &QDoubleSpinBox::valueChanged, this, &RunSettingsPanel::emitEdited);
     connect(method_, &QComboBox::currentIndexChanged, this, &RunSettingsPanel::emitEdited);
     connect(compensate_, &QCheckBox::toggled, this, &RunSettingsPanel::emitEdited);
+    connect(box_, &QCheckBox::toggled, this, &RunSettingsPanel::emitEdited);
+    connect(method_, &QComboBox::currentIndexChanged, this, &RunSettingsPanel::updateEnabled);
+    connect(box_, &QCheckBox::toggled, this, &RunSettingsPanel::updateEnabled);
+    updateEnabled();
 }
 
 studio::RunSettings RunSettingsPanel::settings() const {
@@ -116,7 +127,9 @@ studio::RunSettings RunSettingsPanel::settings() const {
     s.calibration.seqlen = seqlen_->value();
     s.calibration.seed = static_cast<uint64_t>(seed_->value());
     s.prune.method = static_cast<npw::PruneMethod>(method_->currentData().toInt());
-    s.prune.iters = iters_->value();
+    const bool numerical = s.prune.method == npw::PruneMethod::Numerical;
+    s.prune.boxConstrained = numerical && box_->isChecked();
+    s.prune.iters = s.prune.boxConstrained ? 0 : iters_->value();  // alternatives
     s.prune.damp = damp_->value();
     s.prune.compensation = compensate_->isChecked() ? npw::CompensationKind::MethodDefault : npw::CompensationKind::None;
     s.prune.seed = s.calibration.seed;
@@ -125,7 +138,7 @@ studio::RunSettings RunSettingsPanel::settings() const {
 
 void RunSettingsPanel::setSettings(const studio::RunSettings& s) {
     const QSignalBlocker b1(source_), b2(sourceIsIds_), b3(samples_), b4(seqlen_), b5(seed_), b6(method_), b7(iters_),
-        b8(damp_), b9(compensate_);
+        b8(damp_), b9(compensate_), b10(box_);
     source_->setText(QString::fromStdString(s.calibration.source));
     sourceIsIds_->setChecked(s.calibration.sourceIsIds);
     samples_->setValue(int(s.calibration.samples));
@@ -135,6 +148,15 @@ void RunSettingsPanel::setSettings(const studio::RunSettings& s) {
     iters_->setValue(s.prune.iters);
     damp_->setValue(s.prune.damp);
     compensate_->setChecked(s.prune.compensation != npw::CompensationKind::None);
+    box_->setChecked(s.prune.boxConstrained);
+    updateEnabled();
+}
+
+void RunSettingsPanel::updateEnabled() {
+    // T and the box belong to the numerical score; the box has its own solver instead of T.
+    const bool numerical = static_cast<npw::PruneMethod>(method_->currentData().toInt()) == npw::PruneMethod::Numerical;
+    box_->setEnabled(numerical);
+    iters_->setEnabled(numerical && !box_->isChecked());
 }
 
 void RunSettingsPanel::setCalibrationStale(bool stale, bool haveModel) {

@@ -31,6 +31,7 @@ signals:
 private:
     void browseSource();
     void emitEdited();
+    void updateEnabled();
 
     QLineEdit* source_;
     QCheckBox* sourceIsIds_;
@@ -41,6 +42,7 @@ private:
     QSpinBox* iters_;
     QDoubleSpinBox* damp_;
     QCheckBox* compensate_;
+    QCheckBox* box_;
     QLabel* status_;
     QPushButton* run_;
     bool busy_ = false;

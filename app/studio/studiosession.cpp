@@ -16,7 +16,10 @@ namespace {
 
 QString qs(const std::string& s) { return QString::fromStdString(s); }
 
-bool isNumerical(const npw::ScoreSet& s) { return s.settings.method == npw::PruneMethod::Numerical; }
+// Numerical scores follow λ in closed form; box-constrained ones need a new solve (Recompute).
+bool rescoresLive(const npw::ScoreSet& s) {
+    return s.settings.method == npw::PruneMethod::Numerical && !s.settings.boxConstrained;
+}
 
 QString unitNameFor(const npw::LlamaConfig& config, npw::AttentionUnitKind kind) {
     for (int64_t l = 0; l < config.num_layers; ++l)
@@ -112,23 +115,40 @@ bool StudioSession::openModel(const QString& reference, const QString& device) {
 
 bool StudioSession::runScoring() {
     if (!hasModel()) return false;
+    return runScoringFor({settings_.prune}, QString());
+}
+
+bool StudioSession::recompute() {
+    if (!hasModel()) return false;
+    // Every score set shown, with the Run settings' calibration; box-constrained sets at the
+    // knobs' ρ and λ. The current set stays current.
+    std::vector<npw::PruneSettings> list;
+    for (const QString& m : methodOrder_) list.push_back(scores_[m].computed->settings);
+    if (list.empty()) list.push_back(settings_.prune);
+    return runScoringFor(list, current_);
+}
+
+bool StudioSession::runScoringFor(std::vector<npw::PruneSettings> list, const QString& keepCurrent) {
     struct Result {
         std::shared_ptr<const npw::ModelStats> stats;
         npw::CalibrationSummary summary;
         bool recalibrated = false;
-        npw::ScoreSet scores;
+        std::vector<npw::ScoreSet> scores;
     };
-    npw::PruneSettings prune = settings_.prune;
-    prune.ratio = knobs_.rho;
-    prune.lambda = knobs_.lambda;
-    prune.alpha = knobs_.alpha;
-    prune.alphaMode = knobs_.mode;
+    QStringList names;
+    for (npw::PruneSettings& prune : list) {
+        prune.ratio = knobs_.rho;
+        prune.lambda = knobs_.lambda;
+        prune.alpha = knobs_.alpha;
+        prune.alphaMode = knobs_.mode;
+        names << qs(npw::scoreSetName(prune));
+    }
     const bool stale = calibrationStale();
     const studio::CalibrationSettings calibration = settings_.calibration;
     const npw::LanguageModel lm = model_;
     const auto stats = stale ? nullptr : stats_;
     const npw::CalibrationSummary summary = calibrationSummary_;
-    const QString method = qs(npw::methodName(prune.method));
+    const QString method = names.join(QStringLiteral(", "));
     return jobs_.start<Result>(
         stale ? tr("Calibrate and score %1").arg(method) : tr("Score %1").arg(method),
         [=](const npw::ProgressFn& progress) {
@@ -144,10 +164,11 @@ bool StudioSession::runScoring() {
                 r.summary = npw::CalibrationSummary::of(set);
                 r.recalibrated = true;
             }
-            r.scores = npw::computeScores(lm.model->checkpoint(), *r.stats, prune, progress);
+            for (const npw::PruneSettings& prune : list)
+                r.scores.push_back(npw::computeScores(lm.model->checkpoint(), *r.stats, prune, progress));
             return r;
         },
-        [this, calibration](Result r) {
+        [this, calibration, keepCurrent](Result r) {
             if (r.recalibrated) {
                 scores_.clear();  // scores of other statistics no longer match the new ones
                 methodOrder_.clear();
@@ -159,12 +180,57 @@ bool StudioSession::runScoring() {
                                     .arg(r.summary.seqlen)
                                     .arg(QFileInfo(qs(r.summary.source)).fileName()));
             }
-            addScores(std::move(r.scores));
+            for (npw::ScoreSet& set : r.scores) {
+                if (set.settings.boxConstrained)
+                    emit logMessage(tr("Box-constrained z solved at ρ = %1, λ = %2: %3 channels at 0, %4 at 1, "
+                                       "KKT residual %5.")
+                                        .arg(set.settings.ratio)
+                                        .arg(set.settings.lambda, 0, 'g', 3)
+                                        .arg(set.boxAtZero)
+                                        .arg(set.boxAtOne)
+                                        .arg(set.boxKktViolation, 0, 'g', 2));
+                addScores(std::move(set));
+            }
+            if (!keepCurrent.isEmpty() && scores_.contains(keepCurrent) && current_ != keepCurrent) {
+                current_ = keepCurrent;
+                emit scoresChanged();
+                reselect();
+            }
         });
 }
 
+QString StudioSession::recomputeReason() const {
+    if (!hasModel() || scores_.isEmpty()) return QString();
+    if (stats_ && statsCalibration_ && *statsCalibration_ != settings_.calibration) {
+        const studio::CalibrationSettings& was = *statsCalibration_;
+        const studio::CalibrationSettings& now = settings_.calibration;
+        return tr("The scores shown come from %1 windows × %2 tokens (seed %3)%4; the Run settings now ask for "
+                  "%5 × %6 (seed %7)%8. A new calibration and new solves are needed.")
+            .arg(was.samples)
+            .arg(was.seqlen)
+            .arg(was.seed)
+            .arg(was.source.empty() ? QString() : tr(" of %1").arg(QFileInfo(qs(was.source)).fileName()))
+            .arg(now.samples)
+            .arg(now.seqlen)
+            .arg(now.seed)
+            .arg(now.source.empty() ? QString() : tr(" of %1").arg(QFileInfo(qs(now.source)).fileName()));
+    }
+    const auto it = scores_.find(current_);
+    if (it != scores_.end() && it->computed->settings.boxConstrained) {
+        const npw::PruneSettings& s = it->computed->settings;
+        if (s.ratio != knobs_.rho || s.lambda != knobs_.lambda)
+            return tr("The box-constrained z was solved at ρ = %1, λ = %2; the mask re-ranks that z at ρ = %3, "
+                      "λ = %4. The bounded optimum there needs a new solve.")
+                .arg(s.ratio)
+                .arg(s.lambda, 0, 'g', 3)
+                .arg(knobs_.rho)
+                .arg(knobs_.lambda, 0, 'g', 3);
+    }
+    return QString();
+}
+
 void StudioSession::addScores(npw::ScoreSet scores) {
-    const QString key = qs(npw::methodName(scores.settings.method));
+    const QString key = qs(npw::scoreSetName(scores.settings));
     ScoreEntry entry;
     entry.computed = std::make_shared<const npw::ScoreSet>(std::move(scores));
     entry = entryAt(entry, knobs_.lambda);
@@ -177,7 +243,7 @@ void StudioSession::addScores(npw::ScoreSet scores) {
 
 StudioSession::ScoreEntry StudioSession::entryAt(const ScoreEntry& entry, double lambda) const {
     ScoreEntry out = entry;
-    if (isNumerical(*entry.computed) && entry.computed->settings.lambda != lambda)
+    if (rescoresLive(*entry.computed) && entry.computed->settings.lambda != lambda)
         out.atLambda = std::make_shared<const npw::ScoreSet>(npw::rescoreNumerical(*entry.computed, lambda));
     else
         out.atLambda = entry.computed;
@@ -214,7 +280,7 @@ void StudioSession::reselectOrThrow() {
         return;
     }
     ScoreEntry& entry = *it;
-    if (isNumerical(*entry.computed) && entry.atLambda->settings.lambda != knobs_.lambda)
+    if (rescoresLive(*entry.computed) && entry.atLambda->settings.lambda != knobs_.lambda)
         entry = entryAt(entry, knobs_.lambda);  // closed form from the stored solves
     const npw::ScoreSet& scores = *entry.atLambda;
     SelectionView v;
@@ -289,6 +355,8 @@ bool StudioSession::runSweep(const SweepRequest& request) {
             spec.evalSets.push_back(std::move(eval));
             if (!request.zeroShotTask.empty())
                 spec.zeroShotTasks = npw::loadZeroShotTasks(request.zeroShotTask, request.zeroShotLimit);
+            spec.measureSpeed = request.measureSpeed;
+            spec.speedPromptTokens = spec.speedDecodeTokens = request.speedTokens;
             spec.evalSeqlen = request.evalSeqlen;
             spec.evalMaxWindows = request.evalMaxWindows;
             spec.alphaMode = knobs.mode;
@@ -302,7 +370,16 @@ bool StudioSession::runSweep(const SweepRequest& request) {
                         [self, row] {
                             if (!self) return;
                             self->sweepRows_.push_back(row);
-                            if (std::isfinite(row.acc))
+                            if (row.isSpeedRow())
+                                emit self->logMessage(tr("%1 at ρ = %2: decode %3 tokens/s, prefill %4 tokens/s, "
+                                                         "weights %5 MiB, KV cache %6 MiB")
+                                                          .arg(qs(row.method))
+                                                          .arg(row.ratio)
+                                                          .arg(row.decodeTokensPerSecond, 0, 'f', 0)
+                                                          .arg(row.prefillTokensPerSecond, 0, 'f', 0)
+                                                          .arg(row.weightsMiB, 0, 'f', 2)
+                                                          .arg(row.kvCacheMiB, 0, 'f', 3));
+                            else if (std::isfinite(row.acc))
                                 emit self->logMessage(tr("%1 at ρ = %2: %3 accuracy %4 (%5 items)")
                                                           .arg(qs(row.method))
                                                           .arg(row.ratio)
@@ -382,9 +459,14 @@ void StudioSession::exportSweepCsv(const QString& path) const {
     npw::writeTextAtomically(path.toStdString(), npw::sweepRowsCsv(sweepRows_));
 }
 
-void StudioSession::saveWorkspace(const QString& path) const {
-    if (!hasModel()) throw npw::Error("no model is open: nothing to save");
+void StudioSession::saveWorkspace(const QString& path, const nlohmann::json& images) const {
+    if (!hasModel() && images.is_null()) throw npw::Error("no model is open: nothing to save");
     studio::WorkspaceFile w;
+    w.images = images;
+    if (!hasModel()) {
+        studio::writeWorkspace(path.toStdString(), w, nullptr);
+        return;
+    }
     w.model = modelRef_.toStdString();
     w.device = device_.toStdString();
     w.calibration = statsCalibration_ ? *statsCalibration_ : settings_.calibration;
@@ -405,6 +487,7 @@ bool StudioSession::openWorkspace(const QString& path) {
         [file](const npw::ProgressFn& progress) {
             Restored r;
             r.file = studio::readWorkspace(file);
+            if (r.file.model.empty()) return r;  // only the Images tab's part
             r.model = npw::openLanguageModel(r.file.model, npw::chooseRuntime(r.file.device));
             if (r.file.statsCalibration) {
                 std::map<std::string, std::string> metadata;
@@ -420,6 +503,9 @@ bool StudioSession::openWorkspace(const QString& path) {
 }
 
 void StudioSession::applyRestored(Restored r) {
+    // The Images tab's part first: its model opens as the next job, after this one.
+    if (!r.file.images.is_null()) emit imageWorkspaceRestored(QByteArray::fromStdString(r.file.images.dump()));
+    if (r.file.model.empty()) return;
     model_ = std::move(r.model);
     modelRef_ = qs(r.file.model);
     device_ = qs(r.file.device);

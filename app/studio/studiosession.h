@@ -11,11 +11,13 @@
 #include "core/prune/score_view.h"
 #include "core/prune/sweep.h"
 
+#include <QByteArray>
 #include <QMap>
 #include <QObject>
 #include <QStringList>
 #include <atomic>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <vector>
 
 // What every score view shows for the current method and knobs.
@@ -46,6 +48,9 @@ struct SweepRequest {
     // empty: none) and how many of its items to score (0 = all).
     std::string zeroShotTask;
     int64_t zeroShotLimit = 200;
+    // Memory and generation speed of every model (Figure 5): prompt tokens, as many decoded.
+    bool measureSpeed = false;
+    int64_t speedTokens = 32;
 };
 
 class StudioSession : public QObject {
@@ -78,11 +83,19 @@ public:
     // Long jobs; each returns false (and does nothing) while another job runs.
     bool openModel(const QString& reference, const QString& device = QStringLiteral("cpu"));
     bool runScoring();  // calibrates when stale, then scores the settings' method
+    // What the views show no longer matches what was asked: other calibration settings than the
+    // scores' statistics, or a box-constrained set whose ρ/λ moved (its z is solved per ρ and λ).
+    // Empty when nothing needs a new solve; else a sentence for the window to show.
+    QString recomputeReason() const;
+    // Calibrates when stale and computes every score set shown again (box-constrained ones at the
+    // knobs' ρ and λ); the current set stays current.
+    bool recompute();
     bool runSweep(const SweepRequest& request);
     bool exportPrunedModel(const QString& dir);
     bool openWorkspace(const QString& path);
-    // Quick and synchronous; throw npw::Error naming the file.
-    void saveWorkspace(const QString& path) const;
+    // Quick and synchronous; throw npw::Error naming the file. `images`: the Images tab's part
+    // (ImageSession::workspaceState), null when none; a workspace needs a model in either.
+    void saveWorkspace(const QString& path, const nlohmann::json& images = nullptr) const;
     void exportSweepCsv(const QString& path) const;
 
 public slots:
@@ -102,6 +115,8 @@ signals:
     void sweepCleared();
     void sweepRowAvailable(const npw::SweepRow& row);
     void logMessage(const QString& text);
+    // A reopened workspace's Images part (JSON text) for the Images tab to restore.
+    void imageWorkspaceRestored(const QByteArray& state);
 
 private:
     struct ScoreEntry {
@@ -111,6 +126,7 @@ private:
     };
     struct Restored;  // what openWorkspace's job hands back
     void resetModelState();
+    bool runScoringFor(std::vector<npw::PruneSettings> list, const QString& keepCurrent);
     void addScores(npw::ScoreSet scores);
     ScoreEntry entryAt(const ScoreEntry& entry, double lambda) const;
     void reselect();

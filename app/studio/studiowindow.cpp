@@ -26,6 +26,7 @@
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QFormLayout>
+#include <QFrame>
 #include <QGroupBox>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -51,6 +52,24 @@
 #include <set>
 
 namespace {
+
+// What the speed plot (the paper's Figure 5) offers for a sweep's "speed" rows: name, axis
+// label, value (means over seeds from core's summariseOverSeeds).
+struct SpeedQuantity {
+    const char* name;
+    const char* axis;
+    double (*value)(const npw::SweepSummaryRow&);
+    double (*spread)(const npw::SweepSummaryRow&);
+};
+const SpeedQuantity kSpeedQuantities[] = {
+    {"Decode speed", "greedy decode, tokens per second", [](const npw::SweepSummaryRow& s) { return s.decodeMean; },
+     [](const npw::SweepSummaryRow& s) { return s.decodeStd; }},
+    {"Prefill speed", "prompt prefill, tokens per second", [](const npw::SweepSummaryRow& s) { return s.prefillMean; },
+     nullptr},
+    {"Weight memory", "weights (MiB)", [](const npw::SweepSummaryRow& s) { return s.weightsMiBMean; }, nullptr},
+    {"KV cache", "key/value cache of prompt + decode (MiB)",
+     [](const npw::SweepSummaryRow& s) { return s.kvCacheMiBMean; }, nullptr},
+};
 
 constexpr int kMaxRecent = 8;
 const char* kDemoModels[] = {"demo:lm", "demo:lm-gqa", "demo:c2i"};
@@ -111,6 +130,26 @@ void StudioWindow::buildCentral() {
     selectionLayout->addLayout(methodBox);
     selectionLayout->addWidget(controls_, 3);
     selectionLayout->addWidget(summary_, 2);
+    // Said when the views no longer show what was asked (new calibration settings, or a
+    // box-constrained z whose ρ/λ moved): the knobs only re-select, this needs new solves.
+    recomputeNotice_ = new QFrame;
+    recomputeNotice_->setObjectName(QStringLiteral("recomputeNotice"));
+    recomputeNotice_->setFrameShape(QFrame::StyledPanel);
+    recomputeNotice_->setAutoFillBackground(true);
+    recomputeNotice_->setBackgroundRole(QPalette::ToolTipBase);
+    recomputeNotice_->setForegroundRole(QPalette::ToolTipText);
+    recomputeReason_ = new QLabel;
+    recomputeReason_->setWordWrap(true);
+    recomputeReason_->setForegroundRole(QPalette::ToolTipText);
+    recompute_ = new QPushButton(tr("Recompute"));
+    recompute_->setObjectName(QStringLiteral("recomputeButton"));
+    recompute_->setToolTip(tr("Calibrate again if the calibration changed, and solve every score set shown again\n"
+                              "(box-constrained ones at the current ρ and λ) (Ctrl+Shift+E)"));
+    auto* noticeLayout = new QHBoxLayout(recomputeNotice_);
+    noticeLayout->setContentsMargins(8, 4, 8, 4);
+    noticeLayout->addWidget(recomputeReason_, 1);
+    noticeLayout->addWidget(recompute_);
+    recomputeNotice_->setVisible(false);
 
     headMap_ = new HeadMapWidget(layerSelection_);
     histogram_ = new ScoreHistogramWidget(layerSelection_);
@@ -133,11 +172,13 @@ void StudioWindow::buildCentral() {
     auto* scoresLayout = new QVBoxLayout(scoresPage);
     scoresLayout->setContentsMargins(4, 4, 4, 4);
     scoresLayout->addWidget(selectionBox);
+    scoresLayout->addWidget(recomputeNotice_);
     scoresLayout->addWidget(views, 1);
 
     // The Sweep tab: what to sweep, and the plot that grows as rows arrive.
     sweepMethods_ = new QLineEdit(QStringLiteral("numerical,flap,wanda-sp"));
-    sweepMethods_->setToolTip(tr("Methods, comma-separated: numerical, numerical-nocomp, flap, wanda-sp, magnitude, random"));
+    sweepMethods_->setToolTip(tr("Methods, comma-separated: numerical, numerical-nocomp, numerical-box (z in [0, 1],\n"
+                                 "one solve per ratio), flap, wanda-sp, magnitude, random"));
     sweepRatios_ = new QLineEdit(QStringLiteral("0.1,0.2,0.3"));
     sweepRatios_->setToolTip(tr("Pruning ratios ρ in [0, 1), comma-separated: each only re-selects"));
     sweepSeeds_ = new QSpinBox;
@@ -185,13 +226,38 @@ void StudioWindow::buildCentral() {
     sweepZeroShot_->setToolTip(tr("Also score the demo's zero-shot task (choose a New Testament verse's true ending\n"
                                   "among four; 200 items, lm-evaluation-harness scoring) and plot accuracy beside perplexity"));
     sweepForm->insertWidget(sweepForm->count() - 1, sweepZeroShot_);
+    sweepSpeed_ = new QCheckBox(tr("Speed and memory"));
+    sweepSpeed_->setObjectName(QStringLiteral("sweepSpeed"));
+    sweepSpeed_->setToolTip(tr("Also time every model (dense and each pruned one): a prefill of 32 tokens and a greedy\n"
+                               "decode of 32 (median of 3 after a warm-up), and its weight and KV-cache memory:\n"
+                               "the paper's Figure 5, plotted below the accuracy"));
+    sweepForm->insertWidget(sweepForm->count() - 1, sweepSpeed_);
     sweepPlot_ = new SweepPlotWidget;
     accuracyPlot_ = new SweepPlotWidget;
     accuracyPlot_->setQuantity(tr("Zero-shot accuracy against sparsity"), tr("accuracy (chance: 0.25)"), false);
     accuracyPlot_->setVisible(false);
+    speedPlot_ = new SweepPlotWidget;
+    speedShow_ = new QComboBox;
+    speedShow_->setObjectName(QStringLiteral("speedShow"));
+    for (const SpeedQuantity& q : kSpeedQuantities) speedShow_->addItem(tr(q.name));
+    speedShow_->setToolTip(tr("What the speed plot shows for every model of the sweep"));
+    speedPanel_ = new QWidget;
+    auto* speedLayout = new QVBoxLayout(speedPanel_);
+    speedLayout->setContentsMargins(0, 0, 0, 0);
+    auto* speedRow = new QHBoxLayout;
+    speedRow->addWidget(new QLabel(tr("Show")));
+    speedRow->addWidget(speedShow_);
+    speedRow->addStretch(1);
+    speedLayout->addLayout(speedRow);
+    speedLayout->addWidget(speedPlot_, 1);
+    speedPanel_->setVisible(false);
+    connect(speedShow_, &QComboBox::currentIndexChanged, this, &StudioWindow::redrawSweep);
+    auto* sidePlots = new QSplitter(Qt::Vertical);
+    sidePlots->addWidget(accuracyPlot_);
+    sidePlots->addWidget(speedPanel_);
     auto* sweepPlots = new QSplitter(Qt::Horizontal);
     sweepPlots->addWidget(sweepPlot_);
-    sweepPlots->addWidget(accuracyPlot_);
+    sweepPlots->addWidget(sidePlots);
     auto* sweepNote = new QLabel(tr("Sparsity is the achieved fraction of attention + MLP weights removed (uniform "
                                     "methods fall below ρ). Each point is one pruned model evaluated on the "
                                     "held-out text; calibration as in the Run settings, λ and α as in the Selection."));
@@ -299,6 +365,8 @@ void StudioWindow::buildActions() {
     runAction->setShortcut(QKeySequence(QStringLiteral("Ctrl+R")));
     QAction* sweepAction = run->addAction(tr("Run &sweep"), this, [this] { session_.runSweep(sweepRequest()); });
     sweepAction->setShortcut(QKeySequence(QStringLiteral("Ctrl+Shift+R")));
+    QAction* recomputeAction = run->addAction(tr("R&ecompute every score set"), &session_, &StudioSession::recompute);
+    recomputeAction->setShortcut(QKeySequence(QStringLiteral("Ctrl+Shift+E")));
     QAction* cancelAction = run->addAction(tr("&Cancel"), &session_, &StudioSession::cancel);
     cancelAction->setShortcut(QKeySequence(Qt::Key_Escape));
 
@@ -362,6 +430,15 @@ void StudioWindow::connectSession() {
     });
     connect(&session_, &StudioSession::logMessage, this, &StudioWindow::appendLog);
     connect(imageSession_, &ImageSession::logMessage, this, &StudioWindow::appendLog);
+    connect(imageSession_, &ImageSession::modelChanged, this, &StudioWindow::showArchitecture);
+    connect(tabs_, &QTabWidget::currentChanged, this, &StudioWindow::showArchitecture);
+    connect(&session_, &StudioSession::imageWorkspaceRestored, this, [this](const QByteArray& state) {
+        try {
+            imageSession_->restoreWorkspaceState(nlohmann::json::parse(state.toStdString()));
+        } catch (const std::exception& e) {
+            appendLog(tr("The workspace's Images part was not restored: %1").arg(QString::fromUtf8(e.what())));
+        }
+    });
     connect(&session_, &StudioSession::modelChanged, this, &StudioWindow::onModelChanged);
     connect(&session_, &StudioSession::scoresChanged, this, &StudioWindow::onScoresChanged);
     connect(&session_, &StudioSession::selectionChanged, this, &StudioWindow::showSelection);
@@ -377,6 +454,7 @@ void StudioWindow::connectSession() {
         session_.setSettings(s);
     });
     connect(runSettings_, &RunSettingsPanel::runRequested, this, [this] { session_.runScoring(); });
+    connect(recompute_, &QPushButton::clicked, &session_, &StudioSession::recompute);
     connect(controls_, &SparsityControls::settingsChanged, this,
             [this](double rho, double alpha, npw::AlphaMode mode, double lambda) {
                 studio::SelectionKnobs k;
@@ -403,6 +481,7 @@ void StudioWindow::showKnobs(const studio::SelectionKnobs& k) {
 }
 
 void StudioWindow::showSelection(const SelectionView& v) {
+    updateRecomputeNotice();
     headMap_->setUnitName(v.unitName);
     headMap_->setData(v.scores, v.selection.mask);
     histogram_->setData(v.scores, v.selection.mask, v.selection.threshold);
@@ -421,9 +500,21 @@ void StudioWindow::showSelection(const SelectionView& v) {
     if (methodSelector_->currentText() != v.method) methodSelector_->setCurrentText(v.method);
 }
 
+void StudioWindow::showArchitecture() {
+    // The Model dock follows the tab: the image model on the Images tab, the language model elsewhere.
+    const bool images = tabs_->currentWidget() == imagesPage_ && imageSession_->hasModel();
+    if (images)
+        architecture_->showImageModel(imageSession_->modelReference(), imageSession_->workbench()->dense(),
+                                      imageSession_->workbench()->vq());
+    else if (session_.hasModel())
+        architecture_->showModel(session_.modelReference(), session_.model());
+    else
+        architecture_->clear();
+}
+
 void StudioWindow::onModelChanged() {
     const npw::LanguageModel& lm = session_.model();
-    architecture_->showModel(session_.modelReference(), lm);
+    showArchitecture();
     setWindowTitle(tr("%1 — npw-studio").arg(session_.modelReference()));
     try {
         controls_->setDefaultAlpha(npw::defaultAlphaFor(lm.model->config(), session_.settings().prune.attentionUnit));
@@ -457,7 +548,10 @@ void StudioWindow::redrawSweep() {
     // Means and spreads over seeds are core's (summariseOverSeeds); the plot only draws them.
     sweepPlot_->clear();
     accuracyPlot_->clear();
-    bool accuracy = false;
+    speedPlot_->clear();
+    const SpeedQuantity& speed = kSpeedQuantities[std::max(0, speedShow_->currentIndex())];
+    speedPlot_->setQuantity(tr("%1 against sparsity").arg(tr(speed.name)), tr(speed.axis), false);
+    bool accuracy = false, speedRows = false;
     const auto summary = npw::summariseOverSeeds(session_.sweepRows());
     // An ablation axis that takes more than one value names the curves (e.g. "numerical n=16").
     std::set<int64_t> samples, seqlens;
@@ -476,6 +570,15 @@ void StudioWindow::redrawSweep() {
         return name;
     };
     for (const npw::SweepSummaryRow& s : summary) {
+        if (s.first.isSpeedRow()) {
+            speedRows = true;
+            const double value = speed.value(s), spread = speed.spread ? speed.spread(s) : 0.0;
+            if (s.first.method == "dense")
+                speedPlot_->setDenseBaseline(value);
+            else
+                speedPlot_->addPoint(curveName(s.first), s.achievedRatioMean, value, spread);
+            continue;
+        }
         const bool zeroShot = std::isfinite(s.accMean);  // a zero-shot task's row, else perplexity
         accuracy = accuracy || zeroShot;
         SweepPlotWidget* plot = zeroShot ? accuracyPlot_ : sweepPlot_;
@@ -489,9 +592,18 @@ void StudioWindow::redrawSweep() {
             plot->addPoint(curveName(s.first), s.achievedRatioMean, mean, spread);
     }
     accuracyPlot_->setVisible(accuracy);
+    speedPanel_->setVisible(speedRows);
+}
+
+void StudioWindow::updateRecomputeNotice() {
+    const QString reason = session_.recomputeReason();
+    recomputeReason_->setText(reason);
+    recomputeNotice_->setVisible(!reason.isEmpty());
+    recompute_->setEnabled(!session_.jobs()->isRunning());
 }
 
 void StudioWindow::updateRunState() {
+    updateRecomputeNotice();
     const bool busy = session_.jobs()->isRunning();
     runSettings_->setBusy(busy);
     runSettings_->setCalibrationStale(session_.calibrationStale(), session_.hasModel());
@@ -511,6 +623,7 @@ SweepRequest StudioWindow::sweepRequest() const {
     for (double x : parseRatios(sweepSeqlens_->text())) r.calibSeqlens.push_back(static_cast<int64_t>(x));
     r.lambdas = parseRatios(sweepLambdas_->text());
     if (sweepZeroShot_->isChecked()) r.zeroShotTask = studio::defaultZeroShotTask();
+    r.measureSpeed = sweepSpeed_->isChecked();
     return r;
 }
 
@@ -530,6 +643,7 @@ void StudioWindow::setSweepRequest(const SweepRequest& r) {
     sweepSeqlens_->setText(joined(r.calibSeqlens));
     sweepLambdas_->setText(joined(r.lambdas));
     sweepZeroShot_->setChecked(!r.zeroShotTask.empty());
+    sweepSpeed_->setChecked(r.measureSpeed);
 }
 
 void StudioWindow::showTab(int index) { tabs_->setCurrentIndex(index); }
@@ -697,13 +811,15 @@ void StudioWindow::chooseWorkspaceToSave() {
     if (file.isEmpty()) return;
     if (!isWorkspaceFile(file)) file += QStringLiteral(".npw.json");
     try {
-        session_.saveWorkspace(file);
+        saveWorkspace(file);
         appendLog(tr("Saved the workspace to %1.").arg(file));
         addRecent(file);
     } catch (const std::exception& e) {
         QMessageBox::warning(this, tr("Save workspace"), QString::fromStdString(e.what()));
     }
 }
+
+void StudioWindow::saveWorkspace(const QString& path) { session_.saveWorkspace(path, imageSession_->workspaceState()); }
 
 void StudioWindow::chooseExportDir() {
     if (!session_.selection()) {

@@ -16,6 +16,7 @@ class LayerSelection;
 class QAction;
 class QCheckBox;
 class QComboBox;
+class QFrame;
 class QLabel;
 class QLineEdit;
 class QMenu;
@@ -46,6 +47,10 @@ public:
     LayerReportTable* layerTable() const { return layerTable_; }
     SweepPlotWidget* sweepPlot() const { return sweepPlot_; }
     SweepPlotWidget* accuracyPlot() const { return accuracyPlot_; }
+    SweepPlotWidget* speedPlot() const { return speedPlot_; }
+    ArchitecturePanel* architecturePanel() const { return architecture_; }
+    QFrame* recomputeNotice() const { return recomputeNotice_; }
+    QPushButton* recomputeButton() const { return recompute_; }
     RunSettingsPanel* runSettings() const { return runSettings_; }
     QComboBox* methodSelector() const { return methodSelector_; }
     QLabel* summaryLabel() const { return summary_; }
@@ -59,6 +64,8 @@ public:
     void setSweepRequest(const SweepRequest& request);
     void showTab(int index);  // 0 scores, 1 sweep, 2 images
     void setDark(bool dark);
+    // Both tabs' state (npw::Error naming the file, or when no model is open in either).
+    void saveWorkspace(const QString& path);
     // Writes the current tab's plots: .png, .pdf or .svg by suffix. False when it could not.
     bool exportPlot(const QString& path);
 
@@ -79,10 +86,12 @@ private:
     void showSelection(const SelectionView& view);
     void showKnobs(const studio::SelectionKnobs& knobs);  // the controls follow the session
     void onModelChanged();
+    void showArchitecture();  // of the current tab's model
     void onScoresChanged();
     void onSweepRow(const npw::SweepRow& row);
     void redrawSweep();
     void updateRunState();
+    void updateRecomputeNotice();
     void addRecent(const QString& path);
     void rebuildRecentMenu();
     void restoreSettings();
@@ -111,6 +120,13 @@ private:
     SweepPlotWidget* sweepPlot_;
     SweepPlotWidget* accuracyPlot_;  // zero-shot accuracy, shown when a sweep has some
     QCheckBox* sweepZeroShot_;
+    QFrame* recomputeNotice_;  // "these views need a new solve" + Recompute
+    QLabel* recomputeReason_;
+    QPushButton* recompute_;
+    QCheckBox* sweepSpeed_;
+    SweepPlotWidget* speedPlot_;  // memory and speed (Figure 5), shown when a sweep has some
+    QComboBox* speedShow_;
+    QWidget* speedPanel_;
     QLineEdit* sweepMethods_;
     QLineEdit* sweepRatios_;
     QSpinBox* sweepSeeds_;

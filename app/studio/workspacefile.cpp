@@ -20,9 +20,18 @@ nlohmann::json rowToJson(const npw::SweepRow& r) {
             {"calib_samples", r.calibSamples}, {"calib_seqlen", r.calibSeqlen},
             {"lambda", finiteOrNull(r.lambda)}, {"seed", r.seed},
             {"eval", r.evalSet},          {"achieved_ratio", r.achievedRatio},
-            {"achieved_ratio_model", r.achievedRatioModel}, {"ppl", r.ppl},
-            {"nll", r.nll},               {"bits_per_byte", finiteOrNull(r.bitsPerByte)},
-            {"eval_tokens", r.evalTokens}};
+            {"achieved_ratio_model", r.achievedRatioModel}, {"ppl", finiteOrNull(r.ppl)},
+            {"nll", finiteOrNull(r.nll)}, {"bits_per_byte", finiteOrNull(r.bitsPerByte)},
+            {"eval_tokens", r.evalTokens}, {"acc", finiteOrNull(r.acc)},
+            {"acc_norm", finiteOrNull(r.accNorm)}, {"parameters", r.parameters},
+            {"weights_mib", finiteOrNull(r.weightsMiB)}, {"kv_cache_mib", finiteOrNull(r.kvCacheMiB)},
+            {"prefill_tokens_per_s", finiteOrNull(r.prefillTokensPerSecond)},
+            {"decode_tokens_per_s", finiteOrNull(r.decodeTokensPerSecond)}};
+}
+
+// A field that older workspace files lack: NaN then.
+double optionalNumber(const nlohmann::json& j, const char* name) {
+    return j.contains(name) ? numberOrNaN(j.at(name)) : std::nan("");
 }
 
 npw::SweepRow rowFromJson(const nlohmann::json& j) {
@@ -36,10 +45,17 @@ npw::SweepRow rowFromJson(const nlohmann::json& j) {
     r.evalSet = j.at("eval").get<std::string>();
     r.achievedRatio = j.at("achieved_ratio").get<double>();
     r.achievedRatioModel = j.at("achieved_ratio_model").get<double>();
-    r.ppl = j.at("ppl").get<double>();
-    r.nll = j.at("nll").get<double>();
+    r.ppl = numberOrNaN(j.at("ppl"));  // null: a zero-shot or speed row
+    r.nll = numberOrNaN(j.at("nll"));
     r.bitsPerByte = numberOrNaN(j.at("bits_per_byte"));
     r.evalTokens = j.at("eval_tokens").get<int64_t>();
+    r.acc = optionalNumber(j, "acc");
+    r.accNorm = optionalNumber(j, "acc_norm");
+    r.parameters = j.value("parameters", int64_t(0));
+    r.weightsMiB = optionalNumber(j, "weights_mib");
+    r.kvCacheMiB = optionalNumber(j, "kv_cache_mib");
+    r.prefillTokensPerSecond = optionalNumber(j, "prefill_tokens_per_s");
+    r.decodeTokensPerSecond = optionalNumber(j, "decode_tokens_per_s");
     return r;
 }
 
@@ -104,6 +120,7 @@ void writeWorkspace(const std::string& path, const WorkspaceFile& w, const npw::
     for (const auto& s : w.scored) j["scored"].push_back(toJson(s));
     for (const auto& r : w.sweepRows) j["sweep_rows"].push_back(rowToJson(r));
     if (!w.mask.is_null()) j["mask"] = w.mask;
+    if (!w.images.is_null()) j["images"] = w.images;
     if (stats && w.statsCalibration) {
         const std::string statsPath = workspaceStatsPath(path);
         npw::saveModelStats(*stats, statsPath, w.statsCalibration->toMetadata());
@@ -147,6 +164,9 @@ WorkspaceFile readWorkspace(const std::string& path) {
             w.calibration = c;  // the statistics define what the scores were computed from
         }
         if (j.contains("mask")) w.mask = j["mask"];  // resolved against the model by maskFromJson
+        if (j.contains("images")) w.images = j["images"];  // read by ImageSession::restoreWorkspaceState
+        if (w.model.empty() && w.images.is_null())
+            throw npw::Error("it names neither a language model nor an image model");
         return w;
     } catch (const npw::Error& e) {
         throw npw::Error("workspace " + path + ": " + e.what());

@@ -1,6 +1,7 @@
 #pragma once
 // The workspace file: an afternoon's exploration as JSON (model reference, settings, knobs,
-// which methods were scored with which settings, the current mask, sweep rows) beside the
+// which methods were scored with which settings, the current mask, sweep rows, and the Images
+// tab's model, requests and image sweep rows) beside the
 // calibration statistics in safetensors (core's saveModelStats). Scores are not stored: they
 // are recomputed from the statistics on reopen (deterministic, seconds), and the stored mask
 // checks that the reopened selection is the same. Both files are written atomically, the
@@ -17,7 +18,7 @@
 namespace studio {
 
 struct WorkspaceFile {
-    std::string model;   // as opened ("demo:lm" or a path)
+    std::string model;   // as opened ("demo:lm" or a path); empty when only an image model was open
     std::string device;  // "cpu", "cuda:0"
     CalibrationSettings calibration;
     npw::PruneSettings prune;
@@ -27,6 +28,7 @@ struct WorkspaceFile {
     std::optional<npw::CalibrationSummary> statsCalibration;  // set when statistics were saved
     nlohmann::json mask;  // the current selection's (maskToJson), null when none
     std::vector<npw::SweepRow> sweepRows;
+    nlohmann::json images;  // the Images tab (ImageSession::workspaceState); null when none
 };
 
 // "x.npw.json" → "x.npw.stats.safetensors": where a workspace's statistics live.

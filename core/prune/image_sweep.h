@@ -7,9 +7,11 @@
 // same seeds, so rows differ only by what pruning did.
 #include "core/eval/image_eval.h"
 #include "core/prune/image_calibration.h"
+#include "core/prune/image_workbench.h"
 #include "core/prune/pruner.h"
 
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <limits>
 #include <string>
 #include <vector>
@@ -37,15 +39,26 @@ struct ImageSweepRow {
     ImageEvaluation eval;
 };
 
-// dense: the unpruned model; onRow is called as each row is ready (dense first).
-std::vector<ImageSweepRow> runImageSweep(const LlamaGenModel& dense, const VqModel& vq, FeatureNetwork& network,
+// bench holds the dense model and its tokenizer; the sweep calibrates it (spec's calibration
+// settings, replacing what it had) and prunes through it. onRow is called as each row is ready
+// (dense first).
+std::vector<ImageSweepRow> runImageSweep(ImagePruningWorkbench& bench, FeatureNetwork& network,
                                          const ReferenceStats& reference, const ImageSweepSpec& spec,
                                          const std::function<void(const ImageSweepRow&)>& onRow = nullptr,
                                          const ProgressFn& progress = nullptr);
 
-// Pruning settings of a sweep method name ("numerical-nocomp": numerical without compensation).
+// Pruning settings of a sweep method name ("numerical-nocomp": numerical without compensation;
+// "numerical-box": the box-constrained numerical score).
 PruneSettings sweepMethodSettings(const std::string& method, double lambda, AlphaMode mode, double alpha);
 
 std::string imageSweepRowsCsv(const std::vector<ImageSweepRow>& rows);
+
+// An evaluation and a sweep row as JSON (`npw sweep --json`, `npw prune --json`, the studio's
+// workspace file) and back; NaN is null. The readers throw npw::Error naming a missing or
+// mistyped field.
+nlohmann::json imageEvaluationJson(const ImageEvaluation& e);
+ImageEvaluation imageEvaluationFromJson(const nlohmann::json& j);
+nlohmann::json imageSweepRowJson(const ImageSweepRow& r);
+ImageSweepRow imageSweepRowFromJson(const nlohmann::json& j);
 
 } // namespace npw

@@ -60,25 +60,28 @@ void ImagePruningWorkbench::calibrate(int64_t perClass, const ImageSamplingOptio
     // Only now, when both steps succeeded (a cancel throws before): the workbench stays whole.
     calibration_ = std::move(set);
     stats_ = std::move(stats);
+    calibratedPerClass_ = perClass;
     scores_.clear();
 }
 
 std::shared_ptr<const ScoreSet> ImagePruningWorkbench::scores(const std::string& method, double lambda,
-                                                              const ProgressFn& progress) {
+                                                              const ProgressFn& progress, double ratio) {
     if (!stats_) throw Error("calibrate the image model before scoring it");
-    const std::string key = method + "@" + std::to_string(lambda);
+    PruneSettings settings = sweepMethodSettings(method, lambda, AlphaMode::Budget, std::nan(""));
+    settings.ratio = ratio;
+    std::string key = method + "@" + std::to_string(lambda);
+    if (settings.boxConstrained) key += "@" + std::to_string(ratio);  // z is solved for this ρ
     auto it = scores_.find(key);
     if (it != scores_.end()) return it->second;
-    const PruneSettings settings = sweepMethodSettings(method, lambda, AlphaMode::Budget, std::nan(""));
     auto computed = std::make_shared<const ScoreSet>(computeScores(dense_->checkpoint().transformer(), *stats_, settings, progress));
     scores_[key] = computed;
     return computed;
 }
 
 PrunedModel ImagePruningWorkbench::prune(const std::string& method, double ratio, double lambda,
-                                         const ProgressFn& progress) {
-    std::shared_ptr<const ScoreSet> s = scores(method, lambda, progress);
-    PruneSettings settings = sweepMethodSettings(method, lambda, AlphaMode::Budget, std::nan(""));
+                                         const ProgressFn& progress, AlphaMode alphaMode, double alpha) {
+    std::shared_ptr<const ScoreSet> s = scores(method, lambda, progress, ratio);
+    PruneSettings settings = sweepMethodSettings(method, lambda, alphaMode, alpha);
     settings.ratio = ratio;
     settings.validate();
     const SelectionResult selection = MaskSelector(*s).select(ratio, settings.alpha, settings.alphaMode);

@@ -8,6 +8,7 @@
 #include "core/prune/image_calibration.h"
 #include "core/prune/pruner.h"
 
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -46,13 +47,17 @@ public:
     // Generates perClass samples per class with `sampling` and accumulates the statistics;
     // forgets earlier scores. The expensive step (with scoring).
     void calibrate(int64_t perClass, const ImageSamplingOptions& sampling, const ProgressFn& progress = nullptr);
-    // The scores of a sweep method name ("numerical", "flap", "numerical-nocomp", ...) at λ,
-    // computed on first use. Throws npw::Error before calibrate().
+    int64_t calibratedPerClass() const { return calibratedPerClass_; }  // 0 before calibrate()
+    // The scores of a sweep method name ("numerical", "flap", "numerical-nocomp",
+    // "numerical-box", ...) at λ, computed on first use (the box-constrained z once per ρ, the
+    // others once for every ρ). Throws npw::Error before calibrate().
     std::shared_ptr<const ScoreSet> scores(const std::string& method, double lambda = kDefaultLambda,
-                                           const ProgressFn& progress = nullptr);
-    // The pruned checkpoint at ρ (budget reading, default α) and what pruning did.
+                                           const ProgressFn& progress = nullptr, double ratio = 0.2);
+    // The pruned checkpoint at ρ (by default the budget reading and the model's α) and what
+    // pruning did.
     PrunedModel prune(const std::string& method, double ratio, double lambda = kDefaultLambda,
-                      const ProgressFn& progress = nullptr);
+                      const ProgressFn& progress = nullptr, AlphaMode alphaMode = AlphaMode::Budget,
+                      double alpha = std::numeric_limits<double>::quiet_NaN());
     // Dense and pruned images of `classes` with the same seeds (sample i: sampling.seed + i).
     ImageComparison compare(const std::string& method, double ratio, const std::vector<int64_t>& classes,
                             const ImageSamplingOptions& sampling, double lambda = kDefaultLambda,
@@ -64,7 +69,8 @@ private:
     Runtime runtime_;
     ImageCalibrationSet calibration_;
     std::shared_ptr<const ModelStats> stats_;
-    std::map<std::string, std::shared_ptr<const ScoreSet>> scores_;  // by "method@λ"
+    int64_t calibratedPerClass_ = 0;
+    std::map<std::string, std::shared_ptr<const ScoreSet>> scores_;  // by "method@λ" (and "@ρ" when boxed)
 };
 
 } // namespace npw

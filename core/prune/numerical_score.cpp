@@ -3,7 +3,9 @@
 #include "core/util/error.h"
 
 #include <ATen/ATen.h>
+#include <algorithm>
 #include <cmath>
+#include <vector>
 #include <string>
 #include <tuple>
 
@@ -115,6 +117,120 @@ at::Tensor numericalScoreNewton(const at::Tensor& A, double r, double lambda, in
         z = z - step;
     }
     return z;
+}
+
+BoxedNumericalScore numericalScoreBoxed(const at::Tensor& A, double rho, double lambda, double jitter) {
+    requireSquare(A, "numericalScoreBoxed");
+    requireLambda(lambda);
+    if (!(rho >= 0 && rho <= 1)) throw Error("numericalScoreBoxed: ρ must lie in [0, 1], got " + std::to_string(rho));
+    const int64_t d = A.size(0);
+    at::Tensor a = A.to(at::kCPU, at::kDouble).contiguous();
+    if (!at::isfinite(a).all().item<bool>()) throw Error("numericalScoreBoxed: A has NaN or Inf entries");
+    if (jitter > 0) a = a + jitter * at::eye(d, a.options());
+    const double r = (1 - rho) * static_cast<double>(d);
+    // ½(z−1)ᵀA(z−1) + ½λ(1ᵀz − r)² = ½zᵀHz − bᵀz + const, H = A + λ11ᵀ, b = A1 + λr·1.
+    const at::Tensor H = a + lambda;
+    const at::Tensor b = (a.sum(1) + lambda * r).contiguous();
+    const double* h = H.data_ptr<double>();
+    const std::vector<double> bv(b.data_ptr<double>(), b.data_ptr<double>() + d);
+    double gradientScale = lambda * static_cast<double>(d);
+    for (int64_t i = 0; i < d; ++i) gradientScale = std::max(gradientScale, std::abs(h[i * d + i]));
+    const double tol = 1e-10 * gradientScale;
+
+    enum State : char { Free, AtZero, AtOne };
+    std::vector<double> z(static_cast<size_t>(d));
+    std::vector<State> state(static_cast<size_t>(d), Free);
+    auto gradient = [&](int64_t i) {
+        double g = -bv[size_t(i)];
+        for (int64_t k = 0; k < d; ++k) g += h[i * d + k] * z[size_t(k)];
+        return g;
+    };
+    // Start: the unconstrained minimiser, clamped.
+    {
+        const NumericalSolve solve = solveNumericalScore(a);
+        const at::Tensor zFree = numericalScoreClosedForm(solve, rho, lambda).contiguous();
+        const double* zp = zFree.data_ptr<double>();
+        for (int64_t i = 0; i < d; ++i) {
+            const double x = zp[i];
+            z[size_t(i)] = std::clamp(x, 0.0, 1.0);
+            state[size_t(i)] = x <= 0 ? AtZero : x >= 1 ? AtOne : Free;
+        }
+    }
+    BoxedNumericalScore out;
+    const int maxIterations = static_cast<int>(20 * d + 100);
+    for (;; ++out.iterations) {
+        if (out.iterations > maxIterations)
+            throw Error("numericalScoreBoxed: no convergence after " + std::to_string(maxIterations) +
+                        " active-set changes (D = " + std::to_string(d) + ")");
+        std::vector<int64_t> freeIdx;
+        for (int64_t i = 0; i < d; ++i)
+            if (state[size_t(i)] == Free) freeIdx.push_back(i);
+        // The minimiser over the free channels with the others on their bounds.
+        std::vector<double> step(freeIdx.size(), 0.0);
+        double stepNorm = 0;
+        if (!freeIdx.empty()) {
+            const auto nf = static_cast<int64_t>(freeIdx.size());
+            const at::Tensor idx = at::tensor(freeIdx, at::kLong);
+            const at::Tensor hff = H.index_select(0, idx).index_select(1, idx);
+            at::Tensor rhs = at::empty({nf, 1}, at::kDouble);
+            double* rp = rhs.data_ptr<double>();
+            for (int64_t k = 0; k < nf; ++k) {
+                const int64_t i = freeIdx[size_t(k)];
+                double v = bv[size_t(i)];
+                for (int64_t j = 0; j < d; ++j)
+                    if (state[size_t(j)] == AtOne) v -= h[i * d + j];
+                rp[k] = v;
+            }
+            const at::Tensor factor = choleskyOrNothing(hff);
+            if (!factor.defined()) throw Error("numericalScoreBoxed: H restricted to the free channels is not positive definite");
+            const at::Tensor target = at::cholesky_solve(rhs, factor, /*upper=*/false).squeeze(1).contiguous();
+            const double* tp = target.data_ptr<double>();
+            for (int64_t k = 0; k < nf; ++k) {
+                step[size_t(k)] = tp[k] - z[size_t(freeIdx[size_t(k)])];
+                stepNorm = std::max(stepNorm, std::abs(step[size_t(k)]));
+            }
+        }
+        if (stepNorm <= 1e-13) {
+            // Stationary on this working set: release the bound whose multiplier is most wrong.
+            int64_t release = -1;
+            double worst = tol;
+            for (int64_t i = 0; i < d; ++i) {
+                if (state[size_t(i)] == Free) continue;
+                const double g = gradient(i);
+                const double violation = state[size_t(i)] == AtZero ? -g : g;  // z_i = 0 needs g ≥ 0; z_i = 1, g ≤ 0
+                if (violation > worst) worst = violation, release = i;
+            }
+            if (release < 0) break;
+            state[size_t(release)] = Free;
+            continue;
+        }
+        double alpha = 1;
+        int64_t blocking = -1;
+        State blockingState = Free;
+        for (size_t k = 0; k < freeIdx.size(); ++k) {
+            const double zi = z[size_t(freeIdx[k])], p = step[k];
+            if (p < 0 && (0 - zi) / p < alpha) alpha = (0 - zi) / p, blocking = freeIdx[k], blockingState = AtZero;
+            if (p > 0 && (1 - zi) / p < alpha) alpha = (1 - zi) / p, blocking = freeIdx[k], blockingState = AtOne;
+        }
+        alpha = std::max(alpha, 0.0);
+        for (size_t k = 0; k < freeIdx.size(); ++k) z[size_t(freeIdx[k])] += alpha * step[k];
+        if (blocking >= 0) {
+            state[size_t(blocking)] = blockingState;
+            z[size_t(blocking)] = blockingState == AtOne ? 1.0 : 0.0;
+        }
+    }
+    out.z = at::empty({d}, at::kDouble);
+    double* zp = out.z.data_ptr<double>();
+    for (int64_t i = 0; i < d; ++i) {
+        zp[i] = std::clamp(z[size_t(i)], 0.0, 1.0);
+        const double g = gradient(i);
+        const double residual = state[size_t(i)] == Free ? std::abs(g) : state[size_t(i)] == AtZero ? std::max(-g, 0.0)
+                                                                                                     : std::max(g, 0.0);
+        out.kktViolation = std::max(out.kktViolation, residual / gradientScale);
+        out.atZero += state[size_t(i)] == AtZero;
+        out.atOne += state[size_t(i)] == AtOne;
+    }
+    return out;
 }
 
 LayerScores numericalLayerScores(const NumericalSolve& attention, const NumericalSolve& mlp, int64_t unitWidth,

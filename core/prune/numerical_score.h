@@ -48,6 +48,23 @@ at::Tensor numericalScoreClosedForm(const NumericalSolve& solve, double rho, dou
 at::Tensor numericalScoreNewton(const at::Tensor& A, double r, double lambda, int T, const at::Tensor& z0,
                                 bool reuseFactorisation);
 
+// The box-constrained variant of eq. 5: the same objective with z ∈ [0, 1]^D, as the paper
+// states z's domain (Algorithm 1 itself never clamps). The bound makes z depend on ρ and λ
+// beyond the one scalar of the closed form, so it is solved again for every ρ and λ (not live
+// in a GUI). A primal active-set method on H = A + λ11ᵀ (Nocedal & Wright §16.5): start at the
+// unconstrained z* clamped to the box, fix what sits on a bound, minimise over the free
+// channels (one Cholesky solve of H_FF), step until a bound blocks, release the bound whose
+// multiplier has the wrong sign; finite for a positive-definite H. `jitter` is added to A's
+// diagonal as solveNumericalScore chose it (so a singular A solves the same regularised problem).
+struct BoxedNumericalScore {
+    at::Tensor z;            // float64 [D], every entry in [0, 1]
+    int iterations = 0;      // active-set changes
+    int64_t atZero = 0, atOne = 0;
+    double kktViolation = 0; // max over channels of the KKT residual, relative to the gradient's scale
+};
+// npw::Error for ρ outside [0, 1], λ ≤ 0, NaN in A, or no convergence in 20·D + 100 iterations.
+BoxedNumericalScore numericalScoreBoxed(const at::Tensor& A, double rho, double lambda, double jitter = 0);
+
 // A layer's unit scores at ρ and λ: attention units = block means of the o_proj input
 // channels' z (unitWidth = D_h, or g·D_h for KV groups), MLP channels = down_proj's z.
 // Either solve may be empty (a layer without heads or without channels).

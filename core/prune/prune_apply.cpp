@@ -220,6 +220,7 @@ PruneRun pruneModelWithStats(const LlamaModel& model, ModelStats stats, const Pr
     report.removedChannels = run.selection.removedChannels;
     report.threshold = run.selection.threshold;
     report.newtonMaxDeviation = run.scores.newtonMaxDeviation;
+    report.boxKktViolation = run.scores.boxKktViolation;
     report.layers = run.pruned.layers;
     return run;
 }

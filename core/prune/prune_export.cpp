@@ -93,6 +93,7 @@ json pruneReportJson(const PruneReport& r) {
                            {"select_s", r.timings.selectSeconds},
                            {"apply_s", r.timings.applySeconds}}}};
     if (r.newtonMaxDeviation >= 0) j["newton_max_deviation"] = r.newtonMaxDeviation;
+    if (r.boxKktViolation >= 0) j["box_kkt_violation"] = r.boxKktViolation;
     return j;
 }
 
@@ -105,8 +106,10 @@ std::string pruneManifestJson(const PruneReport& report, const PruneSettings& s,
     j["source_model"] = sourceModel;
     j["iters"] = s.iters;
     j["z0"] = s.z0;
+    j["box_constrained"] = s.boxConstrained;
     j["score"] = s.method == PruneMethod::Numerical
-                     ? (s.iters > 0 ? "Algorithm 1, " + std::to_string(s.iters) + " Newton steps from z0 = " + std::to_string(s.z0)
+                     ? s.boxConstrained ? std::string("box-constrained z in [0,1]^D at rho and lambda (active-set QP solve)")
+                     : (s.iters > 0 ? "Algorithm 1, " + std::to_string(s.iters) + " Newton steps from z0 = " + std::to_string(s.z0)
                                     : std::string("closed form z = 1 - rho*lambda*D*A^-1 1/(1 + lambda*c)"))
                      : methodName(s.method);
     j["damp"] = s.damp;

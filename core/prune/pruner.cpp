@@ -69,6 +69,7 @@ struct ChannelScore {
     at::Tensor scores;           // float64 CPU [D]
     NumericalSolve solve;        // numerical only
     double newtonDeviation = -1; // Algorithm 1 only
+    BoxedNumericalScore boxed;   // box-constrained only (z undefined otherwise)
 };
 
 // One scored layer's channel scores by the chosen method. isAttention: o_proj (FLAP squares
@@ -81,7 +82,11 @@ ChannelScore scoreChannels(const PruneSettings& s, const at::Tensor& weight, con
         const at::Tensor A = numericalScoreMatrix(weight, stats.gramPerToken());
         out.solve = solveNumericalScore(A);
         out.scores = numericalSlope(out.solve, s.lambda);
-        if (s.iters > 0) {
+        if (s.boxConstrained) {
+            // z itself, solved at this ρ and λ: the set ranks z (rankingIsNumericalW is false).
+            out.boxed = numericalScoreBoxed(A, s.ratio, s.lambda, out.solve.jitter);
+            out.scores = out.boxed.z;
+        } else if (s.iters > 0) {
             // Algorithm 1 as written, from z0 (default 1); one Newton step is already exact, so this
             // reproduces the closed form up to rounding (reported), and its z at ρ gives the slope.
             const double d = static_cast<double>(out.solve.D);
@@ -125,6 +130,10 @@ void rankUnits(ScoreSet& set) {
 
 } // namespace
 
+std::string scoreSetName(const PruneSettings& settings) {
+    return methodName(settings.method) + (settings.boxConstrained ? "-box" : "");
+}
+
 std::string methodName(PruneMethod method) {
     for (const auto& [m, name] : kMethodNames)
         if (m == method) return name;
@@ -162,6 +171,12 @@ void PruneSettings::validate() const {
     if (!(damp >= 0 && isFiniteNumber(damp)))
         throw Error("the dampening γ (--damp) must be ≥ 0, got " + shortNumber(damp));
     if (iters < 0) throw Error("the Newton iterations T (--iters) must be ≥ 0, got " + std::to_string(iters));
+    if (boxConstrained && method != PruneMethod::Numerical)
+        throw Error("the box constraint (--box) applies to the numerical score only, not " + methodName(method));
+    if (boxConstrained && iters > 0)
+        throw Error("--box and --iters are alternatives: the box-constrained z comes from its own active-set solve");
+    if (boxConstrained && ratio == 0)
+        throw Error("the box-constrained score needs ρ > 0: at ρ = 0 every z is 1 and ranks nothing");
     if (iters > 0 && method == PruneMethod::Numerical && ratio == 0)
         throw Error("Algorithm 1 (--iters > 0) needs ρ > 0: its z at ρ = 0 is all ones and ranks nothing");
     for (int64_t layer : protectedLayers)
@@ -257,7 +272,7 @@ double defaultAlphaFor(const LlamaConfig& config, AttentionUnitKind kind) {
 }
 
 bool ScoreSet::rankingIsNumericalW() const {
-    return settings.method == PruneMethod::Numerical && !settings.standardisedGlobal;
+    return settings.method == PruneMethod::Numerical && !settings.standardisedGlobal && !settings.boxConstrained;
 }
 
 at::Tensor ScoreSet::attentionChannelScoresAt(size_t layer, double rho) const {
@@ -314,6 +329,11 @@ ScoreSet computeScores(const LlamaCheckpoint& checkpoint, const ModelStats& stat
                 channelsOut = c.scores;
                 solveOut = c.solve;
                 set.newtonMaxDeviation = std::max(set.newtonMaxDeviation, c.newtonDeviation);
+                if (c.boxed.z.defined()) {
+                    set.boxKktViolation = std::max(set.boxKktViolation, c.boxed.kktViolation);
+                    set.boxAtZero += c.boxed.atZero;
+                    set.boxAtOne += c.boxed.atOne;
+                }
             } catch (const Error& e) {
                 throw Error("scoring " + std::string(what) + " of layer " + std::to_string(l) + ": " + e.what());
             }
@@ -329,6 +349,9 @@ ScoreSet computeScores(const LlamaCheckpoint& checkpoint, const ModelStats& stat
 ScoreSet rescoreNumerical(const ScoreSet& scores, double lambda) {
     if (scores.settings.method != PruneMethod::Numerical)
         throw Error("rescoreNumerical: the scores are " + methodName(scores.settings.method) + ", not numerical");
+    if (scores.settings.boxConstrained)
+        throw Error("box-constrained numerical scores were solved at λ = " + shortNumber(scores.settings.lambda) +
+                    "; another λ needs a new solve (compute the scores again)");
     ScoreSet out = scores;
     out.settings.lambda = lambda;
     out.settings.iters = 0;  // from the stored solves: the closed form

@@ -71,6 +71,9 @@ struct PruneSettings {
     AlphaMode alphaMode = AlphaMode::Budget;
     double lambda = kDefaultLambda;
     int iters = 0;         // 0: closed form; T > 0: Algorithm 1 with T Newton steps (same z)
+    // Numerical only: z ∈ [0, 1]^D (numericalScoreBoxed), solved at this ratio and λ. Another
+    // ρ or λ needs a new solve: the set ranks its own z and rescoreNumerical refuses it.
+    bool boxConstrained = false;
     double z0 = 1.0;       // Algorithm 1's starting point (every z_j = z0); the objective is
                            // quadratic, so the first Newton step lands on z* from any z0
     double damp = 0.01;    // γ of Theorem 3, relative to mean(diag 2G)
@@ -81,11 +84,16 @@ struct PruneSettings {
     AttentionUnitKind attentionUnit = AttentionUnitKind::KvGroup;
     bool standardisedGlobal = false;
 
-    // npw::Error naming the setting: ρ outside [0, 1), λ ≤ 0, γ < 0, α ≤ 0, iters < 0.
+    // npw::Error naming the setting: ρ outside [0, 1), λ ≤ 0, γ < 0, α ≤ 0, iters < 0, a box
+    // constraint on another method, with iters, or at ρ = 0.
     void validate() const;
     CompensationKind effectiveCompensation() const;
     bool selectsGlobally() const;  // numerical, flap, or standardisedGlobal
 };
+
+// What a score set is called where several are kept side by side (the studio, sweeps):
+// methodName, with "-box" for the box-constrained numerical score.
+std::string scoreSetName(const PruneSettings& settings);
 
 // Which query and key/value heads an attention unit of one layer covers.
 struct AttentionUnits {
@@ -119,8 +127,10 @@ struct ScoreSet {
     std::vector<NumericalSolve> attentionSolves, mlpSolves;  // numerical only (D = 0: none)
     std::vector<LayerUnitCost> costs;
     double newtonMaxDeviation = -1;  // iters > 0: max |z_Algorithm1 − z_closed form| at settings.ratio
+    double boxKktViolation = -1;     // boxConstrained: the largest relative KKT residual of the layers' solves
+    int64_t boxAtZero = 0, boxAtOne = 0;  // boxConstrained: channels whose z sits on a bound
 
-    bool rankingIsNumericalW() const;  // ranking holds s = −w (z = 1 + ρ·s): numerical, not standardised
+    bool rankingIsNumericalW() const;  // ranking holds s = −w (z = 1 + ρ·s): numerical, not standardised or boxed
     // The scores a user reads at ρ: numerical z (channels, and unit means), the baselines' metric.
     LayerScores unitScoresAt(size_t layer, double rho) const;
     at::Tensor attentionChannelScoresAt(size_t layer, double rho) const;
@@ -132,7 +142,8 @@ struct ScoreSet {
 // tensor), missing statistics, or Algorithm 1 with ρ = 0.
 ScoreSet computeScores(const LlamaCheckpoint& checkpoint, const ModelStats& stats, const PruneSettings& settings,
                        const ProgressFn& progress = nullptr);
-// The numerical score at another λ from the stored solves (closed form, no solve).
+// The numerical score at another λ from the stored solves (closed form, no solve). npw::Error for
+// box-constrained scores, which need computeScores again.
 ScoreSet rescoreNumerical(const ScoreSet& scores, double lambda);
 
 // Selection for any ρ, α and reading, sorting once. Global methods use a SelectionIndex; for the
@@ -207,6 +218,7 @@ struct PruneReport {
     int64_t removedUnits = 0, removedChannels = 0;
     double threshold = 0;           // of the selection (z units for numerical; NaN when uniform)
     double newtonMaxDeviation = -1;
+    double boxKktViolation = -1;  // box-constrained numerical score only
     std::vector<LayerPruneReport> layers;
     PruneTimings timings;
 };

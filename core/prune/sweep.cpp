@@ -1,4 +1,5 @@
 #include "core/prune/sweep.h"
+#include "core/eval/generate.h"
 #include "core/eval/perplexity.h"
 #include "core/prune/calibration.h"
 #include "core/util/error.h"
@@ -6,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <tuple>
 
@@ -16,10 +18,12 @@ namespace {
 struct MethodChoice {
     PruneMethod method;
     CompensationKind compensation;
+    bool boxConstrained = false;  // solved again for every ratio
 };
 
 MethodChoice parseSweepMethod(const std::string& name) {
     if (name == "numerical-nocomp") return {PruneMethod::Numerical, CompensationKind::None};
+    if (name == "numerical-box") return {PruneMethod::Numerical, CompensationKind::MethodDefault, true};
     return {parsePruneMethod(name), CompensationKind::MethodDefault};
 }
 
@@ -29,11 +33,17 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
                                const std::function<void(const SweepRow&)>& onRow, const ProgressFn& progress) {
     if (spec.methods.empty()) throw Error("sweep: no methods given");
     if (spec.ratios.empty()) throw Error("sweep: no ratios given");
-    if (spec.evalSets.empty() && spec.zeroShotTasks.empty()) throw Error("sweep: no evaluation sets or zero-shot tasks given");
+    if (spec.evalSets.empty() && spec.zeroShotTasks.empty() && !spec.measureSpeed)
+        throw Error("sweep: no evaluation sets, zero-shot tasks or speed measurement given");
     if (spec.seeds < 1) throw Error("sweep: --seeds must be at least 1");
+    if (spec.measureSpeed && (spec.speedPromptTokens < 1 || spec.speedDecodeTokens < 1 || spec.speedRepeats < 1))
+        throw Error("sweep: speed needs at least one prompt token, one decode token and one repeat");
     for (const auto& m : spec.methods) parseSweepMethod(m);  // reject typos before any work
-    for (double r : spec.ratios)
+    for (double r : spec.ratios) {
         if (!(r >= 0 && r < 1)) throw Error("sweep: ratio " + std::to_string(r) + " is outside [0, 1)");
+        if (r == 0 && std::find(spec.methods.begin(), spec.methods.end(), "numerical-box") != spec.methods.end())
+            throw Error("sweep: numerical-box needs ratios > 0 (at ρ = 0 every z is 1)");
+    }
 
     const LlamaModel& model = *lm.model;
     std::vector<SweepRow> rows;
@@ -76,19 +86,34 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
             row.evalTokens = r.tokens;
             emitRow(row);
         }
-        if (spec.zeroShotTasks.empty()) return;
-        LanguageModel withTokenizer = lm;
-        withTokenizer.model = std::const_pointer_cast<LlamaModel>(m);
-        for (const ZeroShotTask& task : spec.zeroShotTasks) {
-            const ZeroShotResult r = evaluateZeroShot(withTokenizer, task, {}, within("zero-shot " + task.name));
-            SweepRow row = base;
-            row.evalSet = task.name;
-            row.ppl = row.nll = std::numeric_limits<double>::quiet_NaN();
-            row.acc = r.acc;
-            row.accNorm = r.accNorm;
-            row.evalTokens = r.items;
-            emitRow(row);
+        if (!spec.zeroShotTasks.empty()) {
+            LanguageModel withTokenizer = lm;
+            withTokenizer.model = std::const_pointer_cast<LlamaModel>(m);
+            for (const ZeroShotTask& task : spec.zeroShotTasks) {
+                const ZeroShotResult r = evaluateZeroShot(withTokenizer, task, {}, within("zero-shot " + task.name));
+                SweepRow row = base;
+                row.evalSet = task.name;
+                row.ppl = row.nll = std::numeric_limits<double>::quiet_NaN();
+                row.acc = r.acc;
+                row.accNorm = r.accNorm;
+                row.evalTokens = r.items;
+                emitRow(row);
+            }
         }
+        if (!spec.measureSpeed) return;
+        const BenchResult b = benchmarkGeneration(*m, spec.speedPromptTokens, spec.speedDecodeTokens,
+                                                  spec.speedRepeats, within("speed"));
+        SweepRow row = base;
+        row.evalSet = kSpeedEvalSet;
+        row.ppl = row.nll = std::numeric_limits<double>::quiet_NaN();
+        row.evalTokens = spec.speedPromptTokens + spec.speedDecodeTokens;
+        row.parameters = b.parameters;
+        row.weightsMiB = b.weightsMiB;
+        row.kvCacheMiB = kvCacheMiB(m->config(), spec.speedPromptTokens + spec.speedDecodeTokens,
+                                    static_cast<int64_t>(c10::elementSize(m->runtime().dtype)));
+        row.prefillTokensPerSecond = b.prefillTokensPerSecond;
+        row.decodeTokensPerSecond = b.decodeTokensPerSecond;
+        emitRow(row);
     };
     SweepRow denseRow;
     denseRow.method = "dense";
@@ -117,10 +142,19 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
                         settings.alpha = spec.alpha;
                         settings.seed = static_cast<uint64_t>(seed);
                         if (numerical) settings.lambda = lambda;
-                        const ScoreSet scores = computeScores(model.checkpoint(), stats, settings, within("score " + methodName));
-                        const MaskSelector selector(scores);
+                        settings.boxConstrained = choice.boxConstrained;
+                        // Scores once for every ratio, except the box-constrained z (one solve per ρ).
+                        std::optional<ScoreSet> scores;
+                        std::optional<MaskSelector> selector;
+                        auto scoreAt = [&](double ratio) {
+                            settings.ratio = ratio;
+                            scores = computeScores(model.checkpoint(), stats, settings, within("score " + methodName));
+                            selector.emplace(*scores);
+                        };
+                        if (!choice.boxConstrained) scoreAt(settings.ratio);
                         for (double ratio : spec.ratios) {
-                            const SelectionResult selection = selector.select(ratio, spec.alpha, spec.alphaMode);
+                            if (choice.boxConstrained) scoreAt(ratio);
+                            const SelectionResult selection = selector->select(ratio, spec.alpha, spec.alphaMode);
                             settings.ratio = ratio;
                             PrunedModel pruned = applyMask(model.checkpoint(), stats, selection.mask, settings);
                             const int64_t prunableBefore = prunableParameters(model.config());
@@ -143,6 +177,13 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
                 }
             }
     return rows;
+}
+
+double kvCacheMiB(const LlamaConfig& config, int64_t tokens, int64_t elementBytes) {
+    double elements = 0;
+    for (int64_t layer = 0; layer < config.num_layers; ++layer)
+        elements += 2.0 * double(config.num_kv_heads[static_cast<size_t>(layer)]) * double(config.head_dim) * double(tokens);
+    return elements * double(elementBytes) / (1024.0 * 1024.0);
 }
 
 std::vector<SweepSummaryRow> summariseOverSeeds(const std::vector<SweepRow>& rows) {
@@ -168,6 +209,10 @@ std::vector<SweepSummaryRow> summariseOverSeeds(const std::vector<SweepRow>& row
             s.bitsPerByteMean += r->bitsPerByte / g.size();
             s.accMean += r->acc / g.size();
             s.accNormMean += r->accNorm / g.size();
+            s.decodeMean += r->decodeTokensPerSecond / g.size();
+            s.prefillMean += r->prefillTokensPerSecond / g.size();
+            s.weightsMiBMean += r->weightsMiB / g.size();
+            s.kvCacheMiBMean += r->kvCacheMiB / g.size();
         }
         // Sample standard deviations (NaN propagates: ppl for zero-shot rows, acc for the rest).
         auto sampleStd = [&](double mean, double SweepRow::*field) {
@@ -178,6 +223,7 @@ std::vector<SweepSummaryRow> summariseOverSeeds(const std::vector<SweepRow>& row
         };
         s.pplStd = sampleStd(s.pplMean, &SweepRow::ppl);
         s.accStd = sampleStd(s.accMean, &SweepRow::acc);
+        s.decodeStd = sampleStd(s.decodeMean, &SweepRow::decodeTokensPerSecond);
         out.push_back(s);
     }
     return out;
@@ -187,7 +233,12 @@ std::string sweepRowsCsv(const std::vector<SweepRow>& rows) {
     std::ostringstream out;
     out.precision(10);
     out << "method,ratio,calib_samples,calib_seqlen,lambda,seed,eval,achieved_ratio,achieved_ratio_model,ppl,nll,"
-           "bits_per_byte,eval_tokens,acc,acc_norm\n";
+           "bits_per_byte,eval_tokens,acc,acc_norm,parameters,weights_mib,kv_cache_mib,prefill_tokens_per_s,"
+           "decode_tokens_per_s\n";
+    auto finiteCell = [&out](double x) {
+        out << ",";
+        if (std::isfinite(x)) out << x;
+    };
     for (const SweepRow& r : rows) {
         out << r.method << "," << r.ratio << "," << r.calibSamples << "," << r.calibSeqlen << ",";
         if (std::isfinite(r.lambda)) out << r.lambda;
@@ -198,6 +249,12 @@ std::string sweepRowsCsv(const std::vector<SweepRow>& rows) {
         if (std::isfinite(r.acc)) out << r.acc;
         out << ",";
         if (std::isfinite(r.accNorm)) out << r.accNorm;
+        out << ",";
+        if (r.parameters > 0) out << r.parameters;
+        finiteCell(r.weightsMiB);
+        finiteCell(r.kvCacheMiB);
+        finiteCell(r.prefillTokensPerSecond);
+        finiteCell(r.decodeTokensPerSecond);
         out << "\n";
     }
     return out.str();

@@ -40,7 +40,16 @@ struct SweepSpec {
     int64_t evalMaxWindows = 0;  // 0 = every window
     AlphaMode alphaMode = AlphaMode::Budget;
     double alpha = std::numeric_limits<double>::quiet_NaN();
+    // Memory and generation speed of every model (the paper's Figure 5): a "speed" row each,
+    // after its evaluation rows: a prefill of speedPromptTokens and a greedy decode of
+    // speedDecodeTokens, median of speedRepeats runs after a warm-up (benchmarkGeneration).
+    bool measureSpeed = false;
+    int64_t speedPromptTokens = 64, speedDecodeTokens = 64;
+    int speedRepeats = 3;
 };
+
+// The evalSet name of the speed rows.
+inline constexpr const char* kSpeedEvalSet = "speed";
 
 struct SweepRow {
     std::string method;
@@ -56,7 +65,19 @@ struct SweepRow {
     // Zero-shot rows (evalSet = the task's name): accuracy; ppl and nll are NaN there.
     double acc = std::numeric_limits<double>::quiet_NaN();
     double accNorm = std::numeric_limits<double>::quiet_NaN();
+    // Speed rows (evalSet = kSpeedEvalSet): the model's size and speed; NaN/0 elsewhere.
+    int64_t parameters = 0;
+    double weightsMiB = std::numeric_limits<double>::quiet_NaN();    // in the runtime dtype
+    double kvCacheMiB = std::numeric_limits<double>::quiet_NaN();    // K and V of prompt + decode tokens
+    double prefillTokensPerSecond = std::numeric_limits<double>::quiet_NaN();
+    double decodeTokensPerSecond = std::numeric_limits<double>::quiet_NaN();
+
+    bool isSpeedRow() const { return evalSet == kSpeedEvalSet; }
 };
+
+// Bytes of the key/value cache of `tokens` positions: Σ over layers of 2·kv heads·D_h·tokens
+// elements of `elementBytes` (pruned KV heads shrink it; a layer without heads has none).
+double kvCacheMiB(const LlamaConfig& config, int64_t tokens, int64_t elementBytes);
 
 // Runs the sweep on `model`. onRow is called as each row is ready (a GUI plots it at once).
 // The dense model's rows come first (method "dense", ratio 0). Per model: one row per
@@ -71,6 +92,8 @@ struct SweepSummaryRow {
     int count = 0;
     double pplMean = 0, pplStd = 0, achievedRatioMean = 0, bitsPerByteMean = 0;
     double accMean = 0, accStd = 0, accNormMean = 0;  // NaN for perplexity rows
+    // Speed rows: means over seeds (NaN elsewhere); decode spread as the sample std.
+    double decodeMean = 0, decodeStd = 0, prefillMean = 0, weightsMiBMean = 0, kvCacheMiBMean = 0;
 };
 std::vector<SweepSummaryRow> summariseOverSeeds(const std::vector<SweepRow>& rows);
 
