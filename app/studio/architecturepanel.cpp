@@ -95,7 +95,8 @@ void ArchitecturePanel::showImageModel(const QString& reference, const npw::Llam
         row(transformer, tr("MLP width"), QString::number(c.intermediate_size[0]));
     }
     row(transformer, tr("Classes"), QString::number(g.num_classes));
-    row(transformer, tr("Class embedding"), tr("%1 × %2 (+1 row: unconditional)").arg(g.num_classes).arg(c.hidden_size));
+    row(transformer, tr("Class embedding"), tr("(%1 + 1) × %2").arg(g.num_classes).arg(c.hidden_size))
+        ->setToolTip(1, tr("One row per class and one for the unconditional (classifier-free guidance) input"));
     row(transformer, tr("Image tokens"), tr("%1 × %1 = %2").arg(g.grid).arg(g.blockSize()));
     row(transformer, tr("Image size"), tr("%1 × %1 px").arg(g.image_size));
     auto* layers = row(transformer, tr("Per layer"), c.isUniform() ? tr("uniform") : tr("pruned / non-uniform"));
@@ -112,9 +113,10 @@ void ArchitecturePanel::showImageModel(const QString& reference, const npw::Llam
         vqParameters += n;
     }
     auto* tokenizer = row(root, tr("VQ tokenizer (not pruned)"), count(vqParameters));
-    row(tokenizer, tr("Codebook"), tr("%1 × %2%3").arg(v.codebookSize).arg(v.embedDim).arg(v.l2Norm ? tr(", L2-normalised") : QString()));
+    row(tokenizer, tr("Codebook"), tr("%1 × %2%3").arg(v.codebookSize).arg(v.embedDim).arg(v.l2Norm ? tr(" (L2)") : QString()))
+        ->setToolTip(1, v.l2Norm ? tr("Codes and encoder outputs are compared after L2 normalisation") : QString());
     row(tokenizer, tr("Downsample"), tr("%1× (%2 levels)").arg(v.downsample()).arg(v.decoderChannels.size()));
-    row(tokenizer, tr("Channels"), tr("%1 in, %2 out, z %3").arg(v.inChannels).arg(v.outChannels).arg(v.zChannels));
+    row(tokenizer, tr("Channels"), tr("%1 → %2, z %3").arg(v.inChannels).arg(v.outChannels).arg(v.zChannels));
     row(tokenizer, tr("Encoder"), v.hasEncoder() ? tr("yes") : tr("none (decoder only)"));
     tokenizer->setExpanded(true);
 }

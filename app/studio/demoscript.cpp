@@ -12,7 +12,8 @@
 #include <cstdio>
 
 bool DemoScript::isKnownState(const QString& state) {
-    return state == QLatin1String("scores") || state == QLatin1String("sweep") || state == QLatin1String("images");
+    return state == QLatin1String("scores") || state == QLatin1String("sweep") || state == QLatin1String("images") ||
+           state == QLatin1String("box");
 }
 
 DemoScript::DemoScript(StudioWindow* window, QString state, QString screenshot, bool measureStalls)
@@ -46,7 +47,8 @@ void DemoScript::onJobFinished(const QString&) {
         if (step_ == 1) {  // demo:c2i is open: dense and numerically pruned samples, every class
             ImageCompareRequest request;
             request.method = QStringLiteral("numerical");
-            request.ratio = 0.2;
+            request.ratio = 0.3;
+            request.lambda = 100;  // demo:c2i's λ (README, "Pruning image models"): 10⁻⁴ empties layer 0's attention at 0.3
             request.perClass = 3;
             request.cfg = 2.0;
             request.calibPerClass = 16;
@@ -59,7 +61,7 @@ void DemoScript::onJobFinished(const QString&) {
             request.methods = {QStringLiteral("numerical"), QStringLiteral("flap")};
             request.ratios = {0.1, 0.2, 0.3};
             request.samples = 300;
-            request.lambda = npw::kDefaultLambda;
+            request.lambda = 100;
             request.cfg = 2.0;
             page->setSweepRequest(request);
             QTimer::singleShot(0, page, [page] { page->runSweep(); });
@@ -77,6 +79,21 @@ void DemoScript::onJobFinished(const QString&) {
             return;
         }
         window_->layerSelection()->setCurrentLayer(2);
+    } else if (state_ == QLatin1String("box")) {
+        studio::RunSettings settings = session->settings();
+        if (step_ == 1 || step_ == 2) {
+            // The closed form, then the box-constrained z solved at ρ = 0.3: both sets stay.
+            settings.prune.method = npw::PruneMethod::Numerical;
+            settings.prune.boxConstrained = step_ == 2;
+            session->setSettings(settings);
+            window_->runSettings()->setSettings(settings);
+            window_->sparsityControls()->setRho(0.3);
+            QTimer::singleShot(0, session, [session] { session->runScoring(); });
+            return;
+        }
+        // ρ moves on: the mask re-ranks the z solved at 0.3, and the window offers Recompute.
+        window_->sparsityControls()->setRho(0.45);
+        window_->layerSelection()->setCurrentLayer(2);
     } else {
         if (step_ == 1) {
             SweepRequest request;
@@ -87,7 +104,10 @@ void DemoScript::onJobFinished(const QString&) {
             request.zeroShotTask = studio::defaultZeroShotTask();  // accuracy beside perplexity
             request.measureSpeed = true;                           // and Figure 5 below it
             window_->setSweepRequest(request);
-            QTimer::singleShot(0, session, [this, session] { session->runSweep(window_->sweepRequest()); });
+            // A second for the window to finish drawing the opened model: the sweep times the dense
+            // model first, and a GUI still painting would share its cores (as a user's click
+            // on Run sweep comes long after opening).
+            QTimer::singleShot(1000, session, [this, session] { session->runSweep(window_->sweepRequest()); });
             return;
         }
     }

@@ -58,7 +58,7 @@ QImage ImageSession::gridImage(const at::Tensor& images, const std::vector<std::
 bool ImageSession::openModel(const QString& reference) { return openModelThen(reference, nullptr); }
 
 bool ImageSession::openModelThen(const QString& reference, std::function<void()> then) {
-    const std::string ref = reference.toStdString();
+    const std::string ref = reference.toStdString(), device = device_.toStdString();
     QPointer<ImageSession> self(this);
     struct Opened {
         std::shared_ptr<npw::ImagePruningWorkbench> workbench;
@@ -66,9 +66,10 @@ bool ImageSession::openModelThen(const QString& reference, std::function<void()>
     };
     return jobs_->start<Opened>(
         tr("Open %1").arg(reference),
-        [ref](const npw::ProgressFn& progress) {
+        [ref, device](const npw::ProgressFn& progress) {
             npw::reportProgress(progress, "load", 0, 1);
-            const npw::Runtime runtime{};
+            // chooseRuntime also gives LibTorch every core (its own default is 1 on small machines).
+            const npw::Runtime runtime = npw::chooseRuntime(device);
             std::string vqPath = (std::filesystem::path(npw::resolveModelPath(ref)) / "vq").string();
             if (!std::filesystem::is_directory(vqPath))
                 throw npw::Error("image model '" + ref + "' has no VQ tokenizer beside it (expected " + vqPath + ")");
@@ -295,6 +296,7 @@ ImageSweepRequest sweepRequestFromJson(const nlohmann::json& j) {
 nlohmann::json ImageSession::workspaceState() const {
     if (!hasModel()) return nullptr;
     nlohmann::json j = {{"model", reference_.toStdString()},
+                        {"device", device_.toStdString()},
                         {"compare", lastCompare_ ? compareRequestJson(*lastCompare_) : nlohmann::json(nullptr)},
                         {"compared", comparison_.has_value()},
                         {"sweep", lastSweep_ ? sweepRequestJson(*lastSweep_) : nlohmann::json(nullptr)},
@@ -313,6 +315,7 @@ bool ImageSession::restoreWorkspaceState(const nlohmann::json& state) {
     std::vector<npw::ImageSweepRow> rows;
     for (const nlohmann::json& r : imageField<nlohmann::json>(state, "sweep_rows")) rows.push_back(npw::imageSweepRowFromJson(r));
     const bool compared = state.value("compared", false) && compareRequest;
+    if (state.contains("device")) device_ = qs(imageField<std::string>(state, "device"));
     return openModelThen(model, [this, compareRequest, sweepRequest, rows, compared] {
         lastCompare_ = compareRequest;
         lastSweep_ = sweepRequest;

@@ -54,6 +54,10 @@ public:
     QImage prunedGrid() const { return prunedGrid_; }
     const std::vector<npw::ImageSweepRow>& sweepRows() const { return sweepRows_; }
 
+    // Where the next model opens: "cpu" (every core) or "cuda:N" (core's chooseRuntime).
+    void setDevice(const QString& device) { device_ = device; }
+    QString device() const { return device_; }
+
     // Long jobs; false (and nothing done) while another job runs.
     bool openModel(const QString& reference);
     bool compare(const ImageCompareRequest& request);  // calibrates first when needed
@@ -93,6 +97,7 @@ private:
     JobRunner* jobs_;
     std::shared_ptr<npw::ImagePruningWorkbench> workbench_;
     QString reference_;
+    QString device_ = QStringLiteral("cpu");
     QStringList classNames_;
     int calibratedPerClass_ = 0;
     double calibratedCfg_ = -1;

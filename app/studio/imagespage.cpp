@@ -106,29 +106,35 @@ ImagesPage::ImagesPage(ImageSession* session, QWidget* parent) : QWidget(parent)
     exportCsv_->setToolTip(tr("The image sweep's rows as CSV (every metric, speed and memory)"));
     save_->setToolTip(tr("Save both grids side by side as one PNG"));
 
-    auto* form = new QHBoxLayout;
-    auto add = [form](const QString& label, QWidget* w) {
-        form->addWidget(new QLabel(label));
-        form->addWidget(w);
+    // Two rows of settings and a model row: the tab shares the window's width with the plot.
+    auto* row1 = new QHBoxLayout;
+    auto* row2 = new QHBoxLayout;
+    auto add = [](QHBoxLayout* row, const QString& label, QWidget* w) {
+        row->addWidget(new QLabel(label));
+        row->addWidget(w);
     };
-    add(tr("Method"), method_);
-    add(tr("ρ"), ratio_);
-    add(tr("λ"), lambda_);
-    add(tr("Classes"), classes_);
-    add(tr("Per class"), perClass_);
-    add(tr("Seed"), seed_);
-    add(tr("CFG"), cfg_);
-    add(tr("Calibration/class"), calibPerClass_);
-    add(tr("Zoom"), zoom_);
-    form->addStretch(1);
-    form->addWidget(generate_);
-    form->addWidget(save_);
-    form->addWidget(exportModel_);
+    add(row1, tr("Method"), method_);
+    add(row1, tr("ρ"), ratio_);
+    add(row1, tr("λ"), lambda_);
+    add(row1, tr("Classes"), classes_);
+    add(row1, tr("Per class"), perClass_);
+    row1->addStretch(1);
+    add(row2, tr("Seed"), seed_);
+    add(row2, tr("CFG"), cfg_);
+    add(row2, tr("Calibration/class"), calibPerClass_);
+    add(row2, tr("Zoom"), zoom_);
+    row2->addStretch(1);
+    row2->addWidget(generate_);
+    row2->addWidget(save_);
+    row2->addWidget(exportModel_);
+    auto* form = new QVBoxLayout;
+    form->addLayout(row1);
+    form->addLayout(row2);
     auto* modelRow = new QHBoxLayout;
     modelRow->addWidget(new QLabel(tr("Image model")));
     modelRow->addWidget(model_, 1);
     modelRow->addWidget(open_);
-    modelRow->addWidget(about_, 3);
+    about_->setMinimumWidth(0);
 
     pair_ = new ImagePairWidget;
     pair_->setZoom(zoom_->value());
@@ -138,6 +144,7 @@ ImagesPage::ImagesPage(ImageSession* session, QWidget* parent) : QWidget(parent)
     auto* compareLayout = new QVBoxLayout(compareBox);
     compareLayout->setContentsMargins(0, 0, 0, 0);
     compareLayout->addLayout(modelRow);
+    compareLayout->addWidget(about_);
     compareLayout->addLayout(form);
     compareLayout->addWidget(comparisonSummary_);
     compareLayout->addWidget(pair_, 1);
@@ -153,7 +160,7 @@ ImagesPage::ImagesPage(ImageSession* session, QWidget* parent) : QWidget(parent)
     metric_ = new QComboBox;
     for (const Quantity& q : kQuantities) metric_->addItem(tr(q.name));
     metric_->setToolTip(tr("What the plot shows against sparsity (the dashed line: the dense model)"));
-    sweepRun_ = new QPushButton(tr("Run image sweep"));
+    sweepRun_ = new QPushButton(tr("Run sweep"));
     sweepRun_->setToolTip(tr("FID, sFID, IS, precision, recall (demo classifier features, Fashion-MNIST test set as\n"
                              "reference), class accuracy, generation speed and weight memory for each method and ρ"));
     auto* sweepForm = new QVBoxLayout;  // two rows: the plot column is narrow
@@ -163,7 +170,7 @@ ImagesPage::ImagesPage(ImageSession* session, QWidget* parent) : QWidget(parent)
     sweepRow1->addWidget(new QLabel(tr("Ratios")));
     sweepRow1->addWidget(sweepRatios_, 1);
     auto* sweepRow2 = new QHBoxLayout;
-    sweepRow2->addWidget(new QLabel(tr("Images/model")));
+    sweepRow2->addWidget(new QLabel(tr("Images")));
     sweepRow2->addWidget(samples_);
     sweepRow2->addWidget(new QLabel(tr("Show")));
     sweepRow2->addWidget(metric_, 1);

@@ -1,5 +1,12 @@
 #include "app/studio/jobrunner.h"
 
+#include <algorithm>
+#ifdef __linux__
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 #include "core/util/error.h"
 
 #include <QThreadPool>
@@ -35,6 +42,19 @@ JobRunner::~JobRunner() {
     cancel();
     // The job's continuation would touch this object: wait for the worker while it still exists.
     QThreadPool::globalInstance()->waitForDone();
+}
+
+void yieldToTheGuiThread() {
+#ifdef __linux__
+    // Per thread: on Linux nice applies to the task (thread) named by its id. Only lowered, once
+    // per pool thread (an unprivileged thread cannot raise it back, and need not).
+    thread_local bool lowered = false;
+    if (lowered) return;
+    lowered = true;
+    const auto tid = static_cast<id_t>(syscall(SYS_gettid));
+    const int current = getpriority(PRIO_PROCESS, tid);
+    setpriority(PRIO_PROCESS, tid, std::min(current + 5, 19));
+#endif
 }
 
 std::shared_ptr<JobRunner::State> JobRunner::begin(const QString& title) {

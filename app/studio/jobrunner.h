@@ -34,6 +34,11 @@ private:
     double secondsLeft_ = 0;
 };
 
+// Lowers the calling (worker) thread's scheduling priority (Linux: nice +5 for this thread
+// only), so that the GUI thread wins the cores when both want them: on a small machine a
+// redraw then waits less behind LibTorch. Threads the worker starts inherit it. No-op elsewhere.
+void yieldToTheGuiThread();
+
 class JobRunner : public QObject {
     Q_OBJECT
 public:
@@ -65,6 +70,7 @@ public:
             announceEnd(state);
         });
         watcher->setFuture(QtConcurrent::run([work, state, progress = progressFn(state)]() -> std::optional<T> {
+            yieldToTheGuiThread();
             try {
                 return work(progress);
             } catch (...) {

@@ -321,6 +321,7 @@ void StudioSession::startLayerReports() {
     // applyMask compensates and slices every layer: milliseconds on the demo models, more on
     // big ones, so never on the GUI thread. Results for superseded masks are dropped above.
     watcher->setFuture(QtConcurrent::run([model, stats, mask, settings, generation, this] {
+        yieldToTheGuiThread();
         if (generation != reportGeneration_) return std::vector<npw::LayerPruneReport>{};  // already stale
         return npw::applyMask(model->checkpoint(), *stats, mask, settings).layers;
     }));
@@ -357,6 +358,7 @@ bool StudioSession::runSweep(const SweepRequest& request) {
                 spec.zeroShotTasks = npw::loadZeroShotTasks(request.zeroShotTask, request.zeroShotLimit);
             spec.measureSpeed = request.measureSpeed;
             spec.speedPromptTokens = spec.speedDecodeTokens = request.speedTokens;
+            spec.speedRepeats = request.speedRepeats;
             spec.evalSeqlen = request.evalSeqlen;
             spec.evalMaxWindows = request.evalMaxWindows;
             spec.alphaMode = knobs.mode;

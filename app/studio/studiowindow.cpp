@@ -145,8 +145,11 @@ void StudioWindow::buildCentral() {
     recompute_->setObjectName(QStringLiteral("recomputeButton"));
     recompute_->setToolTip(tr("Calibrate again if the calibration changed, and solve every score set shown again\n"
                               "(box-constrained ones at the current ρ and λ) (Ctrl+Shift+E)"));
+    auto* noticeIcon = new QLabel;
+    noticeIcon->setPixmap(style()->standardIcon(QStyle::SP_MessageBoxWarning).pixmap(18, 18));
     auto* noticeLayout = new QHBoxLayout(recomputeNotice_);
     noticeLayout->setContentsMargins(8, 4, 8, 4);
+    noticeLayout->addWidget(noticeIcon);
     noticeLayout->addWidget(recomputeReason_, 1);
     noticeLayout->addWidget(recompute_);
     recomputeNotice_->setVisible(false);
@@ -205,33 +208,40 @@ void StudioWindow::buildCentral() {
     sweepRun_ = new QPushButton(tr("Run sweep"));
     sweepRun_->setToolTip(tr("Perplexity against sparsity with the calibration settings and λ, α of the\n"
                              "Selection; calibration once, scores once per method (Ctrl+Shift+R)"));
-    auto* sweepForm = new QHBoxLayout;
-    sweepForm->addWidget(new QLabel(tr("Methods")));
-    sweepForm->addWidget(sweepMethods_, 2);
-    sweepForm->addWidget(new QLabel(tr("Ratios")));
-    sweepForm->addWidget(sweepRatios_, 1);
-    sweepForm->addWidget(new QLabel(tr("Seeds")));
-    sweepForm->addWidget(sweepSeeds_);
-    sweepForm->addWidget(new QLabel(tr("Eval windows")));
-    sweepForm->addWidget(sweepWindows_);
-    sweepForm->addWidget(new QLabel(tr("Samples")));
-    sweepForm->addWidget(sweepSamples_);
-    sweepForm->addWidget(new QLabel(tr("Seq len")));
-    sweepForm->addWidget(sweepSeqlens_);
-    sweepForm->addWidget(new QLabel(tr("λ")));
-    sweepForm->addWidget(sweepLambdas_);
-    sweepForm->addWidget(sweepRun_);
+    // Two rows: what to sweep and run; the ablation axes and what to measure besides perplexity.
+    auto* sweepRow1 = new QHBoxLayout;
+    sweepRow1->addWidget(new QLabel(tr("Methods")));
+    sweepRow1->addWidget(sweepMethods_, 2);
+    sweepRow1->addWidget(new QLabel(tr("Ratios")));
+    sweepRow1->addWidget(sweepRatios_, 1);
+    sweepRow1->addWidget(new QLabel(tr("Seeds")));
+    sweepRow1->addWidget(sweepSeeds_);
+    sweepRow1->addWidget(new QLabel(tr("Eval windows")));
+    sweepRow1->addWidget(sweepWindows_);
+    sweepRow1->addWidget(sweepRun_);
+    auto* sweepRow2 = new QHBoxLayout;
+    sweepRow2->addWidget(new QLabel(tr("Ablation: samples")));
+    sweepRow2->addWidget(sweepSamples_);
+    sweepRow2->addWidget(new QLabel(tr("Seq len")));
+    sweepRow2->addWidget(sweepSeqlens_);
+    sweepRow2->addWidget(new QLabel(tr("λ")));
+    sweepRow2->addWidget(sweepLambdas_);
     sweepZeroShot_ = new QCheckBox(tr("Zero-shot task"));
     sweepZeroShot_->setChecked(true);
     sweepZeroShot_->setToolTip(tr("Also score the demo's zero-shot task (choose a New Testament verse's true ending\n"
                                   "among four; 200 items, lm-evaluation-harness scoring) and plot accuracy beside perplexity"));
-    sweepForm->insertWidget(sweepForm->count() - 1, sweepZeroShot_);
     sweepSpeed_ = new QCheckBox(tr("Speed and memory"));
     sweepSpeed_->setObjectName(QStringLiteral("sweepSpeed"));
-    sweepSpeed_->setToolTip(tr("Also time every model (dense and each pruned one): a prefill of 32 tokens and a greedy\n"
-                               "decode of 32 (median of 3 after a warm-up), and its weight and KV-cache memory:\n"
+    sweepSpeed_->setToolTip(tr("Also time every model (dense and each pruned one): a prefill of 64 tokens and a greedy\n"
+                               "decode of 64 (the best of 5 after a warm-up), and its weight and KV-cache memory:\n"
                                "the paper's Figure 5, plotted below the accuracy"));
-    sweepForm->insertWidget(sweepForm->count() - 1, sweepSpeed_);
+    sweepRow2->addSpacing(12);
+    sweepRow2->addWidget(sweepZeroShot_);
+    sweepRow2->addWidget(sweepSpeed_);
+    sweepRow2->addStretch(1);
+    auto* sweepForm = new QVBoxLayout;
+    sweepForm->addLayout(sweepRow1);
+    sweepForm->addLayout(sweepRow2);
     sweepPlot_ = new SweepPlotWidget;
     accuracyPlot_ = new SweepPlotWidget;
     accuracyPlot_->setQuantity(tr("Zero-shot accuracy against sparsity"), tr("accuracy (chance: 0.25)"), false);
@@ -258,6 +268,7 @@ void StudioWindow::buildCentral() {
     auto* sweepPlots = new QSplitter(Qt::Horizontal);
     sweepPlots->addWidget(sweepPlot_);
     sweepPlots->addWidget(sidePlots);
+    sweepSplitter_ = sweepPlots;
     auto* sweepNote = new QLabel(tr("Sparsity is the achieved fraction of attention + MLP weights removed (uniform "
                                     "methods fall below ρ). Each point is one pruned model evaluated on the "
                                     "held-out text; calibration as in the Run settings, λ and α as in the Selection."));
@@ -431,6 +442,8 @@ void StudioWindow::connectSession() {
     connect(&session_, &StudioSession::logMessage, this, &StudioWindow::appendLog);
     connect(imageSession_, &ImageSession::logMessage, this, &StudioWindow::appendLog);
     connect(imageSession_, &ImageSession::modelChanged, this, &StudioWindow::showArchitecture);
+    imageSession_->setDevice(device_->currentText());
+    connect(device_, &QComboBox::currentTextChanged, imageSession_, &ImageSession::setDevice);
     connect(tabs_, &QTabWidget::currentChanged, this, &StudioWindow::showArchitecture);
     connect(&session_, &StudioSession::imageWorkspaceRestored, this, [this](const QByteArray& state) {
         try {
@@ -593,6 +606,13 @@ void StudioWindow::redrawSweep() {
     }
     accuracyPlot_->setVisible(accuracy);
     speedPanel_->setVisible(speedRows);
+    // When the side column appears, give it room for its plots' legends (5 : 4).
+    const bool side = accuracy || speedRows;
+    if (side && !sideColumnShown_) {
+        const int width = sweepSplitter_->width();
+        sweepSplitter_->setSizes({width * 5 / 9, width * 4 / 9});
+    }
+    sideColumnShown_ = side;
 }
 
 void StudioWindow::updateRecomputeNotice() {
@@ -689,6 +709,7 @@ bool StudioWindow::exportPlot(const QString& path) {
 void StudioWindow::openModel(const QString& reference) {
     if (npw::isLlamaGenModel(reference.toStdString())) {  // an image model: the Images tab
         showTab(2);
+        imageSession_->setDevice(device_->currentText());
         if (!imagesPage_->openModel(reference))
             appendLog(tr("Busy: cancel the running job before opening %1.").arg(reference));
         return;

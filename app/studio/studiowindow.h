@@ -24,6 +24,7 @@ class QPlainTextEdit;
 class QProgressBar;
 class QPushButton;
 class QSpinBox;
+class QSplitter;
 class QTabWidget;
 class RunSettingsPanel;
 class ScoreHistogramWidget;
@@ -127,6 +128,8 @@ private:
     SweepPlotWidget* speedPlot_;  // memory and speed (Figure 5), shown when a sweep has some
     QComboBox* speedShow_;
     QWidget* speedPanel_;
+    QSplitter* sweepSplitter_;      // perplexity | accuracy over speed
+    bool sideColumnShown_ = false;
     QLineEdit* sweepMethods_;
     QLineEdit* sweepRatios_;
     QSpinBox* sweepSeeds_;

@@ -125,6 +125,8 @@ BenchResult benchmarkGeneration(const LlamaModel& model, int64_t promptTokens, i
     r.repeats = repeats;
     r.prefillTokensPerSecond = promptTokens / median(prefill);
     r.decodeTokensPerSecond = 1.0 / median(decode);
+    r.bestPrefillTokensPerSecond = promptTokens / *std::min_element(prefill.begin(), prefill.end());
+    r.bestDecodeTokensPerSecond = 1.0 / *std::min_element(decode.begin(), decode.end());
     r.peakMemoryMiB = peakResidentMiB();
     r.peakMemoryKind = "process peak RSS";
 #ifdef NPW_WITH_CUDA

@@ -40,6 +40,9 @@ struct BenchResult {
     int64_t promptTokens = 0, decodeTokens = 0, batch = 1;
     double prefillTokensPerSecond = 0;
     double decodeTokensPerSecond = 0;
+    // The fastest of the repeats: the least disturbed run, for timings taken while other work
+    // (a GUI redrawing) shares the cores.
+    double bestPrefillTokensPerSecond = 0, bestDecodeTokensPerSecond = 0;
     double peakMemoryMiB = 0;      // process peak RSS on the CPU; CUDA allocator peak on a GPU
     std::string peakMemoryKind;    // which of the two
     double weightsMiB = 0;         // the model's weights in its runtime dtype
@@ -47,7 +50,7 @@ struct BenchResult {
     int repeats = 0;
 };
 
-// Median of `repeats` runs of a prefill of promptTokens and a greedy decode of
+// Median (and best) of `repeats` runs of a prefill of promptTokens and a greedy decode of
 // decodeTokens (after one warm-up run).
 BenchResult benchmarkGeneration(const LlamaModel& model, int64_t promptTokens, int64_t decodeTokens, int repeats,
                                 const ProgressFn& progress = nullptr);

@@ -31,7 +31,8 @@ c10::ScalarType parseDtype(const std::string& name, bool onCuda) {
 
 std::string Runtime::describe() const {
     std::string name = device.is_cuda() ? "cuda:" + std::to_string(device.index() < 0 ? 0 : device.index())
-                                        : "cpu (" + std::to_string(at::get_num_threads()) + " threads)";
+                                        : "cpu (" + std::to_string(at::get_num_threads()) +
+                                              (at::get_num_threads() == 1 ? " thread)" : " threads)");
     return name + " " + c10::toString(dtype);
 }
 

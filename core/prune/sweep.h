@@ -41,8 +41,8 @@ struct SweepSpec {
     AlphaMode alphaMode = AlphaMode::Budget;
     double alpha = std::numeric_limits<double>::quiet_NaN();
     // Memory and generation speed of every model (the paper's Figure 5): a "speed" row each,
-    // after its evaluation rows: a prefill of speedPromptTokens and a greedy decode of
-    // speedDecodeTokens, median of speedRepeats runs after a warm-up (benchmarkGeneration).
+    // before its evaluation rows: a prefill of speedPromptTokens and a greedy decode of
+    // speedDecodeTokens, the best of speedRepeats runs after a warm-up (benchmarkGeneration).
     bool measureSpeed = false;
     int64_t speedPromptTokens = 64, speedDecodeTokens = 64;
     int speedRepeats = 3;
@@ -80,8 +80,8 @@ struct SweepRow {
 double kvCacheMiB(const LlamaConfig& config, int64_t tokens, int64_t elementBytes);
 
 // Runs the sweep on `model`. onRow is called as each row is ready (a GUI plots it at once).
-// The dense model's rows come first (method "dense", ratio 0). Per model: one row per
-// evaluation set, then one per zero-shot task.
+// The dense model's rows come first (method "dense", ratio 0). Per model: its speed row (when
+// measured), one row per evaluation set, then one per zero-shot task.
 std::vector<SweepRow> runSweep(const LanguageModel& model, const SweepSpec& spec,
                                const std::function<void(const SweepRow&)>& onRow = nullptr,
                                const ProgressFn& progress = nullptr);
