@@ -67,32 +67,22 @@ void DemoScript::onJobFinished(const QString&) {
             QTimer::singleShot(0, page, [page] { page->runSweep(); });
             return;
         }
-    } else if (state_ == QLatin1String("scores")) {
-        studio::RunSettings settings = session->settings();
+    } else if (state_ == QLatin1String("scores") || state_ == QLatin1String("box")) {
+        const bool box = state_ == QLatin1String("box");
         if (step_ == 1 || step_ == 2) {
-            // FLAP first, then the numerical method: both score sets stay, numerical is shown.
-            settings.prune.method = step_ == 1 ? npw::PruneMethod::Flap : npw::PruneMethod::Numerical;
+            // scores: FLAP first, then the numerical method. box: the closed form, then the
+            // box-constrained z solved at ρ = 0.3. Both sets stay; the second is shown.
+            studio::RunSettings settings = session->settings();
+            settings.prune.method = step_ == 1 && !box ? npw::PruneMethod::Flap : npw::PruneMethod::Numerical;
+            settings.prune.boxConstrained = box && step_ == 2;
             session->setSettings(settings);
             window_->runSettings()->setSettings(settings);
             window_->sparsityControls()->setRho(0.3);
             QTimer::singleShot(0, session, [session] { session->runScoring(); });
             return;
         }
-        window_->layerSelection()->setCurrentLayer(2);
-    } else if (state_ == QLatin1String("box")) {
-        studio::RunSettings settings = session->settings();
-        if (step_ == 1 || step_ == 2) {
-            // The closed form, then the box-constrained z solved at ρ = 0.3: both sets stay.
-            settings.prune.method = npw::PruneMethod::Numerical;
-            settings.prune.boxConstrained = step_ == 2;
-            session->setSettings(settings);
-            window_->runSettings()->setSettings(settings);
-            window_->sparsityControls()->setRho(0.3);
-            QTimer::singleShot(0, session, [session] { session->runScoring(); });
-            return;
-        }
-        // ρ moves on: the mask re-ranks the z solved at 0.3, and the window offers Recompute.
-        window_->sparsityControls()->setRho(0.45);
+        // box: ρ moves on, the mask re-ranks the z solved at 0.3, and the window offers Recompute.
+        if (box) window_->sparsityControls()->setRho(0.45);
         window_->layerSelection()->setCurrentLayer(2);
     } else {
         if (step_ == 1) {

@@ -53,7 +53,7 @@ void yieldToTheGuiThread() {
     lowered = true;
     const auto tid = static_cast<id_t>(syscall(SYS_gettid));
     const int current = getpriority(PRIO_PROCESS, tid);
-    setpriority(PRIO_PROCESS, tid, std::min(current + 5, 19));
+    setpriority(PRIO_PROCESS, tid, std::min(current + 10, 19));
 #endif
 }
 

@@ -34,7 +34,7 @@ private:
     double secondsLeft_ = 0;
 };
 
-// Lowers the calling (worker) thread's scheduling priority (Linux: nice +5 for this thread
+// Lowers the calling (worker) thread's scheduling priority (Linux: nice +10 for this thread
 // only), so that the GUI thread wins the cores when both want them: on a small machine a
 // redraw then waits less behind LibTorch. Threads the worker starts inherit it. No-op elsewhere.
 void yieldToTheGuiThread();

@@ -119,8 +119,12 @@ void StudioWindow::buildCentral() {
     summary_->setObjectName(QStringLiteral("selectionSummary"));
     summary_->setWordWrap(true);
     summary_->setMinimumWidth(260);
+    // Room for the longest texts from the start: a label that grows when a result arrives
+    // re-lays out the page, and every plot below would redraw at its new size in that turn.
+    summary_->setMinimumHeight(summary_->fontMetrics().lineSpacing() * 3);
     auto* methodBox = new QVBoxLayout;
     methodLabel_ = new QLabel(tr("Score set"));
+    methodLabel_->setMinimumWidth(methodLabel_->fontMetrics().horizontalAdvance(tr("Score set (99 computed)")));
     methodBox->addWidget(methodLabel_);
     methodBox->addWidget(methodSelector_);
     methodBox->addStretch(1);
@@ -130,29 +134,28 @@ void StudioWindow::buildCentral() {
     selectionLayout->addLayout(methodBox);
     selectionLayout->addWidget(controls_, 3);
     selectionLayout->addWidget(summary_, 2);
-    // Said when the views no longer show what was asked (new calibration settings, or a
-    // box-constrained z whose ρ/λ moved): the knobs only re-select, this needs new solves.
+    // Says when the views no longer show what was asked (new calibration settings, or a
+    // box-constrained z whose ρ/λ moved): the knobs only re-select, this needs new solves. The
+    // row is always there (a neutral line otherwise), so that its news never re-lays out the
+    // page: every plot below would redraw at a new size in that turn.
     recomputeNotice_ = new QFrame;
     recomputeNotice_->setObjectName(QStringLiteral("recomputeNotice"));
     recomputeNotice_->setFrameShape(QFrame::StyledPanel);
-    recomputeNotice_->setAutoFillBackground(true);
     recomputeNotice_->setBackgroundRole(QPalette::ToolTipBase);
-    recomputeNotice_->setForegroundRole(QPalette::ToolTipText);
     recomputeReason_ = new QLabel;
     recomputeReason_->setWordWrap(true);
-    recomputeReason_->setForegroundRole(QPalette::ToolTipText);
+    recomputeReason_->setMinimumHeight(recomputeReason_->fontMetrics().lineSpacing() * 2);
     recompute_ = new QPushButton(tr("Recompute"));
     recompute_->setObjectName(QStringLiteral("recomputeButton"));
     recompute_->setToolTip(tr("Calibrate again if the calibration changed, and solve every score set shown again\n"
                               "(box-constrained ones at the current ρ and λ) (Ctrl+Shift+E)"));
-    auto* noticeIcon = new QLabel;
-    noticeIcon->setPixmap(style()->standardIcon(QStyle::SP_MessageBoxWarning).pixmap(18, 18));
+    recomputeIcon_ = new QLabel;
+    recomputeIcon_->setFixedSize(18, 18);
     auto* noticeLayout = new QHBoxLayout(recomputeNotice_);
-    noticeLayout->setContentsMargins(8, 4, 8, 4);
-    noticeLayout->addWidget(noticeIcon);
+    noticeLayout->setContentsMargins(8, 2, 8, 2);
+    noticeLayout->addWidget(recomputeIcon_);
     noticeLayout->addWidget(recomputeReason_, 1);
     noticeLayout->addWidget(recompute_);
-    recomputeNotice_->setVisible(false);
 
     headMap_ = new HeadMapWidget(layerSelection_);
     histogram_ = new ScoreHistogramWidget(layerSelection_);
@@ -617,10 +620,18 @@ void StudioWindow::redrawSweep() {
 
 void StudioWindow::updateRecomputeNotice() {
     const QString reason = session_.recomputeReason();
-    recomputeReason_->setText(reason);
-    recomputeNotice_->setVisible(!reason.isEmpty());
-    recompute_->setEnabled(!session_.jobs()->isRunning());
+    const bool offered = !reason.isEmpty();
+    recomputeReason_->setText(offered ? reason
+                                      : tr("The views show the stored solves: moving ρ, α or λ re-selects at once. "
+                                           "New calibration settings or a moved box-constrained set are said here."));
+    recomputeIcon_->setPixmap(
+        style()->standardIcon(offered ? QStyle::SP_MessageBoxWarning : QStyle::SP_MessageBoxInformation).pixmap(18, 18));
+    recomputeNotice_->setAutoFillBackground(offered);  // highlighted only when it asks for something
+    recomputeReason_->setForegroundRole(offered ? QPalette::ToolTipText : QPalette::PlaceholderText);
+    recompute_->setEnabled(offered && !session_.jobs()->isRunning());
 }
+
+bool StudioWindow::recomputeOffered() const { return recompute_->isEnabled(); }
 
 void StudioWindow::updateRunState() {
     updateRecomputeNotice();

@@ -51,6 +51,7 @@ public:
     SweepPlotWidget* speedPlot() const { return speedPlot_; }
     ArchitecturePanel* architecturePanel() const { return architecture_; }
     QFrame* recomputeNotice() const { return recomputeNotice_; }
+    bool recomputeOffered() const;  // the notice names a reason and Recompute can run
     QPushButton* recomputeButton() const { return recompute_; }
     RunSettingsPanel* runSettings() const { return runSettings_; }
     QComboBox* methodSelector() const { return methodSelector_; }
@@ -123,6 +124,7 @@ private:
     QCheckBox* sweepZeroShot_;
     QFrame* recomputeNotice_;  // "these views need a new solve" + Recompute
     QLabel* recomputeReason_;
+    QLabel* recomputeIcon_;
     QPushButton* recompute_;
     QCheckBox* sweepSpeed_;
     SweepPlotWidget* speedPlot_;  // memory and speed (Figure 5), shown when a sweep has some
