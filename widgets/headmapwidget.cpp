@@ -100,6 +100,7 @@ void HeadMapWidget::setData(const std::vector<npw::LayerScores>& scores, const n
 }
 
 void HeadMapWidget::setUnitName(const QString& name) {
+    if (name == unitName_) return;  // the window sets it with every selection
     unitName_ = name;
     plot_->yAxis->setLabel(unitName_);
     updateTitle();
@@ -161,7 +162,7 @@ void HeadMapWidget::showCurrentLayer(int layer) {
         frame->topLeft->setCoords(layer - 0.5, -0.5);
         frame->bottomRight->setCoords(layer + 0.5, unitCount() - 0.5);
     }
-    plot_->replot();
+    plot_->replot(QCustomPlot::rpQueuedReplot);  // merged with the other views' in one turn
 }
 
 void HeadMapWidget::updateTitle() {

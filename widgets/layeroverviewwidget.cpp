@@ -172,7 +172,7 @@ void LayerOverviewWidget::showCurrentLayer(int layer) {
         currentLayerBand_->topLeft->setCoords(layer - 0.5, 0);
         currentLayerBand_->bottomRight->setCoords(layer + 0.5, 1);
     }
-    plot_->replot();
+    plot_->replot(QCustomPlot::rpQueuedReplot);  // one replot per turn, however many updates
 }
 
 void LayerOverviewWidget::restyle() {

@@ -129,7 +129,7 @@ void ScoreHistogramWidget::showLayer(int layer) {
                                           : tr("MLP channel scores, %1: %2 kept, %3 pruned")
                                                 .arg(where, QLocale().toString(qlonglong(shownKept_)),
                                                      QLocale().toString(qlonglong(shownPruned_))));
-    plot_->replot();
+    plot_->replot(QCustomPlot::rpQueuedReplot);  // one replot per turn, however many updates
 }
 
 void ScoreHistogramWidget::restyle() {

@@ -78,12 +78,17 @@ void DemoScript::onJobFinished(const QString&) {
             session->setSettings(settings);
             window_->runSettings()->setSettings(settings);
             window_->sparsityControls()->setRho(0.3);
-            QTimer::singleShot(0, session, [session] { session->runScoring(); });
+            // The second Run a moment after the first result, as a hand would click it: not in the
+            // very turn in which every view first draws that result.
+            QTimer::singleShot(step_ == 1 ? 0 : 300, session, [session] { session->runScoring(); });
             return;
         }
-        // box: ρ moves on, the mask re-ranks the z solved at 0.3, and the window offers Recompute.
-        if (box) window_->sparsityControls()->setRho(0.45);
         window_->layerSelection()->setCurrentLayer(2);
+        if (box) {
+            // A moment later (as a hand on the slider would), ρ moves on: the mask re-ranks the z
+            // solved at 0.3, and the window offers Recompute.
+            QTimer::singleShot(300, this, [this] { window_->sparsityControls()->setRho(0.45); });
+        }
     } else {
         if (step_ == 1) {
             SweepRequest request;
