@@ -79,6 +79,7 @@ private slots:
     void imagesTabComparesDenseAndPruned();
     void sweepPlotsZeroShotAccuracyBesidePerplexity();
     void newCalibrationOffersRecompute();
+    void sweepDrawsOneCurvePerMethodAndText();
 
 private:
     void scoreWith(npw::PruneMethod method);
@@ -371,6 +372,26 @@ void TestStudioWindow::newCalibrationOffersRecompute() {
     QCOMPARE(window_->session()->scoreMethods(), before);  // every set solved again
     QVERIFY(!window_->recomputeOffered());
     QCOMPARE(window_->recomputeNotice()->height(), noticeHeight);  // its news never re-lays out the page
+}
+
+void TestStudioWindow::sweepDrawsOneCurvePerMethodAndText() {
+    SweepRequest request;
+    request.methods = {QStringLiteral("magnitude")};
+    request.ratios = {0.2};
+    request.evalMaxWindows = 1;
+    const std::string data = npw::resourcesDir() + "/demo/data/";
+    request.evalSources = {data + "kjv-nt.txt", data + "jargon.txt"};
+    window_->setSweepRequest(request);
+    QCOMPARE(window_->sweepRequest().evalSources.size(), size_t(2));  // the form's field carries them
+    QVERIFY(window_->session()->runSweep(window_->sweepRequest()));
+    QVERIFY(waitIdle(*window_->session()));
+    // Each text its curve, starting at the dense model's perplexity on that text (sparsity 0).
+    const QStringList curves = {QStringLiteral("magnitude · kjv-nt"), QStringLiteral("magnitude · jargon")};
+    QCOMPARE(window_->sweepPlot()->methods(), curves);
+    QCOMPARE(window_->sweepPlot()->pointCount(curves[0]), 2);
+    QCOMPARE(window_->sweepPlot()->pointCount(curves[1]), 2);
+    QVERIFY(!window_->sweepPlot()->denseBaselineShown());
+    window_->setSweepRequest(SweepRequest{});
 }
 
 QTEST_MAIN(TestStudioWindow)

@@ -348,12 +348,16 @@ bool StudioSession::runSweep(const SweepRequest& request) {
             spec.seeds = request.seeds;
             spec.calibSource = calibration.source.empty() ? studio::defaultCalibrationSource() : calibration.source;
             spec.calibStream = npw::readCalibrationStream(spec.calibSource, calibration.sourceIsIds, lm);
-            npw::SweepEvalSet eval;
-            const std::string evalPath = request.evalSource.empty() ? studio::defaultEvaluationSource() : request.evalSource;
-            eval.name = QFileInfo(qs(evalPath)).completeBaseName().toStdString();
-            eval.isText = true;
-            eval.ids = lm.encode(npw::readTextFile(evalPath), true);
-            spec.evalSets.push_back(std::move(eval));
+            const std::vector<std::string> evalPaths = request.evalSources.empty()
+                                                           ? std::vector<std::string>{studio::defaultEvaluationSource()}
+                                                           : request.evalSources;
+            for (const std::string& evalPath : evalPaths) {
+                npw::SweepEvalSet eval;
+                eval.name = QFileInfo(qs(evalPath)).completeBaseName().toStdString();
+                eval.isText = true;
+                eval.ids = lm.encode(npw::readTextFile(evalPath), true);
+                spec.evalSets.push_back(std::move(eval));
+            }
             if (!request.zeroShotTask.empty())
                 spec.zeroShotTasks = npw::loadZeroShotTasks(request.zeroShotTask, request.zeroShotLimit);
             spec.measureSpeed = request.measureSpeed;

@@ -39,7 +39,8 @@ struct SweepRequest {
     int seeds = 1;
     int64_t evalMaxWindows = 8;
     int64_t evalSeqlen = 128;
-    std::string evalSource;  // empty: the demo's held-out text
+    // Held-out texts, one perplexity curve per method and text; empty: the demo's New Testament.
+    std::vector<std::string> evalSources;
     // The engine's ablation axes; empty: the Run settings' samples and sequence length, the
     // Selection's λ. Every combination is calibrated (or scored) once.
     std::vector<int64_t> calibSamples, calibSeqlens;

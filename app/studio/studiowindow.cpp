@@ -49,6 +49,7 @@
 #include <QToolBar>
 #include <QVBoxLayout>
 #include <cmath>
+#include <map>
 #include <set>
 
 namespace {
@@ -208,6 +209,11 @@ void StudioWindow::buildCentral() {
                             "Empty: the Run settings' value. One curve per value."));
     sweepLambdas_ = axis(tr("Ablation: λ of the numerical score, comma-separated (e.g. 1e-4,1,100).\n"
                             "Empty: the Selection's λ. One curve per value (other methods ignore λ)."));
+    sweepEval_ = new QLineEdit;
+    sweepEval_->setObjectName(QStringLiteral("sweepEvalTexts"));
+    sweepEval_->setPlaceholderText(tr("demo: kjv-nt.txt"));
+    sweepEval_->setToolTip(tr("Held-out texts to measure perplexity on, comma-separated paths (e.g. the demo's\n"
+                              "kjv-nt.txt and jargon.txt): one curve per method and text. Empty: the New Testament."));
     sweepRun_ = new QPushButton(tr("Run sweep"));
     sweepRun_->setToolTip(tr("Perplexity against sparsity with the calibration settings and λ, α of the\n"
                              "Selection; calibration once, scores once per method (Ctrl+Shift+R)"));
@@ -219,6 +225,8 @@ void StudioWindow::buildCentral() {
     sweepRow1->addWidget(sweepRatios_, 1);
     sweepRow1->addWidget(new QLabel(tr("Seeds")));
     sweepRow1->addWidget(sweepSeeds_);
+    sweepRow1->addWidget(new QLabel(tr("Eval texts")));
+    sweepRow1->addWidget(sweepEval_, 1);
     sweepRow1->addWidget(new QLabel(tr("Eval windows")));
     sweepRow1->addWidget(sweepWindows_);
     sweepRow1->addWidget(sweepRun_);
@@ -572,6 +580,9 @@ void StudioWindow::redrawSweep() {
     // An ablation axis that takes more than one value names the curves (e.g. "numerical n=16").
     std::set<int64_t> samples, seqlens;
     std::set<double> lambdas;
+    std::set<std::string> evalTexts;  // perplexity sets (not zero-shot tasks, not speed)
+    for (const auto& s : summary)
+        if (!s.first.isSpeedRow() && !std::isfinite(s.accMean)) evalTexts.insert(s.first.evalSet);
     for (const auto& s : summary)
         if (s.first.method != "dense") {
             samples.insert(s.first.calibSamples);
@@ -583,6 +594,14 @@ void StudioWindow::redrawSweep() {
         if (samples.size() > 1) name += QStringLiteral(" n=%1").arg(r.calibSamples);
         if (seqlens.size() > 1) name += QStringLiteral(" L=%1").arg(r.calibSeqlen);
         if (lambdas.size() > 1 && std::isfinite(r.lambda)) name += QStringLiteral(" λ=%1").arg(r.lambda, 0, 'g', 3);
+        return name;
+    };
+    std::map<QString, std::string> curveText;       // perplexity curve → its text
+    std::map<std::string, double> densePerplexity;  // text → the dense model's, when several texts
+    // Perplexity curves also name their text when there are several ("numerical · jargon").
+    auto perplexityCurveName = [&](const npw::SweepRow& r) {
+        QString name = curveName(r);
+        if (evalTexts.size() > 1) name += QStringLiteral(" · %1").arg(QString::fromStdString(r.evalSet));
         return name;
     };
     for (const npw::SweepSummaryRow& s : summary) {
@@ -602,11 +621,19 @@ void StudioWindow::redrawSweep() {
         if (zeroShot)
             accuracyPlot_->setQuantity(tr("Zero-shot accuracy against sparsity"),
                                        tr("accuracy on %1").arg(QString::fromStdString(s.first.evalSet)), false);
-        if (s.first.method == "dense")
-            plot->setDenseBaseline(mean);
-        else
-            plot->addPoint(curveName(s.first), s.achievedRatioMean, mean, spread);
+        if (s.first.method == "dense") {
+            // One dashed dense line; with several texts each curve starts at its text's dense
+            // perplexity instead (at sparsity 0), as one line cannot stand for all of them.
+            if (zeroShot || evalTexts.size() == 1) plot->setDenseBaseline(mean);
+            else densePerplexity[s.first.evalSet] = mean;
+        } else {
+            const QString name = zeroShot ? curveName(s.first) : perplexityCurveName(s.first);
+            if (!zeroShot) curveText[name] = s.first.evalSet;
+            plot->addPoint(name, s.achievedRatioMean, mean, spread);
+        }
     }
+    for (const auto& [name, text] : curveText)
+        if (densePerplexity.count(text)) sweepPlot_->addPoint(name, 0.0, densePerplexity[text]);
     accuracyPlot_->setVisible(accuracy);
     speedPanel_->setVisible(speedRows);
     // When the side column appears, give it room for its plots' legends (5 : 4).
@@ -655,6 +682,8 @@ SweepRequest StudioWindow::sweepRequest() const {
     r.lambdas = parseRatios(sweepLambdas_->text());
     if (sweepZeroShot_->isChecked()) r.zeroShotTask = studio::defaultZeroShotTask();
     r.measureSpeed = sweepSpeed_->isChecked();
+    for (const QString& path : sweepEval_->text().split(QLatin1Char(','), Qt::SkipEmptyParts))
+        r.evalSources.push_back(path.trimmed().toStdString());
     return r;
 }
 
@@ -675,6 +704,9 @@ void StudioWindow::setSweepRequest(const SweepRequest& r) {
     sweepLambdas_->setText(joined(r.lambdas));
     sweepZeroShot_->setChecked(!r.zeroShotTask.empty());
     sweepSpeed_->setChecked(r.measureSpeed);
+    QStringList texts;
+    for (const std::string& path : r.evalSources) texts << QString::fromStdString(path);
+    sweepEval_->setText(texts.join(QLatin1Char(',')));
 }
 
 void StudioWindow::showTab(int index) { tabs_->setCurrentIndex(index); }

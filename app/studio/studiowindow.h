@@ -127,6 +127,7 @@ private:
     QLabel* recomputeIcon_;
     QPushButton* recompute_;
     QCheckBox* sweepSpeed_;
+    QLineEdit* sweepEval_;  // held-out texts, comma-separated
     SweepPlotWidget* speedPlot_;  // memory and speed (Figure 5), shown when a sweep has some
     QComboBox* speedShow_;
     QWidget* speedPanel_;
