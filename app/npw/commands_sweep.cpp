@@ -117,17 +117,7 @@ int runSweepCommand(const Args& args) {
 
     nlohmann::json out = {{"model", modelName}, {"rows", nlohmann::json::array()}, {"summary", nlohmann::json::array()}};
     auto finiteOrNull = [](double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); };
-    for (const SweepRow& r : rows)
-        out["rows"].push_back({{"method", r.method}, {"ratio", r.ratio}, {"seed", r.seed},
-                               {"calib_samples", r.calibSamples}, {"calib_seqlen", r.calibSeqlen},
-                               {"lambda", finiteOrNull(r.lambda)}, {"eval", r.evalSet},
-                               {"achieved_ratio", r.achievedRatio}, {"achieved_ratio_model", r.achievedRatioModel},
-                               {"ppl", finiteOrNull(r.ppl)}, {"nll", finiteOrNull(r.nll)}, {"bits_per_byte", finiteOrNull(r.bitsPerByte)},
-                               {"eval_tokens", r.evalTokens}, {"acc", finiteOrNull(r.acc)},
-                               {"acc_norm", finiteOrNull(r.accNorm)}, {"parameters", r.parameters},
-                               {"weights_mib", finiteOrNull(r.weightsMiB)}, {"kv_cache_mib", finiteOrNull(r.kvCacheMiB)},
-                               {"prefill_tokens_per_s", finiteOrNull(r.prefillTokensPerSecond)},
-                               {"decode_tokens_per_s", finiteOrNull(r.decodeTokensPerSecond)}});
+    for (const SweepRow& r : rows) out["rows"].push_back(sweepRowJson(r));
     const auto summary = summariseOverSeeds(rows);
     for (const SweepSummaryRow& s : summary)
         out["summary"].push_back({{"method", s.first.method}, {"ratio", s.first.ratio},

@@ -87,8 +87,6 @@ bool ImageSession::openModelThen(const QString& reference, std::function<void()>
             workbench_ = std::move(o.workbench);
             reference_ = reference;
             classNames_ = o.names;
-            calibratedPerClass_ = 0;
-            calibratedCfg_ = -1;
             comparison_.reset();
             lastCompare_.reset();
             lastSweep_.reset();
@@ -106,7 +104,6 @@ bool ImageSession::openModelThen(const QString& reference, std::function<void()>
 bool ImageSession::compare(const ImageCompareRequest& request) {
     if (!hasModel()) return false;
     auto workbench = workbench_;
-    const bool recalibrate = request.calibPerClass != calibratedPerClass_ || request.cfg != calibratedCfg_;
     std::vector<int64_t> classes;
     const std::vector<int64_t> wanted = request.classes.empty()
                                             ? [&] {
@@ -131,11 +128,12 @@ bool ImageSession::compare(const ImageCompareRequest& request) {
             npw::ImageSamplingOptions sampling;
             sampling.cfgScale = request.cfg;
             sampling.seed = static_cast<uint64_t>(request.seed);
-            if (recalibrate || !workbench->isCalibrated()) {
-                npw::ImageSamplingOptions calib = sampling;
-                calib.seed = 1000000;  // calibration samples are not the ones compared
+            npw::ImageSamplingOptions calib = sampling;
+            calib.seed = 1000000;  // calibration samples are not the ones compared
+            // Whatever calibrated the workbench last (a comparison, or a sweep, even a cancelled
+            // one): its own record says whether these statistics are the ones asked for.
+            if (!workbench->isCalibratedFor(request.calibPerClass, calib))
                 workbench->calibrate(request.calibPerClass, calib, progress);
-            }
             Result r;
             r.comparison = workbench->compare(request.method.toStdString(), request.ratio, classes, sampling,
                                               request.lambda, progress);
@@ -146,8 +144,6 @@ bool ImageSession::compare(const ImageCompareRequest& request) {
         [this, request](Result r) {
             lastCompare_ = request;
             comparisonLambda_ = request.lambda;
-            calibratedPerClass_ = request.calibPerClass;
-            calibratedCfg_ = request.cfg;
             comparison_ = std::move(r.comparison);
             denseGrid_ = r.dense;
             prunedGrid_ = r.pruned;
@@ -227,12 +223,7 @@ bool ImageSession::runSweep(const ImageSweepRequest& request) {
                 progress);
             return static_cast<int>(rows.size());
         },
-        [this, request](int rows) {
-            // The sweep calibrated the workbench with its own settings: a comparison reuses them.
-            calibratedPerClass_ = request.calibPerClass;
-            calibratedCfg_ = request.cfg;
-            emit logMessage(tr("Image sweep: %1 rows.").arg(rows));
-        });
+        [this](int rows) { emit logMessage(tr("Image sweep: %1 rows.").arg(rows)); });
     if (started) {
         sweepRows_.clear();
         lastSweep_ = request;

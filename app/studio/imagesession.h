@@ -99,8 +99,6 @@ private:
     QString reference_;
     QString device_ = QStringLiteral("cpu");
     QStringList classNames_;
-    int calibratedPerClass_ = 0;
-    double calibratedCfg_ = -1;
     std::optional<npw::ImageComparison> comparison_;
     double comparisonLambda_ = npw::kDefaultLambda;
     QImage denseGrid_, prunedGrid_;

@@ -648,14 +648,17 @@ void StudioWindow::redrawSweep() {
 void StudioWindow::updateRecomputeNotice() {
     const QString reason = session_.recomputeReason();
     const bool offered = !reason.isEmpty();
-    recomputeReason_->setText(offered ? reason
-                                      : tr("The views show the stored solves: moving ρ, α or λ re-selects at once. "
-                                           "New calibration settings or a moved box-constrained set are said here."));
+    recompute_->setEnabled(offered && !session_.jobs()->isRunning());
+    const QString text = offered ? reason
+                                 : tr("The views show the stored solves: moving ρ, α or λ re-selects at once. "
+                                      "New calibration settings or a moved box-constrained set are said here.");
+    // Called on every selection (a slider move): the line changes only when its text does.
+    if (text == recomputeReason_->text()) return;
+    recomputeReason_->setText(text);
     recomputeIcon_->setPixmap(
         style()->standardIcon(offered ? QStyle::SP_MessageBoxWarning : QStyle::SP_MessageBoxInformation).pixmap(18, 18));
     recomputeNotice_->setAutoFillBackground(offered);  // highlighted only when it asks for something
     recomputeReason_->setForegroundRole(offered ? QPalette::ToolTipText : QPalette::PlaceholderText);
-    recompute_->setEnabled(offered && !session_.jobs()->isRunning());
 }
 
 bool StudioWindow::recomputeOffered() const { return recompute_->isEnabled(); }

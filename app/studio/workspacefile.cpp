@@ -12,53 +12,6 @@ namespace {
 
 constexpr int kFormatVersion = 1;
 
-nlohmann::json finiteOrNull(double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); }
-double numberOrNaN(const nlohmann::json& j) { return j.is_null() ? std::nan("") : j.get<double>(); }
-
-nlohmann::json rowToJson(const npw::SweepRow& r) {
-    return {{"method", r.method},         {"ratio", r.ratio},
-            {"calib_samples", r.calibSamples}, {"calib_seqlen", r.calibSeqlen},
-            {"lambda", finiteOrNull(r.lambda)}, {"seed", r.seed},
-            {"eval", r.evalSet},          {"achieved_ratio", r.achievedRatio},
-            {"achieved_ratio_model", r.achievedRatioModel}, {"ppl", finiteOrNull(r.ppl)},
-            {"nll", finiteOrNull(r.nll)}, {"bits_per_byte", finiteOrNull(r.bitsPerByte)},
-            {"eval_tokens", r.evalTokens}, {"acc", finiteOrNull(r.acc)},
-            {"acc_norm", finiteOrNull(r.accNorm)}, {"parameters", r.parameters},
-            {"weights_mib", finiteOrNull(r.weightsMiB)}, {"kv_cache_mib", finiteOrNull(r.kvCacheMiB)},
-            {"prefill_tokens_per_s", finiteOrNull(r.prefillTokensPerSecond)},
-            {"decode_tokens_per_s", finiteOrNull(r.decodeTokensPerSecond)}};
-}
-
-// A field that older workspace files lack: NaN then.
-double optionalNumber(const nlohmann::json& j, const char* name) {
-    return j.contains(name) ? numberOrNaN(j.at(name)) : std::nan("");
-}
-
-npw::SweepRow rowFromJson(const nlohmann::json& j) {
-    npw::SweepRow r;
-    r.method = j.at("method").get<std::string>();
-    r.ratio = j.at("ratio").get<double>();
-    r.calibSamples = j.at("calib_samples").get<int64_t>();
-    r.calibSeqlen = j.at("calib_seqlen").get<int64_t>();
-    r.lambda = numberOrNaN(j.at("lambda"));
-    r.seed = j.at("seed").get<int>();
-    r.evalSet = j.at("eval").get<std::string>();
-    r.achievedRatio = j.at("achieved_ratio").get<double>();
-    r.achievedRatioModel = j.at("achieved_ratio_model").get<double>();
-    r.ppl = numberOrNaN(j.at("ppl"));  // null: a zero-shot or speed row
-    r.nll = numberOrNaN(j.at("nll"));
-    r.bitsPerByte = numberOrNaN(j.at("bits_per_byte"));
-    r.evalTokens = j.at("eval_tokens").get<int64_t>();
-    r.acc = optionalNumber(j, "acc");
-    r.accNorm = optionalNumber(j, "acc_norm");
-    r.parameters = j.value("parameters", int64_t(0));
-    r.weightsMiB = optionalNumber(j, "weights_mib");
-    r.kvCacheMiB = optionalNumber(j, "kv_cache_mib");
-    r.prefillTokensPerSecond = optionalNumber(j, "prefill_tokens_per_s");
-    r.decodeTokensPerSecond = optionalNumber(j, "decode_tokens_per_s");
-    return r;
-}
-
 nlohmann::json prunedIndices(const std::vector<std::vector<bool>>& keep) {
     nlohmann::json layers = nlohmann::json::array();
     for (const auto& layer : keep) {
@@ -118,7 +71,7 @@ void writeWorkspace(const std::string& path, const WorkspaceFile& w, const npw::
                         {"scored", nlohmann::json::array()},
                         {"sweep_rows", nlohmann::json::array()}};
     for (const auto& s : w.scored) j["scored"].push_back(toJson(s));
-    for (const auto& r : w.sweepRows) j["sweep_rows"].push_back(rowToJson(r));
+    for (const auto& r : w.sweepRows) j["sweep_rows"].push_back(npw::sweepRowJson(r));
     if (!w.mask.is_null()) j["mask"] = w.mask;
     if (!w.images.is_null()) j["images"] = w.images;
     if (stats && w.statsCalibration) {
@@ -151,7 +104,7 @@ WorkspaceFile readWorkspace(const std::string& path) {
         w.knobs = knobsFromJson(j.at("knobs"));
         w.currentMethod = j.value("current_method", "");
         for (const auto& s : j.at("scored")) w.scored.push_back(pruneSettingsFromJson(s));
-        for (const auto& r : j.at("sweep_rows")) w.sweepRows.push_back(rowFromJson(r));
+        for (const auto& r : j.at("sweep_rows")) w.sweepRows.push_back(npw::sweepRowFromJson(r));
         if (j.contains("stats_file")) {
             npw::CalibrationSummary summary;
             const CalibrationSettings c = calibrationFromJson(j.at("stats_calibration"));

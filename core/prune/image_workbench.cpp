@@ -60,8 +60,14 @@ void ImagePruningWorkbench::calibrate(int64_t perClass, const ImageSamplingOptio
     // Only now, when both steps succeeded (a cancel throws before): the workbench stays whole.
     calibration_ = std::move(set);
     stats_ = std::move(stats);
-    calibratedPerClass_ = perClass;
     scores_.clear();
+}
+
+bool ImagePruningWorkbench::isCalibratedFor(int64_t perClass, const ImageSamplingOptions& sampling) const {
+    const ImageSamplingOptions& had = calibration_.sampling;
+    return stats_ && calibration_.perClass == perClass && had.cfgScale == sampling.cfgScale &&
+           had.cfgInterval == sampling.cfgInterval && had.temperature == sampling.temperature &&
+           had.topK == sampling.topK && had.topP == sampling.topP && had.seed == sampling.seed;
 }
 
 std::shared_ptr<const ScoreSet> ImagePruningWorkbench::scores(const std::string& method, double lambda,

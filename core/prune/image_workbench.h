@@ -47,7 +47,9 @@ public:
     // Generates perClass samples per class with `sampling` and accumulates the statistics;
     // forgets earlier scores. The expensive step (with scoring).
     void calibrate(int64_t perClass, const ImageSamplingOptions& sampling, const ProgressFn& progress = nullptr);
-    int64_t calibratedPerClass() const { return calibratedPerClass_; }  // 0 before calibrate()
+    // Whether the statistics come from perClass samples per class generated with `sampling`
+    // (batch size aside, which changes no sample): calibrate() with them would redo the same.
+    bool isCalibratedFor(int64_t perClass, const ImageSamplingOptions& sampling) const;
     // The scores of a sweep method name ("numerical", "flap", "numerical-nocomp",
     // "numerical-box", ...) at λ, computed on first use (the box-constrained z once per ρ, the
     // others once for every ρ). Throws npw::Error before calibrate().
@@ -69,7 +71,6 @@ private:
     Runtime runtime_;
     ImageCalibrationSet calibration_;
     std::shared_ptr<const ModelStats> stats_;
-    int64_t calibratedPerClass_ = 0;
     std::map<std::string, std::shared_ptr<const ScoreSet>> scores_;  // by "method@λ" (and "@ρ" when boxed)
 };
 

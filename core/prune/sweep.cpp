@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
 #include <tuple>
@@ -20,6 +21,14 @@ struct MethodChoice {
     CompensationKind compensation;
     bool boxConstrained = false;  // solved again for every ratio
 };
+
+nlohmann::json finiteOrNull(double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); }
+double numberOrNaN(const nlohmann::json& j) { return j.is_null() ? std::nan("") : j.get<double>(); }
+// A field that older files (workspaces) lack: NaN then.
+double optionalNumber(const nlohmann::json& j, const char* name) {
+    return j.contains(name) ? numberOrNaN(j.at(name)) : std::nan("");
+}
+
 
 MethodChoice parseSweepMethod(const std::string& name) {
     if (name == "numerical-nocomp") return {PruneMethod::Numerical, CompensationKind::None};
@@ -263,6 +272,45 @@ std::string sweepRowsCsv(const std::vector<SweepRow>& rows) {
         out << "\n";
     }
     return out.str();
+}
+
+nlohmann::json sweepRowJson(const SweepRow& r) {
+    return {{"method", r.method},         {"ratio", r.ratio},
+            {"calib_samples", r.calibSamples}, {"calib_seqlen", r.calibSeqlen},
+            {"lambda", finiteOrNull(r.lambda)}, {"seed", r.seed},
+            {"eval", r.evalSet},          {"achieved_ratio", r.achievedRatio},
+            {"achieved_ratio_model", r.achievedRatioModel}, {"ppl", finiteOrNull(r.ppl)},
+            {"nll", finiteOrNull(r.nll)}, {"bits_per_byte", finiteOrNull(r.bitsPerByte)},
+            {"eval_tokens", r.evalTokens}, {"acc", finiteOrNull(r.acc)},
+            {"acc_norm", finiteOrNull(r.accNorm)}, {"parameters", r.parameters},
+            {"weights_mib", finiteOrNull(r.weightsMiB)}, {"kv_cache_mib", finiteOrNull(r.kvCacheMiB)},
+            {"prefill_tokens_per_s", finiteOrNull(r.prefillTokensPerSecond)},
+            {"decode_tokens_per_s", finiteOrNull(r.decodeTokensPerSecond)}};
+}
+
+SweepRow sweepRowFromJson(const nlohmann::json& j) {
+    SweepRow r;
+    r.method = j.at("method").get<std::string>();
+    r.ratio = j.at("ratio").get<double>();
+    r.calibSamples = j.at("calib_samples").get<int64_t>();
+    r.calibSeqlen = j.at("calib_seqlen").get<int64_t>();
+    r.lambda = numberOrNaN(j.at("lambda"));
+    r.seed = j.at("seed").get<int>();
+    r.evalSet = j.at("eval").get<std::string>();
+    r.achievedRatio = j.at("achieved_ratio").get<double>();
+    r.achievedRatioModel = j.at("achieved_ratio_model").get<double>();
+    r.ppl = numberOrNaN(j.at("ppl"));  // null: a zero-shot or speed row
+    r.nll = numberOrNaN(j.at("nll"));
+    r.bitsPerByte = numberOrNaN(j.at("bits_per_byte"));
+    r.evalTokens = j.at("eval_tokens").get<int64_t>();
+    r.acc = optionalNumber(j, "acc");
+    r.accNorm = optionalNumber(j, "acc_norm");
+    r.parameters = j.value("parameters", int64_t(0));
+    r.weightsMiB = optionalNumber(j, "weights_mib");
+    r.kvCacheMiB = optionalNumber(j, "kv_cache_mib");
+    r.prefillTokensPerSecond = optionalNumber(j, "prefill_tokens_per_s");
+    r.decodeTokensPerSecond = optionalNumber(j, "decode_tokens_per_s");
+    return r;
 }
 
 } // namespace npw

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
@@ -98,5 +99,11 @@ struct SweepSummaryRow {
 std::vector<SweepSummaryRow> summariseOverSeeds(const std::vector<SweepRow>& rows);
 
 std::string sweepRowsCsv(const std::vector<SweepRow>& rows);
+
+// A row as JSON (`npw sweep --json`, the studio's workspace file) and back; NaN is null. The
+// reader takes files without the accuracy and speed fields (they read as NaN / 0) and throws
+// nlohmann's exception for a missing or mistyped field.
+nlohmann::json sweepRowJson(const SweepRow& row);
+SweepRow sweepRowFromJson(const nlohmann::json& j);
 
 } // namespace npw
