@@ -1,7 +1,7 @@
 #pragma once
 // Checkpoints the GGUF suites export: the demo models, pruned through core (non-uniform layers),
 // and a hand-cut demo model with every layer shape llama.cpp's deci graph treats specially.
-#include "core/io/model_loader.h"
+#include "core/models/model_loader.h"
 #include "core/models/language_model.h"
 #include "core/models/runtime.h"
 #include "core/prune/pruner.h"

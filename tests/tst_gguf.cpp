@@ -4,7 +4,7 @@
 // layers llama.cpp would mis-build, permutes Q/K rows to adjacent pairs, keeps norms F32 in F16
 // files, and refuses what it cannot export. (tst_gguf_llamacpp runs the files in llama.cpp.)
 #include "core/io/gguf.h"
-#include "core/io/gguf_export.h"
+#include "core/models/gguf_export.h"
 #include "core/util/atomic_file.h"
 #include "gguf_models.h"
 #include "error_of.h"

@@ -10,7 +10,7 @@
 // Needs Node and `npm install --omit=optional` in tests/fixtures/llamacpp; without them every test is skipped (CTest
 // reports the suite as skipped, label "llamacpp").
 #include "core/eval/generate.h"
-#include "core/io/gguf_export.h"
+#include "core/models/gguf_export.h"
 #include "core/text/tokenizer.h"
 #include "core/util/atomic_file.h"
 #include "gguf_models.h"

@@ -7,7 +7,7 @@
 #include "core/io/safetensors.h"
 #include "core/models/llamagen.h"
 #include "core/models/vq_model.h"
-#include "core/prune/image_calibration.h"
+#include "core/experiments/image_calibration.h"
 #include "core/prune/pruner.h"
 #include "core/train/c2i_trainer.h"
 #include "core/train/vq_trainer.h"

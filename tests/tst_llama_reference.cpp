@@ -2,7 +2,7 @@
 // greedy generation and the perplexity protocol on small seeded models in every checkpoint
 // format npw reads. Expectations come from tests/fixtures/make_llama_fixtures.py (plain
 // PyTorch, float64); see tests/fixtures/README.md for the cases and how to regenerate.
-#include "core/io/model_loader.h"
+#include "core/models/model_loader.h"
 #include "core/io/safetensors.h"
 #include "core/models/llama.h"
 #include "core/models/runtime.h"

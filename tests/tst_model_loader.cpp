@@ -1,6 +1,6 @@
 // Loading and saving LLaMA checkpoints: the real llama2.c stories260K, Hugging Face
 // directories (single file, sharded, fp16/bf16), and the errors for broken ones.
-#include "core/io/model_loader.h"
+#include "core/models/model_loader.h"
 #include "core/io/safetensors.h"
 #include "core/util/error.h"
 

@@ -2,7 +2,7 @@
 // float64 solve of the penalised optimality system H z = A1 + λr1, the ρ/λ-invariance of the
 // ranking, the degenerate cases of reference.md §1, and the head / KV-group reductions.
 #include "core/prune/numerical_score.h"
-#include "core/prune/selection.h"
+#include "core/prune/select.h"
 #include "core/util/error.h"
 
 #include <ATen/ATen.h>

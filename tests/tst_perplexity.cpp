@@ -2,6 +2,8 @@
 // computation that scores each window alone, one prediction at a time, in float64.
 #include "core/eval/generate.h"
 #include "core/eval/perplexity.h"
+#include "core/models/llama_init.h"
+#include "core/text/token_ids.h"
 #include "core/train/lm_trainer.h"
 #include "core/util/error.h"
 

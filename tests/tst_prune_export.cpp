@@ -1,7 +1,7 @@
 // Exporting a pruned model: the directory reloads (loadLlamaCheckpoint) to the same logits,
 // per-layer sizes and FLAP's biases included, also from llama2.c's rotary layout; the manifest
 // records the run; the source and foreign directories are refused; score and statistics files.
-#include "core/io/model_loader.h"
+#include "core/models/model_loader.h"
 #include "core/io/safetensors.h"
 #include "core/models/runtime.h"
 #include "core/prune/pruner.h"

@@ -4,7 +4,7 @@
 // Labelled slow (it runs a real checkpoint); a few seconds on one core.
 #include "core/eval/generate.h"
 #include "core/eval/perplexity.h"
-#include "core/io/model_loader.h"
+#include "core/models/model_loader.h"
 #include "core/models/runtime.h"
 #include "core/prune/pruner.h"
 #include "tiny_llama.h"

@@ -5,6 +5,7 @@
 // computed afresh; Algorithm 1 agrees with the closed form; the baselines' structure; reported
 // ratios; and the errors users cause.
 #include "core/models/runtime.h"
+#include "core/models/parameter_count.h"
 #include "core/prune/compensation.h"
 #include "core/prune/pruner.h"
 #include "core/util/error.h"

@@ -2,7 +2,7 @@
 // builds Ψ and fully sorts it on every call, plus the cost model, the edge cases and a
 // benchmark of re-selection on a LLaMA-7B-sized set of scores.
 #include "core/models/llama_config.h"
-#include "core/prune/selection.h"
+#include "core/prune/select.h"
 #include "core/util/error.h"
 
 #include <QElapsedTimer>

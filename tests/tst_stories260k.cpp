@@ -2,7 +2,7 @@
 // greedy output (run.c, temperature 0, from BOS), which pins the loader, adjacent-pair RoPE,
 // grouped-query attention (8 query / 4 KV heads) and the KV cache on real weights.
 #include "core/eval/generate.h"
-#include "core/io/model_loader.h"
+#include "core/models/model_loader.h"
 
 #include <QFile>
 #include <QtTest>

@@ -2,7 +2,7 @@
 // (counts), clicks reach the shared LayerSelection, the controls stay in step and send once
 // per event-loop turn, the sweep plot grows and exports readable files, and every plot takes
 // its background from the palette (light and dark).
-#include "core/prune/selection.h"
+#include "core/prune/select.h"
 #include "core/util/error.h"
 #include "widgets/headmapwidget.h"
 #include "widgets/layeroverviewwidget.h"

@@ -4,7 +4,7 @@
 // stay in step; ρ and λ re-score in closed form and α only re-selects (nothing is re-solved),
 // so the receiver can follow every move. Holds values only; what they mean is core/prune/selection.h's and
 // core/prune/numerical_score.h's.
-#include "core/prune/selection.h"
+#include "core/prune/select.h"
 
 #include <QMetaType>
 #include <QTimer>

@@ -1,7 +1,7 @@
 // npw bench --suite pruning|calibration-memory / --synthetic SIZE: the pruning engine's figures.
 #include "app/npw/commands.h"
 #include "core/eval/generate.h"
-#include "core/eval/pruning_bench.h"
+#include "core/experiments/pruning_bench.h"
 #include "core/models/language_model.h"
 #include "core/prune/calibration.h"
 #include "core/prune/pruner.h"

@@ -4,10 +4,11 @@
 // model demo:c2i with the image metrics.
 #include "app/npw/commands.h"
 #include "core/eval/generate.h"
+#include "core/models/parameter_count.h"
 #include "core/models/vq_model.h"
 #include "core/eval/metrics_run.h"
 #include "core/io/image_png.h"
-#include "core/prune/image_workbench.h"
+#include "core/experiments/image_workbench.h"
 #include "core/eval/perplexity.h"
 #include "core/models/language_model.h"
 #include "core/prune/calibration.h"

@@ -1,7 +1,7 @@
 // export-gguf: a dense or pruned checkpoint as a GGUF file llama.cpp runs.
 #include "app/npw/commands.h"
-#include "core/io/gguf_export.h"
-#include "core/io/model_loader.h"
+#include "core/models/gguf_export.h"
+#include "core/models/model_loader.h"
 #include "core/eval/generate.h"
 #include "core/models/runtime.h"
 #include "core/util/error.h"

@@ -4,6 +4,7 @@
 #include "core/eval/image_generate.h"
 #include "core/io/image_png.h"
 #include "core/models/llamagen.h"
+#include "core/models/parameter_count.h"
 #include "core/models/vq_model.h"
 #include "core/prune/pruner.h"
 #include "core/util/error.h"

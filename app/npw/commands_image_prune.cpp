@@ -1,12 +1,12 @@
 // `npw prune`, `npw sweep` and `npw metrics --model` on class-conditional image models: the
 // pruning engine on LlamaGen's GPT, calibrated on samples the dense model generates, measured
-// by the image metrics (core/prune/image_calibration.h, core/prune/image_sweep.h).
+// by the image metrics (core/experiments/image_calibration.h, core/experiments/image_sweep.h).
 #include "app/npw/commands.h"
 #include "core/eval/image_eval.h"
 #include "core/eval/metrics_run.h"
-#include "core/prune/image_calibration.h"
-#include "core/prune/image_sweep.h"
-#include "core/prune/image_workbench.h"
+#include "core/experiments/image_calibration.h"
+#include "core/experiments/image_sweep.h"
+#include "core/experiments/image_workbench.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
 #include "core/util/paths.h"

@@ -3,6 +3,7 @@
 #include "core/eval/generate.h"
 #include "core/eval/perplexity.h"
 #include "core/models/language_model.h"
+#include "core/text/token_ids.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
 

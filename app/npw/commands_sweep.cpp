@@ -2,7 +2,8 @@
 #include "app/npw/commands.h"
 #include "core/eval/perplexity.h"
 #include "core/prune/calibration.h"
-#include "core/prune/sweep.h"
+#include "core/experiments/sweep.h"
+#include "core/text/token_ids.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
 

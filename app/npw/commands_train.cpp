@@ -1,6 +1,6 @@
 // train-tokenizer, train-lm: how the bundled demo models were made (resumable, seeded).
 #include "app/npw/commands.h"
-#include "core/io/model_loader.h"
+#include "core/models/model_loader.h"
 #include "core/models/runtime.h"
 #include "core/text/bpe_trainer.h"
 #include "core/text/tokenizer.h"

@@ -1,6 +1,7 @@
 // Core first: Qt's `slots` macro must not meet ATen's headers.
 #include "core/models/language_model.h"
 #include "core/models/llamagen.h"
+#include "core/models/parameter_count.h"
 #include "core/models/vq_model.h"
 #include "core/prune/pruner.h"
 

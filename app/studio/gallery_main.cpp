@@ -7,7 +7,7 @@
 // --screenshot saves the window (QWidget::grab) once it is laid out, then quits.
 #include "app/studio/studiopalette.h"
 #include "app/studio/synthetic_model.h"
-#include "core/prune/selection.h"
+#include "core/prune/select.h"
 #include "widgets/headmapwidget.h"
 #include "widgets/layeroverviewwidget.h"
 #include "widgets/layerselection.h"

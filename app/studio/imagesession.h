@@ -4,8 +4,8 @@
 // pruned samples of the same classes and seeds can be compared, and an image sweep (FID, IS,
 // sFID, precision, recall, class accuracy, speed and memory against sparsity) can run. Long
 // work runs on the JobRunner it shares with StudioSession (one progress bar, one Cancel).
-#include "core/prune/image_sweep.h"
-#include "core/prune/image_workbench.h"
+#include "core/experiments/image_sweep.h"
+#include "core/experiments/image_workbench.h"
 #include "app/studio/jobrunner.h"  // after core: Qt's macros must not meet ATen's headers
 
 #include <QImage>

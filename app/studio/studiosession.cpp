@@ -424,6 +424,7 @@ bool StudioSession::exportPrunedModel(const QString& dir) {
     settings.alpha = std::isnan(knobs_.alpha) ? scores_[current_].selector->defaultAlpha() : knobs_.alpha;
     const auto model = model_.model;
     const auto stats = stats_;
+    const auto scores = currentScores();
     const npw::SelectionResult selection = view_->selection;
     const npw::CalibrationSummary calibration = calibrationSummary_;
     const std::string target = dir.toStdString(), source = modelRef_.toStdString();
@@ -433,23 +434,8 @@ bool StudioSession::exportPrunedModel(const QString& dir) {
             npw::checkExportTarget(model->checkpoint().source, target);
             npw::reportProgress(progress, "apply", 0, 1);
             npw::PrunedModel pruned = npw::applyMask(model->checkpoint(), *stats, selection.mask, settings);
-            npw::PruneReport report;
-            report.method = npw::methodName(settings.method);
-            report.ratio = settings.ratio;
-            report.alpha = settings.alpha;
-            report.lambda = settings.lambda;
-            report.alphaMode = settings.alphaMode;
-            report.compensation = pruned.compensation;
-            report.paramsBefore = npw::checkpointParameters(model->checkpoint());
-            report.paramsAfter = npw::checkpointParameters(pruned.checkpoint);
-            report.prunableBefore = npw::prunableParameters(model->config());
-            report.prunableAfter = npw::prunableParameters(pruned.checkpoint.config);
-            report.achievedRatio = double(report.prunableBefore - report.prunableAfter) / report.prunableBefore;
-            report.achievedRatioModel = double(report.prunableBefore - report.prunableAfter) / report.paramsBefore;
-            report.removedUnits = selection.removedHeads;
-            report.removedChannels = selection.removedChannels;
-            report.threshold = selection.threshold;
-            report.layers = pruned.layers;
+            const npw::PruneReport report =
+                npw::makePruneReport(settings, settings.alpha, *scores, selection, model->checkpoint(), pruned);
             npw::reportProgress(progress, "write", 0, 1);
             npw::savePrunedModel(pruned.checkpoint, target,
                                  npw::pruneManifestJson(report, settings, calibration, source));

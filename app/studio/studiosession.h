@@ -9,7 +9,7 @@
 #include "core/models/language_model.h"
 #include "core/prune/pruner.h"
 #include "core/prune/score_view.h"
-#include "core/prune/sweep.h"
+#include "core/experiments/sweep.h"
 
 #include <QByteArray>
 #include <QMap>

@@ -8,8 +8,8 @@
 // statistics first, so the JSON never names statistics that are not there.
 #include "app/studio/runsettings.h"
 #include "core/prune/calibration.h"
-#include "core/prune/selection.h"
-#include "core/prune/sweep.h"
+#include "core/prune/select.h"
+#include "core/experiments/sweep.h"
 
 #include <optional>
 #include <string>

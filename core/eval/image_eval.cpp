@@ -1,5 +1,5 @@
 #include "core/eval/image_eval.h"
-#include "core/prune/pruner.h"
+#include "core/models/parameter_count.h"
 #include "core/util/error.h"
 
 #include <ATen/ATen.h>

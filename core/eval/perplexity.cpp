@@ -76,29 +76,5 @@ PerplexityResult evaluatePerplexity(const LlamaModel& model, const std::vector<i
     return r;
 }
 
-std::vector<int32_t> readTokenIdFile(const std::string& path, int64_t vocabSize) {
-    std::ifstream in(path);
-    if (!in) throw Error("cannot open token id file '" + path + "'");
-    std::vector<int32_t> ids;
-    std::string word;
-    while (in >> word) {
-        size_t used = 0;
-        long long value = -1;
-        try {
-            value = std::stoll(word, &used);
-        } catch (const std::exception&) {
-            used = 0;
-        }
-        if (used != word.size())
-            throw Error("token id file '" + path + "': '" + word + "' (word " + std::to_string(ids.size() + 1) +
-                        ") is not an integer");
-        if (value < 0 || (vocabSize > 0 && value >= vocabSize))
-            throw Error("token id file '" + path + "': id " + word + " (word " + std::to_string(ids.size() + 1) +
-                        ") is outside the vocabulary of " + std::to_string(vocabSize));
-        ids.push_back(static_cast<int32_t>(value));
-    }
-    if (ids.empty()) throw Error("token id file '" + path + "' holds no token ids");
-    return ids;
-}
 
 } // namespace npw

@@ -45,7 +45,4 @@ PerplexityResult evaluatePerplexity(const LlamaModel& model, const std::vector<i
 // min(requested, model context); requested <= 0 means the default 2048.
 int64_t effectiveSeqlen(int64_t requested, const LlamaConfig& config);
 
-// Reads whitespace-separated token ids; errors name the file and the offending word.
-std::vector<int32_t> readTokenIdFile(const std::string& path, int64_t vocabSize);
-
 } // namespace npw

@@ -75,7 +75,7 @@ bool isIdentifierPath(std::string_view text) {
     return true;
 }
 
-std::string quoted(std::string_view text, size_t maxChars = 60) {
+std::string shownText(std::string_view text, size_t maxChars = 60) {
     std::string shown = "'";
     for (size_t i = 0; i < text.size() && i < maxChars; ++i) {
         const unsigned char c = static_cast<unsigned char>(text[i]);
@@ -191,7 +191,7 @@ std::string describePickleValue(const PickleValue& value) {
             return std::string("float ") + text;
         }
         case PickleKind::String:
-            return "str " + quoted(value.text);
+            return "str " + shownText(value.text);
         case PickleKind::Bytes:
             return counted("bytes", value.text.size(), "byte", "bytes");
         case PickleKind::Tuple:
@@ -205,7 +205,7 @@ std::string describePickleValue(const PickleValue& value) {
         case PickleKind::Global:
             return "global " + value.qualifiedName();
         case PickleKind::Storage:
-            return std::string("storage ") + quoted(value.storage->key) + " " + value.storage->type->className + " (" +
+            return std::string("storage ") + shownText(value.storage->key) + " " + value.storage->type->className + " (" +
                    std::to_string(value.storage->numel) + " elements)";
         case PickleKind::Tensor: {
             std::string shape = "[";
@@ -620,7 +620,7 @@ private:
         if (known != storagesByKey_.end()) {
             const PickleStorageRef& earlier = *known->second->storage;
             if (earlier.type != storageType || earlier.numel != numel.integer)
-                fail("storage " + quoted(key.text) + " is declared again as " + storageType->className + " of " +
+                fail("storage " + shownText(key.text) + " is declared again as " + storageType->className + " of " +
                      std::to_string(numel.integer) + " elements, earlier as " + earlier.type->className + " of " +
                      std::to_string(earlier.numel));
             return known->second;
@@ -637,7 +637,7 @@ private:
 
     PickleValue* global(std::string_view module, std::string_view name) {
         if (!isIdentifierPath(module) || !isIdentifierPath(name))
-            fail("the global " + quoted(module) + " " + quoted(name) + " is not a dotted Python name");
+            fail("the global " + shownText(module) + " " + shownText(name) + " is not a dotted Python name");
         PickleValue* value = make(PickleKind::Global);
         // Python 3 writes protocol-2 pickles with Python 2 module names (fix_imports).
         value->module = module == "__builtin__" ? "builtins" : module == "copy_reg" ? "copyreg" : std::string(module);

@@ -1,5 +1,5 @@
 #include "core/models/language_model.h"
-#include "core/io/model_loader.h"
+#include "core/models/model_loader.h"
 #include "core/util/error.h"
 
 namespace npw {

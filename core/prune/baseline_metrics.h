@@ -4,7 +4,7 @@
 // input channel j is the column weight[:, j]. All results are float64 [D]; higher = keep.
 //
 // Structures (reference.md §2): FLAP standardises each layer's metric, averages it per head
-// and ranks everything globally (selection.h, AlphaMode::Budget, α = 4·D_h/3); Wanda-sp and
+// and ranks everything globally (select.h, AlphaMode::Budget, α = 4·D_h/3); Wanda-sp and
 // magnitude prune every layer uniformly (selectUniformPerLayer) with head = sum of its
 // channels (blockSumScores). Their raw metrics have layer-dependent scales, so putting them
 // into one global ranking is only fair after standardisePerLayer, and only as a labelled option.

@@ -1,8 +1,8 @@
 #include "core/prune/calibration.h"
 
-#include "core/eval/perplexity.h"
 #include "core/io/safetensors.h"
 #include "core/models/language_model.h"
+#include "core/text/token_ids.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
 

@@ -4,8 +4,8 @@
 // layers × attention-units grid of the head map. Plain data in, plain data out; no Qt.
 //
 // Scores are the selection's (core/prune/unit_scores.h: higher = more important); masks are
-// SelectionResult::mask (core/prune/selection.h: true = kept).
-#include "core/prune/selection.h"
+// SelectionResult::mask (core/prune/select.h: true = kept).
+#include "core/prune/select.h"
 #include "core/prune/unit_scores.h"
 
 #include <cstdint>

@@ -2,6 +2,9 @@
 
 #include "core/util/error.h"
 
+#include <cmath>
+#include <limits>
+
 namespace npw::json_fields {
 namespace {
 
@@ -84,5 +87,27 @@ std::string literalPattern(const Json& component, const std::string& path) {
         throw Error("'" + field(path, "pattern") + "' is a Regex; only {\"String\": ...} patterns are supported here");
     return std::move(found.text);
 }
+
+double requiredNumber(const Json& object, const char* key, const std::string& path) {
+    const Json& value = required(object, key, path);
+    if (!value.is_number()) wrongType(path, key, "a number", value);
+    return value.get<double>();
+}
+
+int64_t requiredInt(const Json& object, const char* key, const std::string& path) {
+    const Json& value = required(object, key, path);
+    if (!value.is_number_integer()) wrongType(path, key, "an integer", value);
+    return value.get<int64_t>();
+}
+
+double numberOrNaN(const Json& object, const char* key, const std::string& path) {
+    if (!object.is_object() || !object.contains(key)) throw Error("'" + field(path, key) + "' is missing");
+    const Json& value = object.at(key);
+    if (value.is_null()) return std::numeric_limits<double>::quiet_NaN();
+    if (!value.is_number()) wrongType(path, key, "a number or null", value);
+    return value.get<double>();
+}
+
+Json finiteOrNull(double x) { return std::isfinite(x) ? Json(x) : Json(nullptr); }
 
 } // namespace npw::json_fields

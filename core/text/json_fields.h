@@ -1,7 +1,8 @@
 #pragma once
-// Typed reads of tokenizer.json fields. A missing or mistyped field throws npw::Error naming
-// the field's path (e.g. "pre_tokenizer.pretokenizers[0].behavior"); Tokenizer::fromJson adds
-// the file name, so each message says which file, which field and what was wrong.
+// Typed reads of JSON fields (tokenizer.json, workspace files, sweep rows). A missing or
+// mistyped field throws npw::Error naming the field's path (e.g.
+// "pre_tokenizer.pretokenizers[0].behavior"); the caller adds the file name, so each message
+// says which file, which field and what was wrong.
 #include <nlohmann/json.hpp>
 
 #include <string>
@@ -21,6 +22,13 @@ bool boolOr(const Json& object, const char* key, bool fallback, const std::strin
 int64_t intOr(const Json& object, const char* key, int64_t fallback, const std::string& path);
 
 std::string requiredString(const Json& object, const char* key, const std::string& path);
+double requiredNumber(const Json& object, const char* key, const std::string& path);
+int64_t requiredInt(const Json& object, const char* key, const std::string& path);
+// A number that may be null (written by finiteOrNull): NaN for null.
+double numberOrNaN(const Json& object, const char* key, const std::string& path);
+
+// NaN and ±∞ have no JSON spelling: they are written as null.
+Json finiteOrNull(double x);
 // The "type" member every normalizer, pre-tokenizer, decoder and model has.
 std::string typeOf(const Json& component, const std::string& path);
 

@@ -1,4 +1,5 @@
 #include "core/train/c2i_trainer.h"
+#include "core/models/llama_init.h"
 #include "core/train/lm_trainer.h"
 #include "core/train/training_checkpoint.h"
 #include "core/util/error.h"
@@ -53,13 +54,9 @@ LlamaGenCheckpoint trainC2i(const at::Tensor& codes, const at::Tensor& labels, c
     }
     auto named = namedTensors(model.weights);
     named.emplace_back("cls_embedding", &model.classEmbedding);
-    AdamMoments adam = AdamMoments::zerosLike(named);
-    TrainingProgress state;
-    const std::string signature = runSignature(o, n);
-    if (loadTrainingCheckpoint(o.checkpointPath, signature, named, adam, state) && log)
-        log("resumed from " + o.checkpointPath + " at step " + std::to_string(state.step));
-    int64_t& step = state.step;
-    auto saveCheckpoint = [&]() { saveTrainingCheckpoint(o.checkpointPath, signature, named, adam, state); };
+    ResumableRun run(o.checkpointPath, runSignature(o, n), named, log);
+    int64_t& step = run.state.step;
+    auto saveCheckpoint = [&]() { run.save(); };
 
     AdamWSettings adamw;
     adamw.beta1 = o.beta1;
@@ -67,7 +64,6 @@ LlamaGenCheckpoint trainC2i(const at::Tensor& codes, const at::Tensor& labels, c
     adamw.weightDecay = o.weightDecay;
     adamw.gradClip = o.gradClip;
 
-    for (auto& nt : named) nt.second->set_requires_grad(true);
     const auto started = std::chrono::steady_clock::now();
     const int64_t firstStep = step;
     EpochBatches batches(o.seed, n, o.batchSize);
@@ -87,25 +83,21 @@ LlamaGenCheckpoint trainC2i(const at::Tensor& codes, const at::Tensor& labels, c
         const double lossValue = loss.item<double>();
         if (!std::isfinite(lossValue))
             throw Error("c2i training diverged at step " + std::to_string(step) + "; lower the learning rate");
-        state.smoothLoss = step == 0 ? lossValue : 0.98 * state.smoothLoss + 0.02 * lossValue;
-        adamWStep(named, adam, step, warmupCosineRate(o.learningRate, o.minLrRatio, o.warmupSteps, step, steps),
+        run.state.smoothLoss = step == 0 ? lossValue : 0.98 * run.state.smoothLoss + 0.02 * lossValue;
+        adamWStep(named, run.adam, step, warmupCosineRate(o.learningRate, o.minLrRatio, o.warmupSteps, step, steps),
                   adamw);
         ++step;
         const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
         status.step = step;
-        status.loss = state.smoothLoss;
+        status.loss = run.state.smoothLoss;
         status.tokensPerSecond = double(step - firstStep) * o.batchSize * T / std::max(elapsed, 1e-9);
-        if (log && (step % 50 == 0 || step == steps)) {
-            std::ostringstream line;
-            line << "step " << step << "/" << steps << " epoch " << (step - 1) / stepsPerEpoch + 1 << " loss "
-                 << state.smoothLoss << " " << static_cast<int64_t>(status.tokensPerSecond) << " tok/s";
-            log(line.str());
-        }
+        if (log && isLogStep(step, steps))
+            log(stepLogLine(step, steps, stepsPerEpoch, run.state.smoothLoss) + " " +
+                std::to_string(static_cast<int64_t>(status.tokensPerSecond)) + " tok/s");
         if (endTrainingStep(step, steps, o.checkpointEvery, elapsed, o.maxSeconds, saveCheckpoint, progress, "train c2i"))
             break;
     }
-    status.finished = step >= steps;
-    for (auto& nt : named) nt.second->set_requires_grad(false);
+    status.finished = finishTraining(step, steps, named);
     return model;
 }
 

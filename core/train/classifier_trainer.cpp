@@ -48,16 +48,11 @@ ImageClassifierWeights trainClassifier(const at::Tensor& images, const at::Tenso
 
     ImageClassifierWeights w = initClassifierWeights(o.config, o.seed);
     auto named = w.named();
-    AdamMoments adam = AdamMoments::zerosLike(named);
-    TrainingProgress state;
-    const std::string signature = runSignature(o, n);
-    if (loadTrainingCheckpoint(o.checkpointPath, signature, named, adam, state) && log)
-        log("resumed from " + o.checkpointPath + " at step " + std::to_string(state.step));
-    int64_t& step = state.step;
-    double& smoothLoss = state.smoothLoss;
-    auto saveCheckpoint = [&]() { saveTrainingCheckpoint(o.checkpointPath, signature, named, adam, state); };
+    ResumableRun run(o.checkpointPath, runSignature(o, n), named, log);
+    int64_t& step = run.state.step;
+    double& smoothLoss = run.state.smoothLoss;
+    auto saveCheckpoint = [&]() { run.save(); };
 
-    for (auto& nt : named) nt.second->set_requires_grad(true);
     const auto started = std::chrono::steady_clock::now();
     const int64_t firstStep = step;
     EpochBatches batches(o.seed, n, o.batchSize);
@@ -76,24 +71,22 @@ ImageClassifierWeights trainClassifier(const at::Tensor& images, const at::Tenso
         adamw.beta2 = o.beta2;
         adamw.eps = o.adamEps;
         adamw.weightDecay = o.weightDecay;
-        adamWStep(named, adam, step, learningRateAt(o, step, steps), adamw);
+        adamWStep(named, run.adam, step, learningRateAt(o, step, steps), adamw);
         ++step;
         const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
         status.step = step;
         status.loss = smoothLoss;
         status.imagesPerSecond = (step - firstStep) * o.batchSize / std::max(elapsed, 1e-9);
-        if (log && (step % 50 == 0 || step == steps)) {
-            std::ostringstream line;
-            line << "step " << step << "/" << steps << " epoch " << (step - 1) / stepsPerEpoch + 1 << " loss "
-                 << smoothLoss << " lr " << learningRateAt(o, step - 1, steps) << " "
-                 << static_cast<int64_t>(status.imagesPerSecond) << " img/s";
-            log(line.str());
+        if (log && isLogStep(step, steps)) {
+            std::ostringstream figures;
+            figures << " lr " << learningRateAt(o, step - 1, steps) << " " << static_cast<int64_t>(status.imagesPerSecond)
+                    << " img/s";
+            log(stepLogLine(step, steps, stepsPerEpoch, smoothLoss) + figures.str());
         }
         if (endTrainingStep(step, steps, o.checkpointEvery, elapsed, o.maxSeconds, saveCheckpoint, progress, "train classifier"))
             break;
     }
-    status.finished = step >= steps;
-    for (auto& nt : named) nt.second->set_requires_grad(false);
+    status.finished = finishTraining(step, steps, named);
     return w;
 }
 

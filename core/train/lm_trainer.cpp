@@ -2,6 +2,7 @@
 #include "core/train/training_checkpoint.h"
 #include "core/io/safetensors.h"
 #include "core/models/llama.h"
+#include "core/models/llama_init.h"
 #include "core/util/error.h"
 
 #include <ATen/ATen.h>
@@ -16,15 +17,6 @@
 namespace npw {
 
 namespace {
-
-at::Generator seededGenerator(uint64_t seed) {
-    at::Generator gen = at::detail::createCPUGenerator(seed);
-    return gen;
-}
-
-at::Tensor normalInit(at::IntArrayRef shape, double stdev, at::Generator& gen) {
-    return at::normal(0.0, stdev, shape, gen);
-}
 
 // The options that must not change between a run and its resumption.
 std::string runSignature(const LmTrainOptions& o) {
@@ -63,30 +55,6 @@ at::Tensor batchAt(const std::vector<int32_t>& corpus, const LmTrainOptions& o, 
 
 } // namespace
 
-LlamaWeights initLlamaWeights(const LlamaConfig& c, uint64_t seed) {
-    at::Generator gen = seededGenerator(seed);
-    const double s = 0.02, sOut = 0.02 / std::sqrt(2.0 * c.num_layers);
-    LlamaWeights w;
-    w.embed = normalInit({c.vocab_size, c.hidden_size}, s, gen);
-    for (int64_t l = 0; l < c.num_layers; ++l) {
-        LlamaLayerWeights L;
-        const int64_t q = c.num_heads[l] * c.head_dim, kv = c.num_kv_heads[l] * c.head_dim;
-        const int64_t inter = c.intermediate_size[l];
-        L.attn_norm = at::ones({c.hidden_size});
-        L.wq = normalInit({q, c.hidden_size}, s, gen);
-        L.wk = normalInit({kv, c.hidden_size}, s, gen);
-        L.wv = normalInit({kv, c.hidden_size}, s, gen);
-        L.wo = normalInit({c.hidden_size, q}, sOut, gen);
-        L.ffn_norm = at::ones({c.hidden_size});
-        L.w_gate = normalInit({inter, c.hidden_size}, s, gen);
-        L.w_up = normalInit({inter, c.hidden_size}, s, gen);
-        L.w_down = normalInit({c.hidden_size, inter}, sOut, gen);
-        w.layers.push_back(L);
-    }
-    w.final_norm = at::ones({c.hidden_size});
-    w.lm_head = c.tie_word_embeddings ? w.embed : normalInit({c.vocab_size, c.hidden_size}, s, gen);
-    return w;
-}
 
 LlamaWeights trainLlama(const std::vector<int32_t>& corpus, const LmTrainOptions& o, LmTrainStatus& status,
                         const ProgressFn& progress, const std::function<void(const std::string&)>& log) {
@@ -101,18 +69,13 @@ LlamaWeights trainLlama(const std::vector<int32_t>& corpus, const LmTrainOptions
 
     LlamaWeights w = initLlamaWeights(o.config, o.seed);
     auto named = namedTensors(w);
-    AdamMoments adam = AdamMoments::zerosLike(named);
-    TrainingProgress state;
-    const std::string signature = runSignature(o);
-    if (loadTrainingCheckpoint(o.checkpointPath, signature, named, adam, state) && log)
-        log("resumed from " + o.checkpointPath + " at step " + std::to_string(state.step));
-    int64_t& step = state.step;
-    double& smoothLoss = state.smoothLoss;
+    ResumableRun run(o.checkpointPath, runSignature(o), named, log);
+    int64_t& step = run.state.step;
+    double& smoothLoss = run.state.smoothLoss;
     if (o.config.tie_word_embeddings) w.lm_head = w.embed;
 
-    auto saveCheckpoint = [&]() { saveTrainingCheckpoint(o.checkpointPath, signature, named, adam, state); };
+    auto saveCheckpoint = [&]() { run.save(); };
 
-    for (auto& [name, t] : named) t->set_requires_grad(true);
     const auto started = std::chrono::steady_clock::now();
     const int64_t firstStep = step;
     while (step < o.steps) {
@@ -132,7 +95,7 @@ LlamaWeights trainLlama(const std::vector<int32_t>& corpus, const LmTrainOptions
         adamw.eps = o.adamEps;
         adamw.weightDecay = o.weightDecay;
         adamw.gradClip = o.gradClip;
-        adamWStep(named, adam, step, learningRateAt(o, step), adamw);
+        adamWStep(named, run.adam, step, learningRateAt(o, step), adamw);
         ++step;
         const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
         status.step = step;
@@ -147,8 +110,7 @@ LlamaWeights trainLlama(const std::vector<int32_t>& corpus, const LmTrainOptions
         if (endTrainingStep(step, o.steps, o.checkpointEvery, elapsed, o.maxSeconds, saveCheckpoint, progress, "train"))
             break;
     }
-    status.finished = step >= o.steps;
-    for (auto& [name, t] : named) t->set_requires_grad(false);
+    status.finished = finishTraining(step, o.steps, named);
     return w;
 }
 

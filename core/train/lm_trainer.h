@@ -43,7 +43,4 @@ LlamaWeights trainLlama(const std::vector<int32_t>& corpus, const LmTrainOptions
                         LmTrainStatus& status, const ProgressFn& progress = nullptr,
                         const std::function<void(const std::string&)>& log = nullptr);
 
-// Fresh weights: normal(0, 0.02), residual output projections scaled by 1/sqrt(2·layers).
-LlamaWeights initLlamaWeights(const LlamaConfig& config, uint64_t seed);
-
 } // namespace npw

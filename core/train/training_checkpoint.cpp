@@ -118,4 +118,28 @@ void saveTrainingCheckpoint(const std::string& path, const std::string& signatur
                      {{"signature", signature}, {"step", std::to_string(progress.step)}, {"loss", loss.str()}});
 }
 
+bool finishTraining(int64_t step, int64_t steps, const NamedParameters& parameters) {
+    for (const auto& [name, tensor] : parameters) tensor->set_requires_grad(false);
+    return step >= steps;
+}
+
+bool isLogStep(int64_t step, int64_t steps) { return step % 50 == 0 || step == steps; }
+
+std::string stepLogLine(int64_t step, int64_t steps, int64_t stepsPerEpoch, double loss) {
+    std::ostringstream line;
+    line << "step " << step << "/" << steps;
+    if (stepsPerEpoch > 0) line << " epoch " << (step - 1) / stepsPerEpoch + 1;
+    line << " loss " << loss;
+    return line.str();
+}
+
+ResumableRun::ResumableRun(std::string path_, std::string signature_, NamedParameters parameters_,
+                           const std::function<void(const std::string&)>& log)
+    : path(std::move(path_)), signature(std::move(signature_)), parameters(std::move(parameters_)),
+      adam(AdamMoments::zerosLike(parameters)) {
+    if (loadTrainingCheckpoint(path, signature, parameters, adam, state) && log)
+        log("resumed from " + path + " at step " + std::to_string(state.step));
+    for (const auto& [name, tensor] : parameters) tensor->set_requires_grad(true);  // after the in-place restore
+}
+
 } // namespace npw

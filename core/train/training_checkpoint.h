@@ -64,6 +64,15 @@ private:
 bool endTrainingStep(int64_t step, int64_t steps, int64_t every, double elapsedSeconds, double maxSeconds,
                      const std::function<void()>& save, const ProgressFn& progress, const std::string& stage);
 
+// The trainers' log line, every 50 steps and at the last: "step S/N epoch E loss L" (epochs
+// only where stepsPerEpoch > 0), to which each trainer appends its own figures.
+bool isLogStep(int64_t step, int64_t steps);
+std::string stepLogLine(int64_t step, int64_t steps, int64_t stepsPerEpoch, double loss);
+
+// After the training loop: the parameters stop requiring gradients (the weights are handed out
+// for inference); returns whether the run reached its last step.
+bool finishTraining(int64_t step, int64_t steps, const NamedParameters& parameters);
+
 struct TrainingProgress {
     int64_t step = 0;
     double smoothLoss = 0;
@@ -78,5 +87,19 @@ bool loadTrainingCheckpoint(const std::string& path, const std::string& signatur
 // Writes the checkpoint atomically (nothing when `path` is empty).
 void saveTrainingCheckpoint(const std::string& path, const std::string& signature, const NamedParameters& parameters,
                             const AdamMoments& moments, const TrainingProgress& progress);
+
+// The resumable part of one training run, as every trainer keeps it: Adam moments and progress,
+// restored from `path` when it holds a checkpoint of the same run (said through `log`), written
+// back by save(). The parameters require gradients from then on (finishTraining ends that).
+struct ResumableRun {
+    ResumableRun(std::string path, std::string signature, NamedParameters parameters,
+                 const std::function<void(const std::string&)>& log);
+    void save() const { saveTrainingCheckpoint(path, signature, parameters, adam, state); }
+
+    std::string path, signature;
+    NamedParameters parameters;
+    AdamMoments adam;
+    TrainingProgress state;
+};
 
 } // namespace npw

@@ -70,13 +70,9 @@ std::map<std::string, at::Tensor> trainVq(const at::Tensor& images, const VqTrai
     std::map<std::string, at::Tensor> params = initVqParameters(c, o.seed);
     NamedParameters named;
     for (auto& [name, t] : params) named.emplace_back(name, &t);
-    AdamMoments adam = AdamMoments::zerosLike(named);
-    TrainingProgress state;
-    const std::string signature = runSignature(o, n);
-    if (loadTrainingCheckpoint(o.checkpointPath, signature, named, adam, state) && log)
-        log("resumed from " + o.checkpointPath + " at step " + std::to_string(state.step));
-    int64_t& step = state.step;
-    auto saveCheckpoint = [&]() { saveTrainingCheckpoint(o.checkpointPath, signature, named, adam, state); };
+    ResumableRun run(o.checkpointPath, runSignature(o, n), named, log);
+    int64_t& step = run.state.step;
+    auto saveCheckpoint = [&]() { run.save(); };
     const VqParameterFn get = [&params](const std::string& name) { return params.at(name); };
 
     AdamWSettings adamw;
@@ -86,7 +82,6 @@ std::map<std::string, at::Tensor> trainVq(const at::Tensor& images, const VqTrai
     adamw.decayMinDim = 4;  // conv kernels; not the codebook (it is L2-normalised where used)
     adamw.gradClip = 1.0;
 
-    for (auto& nt : named) nt.second->set_requires_grad(true);
     const auto started = std::chrono::steady_clock::now();
     const int64_t firstStep = step;
     EpochBatches batches(o.seed, n, o.batchSize);
@@ -121,29 +116,27 @@ std::map<std::string, at::Tensor> trainVq(const at::Tensor& images, const VqTrai
             throw Error("VQ training diverged at step " + std::to_string(step) + "; lower the learning rate");
         status.loss = step == firstStep ? lossValue : 0.98 * status.loss + 0.02 * lossValue;
         status.reconstruction = step == firstStep ? recValue : 0.98 * status.reconstruction + 0.02 * recValue;
-        state.smoothLoss = status.loss;
+        run.state.smoothLoss = status.loss;
         recentCodes.push_back(codes);
         if (recentCodes.size() > 20) recentCodes.erase(recentCodes.begin());
-        adamWStep(named, adam, step,
+        adamWStep(named, run.adam, step,
                   warmupCosineRate(o.learningRate, o.minLrRatio, o.warmupSteps, step, steps), adamw);
         ++step;
         const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
         status.step = step;
         status.imagesPerSecond = (step - firstStep) * o.batchSize / std::max(elapsed, 1e-9);
-        if (log && (step % 50 == 0 || step == steps)) {
+        if (log && isLogStep(step, steps)) {
             const int64_t used = std::get<0>(at::_unique(at::cat(recentCodes))).numel();
             status.codebookUsage = static_cast<double>(used) / static_cast<double>(c.codebookSize);
-            std::ostringstream line;
-            line << "step " << step << "/" << steps << " epoch " << (step - 1) / stepsPerEpoch + 1 << " loss "
-                 << status.loss << " rec " << status.reconstruction << " codes used " << status.codebookUsage << " "
-                 << static_cast<int64_t>(status.imagesPerSecond) << " img/s";
-            log(line.str());
+            std::ostringstream figures;
+            figures << " rec " << status.reconstruction << " codes used " << status.codebookUsage << " "
+                    << static_cast<int64_t>(status.imagesPerSecond) << " img/s";
+            log(stepLogLine(step, steps, stepsPerEpoch, status.loss) + figures.str());
         }
         if (endTrainingStep(step, steps, o.checkpointEvery, elapsed, o.maxSeconds, saveCheckpoint, progress, "train VQ"))
             break;
     }
-    status.finished = step >= steps;
-    for (auto& nt : named) nt.second->set_requires_grad(false);
+    status.finished = finishTraining(step, steps, named);
     return params;
 }
 

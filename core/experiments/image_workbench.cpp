@@ -1,5 +1,5 @@
-#include "core/prune/image_workbench.h"
-#include "core/prune/image_sweep.h"
+#include "core/experiments/image_workbench.h"
+#include "core/experiments/image_sweep.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
 
@@ -25,7 +25,7 @@ void savePrunedImageModel(const LlamaGenCheckpoint& pruned, const VqModel* vq, c
 std::string ImagePruningWorkbench::manifestJson(const std::string& sourceModel, const std::string& method, double ratio,
                                                 double lambda, const PrunedModel& pruned) const {
     const LlamaCheckpoint dense = dense_->checkpoint().transformer();
-    const int64_t before = prunableParameters(dense.config), after = prunableParameters(pruned.checkpoint.config);
+    const PruneCounts counts = countPrunedParameters(dense, pruned.checkpoint);
     nlohmann::json layers = nlohmann::json::array();
     for (const LayerPruneReport& l : pruned.layers)
         layers.push_back({{"heads", l.headsAfter}, {"heads_before", l.headsBefore}, {"channels", l.channelsAfter},
@@ -36,9 +36,9 @@ std::string ImagePruningWorkbench::manifestJson(const std::string& sourceModel, 
                         {"ratio", ratio},
                         {"lambda", lambda},
                         {"compensation", compensationName(pruned.compensation)},
-                        {"prunable_before", before},
-                        {"prunable_after", after},
-                        {"achieved_ratio", before > 0 ? double(before - after) / double(before) : 0.0},
+                        {"prunable_before", counts.prunableBefore},
+                        {"prunable_after", counts.prunableAfter},
+                        {"achieved_ratio", counts.achievedRatio},
                         {"calibration", calibration_.toMetadata()},
                         {"layers", layers}};
     return j.dump(2) + "\n";
@@ -104,8 +104,9 @@ ImageComparison ImagePruningWorkbench::compare(const std::string& method, double
     c.classes = classes;
     PrunedModel pruned = prune(method, ratio, lambda, progress);
     const LlamaCheckpoint denseTransformer = dense_->checkpoint().transformer();
-    const int64_t before = prunableParameters(denseTransformer.config);
-    c.achievedRatio = before > 0 ? double(before - prunableParameters(pruned.checkpoint.config)) / double(before) : 0.0;
+    const int64_t classRows = dense_->checkpoint().classEmbedding.numel();
+    const PruneCounts counts = countPrunedParameters(denseTransformer, pruned.checkpoint, classRows);
+    c.achievedRatio = counts.achievedRatio;
     c.layers = pruned.layers;
     const LlamaGenModel prunedModel(dense_->checkpoint().withTransformer(pruned.checkpoint), runtime_);
     GeneratedImages d = generateImages(*dense_, *vq_, classes, sampling, progress);
@@ -114,9 +115,8 @@ ImageComparison ImagePruningWorkbench::compare(const std::string& method, double
     c.pruned = p.images;
     c.denseTokensPerSecond = d.tokensPerSecond;
     c.prunedTokensPerSecond = p.tokensPerSecond;
-    const int64_t classRows = dense_->checkpoint().classEmbedding.numel();
-    c.denseParameters = checkpointParameters(denseTransformer) + classRows;
-    c.prunedParameters = checkpointParameters(pruned.checkpoint) + classRows;
+    c.denseParameters = counts.paramsBefore;
+    c.prunedParameters = counts.paramsAfter;
     return c;
 }
 

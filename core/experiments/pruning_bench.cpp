@@ -1,10 +1,10 @@
-#include "core/eval/pruning_bench.h"
+#include "core/experiments/pruning_bench.h"
 #include "core/eval/generate.h"
 #include "core/models/llama.h"
+#include "core/models/llama_init.h"
 #include "core/prune/calibration.h"
 #include "core/prune/numerical_score.h"
-#include "core/prune/selection.h"
-#include "core/train/lm_trainer.h"
+#include "core/prune/select.h"
 #include "core/util/error.h"
 
 #include <ATen/ATen.h>

@@ -19,29 +19,16 @@
 //    and, storing 512/3 in an integer tensor, it weighs a head 170 instead of 170.67.
 // Re-selection is cheap: a SelectionIndex sorts once; select() finds the threshold by binary
 // searches over the two sorted lists (O(log² N)) and then writes the mask (O(N)).
+#include "core/prune/score.h"
+#include "core/prune/settings.h"
 #include "core/prune/unit_scores.h"
+#include "core/prune/units.h"
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace npw {
-
-struct LlamaConfig;
-
-enum class AlphaMode { Paper, Budget };
-enum class SelectionScope { AttentionAndMlp, AttentionOnly, MlpOnly };
-
-// Parameters that go with one unit of each kind in one layer (weights only, no biases).
-struct LayerUnitCost {
-    int64_t headParams = 0;     // (2g + 2)·D_h·hidden: g query heads' q rows and o columns plus
-                                // one k and one v head; 4·D_h·hidden for MHA (g = 1)
-    int64_t channelParams = 0;  // 3·hidden: a gate row, an up row and a down column
-};
-
-std::vector<LayerUnitCost> unitCostsFromConfig(const LlamaConfig& config);
-// α = cost of a unit / cost of a channel = (2g + 2)·D_h / 3: 4·D_h/3 for MHA. Layers without
-// heads are ignored; throws npw::Error when the remaining layers disagree (different g).
-double defaultAlpha(const LlamaConfig& config);
 
 struct SelectionOptions {
     SelectionScope scope = SelectionScope::AttentionAndMlp;
@@ -76,7 +63,7 @@ public:
     // ρ ∈ [0, 1) and α > 0 finite (npw::Error otherwise). No sorting here.
     // headOffset (Paper reading only; finite): ranks α·unit score + headOffset instead of
     // α·unit score. The numerical score needs it to re-select for a new ρ without re-sorting
-    // (core/prune/pruner.h, MaskSelector); η is then reported on that shifted scale.
+    // (MaskSelector below); η is then reported on that shifted scale.
     SelectionResult select(double rho, double alpha, AlphaMode mode, double headOffset = 0) const;
 
     int64_t candidateHeads() const { return static_cast<int64_t>(heads_.size()); }
@@ -117,5 +104,30 @@ int64_t removedParameters(const Mask& mask, const std::vector<LayerUnitCost>& co
 // A per-unit mask repeated `width` times: units → their input channels (width = D_h or g·D_h),
 // or KV groups → their query heads (width = g).
 std::vector<bool> expandUnitMask(const std::vector<bool>& keepUnits, int64_t width);
+
+// Selection for any ρ, α and reading, sorting once. Global methods use a SelectionIndex; for the
+// numerical score eq. 7 is evaluated on s = −w with the heads shifted by (α − 1)/ρ, which is
+// the same order as α·z_head ∪ z_channel at that ρ (divide by ρ, subtract 1/ρ), so no re-sort
+// per ρ either. Uniform methods (wanda-sp, magnitude, random) ignore α and the reading.
+class MaskSelector {
+public:
+    explicit MaskSelector(const ScoreSet& scores);
+    // α NaN = the default; ρ ∈ [0, 1). threshold is in the units a user reads (z for numerical;
+    // NaN for uniform selection).
+    SelectionResult select(double rho, double alpha, AlphaMode mode) const;
+    double defaultAlpha() const { return defaultAlpha_; }
+    bool isGlobal() const { return index_.has_value(); }
+
+private:
+    std::optional<SelectionIndex> index_;
+    std::vector<LayerScores> ranking_;  // uniform selection only
+    std::vector<LayerUnitCost> costs_;
+    SelectionOptions options_;
+    bool numericalW_ = false;
+    double defaultAlpha_ = 0;
+};
+
+// One-off: MaskSelector(scores).select(ratio, alpha, mode).
+SelectionResult selectMask(const ScoreSet& scores, double ratio, double alpha, AlphaMode mode);
 
 } // namespace npw

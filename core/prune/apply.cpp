@@ -1,11 +1,10 @@
-// applyMask (compensation and slicing), parameter counts and the whole-run driver (pruner.h).
+// Step "apply": compensation and slicing of every layer (apply.h).
 #include "core/prune/compensation.h"
-#include "core/prune/pruner.h"
+#include "core/prune/apply.h"
 #include "core/util/error.h"
 
 #include <ATen/ATen.h>
 #include <algorithm>
-#include <chrono>
 
 namespace npw {
 
@@ -81,22 +80,6 @@ ProjectionResult pruneProjection(const at::Tensor& weight, const at::Tensor& bia
 
 } // namespace
 
-int64_t prunableParameters(const LlamaConfig& config) {
-    int64_t count = 0;
-    for (size_t l = 0; l < static_cast<size_t>(config.num_layers); ++l)
-        count += config.hidden_size * (2 * config.num_heads[l] * config.head_dim + 2 * config.num_kv_heads[l] * config.head_dim +
-                                       3 * config.intermediate_size[l]);
-    return count;
-}
-
-int64_t checkpointParameters(const LlamaCheckpoint& checkpoint) {
-    LlamaWeights weights = checkpoint.weights;  // handles only
-    int64_t count = 0;
-    for (const auto& [name, tensor] : namedTensors(weights))
-        if (tensor->defined()) count += tensor->numel();
-    return count;
-}
-
 PrunedModel applyMask(const LlamaCheckpoint& checkpoint, const ModelStats& stats, const Mask& mask,
                       const PruneSettings& settings) {
     settings.validate();
@@ -166,63 +149,6 @@ PrunedModel applyMask(const LlamaCheckpoint& checkpoint, const ModelStats& stats
     }
     newConfig.validate(checkpoint.source);
     return out;
-}
-
-PruneRun pruneModel(const LlamaModel& model, const CalibrationSet& calibration, const PruneSettings& settings,
-                    const ProgressFn& progress) {
-    settings.validate();  // before the expensive calibration
-    const auto start = std::chrono::steady_clock::now();
-    ModelStats stats = calibrate(model, calibration, progress);
-    const double calibrateSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    PruneRun run = pruneModelWithStats(model, std::move(stats), settings, progress);
-    run.report.timings.calibrateSeconds = calibrateSeconds;
-    return run;
-}
-
-PruneRun pruneModelWithStats(const LlamaModel& model, ModelStats stats, const PruneSettings& settings,
-                             const ProgressFn& progress) {
-    using Clock = std::chrono::steady_clock;
-    auto seconds = [](Clock::time_point since) { return std::chrono::duration<double>(Clock::now() - since).count(); };
-    settings.validate();
-    PruneRun run;
-    PruneReport& report = run.report;
-    run.stats = std::move(stats);
-
-    auto t = Clock::now();
-    run.scores = computeScores(model.checkpoint(), run.stats, settings, progress);
-    report.timings.scoreSeconds = seconds(t);
-
-    t = Clock::now();
-    const MaskSelector selector(run.scores);
-    run.selection = selector.select(settings.ratio, settings.alpha, settings.alphaMode);
-    report.timings.selectSeconds = seconds(t);
-
-    t = Clock::now();
-    reportProgress(progress, "apply", 0, 1);
-    run.pruned = applyMask(model.checkpoint(), run.stats, run.selection.mask, settings);
-    reportProgress(progress, "apply", 1, 1);
-    report.timings.applySeconds = seconds(t);
-
-    report.method = methodName(settings.method);
-    report.ratio = settings.ratio;
-    report.alpha = std::isnan(settings.alpha) ? selector.defaultAlpha() : settings.alpha;
-    report.alphaMode = settings.alphaMode;
-    report.lambda = settings.lambda;
-    report.compensation = run.pruned.compensation;
-    report.paramsBefore = checkpointParameters(model.checkpoint());
-    report.paramsAfter = checkpointParameters(run.pruned.checkpoint);
-    report.prunableBefore = prunableParameters(model.config());
-    report.prunableAfter = prunableParameters(run.pruned.checkpoint.config);
-    const auto removed = static_cast<double>(report.prunableBefore - report.prunableAfter);
-    report.achievedRatio = report.prunableBefore > 0 ? removed / static_cast<double>(report.prunableBefore) : 0.0;
-    report.achievedRatioModel = removed / static_cast<double>(report.paramsBefore);
-    report.removedUnits = run.selection.removedHeads;
-    report.removedChannels = run.selection.removedChannels;
-    report.threshold = run.selection.threshold;
-    report.newtonMaxDeviation = run.scores.newtonMaxDeviation;
-    report.boxKktViolation = run.scores.boxKktViolation;
-    report.layers = run.pruned.layers;
-    return run;
 }
 
 } // namespace npw

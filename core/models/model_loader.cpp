@@ -1,4 +1,4 @@
-#include "core/io/model_loader.h"
+#include "core/models/model_loader.h"
 
 #include "core/io/safetensors.h"
 #include "core/io/shape_text.h"

@@ -1,4 +1,4 @@
-#include "core/prune/selection.h"
+#include "core/prune/select.h"
 
 #include "core/models/llama_config.h"
 #include "core/util/error.h"
@@ -54,31 +54,6 @@ void requireMaskMatchesCosts(const Mask& mask, const std::vector<LayerUnitCost>&
 }
 
 } // namespace
-
-std::vector<LayerUnitCost> unitCostsFromConfig(const LlamaConfig& config) {
-    std::vector<LayerUnitCost> costs(static_cast<size_t>(config.num_layers));
-    for (int64_t l = 0; l < config.num_layers; ++l) {
-        const int64_t heads = config.num_heads.at(l), kv = config.num_kv_heads.at(l);
-        const int64_t g = kv > 0 ? heads / kv : 0;
-        costs[l].headParams = kv > 0 ? (2 * g + 2) * config.head_dim * config.hidden_size : 0;
-        costs[l].channelParams = 3 * config.hidden_size;
-    }
-    return costs;
-}
-
-double defaultAlpha(const LlamaConfig& config) {
-    double alpha = 0;
-    for (int64_t l = 0; l < config.num_layers; ++l) {
-        const int64_t kv = config.num_kv_heads.at(l);
-        if (kv <= 0) continue;
-        const double layerAlpha = (2.0 * (config.num_heads.at(l) / kv) + 2.0) * config.head_dim / 3.0;
-        if (alpha != 0 && layerAlpha != alpha)
-            throw Error("defaultAlpha: layers differ in query heads per KV head (α " + std::to_string(alpha) + " vs " +
-                        std::to_string(layerAlpha) + " in layer " + std::to_string(l) + "); give α explicitly");
-        alpha = layerAlpha;
-    }
-    return alpha != 0 ? alpha : 4.0 * config.head_dim / 3.0;
-}
 
 SelectionIndex::SelectionIndex(const std::vector<LayerScores>& scores, std::vector<LayerUnitCost> costs,
                                SelectionOptions options)
@@ -256,6 +231,45 @@ std::vector<bool> expandUnitMask(const std::vector<bool>& keepUnits, int64_t wid
     out.reserve(keepUnits.size() * static_cast<size_t>(width));
     for (bool keep : keepUnits) out.insert(out.end(), static_cast<size_t>(width), keep);
     return out;
+}
+
+MaskSelector::MaskSelector(const ScoreSet& scores)
+    : costs_(scores.costs), numericalW_(scores.rankingIsNumericalW()),
+      defaultAlpha_(defaultAlphaFor(scores.config, scores.settings.attentionUnit)) {
+    options_.scope = scores.settings.scope;
+    options_.protectedLayers = scores.settings.protectedLayers;
+    if (scores.settings.selectsGlobally())
+        index_.emplace(scores.ranking, costs_, options_);
+    else
+        ranking_ = scores.ranking;
+}
+
+SelectionResult MaskSelector::select(double rho, double alpha, AlphaMode mode) const {
+    if (std::isnan(alpha)) alpha = defaultAlpha_;
+    if (!index_) {
+        SelectionResult r;
+        r.mask = selectUniformPerLayer(ranking_, rho, options_);
+        for (size_t l = 0; l < r.mask.keepHeads.size(); ++l) {
+            r.removedHeads += std::count(r.mask.keepHeads[l].begin(), r.mask.keepHeads[l].end(), false);
+            r.removedChannels += std::count(r.mask.keepChannels[l].begin(), r.mask.keepChannels[l].end(), false);
+        }
+        r.removedParams = removedParameters(r.mask, costs_);
+        r.threshold = std::numeric_limits<double>::quiet_NaN();
+        return r;
+    }
+    if (!numericalW_) return index_->select(rho, alpha, mode);
+    // Numerical: the index holds s = (z − 1)/ρ. Budget ranks raw scores, and z = 1 + ρs has the
+    // order of s. Paper ranks α·z_unit ∪ z_channel; (ψ − 1)/ρ maps that to (α·s_unit + (α − 1)/ρ)
+    // ∪ s_channel, increasing in ψ, so the same entries fall below the threshold.
+    const double offset = mode == AlphaMode::Paper && rho > 0 ? (alpha - 1) / rho : 0.0;
+    SelectionResult r = index_->select(rho, alpha, mode, offset);
+    // Both thresholds back in z units (η of Ψ, τ of raw z): ψ = 1 + ρ·ψ'.
+    if (std::isfinite(r.threshold)) r.threshold = 1 + rho * r.threshold;
+    return r;
+}
+
+SelectionResult selectMask(const ScoreSet& scores, double ratio, double alpha, AlphaMode mode) {
+    return MaskSelector(scores).select(ratio, alpha, mode);
 }
 
 } // namespace npw

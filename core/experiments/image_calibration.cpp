@@ -1,4 +1,4 @@
-#include "core/prune/image_calibration.h"
+#include "core/experiments/image_calibration.h"
 #include "core/util/error.h"
 
 #include <ATen/ATen.h>

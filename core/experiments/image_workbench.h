@@ -5,7 +5,7 @@
 // the pruned model come from the same classes and seeds, so they differ only by what pruning
 // did. No Qt: the studio runs these calls on its worker thread.
 #include "core/eval/image_eval.h"
-#include "core/prune/image_calibration.h"
+#include "core/experiments/image_calibration.h"
 #include "core/prune/pruner.h"
 
 #include <limits>

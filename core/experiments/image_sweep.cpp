@@ -1,9 +1,9 @@
-#include "core/prune/image_sweep.h"
+#include "core/experiments/image_sweep.h"
+#include "core/text/json_fields.h"
 #include "core/util/error.h"
 
 #include <cmath>
 #include <limits>
-#include <type_traits>
 #include <sstream>
 
 namespace npw {
@@ -49,8 +49,7 @@ std::vector<ImageSweepRow> runImageSweep(ImagePruningWorkbench& bench, FeatureNe
     // Calibration once; the workbench scores each method once (the box-constrained z once per ρ).
     bench.calibrate(spec.calibPerClass, spec.calibSampling, progress);
     const LlamaCheckpoint transformer = dense.checkpoint().transformer();
-    const int64_t prunableBefore = prunableParameters(transformer.config);
-    const int64_t paramsBefore = checkpointParameters(transformer) + dense.checkpoint().classEmbedding.numel();
+    const int64_t classRows = dense.checkpoint().classEmbedding.numel();
     for (const std::string& method : spec.methods)
         for (double ratio : spec.ratios) {
             const PrunedModel pruned = bench.prune(method, ratio, spec.lambda, progress, spec.alphaMode, spec.alpha);
@@ -58,9 +57,9 @@ std::vector<ImageSweepRow> runImageSweep(ImagePruningWorkbench& bench, FeatureNe
             ImageSweepRow row;
             row.method = method;
             row.ratio = ratio;
-            const int64_t removed = prunableBefore - prunableParameters(pruned.checkpoint.config);
-            row.achievedRatio = prunableBefore > 0 ? double(removed) / double(prunableBefore) : 0.0;
-            row.achievedRatioModel = double(removed) / double(paramsBefore);
+            const PruneCounts counts = countPrunedParameters(transformer, pruned.checkpoint, classRows);
+            row.achievedRatio = counts.achievedRatio;
+            row.achievedRatioModel = counts.achievedRatioModel;
             row.eval = evaluateImageModel(model, bench.vq(), network, reference, spec.evalSamples, spec.evalSampling,
                                           progress, spec.isSplits);
             emitRow(row);
@@ -87,60 +86,45 @@ std::string imageSweepRowsCsv(const std::vector<ImageSweepRow>& rows) {
 
 namespace {
 
-nlohmann::json finiteOrNull(double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); }
-
-template <class T>
-T fieldOf(const nlohmann::json& j, const char* name) {
-    if (!j.is_object() || !j.contains(name)) throw Error(std::string("image evaluation: field '") + name + "' is missing");
-    const nlohmann::json& v = j.at(name);
-    if constexpr (std::is_floating_point_v<T>) {
-        if (v.is_null()) return std::numeric_limits<T>::quiet_NaN();
-        if (!v.is_number()) throw Error(std::string("image evaluation: field '") + name + "' must be a number");
-    } else if constexpr (std::is_integral_v<T>) {
-        if (!v.is_number_integer()) throw Error(std::string("image evaluation: field '") + name + "' must be an integer");
-    } else {
-        if (!v.is_string()) throw Error(std::string("image evaluation: field '") + name + "' must be a string");
-    }
-    return v.get<T>();
-}
+constexpr const char* kImageRow = "image evaluation";
 
 } // namespace
 
 nlohmann::json imageEvaluationJson(const ImageEvaluation& e) {
-    return {{"fid", finiteOrNull(e.metrics.fid)},
-            {"sfid", finiteOrNull(e.metrics.sfid)},
-            {"is", finiteOrNull(e.metrics.is.mean)},
-            {"is_std", finiteOrNull(e.metrics.is.std)},
+    return {{"fid", json_fields::finiteOrNull(e.metrics.fid)},
+            {"sfid", json_fields::finiteOrNull(e.metrics.sfid)},
+            {"is", json_fields::finiteOrNull(e.metrics.is.mean)},
+            {"is_std", json_fields::finiteOrNull(e.metrics.is.std)},
             {"is_splits", e.metrics.is.splits},
-            {"precision", finiteOrNull(e.metrics.precision)},
-            {"recall", finiteOrNull(e.metrics.recall)},
-            {"class_accuracy", finiteOrNull(e.classAccuracy)},
+            {"precision", json_fields::finiteOrNull(e.metrics.precision)},
+            {"recall", json_fields::finiteOrNull(e.metrics.recall)},
+            {"class_accuracy", json_fields::finiteOrNull(e.classAccuracy)},
             {"samples", e.metrics.samples},
             {"reference_count", e.metrics.referenceCount},
-            {"tokens_per_s", finiteOrNull(e.tokensPerSecond)},
-            {"images_per_s", finiteOrNull(e.imagesPerSecond)},
+            {"tokens_per_s", json_fields::finiteOrNull(e.tokensPerSecond)},
+            {"images_per_s", json_fields::finiteOrNull(e.imagesPerSecond)},
             {"parameters", e.parameters},
             {"weight_bytes", e.weightBytes},
-            {"seconds", finiteOrNull(e.seconds)}};
+            {"seconds", json_fields::finiteOrNull(e.seconds)}};
 }
 
 ImageEvaluation imageEvaluationFromJson(const nlohmann::json& j) {
     ImageEvaluation e;
-    e.metrics.fid = fieldOf<double>(j, "fid");
-    e.metrics.sfid = fieldOf<double>(j, "sfid");
-    e.metrics.is.mean = fieldOf<double>(j, "is");
-    e.metrics.is.std = fieldOf<double>(j, "is_std");
-    e.metrics.is.splits = fieldOf<int64_t>(j, "is_splits");
-    e.metrics.precision = fieldOf<double>(j, "precision");
-    e.metrics.recall = fieldOf<double>(j, "recall");
-    e.classAccuracy = fieldOf<double>(j, "class_accuracy");
-    e.metrics.samples = fieldOf<int64_t>(j, "samples");
-    e.metrics.referenceCount = fieldOf<int64_t>(j, "reference_count");
-    e.tokensPerSecond = fieldOf<double>(j, "tokens_per_s");
-    e.imagesPerSecond = fieldOf<double>(j, "images_per_s");
-    e.parameters = fieldOf<int64_t>(j, "parameters");
-    e.weightBytes = fieldOf<int64_t>(j, "weight_bytes");
-    e.seconds = fieldOf<double>(j, "seconds");
+    e.metrics.fid = json_fields::numberOrNaN(j, "fid", kImageRow);
+    e.metrics.sfid = json_fields::numberOrNaN(j, "sfid", kImageRow);
+    e.metrics.is.mean = json_fields::numberOrNaN(j, "is", kImageRow);
+    e.metrics.is.std = json_fields::numberOrNaN(j, "is_std", kImageRow);
+    e.metrics.is.splits = json_fields::requiredInt(j, "is_splits", kImageRow);
+    e.metrics.precision = json_fields::numberOrNaN(j, "precision", kImageRow);
+    e.metrics.recall = json_fields::numberOrNaN(j, "recall", kImageRow);
+    e.classAccuracy = json_fields::numberOrNaN(j, "class_accuracy", kImageRow);
+    e.metrics.samples = json_fields::requiredInt(j, "samples", kImageRow);
+    e.metrics.referenceCount = json_fields::requiredInt(j, "reference_count", kImageRow);
+    e.tokensPerSecond = json_fields::numberOrNaN(j, "tokens_per_s", kImageRow);
+    e.imagesPerSecond = json_fields::numberOrNaN(j, "images_per_s", kImageRow);
+    e.parameters = json_fields::requiredInt(j, "parameters", kImageRow);
+    e.weightBytes = json_fields::requiredInt(j, "weight_bytes", kImageRow);
+    e.seconds = json_fields::numberOrNaN(j, "seconds", kImageRow);
     return e;
 }
 
@@ -155,10 +139,10 @@ nlohmann::json imageSweepRowJson(const ImageSweepRow& r) {
 
 ImageSweepRow imageSweepRowFromJson(const nlohmann::json& j) {
     ImageSweepRow r;
-    r.method = fieldOf<std::string>(j, "method");
-    r.ratio = fieldOf<double>(j, "ratio");
-    r.achievedRatio = fieldOf<double>(j, "achieved_ratio");
-    r.achievedRatioModel = fieldOf<double>(j, "achieved_ratio_model");
+    r.method = json_fields::requiredString(j, "method", kImageRow);
+    r.ratio = json_fields::numberOrNaN(j, "ratio", kImageRow);
+    r.achievedRatio = json_fields::numberOrNaN(j, "achieved_ratio", kImageRow);
+    r.achievedRatioModel = json_fields::numberOrNaN(j, "achieved_ratio_model", kImageRow);
     r.eval = imageEvaluationFromJson(j);
     return r;
 }

@@ -1,4 +1,4 @@
-#include "core/io/gguf_export.h"
+#include "core/models/gguf_export.h"
 
 #include "core/text/tokenizer.h"
 #include "core/util/atomic_file.h"

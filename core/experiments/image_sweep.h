@@ -6,8 +6,8 @@
 // re-selects, applies the mask and evaluates. Every model generates the same classes with the
 // same seeds, so rows differ only by what pruning did.
 #include "core/eval/image_eval.h"
-#include "core/prune/image_calibration.h"
-#include "core/prune/image_workbench.h"
+#include "core/experiments/image_calibration.h"
+#include "core/experiments/image_workbench.h"
 #include "core/prune/pruner.h"
 
 #include <functional>

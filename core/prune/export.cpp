@@ -1,7 +1,7 @@
-// Reports, manifests and files of a pruning run (pruner.h).
-#include "core/io/model_loader.h"
+// Step "export": manifests, the pruned model directory and score files (export.h).
+#include "core/models/model_loader.h"
 #include "core/io/safetensors.h"
-#include "core/prune/pruner.h"
+#include "core/prune/export.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
 #include "core/util/version.h"
@@ -24,17 +24,6 @@ namespace {
 
 constexpr const char* kManifestName = "npw-manifest.json";
 
-json numberOrNull(double x) { return std::isfinite(x) ? json(x) : json(nullptr); }
-
-std::string scopeName(SelectionScope scope) {
-    switch (scope) {
-    case SelectionScope::AttentionAndMlp: return "attention+mlp";
-    case SelectionScope::AttentionOnly: return "attention";
-    case SelectionScope::MlpOnly: return "mlp";
-    }
-    return "?";
-}
-
 fs::path normalised(const std::string& path) {
     std::error_code ec;
     fs::path p = fs::weakly_canonical(fs::absolute(path), ec);
@@ -54,48 +43,6 @@ std::string randomSuffix() {
 }
 
 } // namespace
-
-json pruneReportJson(const PruneReport& r) {
-    json layers = json::array();
-    for (size_t l = 0; l < r.layers.size(); ++l) {
-        const LayerPruneReport& p = r.layers[l];
-        layers.push_back({{"layer", l},
-                          {"heads", p.headsAfter},
-                          {"heads_before", p.headsBefore},
-                          {"kv_heads", p.kvHeadsAfter},
-                          {"kv_heads_before", p.kvHeadsBefore},
-                          {"channels", p.channelsAfter},
-                          {"channels_before", p.channelsBefore},
-                          {"attn_loss", p.attentionLoss},
-                          {"attn_loss_uncompensated", p.attentionLossUncompensated},
-                          {"mlp_loss", p.mlpLoss},
-                          {"mlp_loss_uncompensated", p.mlpLossUncompensated}});
-    }
-    json j = {{"method", r.method},
-              {"ratio", r.ratio},
-              {"alpha", r.alpha},
-              {"alpha_mode", alphaModeName(r.alphaMode)},
-              {"lambda", r.lambda},
-              {"compensation", compensationName(r.compensation)},
-              {"params_before", r.paramsBefore},
-              {"params_after", r.paramsAfter},
-              {"prunable_params_before", r.prunableBefore},
-              {"prunable_params_after", r.prunableAfter},
-              {"achieved_ratio", r.achievedRatio},
-              {"achieved_ratio_model", r.achievedRatioModel},
-              {"removed_attention_units", r.removedUnits},
-              {"removed_mlp_channels", r.removedChannels},
-              {"threshold", numberOrNull(r.threshold)},
-              {"loss_unit", "output error of o_proj/down_proj per calibration token, ||X dW^T||^2 / N"},
-              {"layers", layers},
-              {"timings", {{"calibrate_s", r.timings.calibrateSeconds},
-                           {"score_s", r.timings.scoreSeconds},
-                           {"select_s", r.timings.selectSeconds},
-                           {"apply_s", r.timings.applySeconds}}}};
-    if (r.newtonMaxDeviation >= 0) j["newton_max_deviation"] = r.newtonMaxDeviation;
-    if (r.boxKktViolation >= 0) j["box_kkt_violation"] = r.boxKktViolation;
-    return j;
-}
 
 std::string pruneManifestJson(const PruneReport& report, const PruneSettings& s, const CalibrationSummary& calibration,
                               const std::string& sourceModel) {

@@ -1,7 +1,8 @@
-#include "core/prune/sweep.h"
+#include "core/experiments/sweep.h"
 #include "core/eval/generate.h"
 #include "core/eval/perplexity.h"
 #include "core/prune/calibration.h"
+#include "core/text/json_fields.h"
 #include "core/util/error.h"
 
 #include <algorithm>
@@ -22,11 +23,11 @@ struct MethodChoice {
     bool boxConstrained = false;  // solved again for every ratio
 };
 
-nlohmann::json finiteOrNull(double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); }
-double numberOrNaN(const nlohmann::json& j) { return j.is_null() ? std::nan("") : j.get<double>(); }
+constexpr const char* kSweepRow = "sweep row";
+
 // A field that older files (workspaces) lack: NaN then.
 double optionalNumber(const nlohmann::json& j, const char* name) {
-    return j.contains(name) ? numberOrNaN(j.at(name)) : std::nan("");
+    return j.is_object() && j.contains(name) ? json_fields::numberOrNaN(j, name, kSweepRow) : std::nan("");
 }
 
 
@@ -171,9 +172,7 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
                             const SelectionResult selection = selector->select(ratio, spec.alpha, spec.alphaMode);
                             settings.ratio = ratio;
                             PrunedModel pruned = applyMask(model.checkpoint(), stats, selection.mask, settings);
-                            const int64_t prunableBefore = prunableParameters(model.config());
-                            const int64_t prunableAfter = prunableParameters(pruned.checkpoint.config);
-                            const int64_t paramsBefore = checkpointParameters(model.checkpoint());
+                            const PruneCounts counts = countPrunedParameters(model.checkpoint(), pruned.checkpoint);
                             auto prunedModel = std::make_shared<const LlamaModel>(std::move(pruned.checkpoint), model.runtime());
                             SweepRow row;
                             row.method = methodName;
@@ -182,8 +181,8 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
                             row.calibSeqlen = calibSeqlen;
                             row.lambda = lambda;
                             row.seed = seed;
-                            row.achievedRatio = double(prunableBefore - prunableAfter) / prunableBefore;
-                            row.achievedRatioModel = double(prunableBefore - prunableAfter) / paramsBefore;
+                            row.achievedRatio = counts.achievedRatio;
+                            row.achievedRatioModel = counts.achievedRatioModel;
                             evaluateAll(prunedModel, row);
                             reportProgress(progress, "sweep", ++done, totalSteps);
                         }
@@ -277,35 +276,35 @@ std::string sweepRowsCsv(const std::vector<SweepRow>& rows) {
 nlohmann::json sweepRowJson(const SweepRow& r) {
     return {{"method", r.method},         {"ratio", r.ratio},
             {"calib_samples", r.calibSamples}, {"calib_seqlen", r.calibSeqlen},
-            {"lambda", finiteOrNull(r.lambda)}, {"seed", r.seed},
+            {"lambda", json_fields::finiteOrNull(r.lambda)}, {"seed", r.seed},
             {"eval", r.evalSet},          {"achieved_ratio", r.achievedRatio},
-            {"achieved_ratio_model", r.achievedRatioModel}, {"ppl", finiteOrNull(r.ppl)},
-            {"nll", finiteOrNull(r.nll)}, {"bits_per_byte", finiteOrNull(r.bitsPerByte)},
-            {"eval_tokens", r.evalTokens}, {"acc", finiteOrNull(r.acc)},
-            {"acc_norm", finiteOrNull(r.accNorm)}, {"parameters", r.parameters},
-            {"weights_mib", finiteOrNull(r.weightsMiB)}, {"kv_cache_mib", finiteOrNull(r.kvCacheMiB)},
-            {"prefill_tokens_per_s", finiteOrNull(r.prefillTokensPerSecond)},
-            {"decode_tokens_per_s", finiteOrNull(r.decodeTokensPerSecond)}};
+            {"achieved_ratio_model", r.achievedRatioModel}, {"ppl", json_fields::finiteOrNull(r.ppl)},
+            {"nll", json_fields::finiteOrNull(r.nll)}, {"bits_per_byte", json_fields::finiteOrNull(r.bitsPerByte)},
+            {"eval_tokens", r.evalTokens}, {"acc", json_fields::finiteOrNull(r.acc)},
+            {"acc_norm", json_fields::finiteOrNull(r.accNorm)}, {"parameters", r.parameters},
+            {"weights_mib", json_fields::finiteOrNull(r.weightsMiB)}, {"kv_cache_mib", json_fields::finiteOrNull(r.kvCacheMiB)},
+            {"prefill_tokens_per_s", json_fields::finiteOrNull(r.prefillTokensPerSecond)},
+            {"decode_tokens_per_s", json_fields::finiteOrNull(r.decodeTokensPerSecond)}};
 }
 
 SweepRow sweepRowFromJson(const nlohmann::json& j) {
     SweepRow r;
-    r.method = j.at("method").get<std::string>();
-    r.ratio = j.at("ratio").get<double>();
-    r.calibSamples = j.at("calib_samples").get<int64_t>();
-    r.calibSeqlen = j.at("calib_seqlen").get<int64_t>();
-    r.lambda = numberOrNaN(j.at("lambda"));
-    r.seed = j.at("seed").get<int>();
-    r.evalSet = j.at("eval").get<std::string>();
-    r.achievedRatio = j.at("achieved_ratio").get<double>();
-    r.achievedRatioModel = j.at("achieved_ratio_model").get<double>();
-    r.ppl = numberOrNaN(j.at("ppl"));  // null: a zero-shot or speed row
-    r.nll = numberOrNaN(j.at("nll"));
-    r.bitsPerByte = numberOrNaN(j.at("bits_per_byte"));
-    r.evalTokens = j.at("eval_tokens").get<int64_t>();
+    r.method = json_fields::requiredString(j, "method", kSweepRow);
+    r.ratio = json_fields::requiredNumber(j, "ratio", kSweepRow);
+    r.calibSamples = json_fields::requiredInt(j, "calib_samples", kSweepRow);
+    r.calibSeqlen = json_fields::requiredInt(j, "calib_seqlen", kSweepRow);
+    r.lambda = json_fields::numberOrNaN(j, "lambda", kSweepRow);
+    r.seed = static_cast<int>(json_fields::requiredInt(j, "seed", kSweepRow));
+    r.evalSet = json_fields::requiredString(j, "eval", kSweepRow);
+    r.achievedRatio = json_fields::requiredNumber(j, "achieved_ratio", kSweepRow);
+    r.achievedRatioModel = json_fields::requiredNumber(j, "achieved_ratio_model", kSweepRow);
+    r.ppl = json_fields::numberOrNaN(j, "ppl", kSweepRow);  // null: a zero-shot or speed row
+    r.nll = json_fields::numberOrNaN(j, "nll", kSweepRow);
+    r.bitsPerByte = json_fields::numberOrNaN(j, "bits_per_byte", kSweepRow);
+    r.evalTokens = json_fields::requiredInt(j, "eval_tokens", kSweepRow);
     r.acc = optionalNumber(j, "acc");
     r.accNorm = optionalNumber(j, "acc_norm");
-    r.parameters = j.value("parameters", int64_t(0));
+    r.parameters = json_fields::intOr(j, "parameters", 0, kSweepRow);
     r.weightsMiB = optionalNumber(j, "weights_mib");
     r.kvCacheMiB = optionalNumber(j, "kv_cache_mib");
     r.prefillTokensPerSecond = optionalNumber(j, "prefill_tokens_per_s");

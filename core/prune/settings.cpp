@@ -1,0 +1,95 @@
+#include "core/prune/settings.h"
+
+#include "core/util/error.h"
+#include "core/util/number_text.h"
+
+#include <cmath>
+#include <utility>
+
+namespace npw {
+
+namespace {
+
+const std::vector<std::pair<PruneMethod, const char*>> kMethodNames = {
+    {PruneMethod::Numerical, "numerical"}, {PruneMethod::Flap, "flap"},    {PruneMethod::WandaSp, "wanda-sp"},
+    {PruneMethod::Magnitude, "magnitude"}, {PruneMethod::Random, "random"},
+};
+
+bool isFiniteNumber(double x) { return std::isfinite(x); }
+
+} // namespace
+
+std::string scoreSetName(const PruneSettings& settings) {
+    return methodName(settings.method) + (settings.boxConstrained ? "-box" : "");
+}
+
+std::string methodName(PruneMethod method) {
+    for (const auto& [m, name] : kMethodNames)
+        if (m == method) return name;
+    return "?";
+}
+
+PruneMethod parsePruneMethod(const std::string& name) {
+    std::string choices;
+    for (const auto& [m, n] : kMethodNames) {
+        if (name == n) return m;
+        choices += (choices.empty() ? "" : ", ") + std::string(n);
+    }
+    throw Error("unknown pruning method '" + name + "' (choose one of " + choices + ")");
+}
+
+std::string compensationName(CompensationKind kind) {
+    switch (kind) {
+    case CompensationKind::MethodDefault: return "method-default";
+    case CompensationKind::Theorem3: return "theorem3";
+    case CompensationKind::FlapBias: return "flap-bias";
+    case CompensationKind::None: return "none";
+    }
+    return "?";
+}
+
+std::string alphaModeName(AlphaMode mode) { return mode == AlphaMode::Paper ? "paper" : "budget"; }
+
+std::string scopeName(SelectionScope scope) {
+    switch (scope) {
+    case SelectionScope::AttentionAndMlp: return "attention+mlp";
+    case SelectionScope::AttentionOnly: return "attention";
+    case SelectionScope::MlpOnly: return "mlp";
+    }
+    return "?";
+}
+
+void PruneSettings::validate() const {
+    if (!(ratio >= 0 && ratio < 1))
+        throw Error("the pruning ratio ρ (--ratio) must lie in [0, 1), got " + shortNumber(ratio));
+    if (!std::isnan(alpha) && !(alpha > 0 && isFiniteNumber(alpha)))
+        throw Error("α (--alpha) must be a positive number, got " + shortNumber(alpha));
+    if (!(lambda > 0 && isFiniteNumber(lambda)))
+        throw Error("λ (--lambda) must be a positive number, got " + shortNumber(lambda));
+    if (!(damp >= 0 && isFiniteNumber(damp)))
+        throw Error("the dampening γ (--damp) must be ≥ 0, got " + shortNumber(damp));
+    if (iters < 0) throw Error("the Newton iterations T (--iters) must be ≥ 0, got " + std::to_string(iters));
+    if (boxConstrained && method != PruneMethod::Numerical)
+        throw Error("the box constraint (--box) applies to the numerical score only, not " + methodName(method));
+    if (boxConstrained && iters > 0)
+        throw Error("--box and --iters are alternatives: the box-constrained z comes from its own active-set solve");
+    if (boxConstrained && ratio == 0)
+        throw Error("the box-constrained score needs ρ > 0: at ρ = 0 every z is 1 and ranks nothing");
+    if (iters > 0 && method == PruneMethod::Numerical && ratio == 0)
+        throw Error("Algorithm 1 (--iters > 0) needs ρ > 0: its z at ρ = 0 is all ones and ranks nothing");
+    for (int64_t layer : protectedLayers)
+        if (layer < 0) throw Error("protected layer " + std::to_string(layer) + " is negative");
+}
+
+CompensationKind PruneSettings::effectiveCompensation() const {
+    if (compensation != CompensationKind::MethodDefault) return compensation;
+    if (method == PruneMethod::Numerical) return CompensationKind::Theorem3;
+    if (method == PruneMethod::Flap) return CompensationKind::FlapBias;
+    return CompensationKind::None;
+}
+
+bool PruneSettings::selectsGlobally() const {
+    return method == PruneMethod::Numerical || method == PruneMethod::Flap || standardisedGlobal;
+}
+
+} // namespace npw
