@@ -1,1 +1,2 @@
-// Owns a precompiled header (cmake/npw_pch.cmake): nothing to compile but the header itself.
+// Owns a precompiled header (cmake/npw_pch.cmake) for libraries: nothing to compile but the
+// header itself.
