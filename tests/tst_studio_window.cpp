@@ -10,7 +10,9 @@
 #include "app/studio/layerreporttable.h"
 #include "app/studio/runsettings.h"
 #include "app/studio/runsettingspanel.h"
+#include "app/studio/scorespage.h"
 #include "app/studio/studiowindow.h"
+#include "app/studio/sweeppage.h"
 #include "widgets/headmapwidget.h"
 #include "widgets/imagepairwidget.h"
 #include "widgets/layeroverviewwidget.h"
@@ -48,20 +50,20 @@ bool waitIdle(StudioSession& session, int timeoutMs = 180000) {
 }
 
 // Views agree with the session's selection (which core computed).
-void checkViewsShow(const StudioWindow& window, const SelectionView& v) {
+void checkViewsShow(const ScoresPage& page, const SelectionView& v) {
     int64_t prunedCells = 0;
     for (const auto& k : v.kept) prunedCells += k.heads - k.keptHeads;
-    QCOMPARE(window.headMap()->prunedCellCount(), prunedCells);
-    QCOMPARE(window.overview()->layerCount(), int(v.kept.size()));
-    for (size_t l = 0; l < v.kept.size(); ++l) QCOMPARE(window.overview()->keptChannels(int(l)), v.kept[l].keptChannels);
-    const int layer = window.histogram()->shownLayer();
+    QCOMPARE(page.headMap()->prunedCellCount(), prunedCells);
+    QCOMPARE(page.overview()->layerCount(), int(v.kept.size()));
+    for (size_t l = 0; l < v.kept.size(); ++l) QCOMPARE(page.overview()->keptChannels(int(l)), v.kept[l].keptChannels);
+    const int layer = page.histogram()->shownLayer();
     if (layer >= 0) {
-        QCOMPARE(window.histogram()->shownKeptCount(), v.kept[size_t(layer)].keptChannels);
-        QCOMPARE(window.histogram()->shownPrunedCount(),
+        QCOMPARE(page.histogram()->shownKeptCount(), v.kept[size_t(layer)].keptChannels);
+        QCOMPARE(page.histogram()->shownPrunedCount(),
                  v.kept[size_t(layer)].channels - v.kept[size_t(layer)].keptChannels);
     }
-    QCOMPARE(window.layerTable()->rowCount(), int(v.kept.size()));
-    QCOMPARE(window.layerTable()->item(0, 1)->text(),
+    QCOMPARE(page.layerTable()->rowCount(), int(v.kept.size()));
+    QCOMPARE(page.layerTable()->item(0, 1)->text(),
              QStringLiteral("%1 / %2").arg(v.kept[0].keptChannels).arg(v.kept[0].channels));
 }
 
@@ -110,43 +112,44 @@ void TestStudioWindow::scoreWith(npw::PruneMethod method) {
 
 void TestStudioWindow::sliderReselectsAndEveryViewRedraws() {
     StudioSession& session = *window_->session();
-    window_->layerSelection()->setCurrentLayer(1);
-    checkViewsShow(*window_, *session.selection());
+    window_->scoresPage()->layerSelection()->setCurrentLayer(1);
+    checkViewsShow(*window_->scoresPage(), *session.selection());
 
     QSignalSpy selections(&session, &StudioSession::selectionChanged);
     QSignalSpy reports(&session, &StudioSession::layerReportsAvailable);
-    window_->sparsityControls()->setRho(0.55);
+    window_->scoresPage()->sparsityControls()->setRho(0.55);
     QTRY_COMPARE_WITH_TIMEOUT(session.knobs().rho, 0.55, 2000);  // sent on the next event-loop turn
     QCOMPARE(selections.count(), 1);
     const SelectionView& v = *session.selection();
     QVERIFY2(v.achievedRatio >= 0.55, qPrintable(QStringLiteral("achieved %1, mode %2, alpha %3").arg(v.achievedRatio).arg(int(session.knobs().mode)).arg(session.knobs().alpha)));
-    checkViewsShow(*window_, v);
-    QVERIFY(window_->summaryLabel()->text().contains(QStringLiteral("%1%").arg(100 * v.achievedRatio, 0, 'f', 1)));
+    checkViewsShow(*window_->scoresPage(), v);
+    QVERIFY(window_->scoresPage()->summaryLabel()->text().contains(
+        QStringLiteral("%1%").arg(100 * v.achievedRatio, 0, 'f', 1)));
     // Losses follow a moment later, for this mask.
     QTRY_VERIFY_WITH_TIMEOUT(reports.count() >= 1, 30000);
-    QTRY_VERIFY_WITH_TIMEOUT(window_->layerTable()->item(0, 3)->text() != QStringLiteral("…"), 30000);
+    QTRY_VERIFY_WITH_TIMEOUT(window_->scoresPage()->layerTable()->item(0, 3)->text() != QStringLiteral("…"), 30000);
 
     // λ: closed-form re-score, same flow.
-    window_->sparsityControls()->setLambda(0.01);
+    window_->scoresPage()->sparsityControls()->setLambda(0.01);
     QTRY_COMPARE_WITH_TIMEOUT(session.currentScores()->settings.lambda, 0.01, 2000);
-    checkViewsShow(*window_, *session.selection());
+    checkViewsShow(*window_->scoresPage(), *session.selection());
 
     // Clicking a layer in the table makes it current everywhere.
-    emit window_->layerTable()->layerClicked(4);
-    QCOMPARE(window_->layerSelection()->currentLayer(), 4);
-    QCOMPARE(window_->histogram()->shownLayer(), 4);
-    checkViewsShow(*window_, *session.selection());
+    emit window_->scoresPage()->layerTable()->layerClicked(4);
+    QCOMPARE(window_->scoresPage()->layerSelection()->currentLayer(), 4);
+    QCOMPARE(window_->scoresPage()->histogram()->shownLayer(), 4);
+    checkViewsShow(*window_->scoresPage(), *session.selection());
 }
 
 void TestStudioWindow::scoreSetSelectorSwitchesMethods() {
     scoreWith(npw::PruneMethod::Flap);
-    QComboBox* selector = window_->methodSelector();
+    QComboBox* selector = window_->scoresPage()->methodSelector();
     QCOMPARE(selector->count(), 2);
     QCOMPARE(selector->currentText(), QStringLiteral("flap"));
     selector->setCurrentText(QStringLiteral("numerical"));
     QCOMPARE(window_->session()->currentMethod(), QStringLiteral("numerical"));
-    QVERIFY(window_->summaryLabel()->text().contains(QStringLiteral("numerical")));
-    checkViewsShow(*window_, *window_->session()->selection());
+    QVERIFY(window_->scoresPage()->summaryLabel()->text().contains(QStringLiteral("numerical")));
+    checkViewsShow(*window_->scoresPage(), *window_->session()->selection());
 }
 
 void TestStudioWindow::progressAndCancelFollowTheJob() {
@@ -210,7 +213,7 @@ void TestStudioWindow::droppedDirectoryOpensTheModel() {
     QVERIFY(window_->session()->scoreMethods().isEmpty());
     QVERIFY(!window_->session()->selection().has_value());
     QVERIFY(window_->session()->calibrationStale());
-    QCOMPARE(window_->methodSelector()->count(), 0);
+    QCOMPARE(window_->scoresPage()->methodSelector()->count(), 0);
 }
 
 void TestStudioWindow::imagesTabComparesDenseAndPruned() {
@@ -306,13 +309,13 @@ void TestStudioWindow::sweepPlotsZeroShotAccuracyBesidePerplexity() {
     request.lambdas = {1e-4, 100};  // an ablation axis: one curve per λ
     request.measureSpeed = true;    // and memory and speed (Figure 5)
     request.speedTokens = 4;
-    window_->setSweepRequest(request);
-    QVERIFY(window_->sweepRequest().measureSpeed);
-    QVERIFY(!window_->sweepRequest().zeroShotTask.empty());  // the form's checkbox carries it
-    QCOMPARE(window_->sweepRequest().lambdas.size(), size_t(2));
+    window_->sweepPage()->setSweepRequest(request);
+    QVERIFY(window_->sweepPage()->sweepRequest().measureSpeed);
+    QVERIFY(!window_->sweepPage()->sweepRequest().zeroShotTask.empty());  // the form's checkbox carries it
+    QCOMPARE(window_->sweepPage()->sweepRequest().lambdas.size(), size_t(2));
     window_->showTab(1);
-    QVERIFY(!window_->accuracyPlot()->isVisible());
-    QVERIFY(!window_->speedPlot()->isVisible());
+    QVERIFY(!window_->sweepPage()->accuracyPlot()->isVisible());
+    QVERIFY(!window_->sweepPage()->speedPlot()->isVisible());
     QVERIFY(window_->session()->runSweep(request));
     QVERIFY(waitIdle(*window_->session()));
     // dense and numerical at two λ: one perplexity, one accuracy and one speed row each.
@@ -338,17 +341,18 @@ void TestStudioWindow::sweepPlotsZeroShotAccuracyBesidePerplexity() {
         }
     }
     QCOMPARE(speedRows, 3);
-    QVERIFY(window_->speedPlot()->isVisible());
-    QCOMPARE(window_->speedPlot()->methods(), (QStringList{QStringLiteral("numerical λ=0.0001"), QStringLiteral("numerical λ=100")}));
-    QVERIFY(window_->speedPlot()->denseBaselineShown());
-    QVERIFY(window_->accuracyPlot()->isVisible());
+    QVERIFY(window_->sweepPage()->speedPlot()->isVisible());
+    QCOMPARE(window_->sweepPage()->speedPlot()->methods(),
+             (QStringList{QStringLiteral("numerical λ=0.0001"), QStringLiteral("numerical λ=100")}));
+    QVERIFY(window_->sweepPage()->speedPlot()->denseBaselineShown());
+    QVERIFY(window_->sweepPage()->accuracyPlot()->isVisible());
     const QStringList curves = {QStringLiteral("numerical λ=0.0001"), QStringLiteral("numerical λ=100")};
-    QCOMPARE(window_->sweepPlot()->methods(), curves);
-    QCOMPARE(window_->accuracyPlot()->methods(), curves);
-    QCOMPARE(window_->accuracyPlot()->pointCount(curves[1]), 1);
-    QVERIFY(window_->accuracyPlot()->denseBaselineShown());
-    QVERIFY(!window_->accuracyPlot()->isLogScale());
-    window_->setSweepRequest(SweepRequest{});  // leave the form as the other tests expect it
+    QCOMPARE(window_->sweepPage()->sweepPlot()->methods(), curves);
+    QCOMPARE(window_->sweepPage()->accuracyPlot()->methods(), curves);
+    QCOMPARE(window_->sweepPage()->accuracyPlot()->pointCount(curves[1]), 1);
+    QVERIFY(window_->sweepPage()->accuracyPlot()->denseBaselineShown());
+    QVERIFY(!window_->sweepPage()->accuracyPlot()->isLogScale());
+    window_->sweepPage()->setSweepRequest(SweepRequest{});  // leave the form as the other tests expect it
     window_->showTab(0);
 }
 
@@ -356,22 +360,22 @@ void TestStudioWindow::newCalibrationOffersRecompute() {
     window_->showTab(0);
     scoreWith(npw::PruneMethod::Flap);  // statistics as the Run settings say, two score sets
     scoreWith(npw::PruneMethod::Numerical);
-    QVERIFY(!window_->recomputeOffered());
+    QVERIFY(!window_->scoresPage()->recomputeOffered());
     // Another seed in the Run settings: the scores shown are from the old statistics.
     studio::RunSettings s = window_->session()->settings();
     s.calibration.seed += 1;
     window_->runSettings()->setSettings(s);
     window_->session()->setSettings(s);
-    QVERIFY(window_->recomputeOffered());
-    QVERIFY(window_->recomputeButton()->isEnabled());
-    const int noticeHeight = window_->recomputeNotice()->height();
+    QVERIFY(window_->scoresPage()->recomputeOffered());
+    QVERIFY(window_->scoresPage()->recomputeButton()->isEnabled());
+    const int noticeHeight = window_->scoresPage()->recomputeNotice()->height();
     const QStringList before = window_->session()->scoreMethods();
-    QTest::mouseClick(window_->recomputeButton(), Qt::LeftButton);
+    QTest::mouseClick(window_->scoresPage()->recomputeButton(), Qt::LeftButton);
     QVERIFY(waitIdle(*window_->session()));
     QVERIFY(!window_->session()->calibrationStale());
     QCOMPARE(window_->session()->scoreMethods(), before);  // every set solved again
-    QVERIFY(!window_->recomputeOffered());
-    QCOMPARE(window_->recomputeNotice()->height(), noticeHeight);  // its news never re-lays out the page
+    QVERIFY(!window_->scoresPage()->recomputeOffered());
+    QCOMPARE(window_->scoresPage()->recomputeNotice()->height(), noticeHeight);  // its news never re-lays out the page
 }
 
 void TestStudioWindow::sweepDrawsOneCurvePerMethodAndText() {
@@ -381,17 +385,17 @@ void TestStudioWindow::sweepDrawsOneCurvePerMethodAndText() {
     request.evalMaxWindows = 1;
     const std::string data = npw::resourcesDir() + "/demo/data/";
     request.evalSources = {data + "kjv-nt.txt", data + "jargon.txt"};
-    window_->setSweepRequest(request);
-    QCOMPARE(window_->sweepRequest().evalSources.size(), size_t(2));  // the form's field carries them
-    QVERIFY(window_->session()->runSweep(window_->sweepRequest()));
+    window_->sweepPage()->setSweepRequest(request);
+    QCOMPARE(window_->sweepPage()->sweepRequest().evalSources.size(), size_t(2));  // the form's field carries them
+    QVERIFY(window_->session()->runSweep(window_->sweepPage()->sweepRequest()));
     QVERIFY(waitIdle(*window_->session()));
     // Each text its curve, starting at the dense model's perplexity on that text (sparsity 0).
     const QStringList curves = {QStringLiteral("magnitude · kjv-nt"), QStringLiteral("magnitude · jargon")};
-    QCOMPARE(window_->sweepPlot()->methods(), curves);
-    QCOMPARE(window_->sweepPlot()->pointCount(curves[0]), 2);
-    QCOMPARE(window_->sweepPlot()->pointCount(curves[1]), 2);
-    QVERIFY(!window_->sweepPlot()->denseBaselineShown());
-    window_->setSweepRequest(SweepRequest{});
+    QCOMPARE(window_->sweepPage()->sweepPlot()->methods(), curves);
+    QCOMPARE(window_->sweepPage()->sweepPlot()->pointCount(curves[0]), 2);
+    QCOMPARE(window_->sweepPage()->sweepPlot()->pointCount(curves[1]), 2);
+    QVERIFY(!window_->sweepPage()->sweepPlot()->denseBaselineShown());
+    window_->sweepPage()->setSweepRequest(SweepRequest{});
 }
 
 QTEST_MAIN(TestStudioWindow)

@@ -3,8 +3,10 @@
 #include "app/studio/imagespage.h"
 #include "app/studio/runsettings.h"
 #include "app/studio/runsettingspanel.h"
+#include "app/studio/scorespage.h"
 #include "app/studio/stallmeter.h"
 #include "app/studio/studiowindow.h"
+#include "app/studio/sweeppage.h"
 #include "widgets/layerselection.h"
 #include "widgets/sparsitycontrols.h"
 
@@ -77,17 +79,17 @@ void DemoScript::onJobFinished(const QString&) {
             settings.prune.boxConstrained = box && step_ == 2;
             session->setSettings(settings);
             window_->runSettings()->setSettings(settings);
-            window_->sparsityControls()->setRho(0.3);
+            window_->scoresPage()->sparsityControls()->setRho(0.3);
             // The second Run a moment after the first result, as a hand would click it: not in the
             // very turn in which every view first draws that result.
             QTimer::singleShot(step_ == 1 ? 0 : 300, session, [session] { session->runScoring(); });
             return;
         }
-        window_->layerSelection()->setCurrentLayer(2);
+        window_->scoresPage()->layerSelection()->setCurrentLayer(2);
         if (box) {
             // A moment later (as a hand on the slider would), ρ moves on: the mask re-ranks the z
             // solved at 0.3, and the window offers Recompute.
-            QTimer::singleShot(300, this, [this] { window_->sparsityControls()->setRho(0.45); });
+            QTimer::singleShot(300, this, [this] { window_->scoresPage()->sparsityControls()->setRho(0.45); });
         }
     } else {
         if (step_ == 1) {
@@ -98,11 +100,11 @@ void DemoScript::onJobFinished(const QString&) {
             request.evalMaxWindows = 8;
             request.zeroShotTask = studio::defaultZeroShotTask();  // accuracy beside perplexity
             request.measureSpeed = true;                           // and Figure 5 below it
-            window_->setSweepRequest(request);
+            window_->sweepPage()->setSweepRequest(request);
             // A second for the window to finish drawing the opened model: the sweep times the dense
             // model first, and a GUI still painting would share its cores (as a user's click
             // on Run sweep comes long after opening).
-            QTimer::singleShot(1000, session, [this, session] { session->runSweep(window_->sweepRequest()); });
+            QTimer::singleShot(1000, session, [this] { window_->sweepPage()->runSweep(); });
             return;
         }
     }

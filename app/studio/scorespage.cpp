@@ -1,0 +1,220 @@
+#include "app/studio/scorespage.h"
+
+#include "app/studio/layerreporttable.h"
+#include "core/util/error.h"
+#include "widgets/headmapwidget.h"
+#include "widgets/layeroverviewwidget.h"
+#include "widgets/layerselection.h"
+#include "widgets/scorehistogramwidget.h"
+#include "widgets/sparsitycontrols.h"
+
+#include <QComboBox>
+#include <QFileInfo>
+#include <QFrame>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLocale>
+#include <QPainter>
+#include <QPdfWriter>
+#include <QPushButton>
+#include <QSplitter>
+#include <QStyle>
+#include <QSvgGenerator>
+#include <QVBoxLayout>
+#include <cmath>
+
+ScoresPage::ScoresPage(StudioSession* session, QWidget* parent) : QWidget(parent), session_(session) {
+    layerSelection_ = new LayerSelection(this);
+    // The Selection bar: which score set, and the knobs that only re-select.
+    methodSelector_ = new QComboBox;
+    methodSelector_->setObjectName(QStringLiteral("scoreSetSelector"));
+    methodSelector_->setToolTip(tr("Score sets computed so far, one per method: switch to compare them.\n"
+                                   "Run with another method in the Run settings to add one."));
+    methodSelector_->setMinimumContentsLength(12);
+    controls_ = new SparsityControls;
+    summary_ = new QLabel(tr("Open a model and Run to see its scores."));
+    summary_->setObjectName(QStringLiteral("selectionSummary"));
+    summary_->setWordWrap(true);
+    summary_->setMinimumWidth(260);
+    // Room for the longest texts from the start: a label that grows when a result arrives
+    // re-lays out the page, and every plot below would redraw at its new size in that turn.
+    summary_->setMinimumHeight(summary_->fontMetrics().lineSpacing() * 3);
+    auto* methodBox = new QVBoxLayout;
+    methodLabel_ = new QLabel(tr("Score set"));
+    methodLabel_->setMinimumWidth(methodLabel_->fontMetrics().horizontalAdvance(tr("Score set (99 computed)")));
+    methodBox->addWidget(methodLabel_);
+    methodBox->addWidget(methodSelector_);
+    methodBox->addStretch(1);
+    auto* selectionBox = new QGroupBox(tr("Selection"));
+    auto* selectionLayout = new QHBoxLayout(selectionBox);
+    selectionLayout->setContentsMargins(8, 4, 8, 4);
+    selectionLayout->addLayout(methodBox);
+    selectionLayout->addWidget(controls_, 3);
+    selectionLayout->addWidget(summary_, 2);
+    // Says when the views no longer show what was asked (new calibration settings, or a
+    // box-constrained z whose ρ/λ moved): the knobs only re-select, this needs new solves. The
+    // row is always there (a neutral line otherwise), so that its news never re-lays out the
+    // page: every plot below would redraw at a new size in that turn.
+    recomputeNotice_ = new QFrame;
+    recomputeNotice_->setObjectName(QStringLiteral("recomputeNotice"));
+    recomputeNotice_->setFrameShape(QFrame::StyledPanel);
+    recomputeNotice_->setBackgroundRole(QPalette::ToolTipBase);
+    recomputeReason_ = new QLabel;
+    recomputeReason_->setWordWrap(true);
+    recomputeReason_->setMinimumHeight(recomputeReason_->fontMetrics().lineSpacing() * 2);
+    recompute_ = new QPushButton(tr("Recompute"));
+    recompute_->setObjectName(QStringLiteral("recomputeButton"));
+    recompute_->setToolTip(tr("Calibrate again if the calibration changed, and solve every score set shown again\n"
+                              "(box-constrained ones at the current ρ and λ) (Ctrl+Shift+E)"));
+    recomputeIcon_ = new QLabel;
+    recomputeIcon_->setFixedSize(18, 18);
+    auto* noticeLayout = new QHBoxLayout(recomputeNotice_);
+    noticeLayout->setContentsMargins(8, 2, 8, 2);
+    noticeLayout->addWidget(recomputeIcon_);
+    noticeLayout->addWidget(recomputeReason_, 1);
+    noticeLayout->addWidget(recompute_);
+
+    headMap_ = new HeadMapWidget(layerSelection_);
+    histogram_ = new ScoreHistogramWidget(layerSelection_);
+    overview_ = new LayerOverviewWidget(layerSelection_);
+    layerTable_ = new LayerReportTable;
+    auto* top = new QSplitter(Qt::Horizontal);
+    top->addWidget(headMap_);
+    top->addWidget(histogram_);
+    top->setStretchFactor(0, 3);
+    top->setStretchFactor(1, 2);
+    auto* bottom = new QSplitter(Qt::Horizontal);
+    bottom->addWidget(overview_);
+    bottom->addWidget(layerTable_);
+    bottom->setStretchFactor(0, 3);
+    bottom->setStretchFactor(1, 2);
+    auto* views = new QSplitter(Qt::Vertical);
+    views->addWidget(top);
+    views->addWidget(bottom);
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(4, 4, 4, 4);
+    layout->addWidget(selectionBox);
+    layout->addWidget(recomputeNotice_);
+    layout->addWidget(views, 1);
+
+    connect(session_, &StudioSession::modelChanged, this, &ScoresPage::onModelChanged);
+    connect(session_, &StudioSession::scoresChanged, this, &ScoresPage::onScoresChanged);
+    connect(session_, &StudioSession::selectionChanged, this, &ScoresPage::showSelection);
+    connect(session_, &StudioSession::layerReportsAvailable, layerTable_, &LayerReportTable::setReports);
+    connect(session_, &StudioSession::settingsChanged, this, [this] { showKnobs(session_->knobs()); });
+    connect(recompute_, &QPushButton::clicked, session_, &StudioSession::recompute);
+    connect(controls_, &SparsityControls::settingsChanged, this, &ScoresPage::onControlsChanged);
+    connect(methodSelector_, &QComboBox::currentTextChanged, session_, &StudioSession::setCurrentMethod);
+    connect(layerTable_, &LayerReportTable::layerClicked, layerSelection_, &LayerSelection::setCurrentLayer);
+    connect(layerSelection_, &LayerSelection::currentLayerChanged, layerTable_, &LayerReportTable::selectLayer);
+    showKnobs(session_->knobs());
+}
+
+void ScoresPage::onControlsChanged(double rho, double alpha, npw::AlphaMode mode, double lambda) {
+    studio::SelectionKnobs k;
+    k.rho = rho;
+    // At the model's default α the knob stays "default" (NaN), so that it follows the unit
+    // kind and reads as such in the workspace.
+    k.alpha = std::abs(alpha - controls_->defaultAlpha()) <= 1e-3 * controls_->defaultAlpha() ? std::nan("") : alpha;
+    k.mode = mode;
+    k.lambda = lambda;
+    session_->setKnobs(k);
+}
+
+void ScoresPage::showKnobs(const studio::SelectionKnobs& k) {
+    controls_->setRho(k.rho);
+    controls_->setAlphaMode(k.mode);
+    controls_->setLambda(k.lambda);
+    if (std::isnan(k.alpha)) controls_->resetAlpha();
+    else controls_->setAlpha(k.alpha);
+}
+
+void ScoresPage::showSelection(const SelectionView& v) {
+    updateRecomputeNotice();
+    headMap_->setUnitName(v.unitName);
+    headMap_->setData(v.scores, v.selection.mask);
+    histogram_->setData(v.scores, v.selection.mask, v.selection.threshold);
+    overview_->setData(v.scores, v.selection.mask, v.selection.threshold);
+    layerTable_->setKept(v.kept, v.unitName);
+    const studio::SelectionKnobs k = session_->knobs();
+    summary_->setText(tr("<b>%1</b> at ρ = %2: removes %3 %4s and %5 MLP channels, <b>%6%</b> of the attention + "
+                         "MLP parameters (%7% of the model).")
+                          .arg(v.method)
+                          .arg(k.rho, 0, 'f', 3)
+                          .arg(v.selection.removedHeads)
+                          .arg(v.unitName)
+                          .arg(QLocale().toString(qlonglong(v.selection.removedChannels)))
+                          .arg(100 * v.achievedRatio, 0, 'f', 1)
+                          .arg(100 * v.achievedRatioModel, 0, 'f', 1));
+    if (methodSelector_->currentText() != v.method) methodSelector_->setCurrentText(v.method);
+}
+
+void ScoresPage::onModelChanged() {
+    try {
+        controls_->setDefaultAlpha(
+            npw::defaultAlphaFor(session_->model().model->config(), session_->settings().prune.attentionUnit));
+        if (std::isnan(session_->knobs().alpha)) controls_->resetAlpha();
+    } catch (const npw::Error& e) {  // layers with different group sizes have no one default α
+        emit logMessage(tr("α: %1; set it by hand.").arg(e.what()));
+    }
+    summary_->setText(tr("Run to calibrate and score %1.").arg(session_->modelReference()));
+    // The views showed the previous model's scores: empty them until this one is scored.
+    headMap_->setData({}, npw::Mask{});
+    histogram_->setData({}, npw::Mask{}, std::nan(""));
+    overview_->setData({}, npw::Mask{}, std::nan(""));
+    layerTable_->setKept({}, QStringLiteral("head"));
+    updateRecomputeNotice();
+}
+
+void ScoresPage::onScoresChanged() {
+    const QSignalBlocker block(methodSelector_);
+    methodSelector_->clear();
+    methodSelector_->addItems(session_->scoreMethods());
+    const int sets = int(session_->scoreMethods().size());
+    methodLabel_->setText(sets > 1 ? tr("Score set (%1 computed)").arg(sets) : tr("Score set"));
+    methodSelector_->setCurrentText(session_->currentMethod());
+}
+
+void ScoresPage::updateRecomputeNotice() {
+    const QString reason = session_->recomputeReason();
+    const bool offered = !reason.isEmpty();
+    recompute_->setEnabled(offered && !session_->jobs()->isRunning());
+    const QString text = offered ? reason
+                                 : tr("The views show the stored solves: moving ρ, α or λ re-selects at once. "
+                                      "New calibration settings or a moved box-constrained set are said here.");
+    // Called on every selection (a slider move): the line changes only when its text does.
+    if (text == recomputeReason_->text()) return;
+    recomputeReason_->setText(text);
+    recomputeIcon_->setPixmap(
+        style()->standardIcon(offered ? QStyle::SP_MessageBoxWarning : QStyle::SP_MessageBoxInformation).pixmap(18, 18));
+    recomputeNotice_->setAutoFillBackground(offered);  // highlighted only when it asks for something
+    recomputeReason_->setForegroundRole(offered ? QPalette::ToolTipText : QPalette::PlaceholderText);
+}
+
+bool ScoresPage::recomputeOffered() const { return recompute_->isEnabled(); }
+
+bool ScoresPage::exportPlot(const QString& path) {
+    const QString suffix = QFileInfo(path).suffix().toLower();
+    if (suffix == QLatin1String("pdf")) {
+        QPdfWriter writer(path);
+        writer.setPageSize(QPageSize(size(), QPageSize::Point));
+        writer.setPageMargins({});
+        writer.setResolution(72);
+        QPainter painter;
+        if (!painter.begin(&writer)) return false;
+        render(&painter);
+        return painter.end();
+    }
+    if (suffix == QLatin1String("svg")) {
+        QSvgGenerator generator;
+        generator.setFileName(path);
+        generator.setSize(size());
+        generator.setViewBox(QRect(QPoint(0, 0), size()));
+        QPainter painter;
+        if (!painter.begin(&generator)) return false;
+        render(&painter);
+        return painter.end();
+    }
+    return grab().save(path);
+}

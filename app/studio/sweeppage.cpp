@@ -1,0 +1,297 @@
+#include "app/studio/sweeppage.h"
+
+#include "core/eval/sweep_curves.h"
+#include "widgets/sweepplotwidget.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QFileInfo>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QSettings>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QVBoxLayout>
+#include <cmath>
+
+namespace {
+
+// What the speed plot (the paper's Figure 5) offers for a sweep's "speed" rows: name, axis
+// label, value (means over seeds from core's summariseOverSeeds).
+struct SpeedQuantity {
+    const char* name;
+    const char* axis;
+    double (*value)(const npw::SweepSummaryRow&);
+    double (*spread)(const npw::SweepSummaryRow&);
+};
+const SpeedQuantity kSpeedQuantities[] = {
+    {"Decode speed", "greedy decode, tokens per second", [](const npw::SweepSummaryRow& s) { return s.decodeMean; },
+     [](const npw::SweepSummaryRow& s) { return s.decodeStd; }},
+    {"Prefill speed", "prompt prefill, tokens per second", [](const npw::SweepSummaryRow& s) { return s.prefillMean; },
+     nullptr},
+    {"Weight memory", "weights (MiB)", [](const npw::SweepSummaryRow& s) { return s.weightsMiBMean; }, nullptr},
+    {"KV cache", "key/value cache of prompt + decode (MiB)",
+     [](const npw::SweepSummaryRow& s) { return s.kvCacheMiBMean; }, nullptr},
+};
+
+// "0.1, 0.2,0.3" → {0.1, 0.2, 0.3}; entries that are not numbers are skipped.
+std::vector<double> parseNumbers(const QString& text) {
+    std::vector<double> out;
+    for (const QString& item : text.split(QLatin1Char(','), Qt::SkipEmptyParts)) {
+        bool ok = false;
+        const double value = item.trimmed().toDouble(&ok);
+        if (ok) out.push_back(value);
+    }
+    return out;
+}
+
+// What grouping into curves needs of a summary row: which plot, and the row's settings.
+npw::SweepPointKey curveKey(const npw::SweepSummaryRow& s) {
+    npw::SweepPointKey k;
+    k.plot = s.first.isSpeedRow()           ? npw::SweepPlot::Speed
+             : std::isfinite(s.accMean)     ? npw::SweepPlot::ZeroShot  // a zero-shot task's row
+                                            : npw::SweepPlot::Perplexity;
+    k.method = s.first.method;
+    k.evalSet = s.first.evalSet;
+    k.calibSamples = s.first.calibSamples;
+    k.calibSeqlen = s.first.calibSeqlen;
+    k.lambda = s.first.lambda;
+    return k;
+}
+
+} // namespace
+
+SweepPage::SweepPage(StudioSession* session, QWidget* parent) : QWidget(parent), session_(session) {
+    // What to sweep, and the plot that grows as rows arrive.
+    methods_ = new QLineEdit(QStringLiteral("numerical,flap,wanda-sp"));
+    methods_->setToolTip(tr("Methods, comma-separated: numerical, numerical-nocomp, numerical-box (z in [0, 1],\n"
+                            "one solve per ratio), flap, wanda-sp, magnitude, random"));
+    ratios_ = new QLineEdit(QStringLiteral("0.1,0.2,0.3"));
+    ratios_->setToolTip(tr("Pruning ratios ρ in [0, 1), comma-separated: each only re-selects"));
+    seeds_ = new QSpinBox;
+    seeds_->setRange(1, 10);
+    seeds_->setToolTip(tr("Seeds 0…K−1 of the calibration windows: the curves show mean ± std over them"));
+    windows_ = new QSpinBox;
+    windows_->setRange(0, 100000);
+    windows_->setValue(8);
+    windows_->setSpecialValueText(tr("all"));
+    windows_->setToolTip(tr("Evaluation windows of 128 tokens of the held-out text (0 = all): fewer is faster"));
+    auto axis = [](const QString& tip) {
+        auto* edit = new QLineEdit;
+        edit->setPlaceholderText(tr("as set"));
+        edit->setToolTip(tip);
+        edit->setMaximumWidth(110);
+        return edit;
+    };
+    samples_ = axis(tr("Ablation: calibration samples, comma-separated (e.g. 16,64,128).\n"
+                       "Empty: the Run settings' value. One curve per value."));
+    seqlens_ = axis(tr("Ablation: calibration sequence lengths, comma-separated (e.g. 64,128).\n"
+                       "Empty: the Run settings' value. One curve per value."));
+    lambdas_ = axis(tr("Ablation: λ of the numerical score, comma-separated (e.g. 1e-4,1,100).\n"
+                       "Empty: the Selection's λ. One curve per value (other methods ignore λ)."));
+    evalTexts_ = new QLineEdit;
+    evalTexts_->setObjectName(QStringLiteral("sweepEvalTexts"));
+    evalTexts_->setPlaceholderText(tr("demo: kjv-nt.txt"));
+    evalTexts_->setToolTip(tr("Held-out texts to measure perplexity on, comma-separated paths (e.g. the demo's\n"
+                              "kjv-nt.txt and jargon.txt): one curve per method and text. Empty: the New Testament."));
+    run_ = new QPushButton(tr("Run sweep"));
+    run_->setToolTip(tr("Perplexity against sparsity with the calibration settings and λ, α of the\n"
+                        "Selection; calibration once, scores once per method (Ctrl+Shift+R)"));
+    // Two rows: what to sweep and run; the ablation axes and what to measure besides perplexity.
+    auto* row1 = new QHBoxLayout;
+    row1->addWidget(new QLabel(tr("Methods")));
+    row1->addWidget(methods_, 2);
+    row1->addWidget(new QLabel(tr("Ratios")));
+    row1->addWidget(ratios_, 1);
+    row1->addWidget(new QLabel(tr("Seeds")));
+    row1->addWidget(seeds_);
+    row1->addWidget(new QLabel(tr("Eval texts")));
+    row1->addWidget(evalTexts_, 1);
+    row1->addWidget(new QLabel(tr("Eval windows")));
+    row1->addWidget(windows_);
+    row1->addWidget(run_);
+    auto* row2 = new QHBoxLayout;
+    row2->addWidget(new QLabel(tr("Ablation: samples")));
+    row2->addWidget(samples_);
+    row2->addWidget(new QLabel(tr("Seq len")));
+    row2->addWidget(seqlens_);
+    row2->addWidget(new QLabel(tr("λ")));
+    row2->addWidget(lambdas_);
+    zeroShot_ = new QCheckBox(tr("Zero-shot task"));
+    zeroShot_->setChecked(true);
+    zeroShot_->setToolTip(tr("Also score the demo's zero-shot task (choose a New Testament verse's true ending\n"
+                             "among four; 200 items, lm-evaluation-harness scoring) and plot accuracy beside perplexity"));
+    speed_ = new QCheckBox(tr("Speed and memory"));
+    speed_->setObjectName(QStringLiteral("sweepSpeed"));
+    speed_->setToolTip(tr("Also time every model (dense and each pruned one): a prefill of 64 tokens and a greedy\n"
+                          "decode of 64 (the best of 5 after a warm-up), and its weight and KV-cache memory:\n"
+                          "the paper's Figure 5, plotted below the accuracy"));
+    row2->addSpacing(12);
+    row2->addWidget(zeroShot_);
+    row2->addWidget(speed_);
+    row2->addStretch(1);
+    auto* form = new QVBoxLayout;
+    form->addLayout(row1);
+    form->addLayout(row2);
+    sweepPlot_ = new SweepPlotWidget;
+    accuracyPlot_ = new SweepPlotWidget;
+    accuracyPlot_->setQuantity(tr("Zero-shot accuracy against sparsity"), tr("accuracy (chance: 0.25)"), false);
+    accuracyPlot_->setVisible(false);
+    speedPlot_ = new SweepPlotWidget;
+    speedShow_ = new QComboBox;
+    speedShow_->setObjectName(QStringLiteral("speedShow"));
+    for (const SpeedQuantity& q : kSpeedQuantities) speedShow_->addItem(tr(q.name));
+    speedShow_->setToolTip(tr("What the speed plot shows for every model of the sweep"));
+    speedPanel_ = new QWidget;
+    auto* speedLayout = new QVBoxLayout(speedPanel_);
+    speedLayout->setContentsMargins(0, 0, 0, 0);
+    auto* speedRow = new QHBoxLayout;
+    speedRow->addWidget(new QLabel(tr("Show")));
+    speedRow->addWidget(speedShow_);
+    speedRow->addStretch(1);
+    speedLayout->addLayout(speedRow);
+    speedLayout->addWidget(speedPlot_, 1);
+    speedPanel_->setVisible(false);
+    auto* sidePlots = new QSplitter(Qt::Vertical);
+    sidePlots->addWidget(accuracyPlot_);
+    sidePlots->addWidget(speedPanel_);
+    splitter_ = new QSplitter(Qt::Horizontal);
+    splitter_->addWidget(sweepPlot_);
+    splitter_->addWidget(sidePlots);
+    auto* note = new QLabel(tr("Sparsity is the achieved fraction of attention + MLP weights removed (uniform "
+                               "methods fall below ρ). Each point is one pruned model evaluated on the "
+                               "held-out text; calibration as in the Run settings, λ and α as in the Selection."));
+    note->setWordWrap(true);
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(4, 4, 4, 4);
+    layout->addLayout(form);
+    layout->addWidget(note);
+    layout->addWidget(splitter_, 1);
+
+    connect(speedShow_, &QComboBox::currentIndexChanged, this, &SweepPage::redraw);
+    connect(run_, &QPushButton::clicked, this, &SweepPage::runSweep);
+    connect(session_, &StudioSession::sweepCleared, this, &SweepPage::redraw);
+    connect(session_, &StudioSession::sweepRowAvailable, this, &SweepPage::redraw);
+}
+
+void SweepPage::redraw() {
+    // Means and spreads over seeds are core's (summariseOverSeeds), and so is which rows form
+    // one curve (sweepCurves); the plots only draw them.
+    sweepPlot_->clear();
+    accuracyPlot_->clear();
+    speedPlot_->clear();
+    const SpeedQuantity& speed = kSpeedQuantities[std::max(0, speedShow_->currentIndex())];
+    speedPlot_->setQuantity(tr("%1 against sparsity").arg(tr(speed.name)), tr(speed.axis), false);
+    const auto summary = npw::summariseOverSeeds(session_->sweepRows());
+    std::vector<npw::SweepPointKey> keys;
+    keys.reserve(summary.size());
+    for (const npw::SweepSummaryRow& s : summary) keys.push_back(curveKey(s));
+    bool accuracy = false, speedRows = false;
+    for (const npw::SweepCurvePoint& c : npw::sweepCurves(keys)) {
+        const npw::SweepSummaryRow& s = summary[c.point];
+        const QString curve = QString::fromStdString(c.curve);
+        double value = 0, spread = 0;
+        SweepPlotWidget* plot = sweepPlot_;
+        switch (c.plot) {
+        case npw::SweepPlot::Speed:
+            speedRows = true;
+            plot = speedPlot_;
+            value = speed.value(s);
+            spread = speed.spread ? speed.spread(s) : 0.0;
+            break;
+        case npw::SweepPlot::ZeroShot:
+            accuracy = true;
+            plot = accuracyPlot_;
+            value = s.accMean;
+            spread = s.accStd;
+            accuracyPlot_->setQuantity(tr("Zero-shot accuracy against sparsity"),
+                                       tr("accuracy on %1").arg(QString::fromStdString(s.first.evalSet)), false);
+            break;
+        case npw::SweepPlot::Perplexity:
+            value = s.pplMean;
+            spread = s.pplStd;
+            break;
+        }
+        // The dense model: its plot's dashed line, or (several texts) the start of a curve at sparsity 0.
+        if (curve.isEmpty()) plot->setDenseBaseline(value);
+        else if (c.denseStart) plot->addPoint(curve, 0.0, value);
+        else plot->addPoint(curve, s.achievedRatioMean, value, spread);
+    }
+    accuracyPlot_->setVisible(accuracy);
+    speedPanel_->setVisible(speedRows);
+    // When the side column appears, give it room for its plots' legends (5 : 4).
+    const bool side = accuracy || speedRows;
+    if (side && !sideColumnShown_) {
+        const int width = splitter_->width();
+        splitter_->setSizes({width * 5 / 9, width * 4 / 9});
+    }
+    sideColumnShown_ = side;
+}
+
+void SweepPage::setBusy(bool busy) { run_->setEnabled(!busy && session_->hasModel()); }
+
+bool SweepPage::exportPlot(const QString& path) {
+    const QString suffix = QFileInfo(path).suffix().toLower();
+    if (suffix == QLatin1String("pdf")) return sweepPlot_->savePdf(path);
+    if (suffix == QLatin1String("svg")) return sweepPlot_->saveSvg(path);
+    return sweepPlot_->savePng(path);
+}
+
+SweepRequest SweepPage::sweepRequest() const {
+    SweepRequest r;
+    r.methods.clear();
+    for (const QString& m : methods_->text().split(QLatin1Char(','), Qt::SkipEmptyParts)) r.methods << m.trimmed();
+    r.ratios = parseNumbers(ratios_->text());
+    r.seeds = seeds_->value();
+    r.evalMaxWindows = windows_->value();
+    for (double x : parseNumbers(samples_->text())) r.calibSamples.push_back(static_cast<int64_t>(x));
+    for (double x : parseNumbers(seqlens_->text())) r.calibSeqlens.push_back(static_cast<int64_t>(x));
+    r.lambdas = parseNumbers(lambdas_->text());
+    if (zeroShot_->isChecked()) r.zeroShotTask = studio::defaultZeroShotTask();
+    r.measureSpeed = speed_->isChecked();
+    for (const QString& path : evalTexts_->text().split(QLatin1Char(','), Qt::SkipEmptyParts))
+        r.evalSources.push_back(path.trimmed().toStdString());
+    return r;
+}
+
+void SweepPage::setSweepRequest(const SweepRequest& r) {
+    methods_->setText(r.methods.join(QLatin1Char(',')));
+    QStringList ratios;
+    for (double x : r.ratios) ratios << QString::number(x);
+    ratios_->setText(ratios.join(QLatin1Char(',')));
+    seeds_->setValue(r.seeds);
+    windows_->setValue(int(r.evalMaxWindows));
+    auto joined = [](auto values) {
+        QStringList out;
+        for (auto x : values) out << QString::number(x);
+        return out.join(QLatin1Char(','));
+    };
+    samples_->setText(joined(r.calibSamples));
+    seqlens_->setText(joined(r.calibSeqlens));
+    lambdas_->setText(joined(r.lambdas));
+    zeroShot_->setChecked(!r.zeroShotTask.empty());
+    speed_->setChecked(r.measureSpeed);
+    QStringList texts;
+    for (const std::string& path : r.evalSources) texts << QString::fromStdString(path);
+    evalTexts_->setText(texts.join(QLatin1Char(',')));
+}
+
+void SweepPage::restoreSettings(const QSettings& s) {
+    SweepRequest sweep = sweepRequest();
+    sweep.methods = s.value(QStringLiteral("sweep/methods"), sweep.methods).toStringList();
+    const QString ratios = s.value(QStringLiteral("sweep/ratios")).toString();
+    if (!ratios.isEmpty()) sweep.ratios = parseNumbers(ratios);
+    sweep.seeds = s.value(QStringLiteral("sweep/seeds"), sweep.seeds).toInt();
+    sweep.evalMaxWindows = s.value(QStringLiteral("sweep/windows"), qlonglong(sweep.evalMaxWindows)).toLongLong();
+    setSweepRequest(sweep);
+}
+
+void SweepPage::saveSettings(QSettings& s) const {
+    const SweepRequest sweep = sweepRequest();
+    s.setValue(QStringLiteral("sweep/methods"), sweep.methods);
+    s.setValue(QStringLiteral("sweep/ratios"), ratios_->text());
+    s.setValue(QStringLiteral("sweep/seeds"), sweep.seeds);
+    s.setValue(QStringLiteral("sweep/windows"), qlonglong(sweep.evalMaxWindows));
+}
