@@ -115,8 +115,7 @@ SentencePieceTokenizer::SentencePieceTokenizer(sentencepiece::ModelProto model, 
             unigramTrie_->insert(text, id);
     }
     normalizer_ = std::make_unique<sentencepiece::Normalizer>(model_.normalizer, userDefined, source, "normalizer_spec");
-    hasCharsMap_ = !model_.normalizer.precompiledCharsmap.empty();
-    model_.normalizer.precompiledCharsmap.clear();  // the normalizer holds it; a few hundred kB
+    hasCharsMap_ = !model_.normalizer.precompiledCharsmap.empty();  // kept: a GGUF export ("t5") writes it
 
     // SentencePieceProcessor::bos_id() and friends: the id of the named piece when it has the
     // expected type, else -1 (the piece names default when the trainer spec leaves them empty).
