@@ -14,9 +14,15 @@ namespace npw {
 
 class Tokenizer {
 public:
-    enum class Kind { SentencePieceBpe, ByteLevelBpe };
+    // SentencePieceUnigram and Llama2c (issue 14): a tokenizer.model of unigram type, a llama2.c
+    // tokenizer.bin; SentencePieceBpe is also a BPE tokenizer.model (sentencepiece_tokenizer.h).
+    enum class Kind { SentencePieceBpe, ByteLevelBpe, SentencePieceUnigram, Llama2c };
 
     static std::shared_ptr<Tokenizer> fromFile(const std::string& tokenizerJsonPath);
+    // Issue 14 (defined in tokenizer_files.cpp): any tokenizer file npw reads, told apart by its
+    // content, not its name: tokenizer.json (JSON), SentencePiece tokenizer.model (protobuf),
+    // llama2.c tokenizer.bin. Meta's LLaMA-3 tokenizer.model (tiktoken text) is refused by name.
+    static std::shared_ptr<Tokenizer> fromAnyFile(const std::string& path);
     static std::shared_ptr<Tokenizer> fromJson(const std::string& json, const std::string& sourceName);
     virtual ~Tokenizer() = default;
 

@@ -1,0 +1,120 @@
+// Tokenizer::fromAnyFile (issue 14): dispatch on a tokenizer file's content.
+#include "core/text/tokenizer_files.h"
+
+#include "core/text/llama2c_tokenizer.h"
+#include "core/text/sentencepiece_model.h"
+#include "core/text/sentencepiece_tokenizer.h"
+#include "core/text/tokenizer.h"
+#include "core/util/error.h"
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+namespace npw {
+namespace {
+
+constexpr std::size_t maxTokenizerFileBytes = std::size_t{1} << 30;  // 1 GiB (Gemma's tokenizer.json is 34 MB)
+
+bool isBase64(char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' || c == '/' || c == '=';
+}
+
+// tiktoken's .tiktoken / LLaMA-3 tokenizer.model: "<base64> <rank>\n" lines. Checks the first few.
+bool looksLikeTiktoken(std::string_view bytes) {
+    std::size_t pos = 0;
+    int lines = 0;
+    while (pos < bytes.size() && lines < 4) {
+        std::size_t end = bytes.find('\n', pos);
+        if (end == std::string_view::npos)
+            end = bytes.size();
+        std::string_view line = bytes.substr(pos, end - pos);
+        if (!line.empty() && line.back() == '\r')
+            line.remove_suffix(1);
+        const std::size_t space = line.find(' ');
+        if (space == 0 || space == std::string_view::npos || space + 1 == line.size())
+            return false;
+        for (char c : line.substr(0, space))
+            if (!isBase64(c))
+                return false;
+        for (char c : line.substr(space + 1))
+            if (c < '0' || c > '9')
+                return false;
+        ++lines;
+        pos = end + 1;
+    }
+    return lines > 0;
+}
+
+std::string readTokenizerFile(const std::string& path) {
+    if (std::filesystem::is_directory(path))
+        throw Error("tokenizer '" + path + "' is a folder; give the tokenizer file in it (tokenizer.json, tokenizer.model or tokenizer.bin)");
+    std::ifstream file(path, std::ios::binary | std::ios::ate);
+    if (!file)
+        throw Error("cannot open tokenizer '" + path + "': " + std::strerror(errno));
+    const std::streamoff size = file.tellg();
+    if (size < 0)
+        throw Error("cannot read tokenizer '" + path + "'");
+    if (static_cast<uint64_t>(size) > maxTokenizerFileBytes)
+        throw Error("tokenizer '" + path + "' is " + std::to_string(size) + " bytes, more than npw reads as a tokenizer (1 GiB)");
+    std::string content(static_cast<std::size_t>(size), '\0');
+    file.seekg(0);
+    if (!file.read(content.data(), size))
+        throw Error("cannot read tokenizer '" + path + "': " + std::strerror(errno));
+    return content;
+}
+
+} // namespace
+
+TokenizerFileKind detectTokenizerFile(std::string_view bytes) {
+    // llama2.c first: its header's two high bytes are zero, which no JSON, text or protobuf
+    // tokenizer file has at offsets 2 and 3.
+    if (Llama2cTokenizer::looksLikeTokenizerBin(bytes))
+        return TokenizerFileKind::Llama2cBin;
+    std::string_view text = bytes;
+    if (text.substr(0, 3) == "\xEF\xBB\xBF")
+        text.remove_prefix(3);
+    const std::size_t first = text.find_first_not_of(" \t\r\n");
+    if (first != std::string_view::npos && text[first] == '{')
+        return TokenizerFileKind::TokenizerJson;
+    if (looksLikeTiktoken(bytes))
+        return TokenizerFileKind::Tiktoken;
+    if (sentencepiece::looksLikeModelProto(bytes))
+        return TokenizerFileKind::SentencePiece;
+    return TokenizerFileKind::Unknown;
+}
+
+const char* tokenizerFileKindName(TokenizerFileKind kind) {
+    switch (kind) {
+    case TokenizerFileKind::TokenizerJson: return "tokenizer.json";
+    case TokenizerFileKind::SentencePiece: return "SentencePiece model";
+    case TokenizerFileKind::Llama2cBin: return "llama2.c tokenizer.bin";
+    case TokenizerFileKind::Tiktoken: return "tiktoken BPE file";
+    case TokenizerFileKind::Unknown: return "unknown";
+    }
+    return "unknown";
+}
+
+std::shared_ptr<Tokenizer> Tokenizer::fromAnyFile(const std::string& path) {
+    const std::string content = readTokenizerFile(path);
+    switch (detectTokenizerFile(content)) {
+    case TokenizerFileKind::TokenizerJson:
+        return fromJson(content, path);
+    case TokenizerFileKind::SentencePiece:
+        return SentencePieceTokenizer::fromBytes(content, path);
+    case TokenizerFileKind::Llama2cBin:
+        return Llama2cTokenizer::fromBytes(content, path);
+    case TokenizerFileKind::Tiktoken:
+        throw Error("tokenizer '" + path + "' is a tiktoken BPE file (a base64 piece and a rank per line, as Meta ships "
+                    "LLaMA-3's tokenizer.model); npw does not read it: use the model's tokenizer.json");
+    case TokenizerFileKind::Unknown:
+        break;
+    }
+    if (content.empty())
+        throw Error("tokenizer '" + path + "' is empty");
+    throw Error("tokenizer '" + path + "' is none of the tokenizer files npw reads: not JSON (tokenizer.json), not a "
+                "SentencePiece model (tokenizer.model, protobuf), not a llama2.c tokenizer.bin");
+}
+
+} // namespace npw
