@@ -21,6 +21,17 @@ T field(const nlohmann::json& j, const char* name, T fallback) {
     }
 }
 
+// A name field read with core's parser of that setting (npw::parseAlphaMode, ...).
+template <class Parse>
+auto namedField(const nlohmann::json& j, const char* name, const std::string& fallback, Parse parse) {
+    const std::string value = field<std::string>(j, name, fallback);
+    try {
+        return parse(value);
+    } catch (const npw::Error& e) {
+        throw npw::Error(std::string("settings field '") + name + "': " + e.what());
+    }
+}
+
 double doubleOrNaN(const nlohmann::json& j, const char* name, double fallback) {
     if (j.contains(name) && j[name].is_null()) return std::numeric_limits<double>::quiet_NaN();
     return field<double>(j, name, fallback);
@@ -37,30 +48,20 @@ bool SelectionKnobs::operator==(const SelectionKnobs& o) const {
     return rho == o.rho && sameAlpha && mode == o.mode && lambda == o.lambda;
 }
 
-npw::CompensationKind parseCompensation(const std::string& name) {
-    if (name == "auto" || name == "method-default") return npw::CompensationKind::MethodDefault;
-    if (name == "theorem3") return npw::CompensationKind::Theorem3;
-    if (name == "flap-bias") return npw::CompensationKind::FlapBias;
-    if (name == "none") return npw::CompensationKind::None;
-    throw npw::Error("unknown compensation '" + name + "' (expected auto, theorem3, flap-bias or none)");
-}
-
 nlohmann::json toJson(const CalibrationSettings& s) {
     return {{"source", s.source}, {"source_is_ids", s.sourceIsIds}, {"samples", s.samples},
             {"seqlen", s.seqlen}, {"seed", s.seed}};
 }
 
 nlohmann::json toJson(const npw::PruneSettings& s) {
-    const std::string compensation =
-        s.compensation == npw::CompensationKind::MethodDefault ? "auto" : npw::compensationName(s.compensation);
     return {{"method", npw::methodName(s.method)},
             {"ratio", s.ratio},  // matters to Algorithm 1 (iters > 0) only
             {"lambda", s.lambda},
             {"iters", s.iters},
             {"damp", s.damp},
-            {"compensation", compensation},
+            {"compensation", npw::compensationSettingName(s.compensation)},
             {"seed", s.seed},
-            {"unit", s.attentionUnit == npw::AttentionUnitKind::KvGroup ? "kv-group" : "query-slot"},
+            {"unit", npw::attentionUnitName(s.attentionUnit)},
             {"standardised_global", s.standardisedGlobal},
             {"box_constrained", s.boxConstrained}};
 }
@@ -88,11 +89,9 @@ npw::PruneSettings pruneSettingsFromJson(const nlohmann::json& j) {
     s.lambda = field<double>(j, "lambda", s.lambda);
     s.iters = field<int>(j, "iters", s.iters);
     s.damp = field<double>(j, "damp", s.damp);
-    s.compensation = parseCompensation(field<std::string>(j, "compensation", "auto"));
+    s.compensation = namedField(j, "compensation", npw::compensationSettingName(s.compensation), npw::parseCompensation);
     s.seed = field<uint64_t>(j, "seed", s.seed);
-    const std::string unit = field<std::string>(j, "unit", "kv-group");
-    if (unit != "kv-group" && unit != "query-slot") throw npw::Error("settings field 'unit': '" + unit + "'");
-    s.attentionUnit = unit == "kv-group" ? npw::AttentionUnitKind::KvGroup : npw::AttentionUnitKind::QuerySlot;
+    s.attentionUnit = namedField(j, "unit", npw::attentionUnitName(s.attentionUnit), npw::parseAttentionUnit);
     s.standardisedGlobal = field<bool>(j, "standardised_global", s.standardisedGlobal);
     s.boxConstrained = field<bool>(j, "box_constrained", s.boxConstrained);
     s.validate();
@@ -103,9 +102,7 @@ SelectionKnobs knobsFromJson(const nlohmann::json& j) {
     SelectionKnobs k;
     k.rho = field<double>(j, "rho", k.rho);
     k.alpha = doubleOrNaN(j, "alpha", k.alpha);
-    const std::string mode = field<std::string>(j, "alpha_mode", "budget");
-    if (mode != "paper" && mode != "budget") throw npw::Error("settings field 'alpha_mode': '" + mode + "'");
-    k.mode = mode == "paper" ? npw::AlphaMode::Paper : npw::AlphaMode::Budget;
+    k.mode = namedField(j, "alpha_mode", npw::alphaModeName(k.mode), npw::parseAlphaMode);
     k.lambda = field<double>(j, "lambda", k.lambda);
     if (!(k.rho >= 0 && k.rho < 1)) throw npw::Error("settings field 'rho' is outside [0, 1)");
     if (!(k.lambda > 0)) throw npw::Error("settings field 'lambda' must be positive");

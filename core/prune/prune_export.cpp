@@ -114,7 +114,7 @@ std::string pruneManifestJson(const PruneReport& report, const PruneSettings& s,
                      : methodName(s.method);
     j["damp"] = s.damp;
     j["damp_meaning"] = "gamma relative to mean(diag 2G): 2G + gamma*mean(diag 2G)*I";
-    j["attention_unit"] = s.attentionUnit == AttentionUnitKind::KvGroup ? "kv-group" : "query-slot";
+    j["attention_unit"] = attentionUnitName(s.attentionUnit);
     j["standardised_global"] = s.standardisedGlobal;
     j["selection"] = s.selectsGlobally() ? "global" : "uniform per layer";
     j["scope"] = scopeName(s.scope);
@@ -222,7 +222,7 @@ void saveScoreSet(const ScoreSet& scores, double rho, const std::string& path) {
                       {"ratio", std::to_string(rho)},
                       {"lambda", std::to_string(s.lambda)},
                       {"standardised_global", s.standardisedGlobal ? "true" : "false"},
-                      {"attention_unit", s.attentionUnit == AttentionUnitKind::KvGroup ? "kv-group" : "query-slot"},
+                      {"attention_unit", attentionUnitName(s.attentionUnit)},
                       {"meaning", s.method == PruneMethod::Numerical && !s.standardisedGlobal
                                       ? "numerical score z at ratio (higher = keep); unit = mean of its channels; "
                                         "ainv1 = A^-1 1, c = 1^T A^-1 1 with A = (W W^T) o G/N"

@@ -410,3 +410,37 @@ SelectionResult selectMask(const ScoreSet& scores, double ratio, double alpha, A
 }
 
 } // namespace npw
+
+// ---- Setting names and their one parser each (issue 12; declared at the end of pruner.h) ----
+namespace npw {
+
+AlphaMode parseAlphaMode(const std::string& name) {
+    for (AlphaMode mode : {AlphaMode::Paper, AlphaMode::Budget})
+        if (name == alphaModeName(mode)) return mode;
+    throw Error("unknown α mode '" + name + "' (expected paper or budget)");
+}
+
+CompensationKind parseCompensation(const std::string& name) {
+    if (name == "auto" || name == "method-default") return CompensationKind::MethodDefault;
+    if (name == "theorem3") return CompensationKind::Theorem3;
+    if (name == "flap-bias" || name == "bias") return CompensationKind::FlapBias;
+    if (name == "none") return CompensationKind::None;
+    throw Error("unknown compensation '" + name + "' (expected auto, theorem3, flap-bias or none)");
+}
+
+std::string compensationSettingName(CompensationKind kind) {
+    return kind == CompensationKind::MethodDefault ? "auto" : compensationName(kind);
+}
+
+std::string attentionUnitName(AttentionUnitKind kind) {
+    return kind == AttentionUnitKind::QuerySlot ? "query-slot" : "kv-group";
+}
+
+AttentionUnitKind parseAttentionUnit(const std::string& name) {
+    for (AttentionUnitKind kind : {AttentionUnitKind::KvGroup, AttentionUnitKind::QuerySlot})
+        if (name == attentionUnitName(kind)) return kind;
+    throw Error("unknown attention unit '" + name + "' (expected kv-group or query-slot)");
+}
+
+} // namespace npw
+// ---- end of the setting names block ----------------------------------------------------------

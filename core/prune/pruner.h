@@ -273,3 +273,22 @@ void writeExportDirectory(const std::string& sourceModel, const std::string& dir
 void saveScoreSet(const ScoreSet& scores, double rho, const std::string& path);
 
 } // namespace npw
+
+// ---- Setting names and their one parser each (issue 12) ------------------------------------
+// The CLI flags, the studio's settings JSON and the manifests read and write these names through
+// the functions below; nothing else spells them. Errors speak of the setting, not of a flag.
+namespace npw {
+
+// "paper" or "budget" (as alphaModeName writes them); npw::Error naming the choices.
+AlphaMode parseAlphaMode(const std::string& name);
+// "auto" (or "method-default"), "theorem3", "flap-bias" (also spelt "bias"), "none". Written as
+// compensationSettingName: "flap-bias", never "bias".
+CompensationKind parseCompensation(const std::string& name);
+// A compensation as settings write it: "auto" for MethodDefault, else compensationName.
+std::string compensationSettingName(CompensationKind kind);
+// "kv-group" or "query-slot".
+std::string attentionUnitName(AttentionUnitKind kind);
+AttentionUnitKind parseAttentionUnit(const std::string& name);
+
+} // namespace npw
+// ---- end of the setting names block ----------------------------------------------------------
