@@ -134,7 +134,7 @@ std::string pruneManifestJson(const PruneReport& report, const PruneSettings& s,
 }
 
 void checkExportTarget(const std::string& sourceModel, const std::string& dir) {
-    if (dir.empty()) throw Error("no output directory given (--out DIR)");
+    if (dir.empty()) throw Error("no output directory given");
     const fs::path target = normalised(dir);
     if (!sourceModel.empty()) {
         ensureNotOverwritingSource(sourceModel, dir);
@@ -143,10 +143,10 @@ void checkExportTarget(const std::string& sourceModel, const std::string& dir) {
         const fs::path sourceDir = fs::is_directory(source) ? source : source.parent_path();
         if (target == source || target == sourceDir)
             throw Error("refusing to write '" + dir + "': it is the source model '" + sourceModel +
-                        "' or its directory (a source checkpoint is never overwritten; choose another --out)");
+                        "' or its directory (a source checkpoint is never overwritten; choose another output directory)");
         if (fs::is_directory(source) && isInside(target, source))
             throw Error("refusing to write '" + dir + "': it is inside the source model '" + sourceModel +
-                        "' (a source checkpoint is never modified; choose another --out)");
+                        "' (a source checkpoint is never modified; choose another output directory)");
     }
     std::error_code ec;
     if (!fs::exists(target, ec)) return;
@@ -154,7 +154,7 @@ void checkExportTarget(const std::string& sourceModel, const std::string& dir) {
         throw Error("refusing to write '" + dir + "': it exists and is not a directory");
     if (fs::is_empty(target, ec) || fs::is_regular_file(target / kManifestName)) return;
     throw Error("refusing to write '" + dir + "': it is a non-empty directory that is not an npw export (no " +
-                kManifestName + "); choose a new --out");
+                kManifestName + "); choose a new output directory");
 }
 
 void writeExportDirectory(const std::string& sourceModel, const std::string& dir,

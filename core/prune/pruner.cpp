@@ -163,22 +163,22 @@ std::string alphaModeName(AlphaMode mode) { return mode == AlphaMode::Paper ? "p
 
 void PruneSettings::validate() const {
     if (!(ratio >= 0 && ratio < 1))
-        throw Error("the pruning ratio ρ (--ratio) must lie in [0, 1), got " + shortNumber(ratio));
+        throw Error("the pruning ratio ρ must lie in [0, 1), got " + shortNumber(ratio));
     if (!std::isnan(alpha) && !(alpha > 0 && isFiniteNumber(alpha)))
-        throw Error("α (--alpha) must be a positive number, got " + shortNumber(alpha));
+        throw Error("α must be a positive number, got " + shortNumber(alpha));
     if (!(lambda > 0 && isFiniteNumber(lambda)))
-        throw Error("λ (--lambda) must be a positive number, got " + shortNumber(lambda));
+        throw Error("λ must be a positive number, got " + shortNumber(lambda));
     if (!(damp >= 0 && isFiniteNumber(damp)))
-        throw Error("the dampening γ (--damp) must be ≥ 0, got " + shortNumber(damp));
-    if (iters < 0) throw Error("the Newton iterations T (--iters) must be ≥ 0, got " + std::to_string(iters));
+        throw Error("the dampening γ must be ≥ 0, got " + shortNumber(damp));
+    if (iters < 0) throw Error("the Newton iterations T must be ≥ 0, got " + std::to_string(iters));
     if (boxConstrained && method != PruneMethod::Numerical)
-        throw Error("the box constraint (--box) applies to the numerical score only, not " + methodName(method));
+        throw Error("the box constraint applies to the numerical score only, not " + methodName(method));
     if (boxConstrained && iters > 0)
-        throw Error("--box and --iters are alternatives: the box-constrained z comes from its own active-set solve");
+        throw Error("the box constraint and Algorithm 1 (iterations T > 0) are alternatives: the box-constrained z comes from its own active-set solve");
     if (boxConstrained && ratio == 0)
         throw Error("the box-constrained score needs ρ > 0: at ρ = 0 every z is 1 and ranks nothing");
     if (iters > 0 && method == PruneMethod::Numerical && ratio == 0)
-        throw Error("Algorithm 1 (--iters > 0) needs ρ > 0: its z at ρ = 0 is all ones and ranks nothing");
+        throw Error("Algorithm 1 (iterations T > 0) needs ρ > 0: its z at ρ = 0 is all ones and ranks nothing");
     for (int64_t layer : protectedLayers)
         if (layer < 0) throw Error("protected layer " + std::to_string(layer) + " is negative");
 }
@@ -265,7 +265,7 @@ double defaultAlphaFor(const LlamaConfig& config, AttentionUnitKind kind) {
         if (alpha != 0 && std::abs(layerAlpha - alpha) > 1e-12 * alpha)
             throw Error("the default α differs between layers (" + std::to_string(alpha) + " vs " +
                         std::to_string(layerAlpha) + " in layer " + std::to_string(l) +
-                        ": their attention units have different sizes); give α (--alpha) explicitly");
+                        ": their attention units have different sizes); give α explicitly");
         alpha = layerAlpha;
     }
     return alpha != 0 ? alpha : 4.0 * static_cast<double>(config.head_dim) / 3.0;
