@@ -113,7 +113,7 @@ private slots:
         // Generated with the model's own sampler: the same seeds give the same sequences.
         const ImageCalibrationSet again = generateImageCalibration(model, 2, sampling);
         QVERIFY(at::equal(set.tokens, again.tokens));
-        QVERIFY(npw::test::errorOf([&] { generateImageCalibration(model, 0, sampling); }).contains("--per-class"));
+        QVERIFY(npw::test::errorOf([&] { generateImageCalibration(model, 0, sampling); }).contains("samples per class"));
     }
 
     void prunedExportReloadsWithTheSameLogits() {

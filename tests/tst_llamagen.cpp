@@ -292,7 +292,11 @@ private slots:
 
     void rawCheckpointNeedsASize() {
         const QString e = errorOf([] { loadLlamaGenCheckpoint(dataFile("gpt_fsdp.pt")); });
-        QVERIFY2(e.contains("gpt_fsdp.pt") && e.contains("--gpt-model") && e.contains("--image-size"), qPrintable(e));
+        // The core names the settings; the CLI words them as its flags (tst_llamagen_cli, userErrors).
+        QVERIFY2(e.contains("gpt_fsdp.pt") && e.contains("does not say its size") && e.contains("B, L, XL, XXL or 3B") &&
+                     e.contains("image size"),
+                 qPrintable(e));
+        QVERIFY_THROWS_EXCEPTION(LlamaGenSizeUnknown, loadLlamaGenCheckpoint(dataFile("gpt_fsdp.pt")));
     }
 
     void namedSizeDisagreeing() {

@@ -216,7 +216,7 @@ private slots:
         auto [rc1, e1] = stderrOf({"generate", QString::fromStdString(dataFile("gpt_fsdp.pt")), "--class", "1",
                                    "--vq", QString::fromStdString(dataFile("vq_ddp.pt")), "--out", dir_.path() + "/x.png"});
         QCOMPARE(rc1, 1);
-        QVERIFY2(e1.contains("--gpt-model"), qPrintable(e1));
+        QVERIFY2(e1.contains("--gpt-model") && e1.contains("--image-size"), qPrintable(e1));
         auto [rc2, e2] = stderrOf({"generate", QString::fromStdString(dataFile("gpt_fsdp.pt")), "--class", "1", "--vq",
                                    QString::fromStdString(dataFile("vq_ddp.pt")), "--gpt-model", "B", "--out",
                                    dir_.path() + "/x.png"});

@@ -367,7 +367,7 @@ private slots:
         const ScoreSet scores = computeScores(f.model.checkpoint(), few, settings);  // the score copes (jitter)
         const Mask mask = selectMask(scores, 0.5, NAN, AlphaMode::Budget).mask;
         const QString singular = errorOf([&] { applyMask(f.model.checkpoint(), few, mask, settings); });
-        QVERIFY2(singular.contains("layer 0") && singular.contains("singular") && singular.contains("--damp"),
+        QVERIFY2(singular.contains("layer 0") && singular.contains("singular") && singular.contains("dampening γ"),
                  qPrintable(singular));
         settings.damp = 0.01;  // dampened, it works
         QVERIFY(errorOf([&] { applyMask(f.model.checkpoint(), few, mask, settings); }).isEmpty());

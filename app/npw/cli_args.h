@@ -1,18 +1,77 @@
 #pragma once
-// The command line's flag parser: every flag is declared once, with its help text and
-// default, and the help screen is generated from those declarations (no copied defaults).
+// The command line's flag parser. A Flag says what a flag takes (its type, range or choices), its
+// default and its help; every flag is declared once in the table of flags (flag_table.h), each
+// command's list is derived from it, and the help screen is generated from the declarations.
+// parseArgs validates every value it is given against its declaration, so a command only ever
+// reads values that are well formed and in range.
+#include <cstdint>
+#include <functional>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
 
 namespace npw::cli {
 
+enum class FlagType {
+    Switch,    // present or absent, no value
+    Text,      // any string (a path, a model, a spec the command parses)
+    Choice,    // one of a few names, checked by `parse` (core's parser where the setting has one)
+    Int,       // an integer in [min, max]
+    Real,      // a finite number in the range
+    IntList,   // comma-separated integers, each as Int
+    RealList,  // comma-separated numbers, each as Real
+};
+
 struct Flag {
     std::string name;          // without the leading "--"
     std::string valueName;     // e.g. "N"; empty for a switch
     std::string defaultValue;  // shown in help; used when the flag is absent
     std::string help;
+    FlagType type = FlagType::Text;
+    // Int, Real and the lists: the range, finite bounds only where the flag has one.
+    double min = -std::numeric_limits<double>::infinity();
+    double max = std::numeric_limits<double>::infinity();
+    bool minExclusive = false, maxExclusive = false;
+    // Choice: what the values may be (for help and errors), and the parser that refuses any other
+    // value with an npw::Error.
+    std::string choices;
+    std::function<void(const std::string&)> parse;
+
+    // Declarations, as the table writes them.
+    static Flag toggle(std::string name, std::string help);
+    static Flag text(std::string name, std::string valueName, std::string help);
+    static Flag choice(std::string name, std::string valueName, std::string choices,
+                       std::function<void(const std::string&)> parse, std::string help);
+    static Flag integer(std::string name, std::string valueName, int64_t min, int64_t max, std::string help);
+    static Flag real(std::string name, std::string valueName, std::string help);  // any finite number
+    // Range of a Real (each returns a copy): [lo, ...), (lo, ...), [..., hi], [..., hi).
+    Flag atLeast(double lo) const;
+    Flag above(double lo) const;
+    Flag atMost(double hi) const;
+    Flag below(double hi) const;
+    // Copies that differ for one command (a default, a help text, a lower bound, a list of values).
+    Flag byDefault(std::string value) const;
+    Flag described(std::string help) const;
+    Flag valueNamed(std::string valueName) const;
+    Flag named(std::string name) const;  // a related flag (--ratios beside --ratio)
+    Flag asList(std::string valueName) const;
+
+    bool takesValue() const { return type != FlagType::Switch; }
+    bool isNumeric() const { return type == FlagType::Int || type == FlagType::Real || isList(); }
+    bool isList() const { return type == FlagType::IntList || type == FlagType::RealList; }
+    // What a value must be, e.g. "an integer ≥ 1", "a number in [0, 1)", "paper or budget".
+    std::string expects() const;
+
+private:
+    Flag bounded(double lo, bool loExclusive, double hi, bool hiExclusive) const;
 };
+
+// Throws npw::Error "--NAME expects …, got '…'" unless `value` is one the flag takes.
+void validateFlagValue(const Flag& flag, const std::string& value);
+// The numbers of a numeric flag's value (one for Int/Real, several for a list), unvalidated:
+// npw::Error when an item is not a number at all.
+std::vector<double> flagNumbers(const Flag& flag, const std::string& value);
 
 class Args {
 public:
@@ -21,6 +80,9 @@ public:
     std::string get(const std::string& name) const;  // the value or the declared default
     long long getInt(const std::string& name) const;
     double getDouble(const std::string& name) const;
+    std::vector<std::string> getList(const std::string& name) const;  // comma-separated, empty items skipped
+    std::vector<int64_t> getIntList(const std::string& name) const;
+    std::vector<double> getDoubleList(const std::string& name) const;
     bool flag(const std::string& name) const { return has(name); }
 
 private:
@@ -30,7 +92,9 @@ private:
     std::map<std::string, std::string> defaults_;
 };
 
-// Parses argv after the subcommand name; throws npw::Error for unknown flags or missing values.
+// Parses argv after the subcommand name; throws npw::Error for unknown flags, missing values and
+// values their declaration refuses ("--seqlen expects an integer in [2, 1048576], got '0' (see
+// 'npw eval --help')").
 Args parseArgs(const std::vector<Flag>& flags, const std::vector<std::string>& argv, const std::string& command);
 std::string formatFlagHelp(const std::vector<Flag>& flags);
 

@@ -26,13 +26,6 @@ const std::vector<Command>& allCommands() {
 
 std::string versionString() { return NPW_VERSION_STRING; }
 
-std::vector<Flag> runtimeFlags() {
-    return {{"device", "DEV", "auto", "auto, cpu, cuda or cuda:N (auto: CUDA when available)"},
-            {"dtype", "TYPE", "auto", "auto, float32, float16, bfloat16 (auto: bfloat16 on CUDA, float32 on CPU)"}};
-}
-
-Flag jsonFlag() { return {"json", "", "", "print one JSON object on stdout"}; }
-
 ProgressFn terminalProgress() {
     if (!isatty(fileno(stderr))) return nullptr;
     auto start = std::make_shared<std::chrono::steady_clock::time_point>(std::chrono::steady_clock::now());

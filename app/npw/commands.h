@@ -1,5 +1,6 @@
 #pragma once
 #include "app/npw/cli_args.h"
+#include "app/npw/flag_table.h"
 #include "core/eval/feature_network.h"
 #include "core/eval/image_eval.h"
 #include "core/eval/image_generate.h"
@@ -18,7 +19,7 @@ struct Command {
     std::string name;
     std::string usage;    // after "npw NAME"
     std::string summary;
-    std::vector<Flag> flags;
+    std::vector<Flag> flags;  // flagsFor(name): from the table of flags (flag_table.h)
     std::function<int(const Args&)> run;
 };
 
@@ -51,8 +52,6 @@ int runGgufInfo(const Args& args, const std::string& path);
 
 // Class-conditional image models (commands_image.cpp): `npw generate` and `npw info` hand over
 // to these when isImageModelRequest says so.
-std::vector<Flag> imageModelFlags();     // --gpt-model, --image-size
-std::vector<Flag> imageGenerateFlags();  // --class, --n, --cfg, --cfg-interval, --top-k, --vq, --out, --batch
 bool isImageModelRequest(const Args& args, const std::string& model);
 int runImageInfo(const Args& args, const std::string& model);
 int runImageGenerate(const Args& args, const std::string& model);
@@ -61,8 +60,7 @@ LlamaGenCheckpoint openGpt(const Args& args, const std::string& model, int64_t d
 std::string vqPathFor(const Args& args, const std::string& model);          // --vq, else MODEL/vq
 std::vector<std::string> classNames(const std::string& model);             // config.json "class_names"
 ImageSamplingOptions samplingFromArgs(const Args& args);                    // --cfg, --top-k, --seed, --batch, ...
-// `npw prune` / `npw sweep` on an image model (commands_image_prune.cpp), and their extra flags.
-std::vector<Flag> imagePruneFlags();
+// `npw prune` / `npw sweep` on an image model (commands_image_prune.cpp).
 int runImagePrune(const Args& args, const std::string& model, const PruneSettings& settings);
 int runImageSweep(const Args& args, const std::string& model);
 // The image-metric table rows the image commands print (FID, sFID, IS, precision, recall,
@@ -72,10 +70,6 @@ void printEvaluationHeader();
 void printEvaluationRow(const std::string& name, double ratio, double achieved, const ImageEvaluation& e);
 // `npw metrics --model`: the images a model generates (balanced classes, seeds seed..seed+n−1).
 ImageSource modelImages(const Args& args, const std::string& model, int64_t n, int64_t* numClasses = nullptr);
-
-// Flags every model command shares.
-std::vector<Flag> runtimeFlags();  // --device, --dtype
-Flag jsonFlag();
 
 // A progress callback drawing a bar on stderr when it is a terminal (silent otherwise).
 ProgressFn terminalProgress();

@@ -176,16 +176,10 @@ int runDemo(const Args& args) {
 } // namespace
 
 void addDemoCommand(std::vector<Command>& out) {
-    std::vector<Flag> flags = {{"out", "DIR", "npw-demo-results", "folder for results.json, the CSV and the pruned models"},
-                               {"ratio", "R", "0.3", "pruning ratio of the demo's numerical and FLAP runs"},
-                               {"max-windows", "K", "100", "evaluate the first K windows per set (0 = all)"},
-                               {"image-samples", "N", "1000", "demo:c2i: images generated per model for the metrics (0 = skip the image model)"},
-                               {"image-lambda", "X", "100", "demo:c2i: λ of the numerical score (this model prefers the saturated end: README, \"Pruning image models\")"}};
-    for (Flag f : runtimeFlags()) flags.push_back(f);
     out.push_back({"demo", "[--out DIR] [--ratio R] [--max-windows K] [--image-samples N]",
                    "The whole pipeline on the bundled demo models (language and image): evaluate, prune (numerical, FLAP), "
                    "evaluate again.",
-                   flags, runDemo});
+                   flagsFor("demo"), runDemo});
 }
 
 } // namespace npw::cli

@@ -52,11 +52,7 @@ int runExportGguf(const Args& args) {
 void addGgufCommand(std::vector<Command>& out) {
     out.push_back({"export-gguf", "MODEL --out FILE.gguf [--dtype f32|f16] [--json]",
                    "write a dense or pruned model as GGUF for llama.cpp (llama or, non-uniform, deci)",
-                   {{"out", "FILE", "", "the .gguf file to write (atomically)"},
-                    {"dtype", "TYPE", "f32", "f32 or f16 for the weight matrices (norms and biases stay f32)"},
-                    {"name", "TEXT", "", "general.name (default: the model's folder or file name)"},
-                    jsonFlag()},
-                   runExportGguf});
+                   flagsFor("export-gguf"), runExportGguf});
 }
 
 } // namespace npw::cli

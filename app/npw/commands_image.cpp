@@ -20,22 +20,6 @@ namespace fs = std::filesystem;
 
 namespace npw::cli {
 
-std::vector<Flag> imageModelFlags() {
-    return {{"gpt-model", "NAME", "", "size of a LlamaGen checkpoint that does not say it: B, L, XL, XXL or 3B"},
-            {"image-size", "PX", "256", "image size of a LlamaGen checkpoint named with --gpt-model (256 or 384)"}};
-}
-
-std::vector<Flag> imageGenerateFlags() {
-    return {{"class", "K[,K...]", "", "image models: class id(s) to generate (a row of --n samples each)"},
-            {"n", "N", "1", "image models: samples per class"},
-            {"cfg", "S", "1", "image models: classifier-free guidance scale (> 1 guides; LlamaGen uses 1.65-4)"},
-            {"cfg-interval", "I", "-1", "image models: guide only decode steps 0..I (LlamaGen's cfg_interval; -1 = all)"},
-            {"top-k", "K", "0", "image models: keep the K most likely tokens (0 = all)"},
-            {"vq", "FILE", "", "image models: the VQ tokenizer (LlamaGen .pt or npw directory; default MODEL/vq)"},
-            {"out", "FILE.png", "", "image models: the PNG to write (one image, or a labelled grid)"},
-            {"batch", "N", "16", "image models: samples per forward pass"}};
-}
-
 ImageSamplingOptions samplingFromArgs(const Args& args) {
     ImageSamplingOptions o;
     o.cfgScale = args.getDouble("cfg");
@@ -53,32 +37,16 @@ bool isImageModelRequest(const Args& args, const std::string& model) {
     return args.has("class") || args.has("vq") || args.has("gpt-model") || isLlamaGenModel(model);
 }
 
-namespace {
-
-std::vector<int64_t> parseClasses(const std::string& text) {
-    std::vector<int64_t> out;
-    std::stringstream in(text);
-    std::string item;
-    while (std::getline(in, item, ',')) {
-        try {
-            size_t used = 0;
-            out.push_back(std::stoll(item, &used));
-            if (used != item.size()) throw std::invalid_argument(item);
-        } catch (const std::exception&) {
-            throw Error("--class: '" + item + "' is not a class id");
-        }
-    }
-    if (out.empty()) throw Error("--class needs at least one class id");
-    return out;
-}
-
-} // namespace
-
 LlamaGenCheckpoint openGpt(const Args& args, const std::string& model, int64_t downsample) {
     LlamaGenLoadOptions o;
     if (args.has("gpt-model"))
         o.config = llamaGenNamedConfig(args.get("gpt-model"), args.getInt("image-size"), 16384, 1000, downsample);
-    return loadLlamaGenCheckpoint(model, o);
+    try {
+        return loadLlamaGenCheckpoint(model, o);
+    } catch (const LlamaGenSizeUnknown&) {
+        throw Error("LlamaGen checkpoint '" + model +
+                    "' does not say its size: name it with --gpt-model B|L|XL|XXL|3B and --image-size 256|384");
+    }
 }
 
 std::string vqPathFor(const Args& args, const std::string& model) {
@@ -147,9 +115,8 @@ int runImageInfo(const Args& args, const std::string& model) {
 int runImageGenerate(const Args& args, const std::string& model) {
     if (!args.has("class")) throw Error("image model '" + model + "': give --class K (or a list K1,K2,...)");
     if (!args.has("out")) throw Error("image generation writes a PNG: give --out FILE.png");
-    const std::vector<int64_t> classes = parseClasses(args.get("class"));
+    const std::vector<int64_t> classes = args.getIntList("class");
     const int64_t n = args.getInt("n");
-    if (n <= 0) throw Error("--n must be positive, got " + args.get("n"));
     const Runtime runtime = chooseRuntime(args.get("device"), args.get("dtype"));
     auto vq = VqModel::load(vqPathFor(args, model), runtime);
     LlamaGenModel gpt(openGpt(args, model, vq->config().downsample()), runtime);

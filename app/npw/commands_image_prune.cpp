@@ -23,20 +23,6 @@ namespace fs = std::filesystem;
 
 namespace npw::cli {
 
-std::vector<Flag> imagePruneFlags() {
-    return {{"per-class", "N", "16", "image models: calibration samples generated per class (--calib generated; the paper: 128)"},
-            {"cfg", "S", "1", "image models: classifier-free guidance of calibration and evaluation samples"},
-            {"top-k", "K", "0", "image models: sample only the K most likely tokens (0 = all)"},
-            {"batch", "N", "64", "image models: samples per forward pass"},
-            {"vq", "FILE", "", "image models: the VQ tokenizer (default MODEL/vq); needed by --metric"},
-            {"metric", "NAME", "none", "image models: fid (all five metrics of dense and pruned: FID, sFID, IS, precision, recall) or none"},
-            {"samples", "N", "1000", "image models: images generated per model for --metric"},
-            {"features", "NET", "demo", "image models: feature network of the metrics (demo classifier, folder, TorchScript)"},
-            {"reference", "REF", "fashion-mnist-test", "image models: reference images or statistics of the metrics"},
-            {"gpt-model", "NAME", "", "size of a LlamaGen checkpoint that does not say it: B, L, XL, XXL or 3B"},
-            {"image-size", "PX", "256", "image size of a LlamaGen checkpoint named with --gpt-model (256 or 384)"}};
-}
-
 namespace {
 
 struct MetricsContext {
@@ -81,9 +67,7 @@ int runImagePrune(const Args& args, const std::string& model, const PruneSetting
                     "generates, as the paper does for LlamaGen)");
     for (const char* lmOnly : {"stats", "stats-on-disk", "save-stats", "calib-ids", "calib-per-line", "seqlen"})
         if (args.has(lmOnly)) throw Error(std::string("--") + lmOnly + " is for language models, not image model '" + model + "'");
-    const std::string metric = args.get("metric");
-    if (metric != "none" && metric != "fid" && metric != "all")
-        throw Error("--metric must be fid (all five image metrics) or none, got '" + metric + "'");
+    const std::string metric = args.get("metric");  // fid, all (the same) or none: the flag table
     const std::string out = args.get("out");
     const Runtime runtime = chooseRuntime(args.get("device"), args.get("dtype"));
     std::shared_ptr<VqModel> vq;
@@ -179,30 +163,17 @@ int runImageSweep(const Args& args, const std::string& model) {
     MetricsContext m = openMetrics(args);
 
     ImageSweepSpec spec;
-    std::stringstream methods(args.get("methods"));
-    for (std::string item; std::getline(methods, item, ',');)
-        if (!item.empty()) spec.methods.push_back(item);
-    std::stringstream ratios(args.get("ratios"));
-    for (std::string item; std::getline(ratios, item, ',');) {
-        size_t used = 0;
-        double x = 0;
-        try {
-            x = std::stod(item, &used);
-        } catch (const std::exception&) {
-            used = 0;
-        }
-        if (item.empty() || used != item.size()) throw Error("--ratios: '" + item + "' is not a number");
-        spec.ratios.push_back(x);
-    }
+    spec.methods = args.getList("methods");
+    spec.ratios = args.getDoubleList("ratios");
     spec.calibPerClass = args.getInt("per-class");
     spec.evalSampling = samplingFromArgs(args);
     spec.calibSampling = spec.evalSampling;
     spec.calibSampling.seed = spec.evalSampling.seed + 1000000;  // calibration samples are not evaluation samples
     spec.evalSamples = args.getInt("samples");
-    spec.lambda = args.getDouble("lambda");
-    if (args.get("alpha-mode") != "paper" && args.get("alpha-mode") != "budget")
-        throw Error("--alpha-mode must be paper or budget, got '" + args.get("alpha-mode") + "'");
-    spec.alphaMode = args.get("alpha-mode") == "paper" ? AlphaMode::Paper : AlphaMode::Budget;
+    const std::vector<double> lambdas = args.getDoubleList("lambda");  // a list for language models
+    if (lambdas.size() != 1) throw Error("image model '" + model + "': the image sweep takes one --lambda, got " + args.get("lambda"));
+    spec.lambda = lambdas[0];
+    spec.alphaMode = parseAlphaMode(args.get("alpha-mode"));
     if (args.has("alpha")) spec.alpha = args.getDouble("alpha");
 
     const bool json = args.flag("json");
@@ -224,7 +195,6 @@ int runImageSweep(const Args& args, const std::string& model) {
 }
 
 ImageSource modelImages(const Args& args, const std::string& model, int64_t n, int64_t* numClasses) {
-    if (n <= 0) throw Error("--n must be positive, got " + std::to_string(n));
     const Runtime runtime = chooseRuntime(args.get("device"), "float32");
     auto vq = VqModel::load(vqPathFor(args, model), runtime);
     auto gpt = std::make_shared<LlamaGenModel>(openGpt(args, model, vq->config().downsample()), runtime);

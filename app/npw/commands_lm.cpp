@@ -16,12 +16,6 @@ namespace npw::cli {
 
 namespace {
 
-std::vector<Flag> withCommon(std::vector<Flag> flags) {
-    for (Flag f : runtimeFlags()) flags.push_back(f);
-    flags.push_back(jsonFlag());
-    return flags;
-}
-
 const std::string& modelArgument(const Args& args, const std::string& command) {
     if (args.positional().size() != 1)
         throw Error("'npw " + command + "' takes exactly one MODEL (a checkpoint path or demo:lm), got " +
@@ -101,7 +95,7 @@ int runEval(const Args& args) {
         ids = readTokenIdFile(source, lm.model->config().vocab_size);
     }
     PerplexityOptions opt;
-    opt.seqlen = effectiveSeqlen(args.has("seqlen") ? args.getInt("seqlen") : 0, lm.model->config());
+    opt.seqlen = effectiveSeqlen(args.has("seqlen") ? args.getInt("seqlen") : 0, lm.model->config());  // ≥ 2: flag table
     opt.maxWindows = args.getInt("max-windows");
     opt.batchWindows = args.getInt("batch");
     DecodeFn decode;
@@ -157,7 +151,6 @@ int runGenerate(const Args& args) {
     o.temperature = args.has("temperature") ? args.getDouble("temperature") : 0.0;
     o.topP = args.getDouble("top-p");
     o.seed = static_cast<uint64_t>(args.getInt("seed"));
-    if (o.topP <= 0 || o.topP > 1) throw Error("--top-p must be in (0, 1], got " + args.get("top-p"));
     if (!args.flag("no-stop")) o.stopToken = c.eos_token_id;
     GenerationResult g = generate(*lm.model, prompt, o);
     nlohmann::json j = {{"model", model}, {"prompt_ids", prompt}, {"ids", g.tokens},
@@ -222,50 +215,20 @@ int runBench(const Args& args) {
 void addLanguageModelCommands(std::vector<Command>& out) {
     out.push_back({"info", "MODEL|FILE.gguf [--gpt-model B|L|XL|XXL|3B --image-size 256|384] [--json]",
                    "Show a model's architecture and parameter count (language or LlamaGen image model), or a GGUF file's metadata and tensors.",
-                   withCommon(imageModelFlags()), runInfo});
+                   flagsFor("info"), runInfo});
     out.push_back({"eval", "MODEL (--text FILE | --ids FILE) [--seqlen N] [--max-windows K] [--reference MODEL]",
                    "Perplexity (GPTQ/FLAP protocol), bits per byte and KL divergence from a reference.",
-                   withCommon({{"text", "FILE", "", "UTF-8 text, tokenized once with BOS at the start"},
-                               {"ids", "FILE", "", "whitespace-separated token ids, used exactly as given"},
-                               {"seqlen", "N", "", "window length (default 2048, capped at the model's context)"},
-                               {"max-windows", "K", "0", "score only the first K windows (0 = all)"},
-                               {"reference", "MODEL", "", "also report KL(reference || model) per token"},
-                               {"batch", "N", "4", "windows per forward pass"}}),
-                   runEval});
-    std::vector<Flag> generateFlags = {
-        {"prompt", "TEXT", "", "text to continue (BOS is prepended)"},
-        {"prompt-ids", "IDS", "", "token ids to continue, e.g. \"1 461\" (no tokenizer needed)"},
-        {"tokens", "N", "64", "new tokens at most"},
-        {"temperature", "T", "", "sampling temperature; 0 = greedy (default: 0 for text, 1 for images as in LlamaGen)"},
-        {"top-p", "P", "1", "nucleus sampling mass"},
-        {"seed", "S", "0", "random seed (images: sample i uses seed + i)"},
-        {"no-stop", "", "", "do not stop at the end-of-sequence token"}};
-    for (const Flag& f : imageGenerateFlags()) generateFlags.push_back(f);
-    for (const Flag& f : imageModelFlags()) generateFlags.push_back(f);
+                   flagsFor("eval"), runEval});
     out.push_back({"generate",
                    "MODEL [--prompt TEXT] [--tokens N] [--temperature T] [--top-p P] [--seed S]\n"
                    "       npw generate IMAGE_MODEL --class K[,K...] [--n N] [--cfg S] [--cfg-interval I] [--top-k K]\n"
                    "           [--vq FILE] [--gpt-model B|L|XL|XXL|3B --image-size 256|384] --out FILE.png",
                    "Generate a text continuation (greedy at temperature 0), or class-conditional images (PNG).",
-                   withCommon(generateFlags), runGenerate});
+                   flagsFor("generate"), runGenerate});
     out.push_back({"bench", "MODEL [--prompt-tokens N] [--decode-tokens N] [--repeats R] [--llamacpp] | --suite pruning | --synthetic 1b | "
                    "--suite calibration-memory [--synthetic 1b] [--layers N] [--calib-samples N] [--calib-seqlen L]",
                    "Prefill and decode speed (tokens/s) and peak memory; pruning benchmarks with --suite/--synthetic.",
-                   withCommon({{"prompt-tokens", "N", "128", "prompt length for the prefill figure"},
-                               {"decode-tokens", "N", "128", "tokens generated for the decode figure"},
-                               {"repeats", "R", "3", "timed runs (median reported) after one warm-up"},
-                               {"suite", "NAME", "",
-                                "pruning: solver timings, re-selection latency, prune time on the demos; calibration-memory: "
-                                "peak memory of in-RAM vs layer-wise calibration of a --synthetic model (default 1b)"},
-                               {"layers", "N", "0", "calibration-memory: only the first N layers of the synthetic model (0 = all)"},
-                               {"calib-samples", "N", "4", "calibration-memory: calibration windows"},
-                               {"calib-seqlen", "L", "128", "calibration-memory: tokens per window"},
-                               {"mode", "in-ram|layerwise", "", "calibration-memory: run one mode in this process (internal)"},
-                               {"synthetic", "SIZE", "", "1b or tiny: decode speed and memory of a random LLaMA pruned to each --ratios"},
-                               {"ratios", "R1,R2", "0,0.1,0.2,0.3,0.5", "ratios for --synthetic"},
-                               {"llamacpp", "", "", "also time llama.cpp on the same weights (GGUF f32; Node + tests/fixtures/llamacpp)"},
-                               {"llamacpp-threads", "N", "1", "llama.cpp's CPU threads (its workers spin: more threads than free cores is slower)"}}),
-                   runBench});
+                   flagsFor("bench"), runBench});
 }
 
 } // namespace npw::cli

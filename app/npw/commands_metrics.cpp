@@ -32,7 +32,6 @@ int runTrainClassifier(const Args& args) {
     o.epochs = args.getInt("epochs");
     o.seed = static_cast<uint64_t>(args.getInt("seed"));
     o.maxSeconds = args.getDouble("max-minutes") * 60.0;
-    if (o.epochs < 1) throw Error("--epochs must be at least 1");
     const fs::path out = args.get("out");
     const fs::path work = args.has("work") ? fs::path(args.get("work")) : fs::path(out.string() + ".train");
     fs::create_directories(work);
@@ -89,7 +88,6 @@ int runMetrics(const Args& args) {
     samples = limitImages(samples, args.getInt("limit"));
     samples = degradeImages(samples, args.get("degrade"), static_cast<uint64_t>(args.getInt("seed")));
     const int64_t batch = args.getInt("batch");
-    if (batch < 1) throw Error("--batch must be at least 1");
     auto network = loadFeatureNetwork(args.get("features"), rt.device);
     const std::string cacheDir = args.flag("no-cache") ? "" : (args.has("cache-dir") ? args.get("cache-dir") : defaultCacheDir());
     ProgressFn progress = terminalProgress();
@@ -142,43 +140,12 @@ int runMetrics(const Args& args) {
 void addImageMetricsCommands(std::vector<Command>& out) {
     out.push_back({"train-classifier", "--out DIR [--epochs E] [--seed S] [--max-minutes M]",
                    "Train the demo feature classifier on Fashion-MNIST (resumable: run again to continue).",
-                   {{"out", "DIR", "", "model folder written when training finishes (config.json, model.safetensors)"},
-                    {"work", "DIR", "", "checkpoint folder (default DIR.train)"},
-                    {"data", "DIR", "", "folder of the Fashion-MNIST IDX files (default: Debian's, or $NPW_FASHION_MNIST)"},
-                    {"epochs", "E", "8", "passes over the 60 000 training images"},
-                    {"seed", "S", "1", "seed of initialisation and data order"},
-                    {"max-minutes", "M", "0", "stop (after a checkpoint) after M minutes; 0 = run to the end"},
-                    jsonFlag()},
-                   runTrainClassifier});
-    std::vector<Flag> metricsFlags = {
-        {"generated", "DIR", "", "folder of generated images (PNG/JPEG/BMP, one size)"},
-        {"images-idx", "FILE", "", "an IDX image file (.gz or plain) or fashion-mnist-train / fashion-mnist-test"},
-        {"model", "MODEL", "", "generate the images with a class-conditional LlamaGen model first (e.g. demo:c2i)"},
-        {"n", "N", "1000", "--model: images to generate, classes in turn"},
-        {"cfg", "S", "1", "--model: classifier-free guidance scale"},
-        {"top-k", "K", "0", "--model: sample only the K most likely tokens (0 = all)"},
-        {"vq", "FILE", "", "--model: the VQ tokenizer (default MODEL/vq)"},
-        {"gpt-model", "NAME", "", "--model: size of a LlamaGen checkpoint that does not say it (B, L, XL, XXL, 3B)"},
-        {"image-size", "PX", "256", "--model: image size of a checkpoint named with --gpt-model"},
-        {"limit", "N", "0", "use only the first N images (0 = all)"},
-        {"degrade", "HOW", "none", "noise:SIGMA or blur:SIGMA applied to the images first (for sanity checks)"},
-        {"seed", "S", "1", "seed of --degrade noise; --model: sample i uses seed S + i"},
-        {"reference", "REF", "fashion-mnist-test",
-         "fashion-mnist-test, fashion-mnist-train, a folder of images, an IDX file, or statistics (.safetensors)"},
-        {"features", "NET", "demo", "demo (the bundled classifier), a classifier folder, or a TorchScript file"},
-        {"batch", "N", "250", "images per feature-network batch"},
-        {"is-splits", "N", "10", "Inception Score splits (mean and std over them)"},
-        {"cache-dir", "DIR", "", "where reference statistics are cached (default $NPW_CACHE_DIR, ~/.cache/npw)"},
-        {"no-cache", "", "", "compute the reference statistics afresh and do not store them"},
-        {"save-reference", "FILE", "", "also write the reference statistics to FILE (.safetensors)"}};
-    for (const Flag& f : runtimeFlags())
-        if (f.name == "device") metricsFlags.push_back(f);
-    metricsFlags.push_back(jsonFlag());
+                   flagsFor("train-classifier"), runTrainClassifier});
     out.push_back({"metrics",
                    "(--generated DIR | --images-idx FILE | --model MODEL [--n N] [--cfg S] [--seed S]) [--reference REF] "
                    "[--features NET] [--json]",
                    "FID, sFID, Inception Score, precision and recall of images against a reference set.",
-                   metricsFlags, runMetrics});
+                   flagsFor("metrics"), runMetrics});
 }
 
 } // namespace npw::cli

@@ -48,43 +48,28 @@ std::vector<int64_t> parseLayerList(const std::string& text) {
     return layers;
 }
 
+// Every value here already passed the table of flags (finite, in range, a known name).
 PruneSettings settingsFromArgs(const Args& args) {
     PruneSettings s;
     s.method = parsePruneMethod(args.get("method"));
     s.ratio = args.getDouble("ratio");
     if (args.has("alpha")) s.alpha = args.getDouble("alpha");
-    const std::string mode = args.get("alpha-mode");
-    if (mode == "paper") s.alphaMode = AlphaMode::Paper;
-    else if (mode == "budget") s.alphaMode = AlphaMode::Budget;
-    else throw Error("--alpha-mode must be paper or budget, got '" + mode + "'");
+    s.alphaMode = parseAlphaMode(args.get("alpha-mode"));
     s.lambda = args.getDouble("lambda");
     s.iters = static_cast<int>(args.getInt("iters"));
     s.z0 = args.getDouble("z0");
-    if (!std::isfinite(s.z0)) throw Error("--z0 must be a finite number");
     s.damp = args.getDouble("damp");
-    const std::string comp = args.get("compensation");
-    if (comp == "auto") s.compensation = CompensationKind::MethodDefault;
-    else if (comp == "theorem3") s.compensation = CompensationKind::Theorem3;
-    else if (comp == "bias") s.compensation = CompensationKind::FlapBias;
-    else if (comp == "none") s.compensation = CompensationKind::None;
-    else throw Error("--compensation must be auto, theorem3, bias or none, got '" + comp + "'");
+    s.compensation = parseCompensation(args.get("compensation"));
     if (args.flag("no-compensation")) {
-        if (args.has("compensation") && comp != "none")
-            throw Error("--no-compensation contradicts --compensation " + comp);
+        if (args.has("compensation") && s.compensation != CompensationKind::None)
+            throw Error("--no-compensation contradicts --compensation " + args.get("compensation"));
         s.compensation = CompensationKind::None;
     }
-    if (args.has("only")) {
-        const std::string only = args.get("only");
-        if (only == "attention") s.scope = SelectionScope::AttentionOnly;
-        else if (only == "mlp") s.scope = SelectionScope::MlpOnly;
-        else throw Error("--only must be attention or mlp, got '" + only + "'");
-    }
+    if (args.has("only"))
+        s.scope = args.get("only") == "attention" ? SelectionScope::AttentionOnly : SelectionScope::MlpOnly;
     if (args.has("protect")) s.protectedLayers = parseLayerList(args.get("protect"));
     s.seed = static_cast<uint64_t>(args.getInt("seed"));
-    const std::string unit = args.get("unit");
-    if (unit == "kv-group") s.attentionUnit = AttentionUnitKind::KvGroup;
-    else if (unit == "query-slot") s.attentionUnit = AttentionUnitKind::QuerySlot;
-    else throw Error("--unit must be kv-group or query-slot, got '" + unit + "'");
+    s.attentionUnit = parseAttentionUnit(args.get("unit"));
     s.standardisedGlobal = args.flag("standardised-global");
     s.boxConstrained = args.flag("box");
     s.validate();
@@ -227,47 +212,6 @@ int runPrune(const Args& args) {
     return 0;
 }
 
-std::vector<Flag> pruneFlags() {
-    const PruneSettings d;  // defaults come from the settings object, never copied by hand
-    std::vector<Flag> flags = {
-        {"method", "M", methodName(d.method), "numerical, flap, wanda-sp, magnitude or random"},
-        {"ratio", "R", formatNumber(d.ratio), "pruning ratio rho in [0, 1)"},
-        {"calib", "FILE", "", "calibration text (tokenized once with BOS), or token ids with --calib-ids; image models: generated"},
-        {"calib-ids", "", "", "--calib holds whitespace-separated token ids"},
-        {"calib-per-line", "", "", "--calib holds token ids, one sample per line (e.g. sampled from BOS): each window is a line's first --seqlen tokens"},
-        {"nsamples", "N", "128", "calibration windows, drawn at seeded random offsets"},
-        {"seqlen", "L", "", "tokens per window (default: the model's context, at most 2048)"},
-        {"alpha", "A", "", "head/channel balance (default: unit params / channel params = 4*D_h/3 MHA, (2g+2)*D_h/3 GQA)"},
-        {"alpha-mode", "paper|budget", alphaModeName(d.alphaMode),
-         "paper: eq. 7 (alpha*unit scores with channel scores, rho of units); budget: FLAP's reading (rho of parameters)"},
-        {"lambda", "X", formatNumber(d.lambda), "penalty lambda of the numerical score (G normalised per token)"},
-        {"iters", "T", std::to_string(d.iters), "0: closed form; T > 0: Algorithm 1 with T Newton steps"},
-        {"z0", "Z", formatNumber(d.z0), "Algorithm 1's starting point (every z_j = Z; with --iters)"},
-        {"box", "", "", "numerical: constrain z to [0,1]^D (active-set solve at this ratio and lambda)"},
-        {"damp", "G", formatNumber(d.damp), "Theorem 3 dampening gamma, relative to mean(diag 2G)"},
-        {"no-compensation", "", "", "slice without compensating o_proj/down_proj"},
-        {"compensation", "KIND", "auto", "auto (theorem3 for numerical, bias for flap, none else), theorem3, bias, none"},
-        {"only", "attention|mlp", "", "prune only attention units or only MLP channels"},
-        {"protect", "LAYERS", "", "layers left intact, e.g. 0,1 or 0-2"},
-        {"unit", "KIND", "kv-group", "GQA attention unit: kv-group (KV head + its query heads) or query-slot"},
-        {"standardised-global", "", "",
-         "labelled option: standardise any method's metric per layer and rank globally (FLAP's structure)"},
-        {"seed", "S", std::to_string(d.seed), "seed of the calibration offsets and of --method random"},
-        {"out", "DIR", "", "output directory (Hugging Face layout + npw-manifest.json)"},
-        {"save-scores", "FILE", "", "also write the scores (safetensors)"},
-        {"save-stats", "FILE", "", "also write the calibration statistics (safetensors, raw sums)"},
-        {"stats", "FILE", "",
-         "reuse statistics written by --save-stats or --stats-on-disk instead of calibrating (same model; memory-mapped)"},
-        {"stats-on-disk", "FILE", "",
-         "calibrate layer by layer, statistics written to FILE and memory-mapped, not held in RAM (automatic, with a "
-         "temporary file, when they exceed half the RAM)"},
-    };
-    for (const Flag& f : runtimeFlags()) flags.push_back(f);
-    for (const Flag& f : imagePruneFlags()) flags.push_back(f);
-    flags.push_back(jsonFlag());
-    return flags;
-}
-
 } // namespace
 
 void addPruneCommand(std::vector<Command>& out) {
@@ -278,7 +222,7 @@ void addPruneCommand(std::vector<Command>& out) {
                    "[--stats-on-disk F]\n"
                    "       npw prune IMAGE_MODEL --method M --ratio R --calib generated [--per-class N] [--cfg S] --out DIR "
                    "[--metric fid [--samples N]]",
-                   "Structured pruning: calibrate, score, select globally, compensate, slice, export.", pruneFlags(),
+                   "Structured pruning: calibrate, score, select globally, compensate, slice, export.", flagsFor("prune"),
                    runPrune});
 }
 

@@ -3,6 +3,7 @@
 #include "core/eval/perplexity.h"
 #include "core/prune/calibration.h"
 #include "core/experiments/sweep.h"
+#include "core/text/json_fields.h"
 #include "core/text/token_ids.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
@@ -17,39 +18,6 @@ namespace npw::cli {
 
 namespace {
 
-std::vector<std::string> splitComma(const std::string& s) {
-    std::vector<std::string> out;
-    std::stringstream in(s);
-    for (std::string item; std::getline(in, item, ',');)
-        if (!item.empty()) out.push_back(item);
-    return out;
-}
-
-// The help text shows the default the code uses, never a copy of it.
-std::string formatDefault(double value) {
-    std::ostringstream out;
-    out << value;
-    return out.str();
-}
-
-template <typename T>
-std::vector<T> parseList(const std::string& flag, const std::string& value) {
-    std::vector<T> out;
-    for (const std::string& item : splitComma(value)) {
-        size_t used = 0;
-        double x = 0;
-        try {
-            x = std::stod(item, &used);
-        } catch (const std::exception&) {
-            used = 0;
-        }
-        if (used != item.size()) throw Error("--" + flag + ": '" + item + "' is not a number");
-        out.push_back(static_cast<T>(x));
-    }
-    if (out.empty()) throw Error("--" + flag + " needs at least one value");
-    return out;
-}
-
 int runSweepCommand(const Args& args) {
     if (args.positional().size() != 1) throw Error("'npw sweep' takes exactly one MODEL");
     const std::string modelName = args.positional()[0];
@@ -61,17 +29,15 @@ int runSweepCommand(const Args& args) {
     LanguageModel lm = openLanguageModel(modelName, chooseRuntime(args.get("device"), args.get("dtype")));
 
     SweepSpec spec;
-    spec.methods = splitComma(args.get("methods"));
-    spec.ratios = parseList<double>("ratios", args.get("ratios"));
-    spec.calibSamples = parseList<int64_t>("nsamples", args.get("nsamples"));
-    spec.calibSeqlens = parseList<int64_t>("seqlen", args.get("seqlen"));
-    spec.lambdas = parseList<double>("lambda", args.get("lambda"));
+    spec.methods = args.getList("methods");
+    spec.ratios = args.getDoubleList("ratios");
+    spec.calibSamples = args.getIntList("nsamples");
+    spec.calibSeqlens = args.getIntList("seqlen");
+    spec.lambdas = args.getDoubleList("lambda");
     spec.seeds = static_cast<int>(args.getInt("seeds"));
     spec.evalSeqlen = args.getInt("eval-seqlen");
     spec.evalMaxWindows = args.getInt("max-windows");
-    spec.alphaMode = args.get("alpha-mode") == "paper" ? AlphaMode::Paper : AlphaMode::Budget;
-    if (args.get("alpha-mode") != "paper" && args.get("alpha-mode") != "budget")
-        throw Error("--alpha-mode must be paper or budget, got '" + args.get("alpha-mode") + "'");
+    spec.alphaMode = parseAlphaMode(args.get("alpha-mode"));
     if (args.has("alpha")) spec.alpha = args.getDouble("alpha");
     spec.calibSource = args.get("calib");
     if (args.flag("calib-per-line"))
@@ -81,7 +47,7 @@ int runSweepCommand(const Args& args) {
     if (args.has("zeroshot")) spec.zeroShotTasks = loadZeroShotTasks(args.get("zeroshot"), args.getInt("zeroshot-limit"));
     spec.measureSpeed = args.flag("speed");
     spec.speedPromptTokens = spec.speedDecodeTokens = args.getInt("speed-tokens");
-    for (const std::string& item : splitComma(args.get("eval"))) {
+    for (const std::string& item : args.getList("eval")) {
         const auto colon = item.find(':');
         if (colon == std::string::npos || (item.substr(0, colon) != "text" && item.substr(0, colon) != "ids"))
             throw Error("--eval: '" + item + "' must be text:FILE or ids:FILE");
@@ -117,7 +83,7 @@ int runSweepCommand(const Args& args) {
     if (args.has("csv")) writeTextAtomically(args.get("csv"), sweepRowsCsv(rows));
 
     nlohmann::json out = {{"model", modelName}, {"rows", nlohmann::json::array()}, {"summary", nlohmann::json::array()}};
-    auto finiteOrNull = [](double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); };
+    using npw::json_fields::finiteOrNull;
     for (const SweepRow& r : rows) out["rows"].push_back(sweepRowJson(r));
     const auto summary = summariseOverSeeds(rows);
     for (const SweepSummaryRow& s : summary)
@@ -156,36 +122,12 @@ int runSweepCommand(const Args& args) {
 } // namespace
 
 void addSweepCommand(std::vector<Command>& out) {
-    std::vector<Flag> flags = {
-        {"methods", "A,B", "", "numerical, numerical-nocomp, numerical-box, flap, wanda-sp, magnitude, random"},
-        {"ratios", "R1,R2", "", "pruning ratios ρ in [0, 1)"},
-        {"calib", "FILE", "", "calibration text (or ids with --calib-ids); image models: generated (the default)"},
-        {"calib-ids", "", "", "the calibration file holds token ids"},
-        {"calib-per-line", "", "", "token ids, one sample per line: each window is a line's first --seqlen tokens"},
-        {"eval", "SETS", "", "text:FILE or ids:FILE, comma-separated"},
-        {"nsamples", "N1,N2", "128", "calibration samples (a list: the samples ablation)"},
-        {"seqlen", "L1,L2", "128", "calibration window length (a list: the sequence-length ablation)"},
-        {"lambda", "X1,X2", formatDefault(kDefaultLambda), "λ of the numerical score (a list: the λ study)"},
-        {"seeds", "K", "3", "seeds 0..K-1 (calibration windows; random scores)"},
-        {"eval-seqlen", "N", "128", "evaluation window length"},
-        {"max-windows", "K", "0", "evaluate only the first K windows of each set (0 = all)"},
-        {"alpha", "A", "", "head scaling factor α (default: unit parameters / channel parameters)"},
-        {"alpha-mode", "MODE", "budget", "paper (eq. 7, count-based) or budget (parameter budget)"},
-        {"zeroshot", "NAME:FILE,…", "", "also zero-shot accuracy on these tasks (see npw zeroshot)"},
-        {"zeroshot-limit", "N", "0", "items per zero-shot task (0 = all)"},
-        {"speed", "", "", "also memory and generation speed of every model (a 'speed' row each: Figure 5)"},
-        {"speed-tokens", "N", "64", "--speed: prompt tokens, and as many greedy decode tokens"},
-        {"csv", "FILE", "", "also write every row as CSV"}};
-    for (Flag f : runtimeFlags()) flags.push_back(f);
-    for (const Flag& f : imagePruneFlags()) flags.push_back(f);
-    flags.push_back({"seed", "S", "0", "image models: evaluation sample i uses seed S + i (calibration: S + 1000000 + i)"});
-    flags.push_back(jsonFlag());
     out.push_back({"sweep",
                    "MODEL --methods A,B --ratios R1,R2 --calib FILE --eval text:FILE[,ids:FILE]\n"
                    "       npw sweep IMAGE_MODEL --methods A,B --ratios R1,R2 [--per-class N] [--samples N] [--cfg S]",
                    "Perplexity (language) or FID/sFID/IS/precision/recall (image models) against sparsity for several "
                    "methods (scores computed once each).",
-                   flags, runSweepCommand});
+                   flagsFor("sweep"), runSweepCommand});
 }
 
 } // namespace npw::cli

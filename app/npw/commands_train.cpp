@@ -99,22 +99,9 @@ int runTrainLm(const Args& args) {
 void addTrainingCommands(std::vector<Command>& out) {
     out.push_back({"train-tokenizer", "--corpus FILE --vocab N --out tokenizer.json",
                    "Train a byte-fallback BPE tokenizer (SentencePiece style) and write tokenizer.json.",
-                   {{"corpus", "FILE", "", "training text, one document per line"},
-                    {"vocab", "N", "2048", "vocabulary size (3 specials + 256 bytes + merges)"},
-                    {"out", "FILE", "", "where to write tokenizer.json"},
-                    jsonFlag()},
-                   runTrainTokenizer});
+                   flagsFor("train-tokenizer"), runTrainTokenizer});
     out.push_back({"train-lm", "--preset lm|lm-gqa --corpus FILE --tokenizer FILE --out DIR [--max-minutes M]",
-                   "Train a demo LLaMA from scratch (resumable: run again to continue).",
-                   {{"preset", "NAME", "lm", "architecture: lm (multi-head) or lm-gqa (grouped-query)"},
-                    {"corpus", "FILE", "", "training text"},
-                    {"tokenizer", "FILE", "", "tokenizer.json to tokenize it with (copied into DIR)"},
-                    {"out", "DIR", "", "model directory written when training finishes"},
-                    {"work", "DIR", "", "checkpoint folder (default DIR.train)"},
-                    {"steps", "N", "", "total optimizer steps (default: the preset's recipe)"},
-                    {"seed", "S", "1", "seed of initialisation and data order"},
-                    {"max-minutes", "M", "0", "stop (after a checkpoint) after M minutes; 0 = run to the end"},
-                    jsonFlag()},
+                   "Train a demo LLaMA from scratch (resumable: run again to continue).", flagsFor("train-lm"),
                    runTrainLm});
 }
 

@@ -46,7 +46,6 @@ int runTrainVq(const Args& args) {
     LabelledImages test = loadFashionMnist("test", args.get("data"));
     VqTrainOptions o = demoVqTrainOptions(static_cast<uint64_t>(args.getInt("seed")));
     if (args.has("epochs")) o.epochs = args.getInt("epochs");
-    if (o.epochs < 1) throw Error("--epochs must be at least 1");
     o.maxSeconds = args.getDouble("max-minutes") * 60.0;
     const fs::path out = args.get("out");
     o.checkpointPath = (workDir(args, out) / "train-checkpoint.safetensors").string();
@@ -89,7 +88,6 @@ int runTrainC2i(const Args& args) {
     auto vq = VqModel::load(args.get("vq"));
     C2iTrainOptions o = demoC2iTrainOptions(static_cast<uint64_t>(args.getInt("seed")));
     if (args.has("epochs")) o.epochs = args.getInt("epochs");
-    if (o.epochs < 1) throw Error("--epochs must be at least 1");
     o.maxSeconds = args.getDouble("max-minutes") * 60.0;
     if (vq->config().codebookSize != o.config.transformer.vocab_size || vq->config().downsample() != o.config.downsample)
         throw Error("the VQ model '" + vq->source() + "' (" + vq->config().describe() +
@@ -142,24 +140,12 @@ int runTrainC2i(const Args& args) {
 } // namespace
 
 void addImageTrainingCommands(std::vector<Command>& out) {
-    const Flag data{"data", "DIR", "", "folder of the Fashion-MNIST IDX files (default: Debian's, or $NPW_FASHION_MNIST)"};
-    const Flag seed{"seed", "S", "1", "seed of initialisation, data order and class dropout"};
-    const Flag minutes{"max-minutes", "M", "0", "stop (after a checkpoint) after M minutes; 0 = run to the end"};
     out.push_back({"train-vq", "--out DIR [--epochs E] [--seed S] [--max-minutes M]",
                    "Train demo:c2i's VQ image tokenizer on Fashion-MNIST (resumable: run again to continue).",
-                   {{"out", "DIR", "", "VQ folder written when training finishes (config.json, model.safetensors)"},
-                    {"work", "DIR", "", "checkpoint folder (default DIR.train)"}, data,
-                    {"epochs", "E", "", "passes over the 60 000 training images (default: the demo recipe)"}, seed,
-                    minutes, jsonFlag()},
-                   runTrainVq});
+                   flagsFor("train-vq"), runTrainVq});
     out.push_back({"train-c2i", "--vq DIR --out DIR [--epochs E] [--seed S] [--max-minutes M]",
                    "Train demo:c2i's class-conditional GPT on the VQ codes of Fashion-MNIST (resumable).",
-                   {{"vq", "DIR", "", "the VQ tokenizer from train-vq (copied into DIR/vq)"},
-                    {"out", "DIR", "", "model folder written when training finishes (LlamaGen keys + config.json)"},
-                    {"work", "DIR", "", "checkpoint folder, also caching the training codes (default DIR.train)"}, data,
-                    {"epochs", "E", "", "passes over the 60 000 training images (default: the demo recipe)"}, seed,
-                    minutes, jsonFlag()},
-                   runTrainC2i});
+                   flagsFor("train-c2i"), runTrainC2i});
 }
 
 } // namespace npw::cli

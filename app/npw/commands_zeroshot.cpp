@@ -3,6 +3,7 @@
 #include "app/npw/commands.h"
 #include "core/eval/zeroshot.h"
 #include "core/models/language_model.h"
+#include "core/text/json_fields.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
 
@@ -15,7 +16,7 @@ namespace npw::cli {
 namespace {
 
 nlohmann::json zeroShotJson(const ZeroShotResult& r) {
-    auto finiteOrNull = [](double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); };
+    using npw::json_fields::finiteOrNull;
     return {{"task", r.task},          {"items", r.items},
             {"acc", r.acc},            {"acc_stderr", finiteOrNull(r.accStderr)},
             {"acc_norm", finiteOrNull(r.accNorm)}, {"acc_norm_stderr", finiteOrNull(r.accNormStderr)}};
@@ -66,22 +67,12 @@ int runMakeVerseTask(const Args& args) {
 } // namespace
 
 void addZeroShotCommands(std::vector<Command>& out) {
-    std::vector<Flag> flags = {{"task", "NAME:FILE,…", "", "tasks as JSONL files: " + zeroShotTaskKinds()},
-                               {"limit", "N", "0", "score only the first N items of each task (0 = all)"},
-                               {"batch", "N", "16", "sequences per forward pass"}};
-    for (Flag f : runtimeFlags()) flags.push_back(f);
-    flags.push_back(jsonFlag());
     out.push_back({"zeroshot", "MODEL --task NAME:FILE[,NAME:FILE…] [--limit N]",
                    "Zero-shot multiple-choice accuracy (acc, acc_norm, standard errors) as lm-evaluation-harness scores it.",
-                   flags, runZeroShot});
+                   flagsFor("zeroshot"), runZeroShot});
     out.push_back({"make-verse-task", "--text FILE --out FILE.jsonl [--n N] [--seed S]",
                    "Build the demo zero-shot task: choose the true ending of a verse among four (one verse per line).",
-                   {{"text", "FILE", "", "one verse per line (the held-out New Testament)"},
-                    {"out", "FILE", "", "the task file to write (JSONL, kind mc)"},
-                    {"n", "N", "500", "items"},
-                    {"seed", "S", "1", "seed of the verse order, distractors and gold positions"},
-                    jsonFlag()},
-                   runMakeVerseTask});
+                   flagsFor("make-verse-task"), runMakeVerseTask});
 }
 
 } // namespace npw::cli

@@ -55,6 +55,4 @@ CalibrationSettings calibrationFromJson(const nlohmann::json& j);
 npw::PruneSettings pruneSettingsFromJson(const nlohmann::json& j);
 SelectionKnobs knobsFromJson(const nlohmann::json& j);
 
-npw::CompensationKind parseCompensation(const std::string& name);  // as compensationName writes it
-
 } // namespace studio

@@ -133,7 +133,7 @@ ResolvedReference resolveReference(const std::string& spec, FeatureNetwork& netw
         if (made != network.identity())
             throw Error("reference statistics '" + spec + "' were made with feature network '" + made +
                         "', but this run uses '" + network.identity() +
-                        "'; pass the images instead (--reference DIR|FILE) or the matching --features");
+                        "'; give the reference images instead (a folder or an IDX file) or the matching feature network");
         r.description = r.stats.metadata.count("images") ? r.stats.metadata["images"] : spec;
         r.cachePath = spec;
         r.fromCache = true;

@@ -24,7 +24,7 @@ PerplexityResult evaluatePerplexity(const LlamaModel& model, const std::vector<i
     int64_t windows = static_cast<int64_t>(ids.size()) / seqlen;
     if (windows == 0)
         throw Error("the evaluation text has " + std::to_string(ids.size()) + " tokens, fewer than one window of " +
-                    std::to_string(seqlen) + " (use a longer text or a smaller --seqlen)");
+                    std::to_string(seqlen) + " (use a longer text or shorter windows)");
     if (options.maxWindows > 0) windows = std::min(windows, options.maxWindows);
     if (reference && reference->config().vocab_size != model.config().vocab_size)
         throw Error("the reference model's vocabulary (" + std::to_string(reference->config().vocab_size) +

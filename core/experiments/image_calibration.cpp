@@ -18,7 +18,7 @@ std::map<std::string, std::string> ImageCalibrationSet::toMetadata() const {
 
 ImageCalibrationSet generateImageCalibration(const LlamaGenModel& model, int64_t perClass,
                                              const ImageSamplingOptions& sampling, const ProgressFn& progress) {
-    if (perClass <= 0) throw Error("--per-class must be positive, got " + std::to_string(perClass));
+    if (perClass <= 0) throw Error("calibration samples per class must be positive, got " + std::to_string(perClass));
     sampling.validate();
     ImageCalibrationSet set;
     set.perClass = perClass;

@@ -1,5 +1,5 @@
 #pragma once
-// The image counterpart of core/prune/sweep.h: FID, sFID, IS, precision, recall, class
+// The image counterpart of core/experiments/sweep.h: FID, sFID, IS, precision, recall, class
 // accuracy, generation speed and weight memory against sparsity for several methods on a
 // class-conditional LlamaGen model (the paper's image table and Figure 5). Calibration
 // (generated samples, statistics) happens once; each method is scored once; each ratio only

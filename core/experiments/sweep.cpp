@@ -45,7 +45,7 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
     if (spec.ratios.empty()) throw Error("sweep: no ratios given");
     if (spec.evalSets.empty() && spec.zeroShotTasks.empty() && !spec.measureSpeed)
         throw Error("sweep: no evaluation sets, zero-shot tasks or speed measurement given");
-    if (spec.seeds < 1) throw Error("sweep: --seeds must be at least 1");
+    if (spec.seeds < 1) throw Error("sweep: the number of seeds must be at least 1, got " + std::to_string(spec.seeds));
     if (spec.measureSpeed && (spec.speedPromptTokens < 1 || spec.speedDecodeTokens < 1 || spec.speedRepeats < 1))
         throw Error("sweep: speed needs at least one prompt token, one decode token and one repeat");
     for (const auto& m : spec.methods) parseSweepMethod(m);  // reject typos before any work

@@ -90,7 +90,7 @@ int32_t pieceId(const json& vocab, const std::string& piece) {
 GgufDtype parseGgufDtype(const std::string& name) {
     if (name == "f32") return GgufDtype::F32;
     if (name == "f16") return GgufDtype::F16;
-    throw Error("--dtype '" + name + "' is not one of: f32, f16");
+    throw Error("GGUF weight type '" + name + "' is not one of: f32, f16");
 }
 
 GgufMetadata ggufTokenizerMetadata(const std::string& path, int64_t vocabSize, std::string* modelName) {
@@ -220,7 +220,7 @@ GgufTensorToWrite toWrite(const PendingTensor& p, GgmlType matrixType, const std
         const double peak = data.abs().max().item<double>();
         if (peak > 65504.0)
             throw Error("checkpoint '" + source + "': tensor '" + p.name + "' has |w| up to " + std::to_string(peak) +
-                        ", beyond float16's 65504; export it with --dtype f32");
+                        ", beyond float16's 65504; export it as f32");
         data = data.to(at::kHalf).contiguous();
     }
     t.writeData = [data](std::ostream& out) {
@@ -370,10 +370,10 @@ GgufExportReport exportGguf(const LlamaCheckpoint& checkpoint, const std::string
         const bool inSource = fs::equivalent(fs::absolute(outPath).parent_path(), fs::absolute(sourceDir), ec);
         if (fs::equivalent(outPath, checkpoint.source, ec) || (inSource && fs::path(outPath).extension() != ".gguf"))
             throw Error("refusing to write '" + outPath + "': it is a file of the source model '" + checkpoint.source +
-                        "' (a source checkpoint is never overwritten; choose another --out)");
+                        "' (a source checkpoint is never overwritten; choose another output file)");
     }
     if (std::filesystem::is_directory(outPath))
-        throw Error("--out '" + outPath + "' is a folder; give the .gguf file to write");
+        throw Error("the output '" + outPath + "' is a folder; give the .gguf file to write");
     GgufExportPlan plan = planGgufExport(checkpoint, options);
     writeGguf(outPath, plan.metadata, std::move(plan.tensors));
     plan.report.path = outPath;

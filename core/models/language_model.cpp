@@ -6,7 +6,7 @@ namespace npw {
 
 std::vector<int32_t> LanguageModel::encode(const std::string& text, bool addBos) const {
     if (!tokenizer)
-        throw Error("model '" + name + "' has no tokenizer.json beside it; give token ids instead (--ids)");
+        throw Error("model '" + name + "' has no tokenizer.json beside it; give token ids instead");
     return tokenizer->encode(text, addBos);
 }
 

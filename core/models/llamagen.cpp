@@ -300,8 +300,9 @@ LlamaGenCheckpoint loadTorchGpt(const std::string& path, const LlamaGenLoadOptio
     } else if (auto fromArgs = configFromArgs(*ck, vocab, classes)) {
         config = *fromArgs;
     } else {
-        throw Error("LlamaGen checkpoint '" + path +
-                    "' does not say its size: name it with --gpt-model B|L|XL|XXL|3B and --image-size 256|384");
+        throw LlamaGenSizeUnknown("LlamaGen checkpoint '" + path +
+                                  "' does not say its size: give its size (B, L, XL, XXL or 3B) and image size "
+                                  "(256 or 384)");
     }
     return readWeights(store, config, path);
 }

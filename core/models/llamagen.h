@@ -13,6 +13,7 @@
 // (raster order over the grid); the logits at position p predict image token p. A full image
 // is grid² tokens, so the model sees at most 1 + grid² − 1 positions when generating.
 #include "core/models/llama.h"
+#include "core/util/error.h"
 
 #include <ATen/core/Tensor.h>
 #include <optional>
@@ -72,8 +73,15 @@ struct LlamaGenCheckpoint {
 struct LlamaGenLoadOptions {
     // The size of a PyTorch checkpoint, which does not say it. Unset: taken from the
     // checkpoint's own `args` (LlamaGen's training arguments: gpt_model, image_size,
-    // downsample_size) when present, else an error asking for --gpt-model/--image-size.
+    // downsample_size) when present, else LlamaGenSizeUnknown.
     std::optional<LlamaGenConfig> config;
+};
+
+// Thrown when a PyTorch checkpoint does not say its size and no LlamaGenLoadOptions::config names
+// it: the caller words how its users give the size (the CLI: --gpt-model and --image-size).
+class LlamaGenSizeUnknown : public Error {
+public:
+    using Error::Error;
 };
 
 // MODEL is one of

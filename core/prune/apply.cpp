@@ -71,7 +71,7 @@ ProjectionResult pruneProjection(const at::Tensor& weight, const at::Tensor& bia
                 out.loss = errorWith(gram - at::outer(mean, mean));
             }
         } catch (const Error& e) {
-            throw Error(where + ": " + e.what() + (kind == CompensationKind::Theorem3 ? " (--damp sets γ)" : ""));
+            throw Error(where + ": " + e.what() + (kind == CompensationKind::Theorem3 ? " (a larger dampening γ helps)" : ""));
         }
     }
     out.weight = keepAlong(full, 1, keep);

@@ -29,7 +29,7 @@ void requireFinite(const LayerStats& s, size_t layer, const char* what) {
     if (s.channels() == 0) return;
     if (!at::isfinite(s.gram).all().item<bool>() || !at::isfinite(s.sum).all().item<bool>())
         throw Error("calibration: the input of " + std::string(what) + " in layer " + std::to_string(layer) +
-                    " has NaN or infinite values (the model overflows on the calibration data; try --dtype float32)");
+                    " has NaN or infinite values (the model overflows on the calibration data; try float32 weights)");
 }
 
 } // namespace
@@ -42,7 +42,7 @@ CalibrationSet drawCalibrationSet(const std::vector<int32_t>& stream, int64_t sa
     const auto length = static_cast<int64_t>(stream.size());
     if (length < seqlen)
         throw Error(where + " has " + std::to_string(length) + " tokens, fewer than one calibration window of " +
-                    std::to_string(seqlen) + " (use a longer file or a smaller --seqlen)");
+                    std::to_string(seqlen) + " (use a longer file or shorter windows)");
     CalibrationSet set;
     set.seqlen = seqlen;
     set.seed = seed;
@@ -150,7 +150,7 @@ CalibrationSummary CalibrationSummary::fromMetadata(const std::map<std::string, 
         auto it = metadata.find(key);
         if (it == metadata.end())
             throw Error("statistics file '" + file + "' lacks the metadata field '" + key +
-                        "' (write it with npw prune --save-stats)");
+                        "' (not a statistics file npw wrote with its calibration)");
         return it->second;
     };
     auto integer = [&](const std::string& key) {
@@ -185,7 +185,7 @@ void checkCalibrationSet(const LlamaConfig& config, const CalibrationSet& set) {
     if (set.windows.empty()) throw Error("calibration: no windows to run");
     if (set.seqlen > config.max_position_embeddings)
         throw Error("calibration windows of " + std::to_string(set.seqlen) + " tokens exceed the model's context of " +
-                    std::to_string(config.max_position_embeddings) + " (use a smaller --seqlen)");
+                    std::to_string(config.max_position_embeddings) + " (use shorter windows)");
     for (const auto& window : set.windows) {
         if (static_cast<int64_t>(window.size()) != set.seqlen)
             throw Error("calibration: a window has " + std::to_string(window.size()) + " tokens, expected " +

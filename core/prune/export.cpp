@@ -61,7 +61,7 @@ std::string pruneManifestJson(const PruneReport& report, const PruneSettings& s,
                      : methodName(s.method);
     j["damp"] = s.damp;
     j["damp_meaning"] = "gamma relative to mean(diag 2G): 2G + gamma*mean(diag 2G)*I";
-    j["attention_unit"] = s.attentionUnit == AttentionUnitKind::KvGroup ? "kv-group" : "query-slot";
+    j["attention_unit"] = attentionUnitName(s.attentionUnit);
     j["standardised_global"] = s.standardisedGlobal;
     j["selection"] = s.selectsGlobally() ? "global" : "uniform per layer";
     j["scope"] = scopeName(s.scope);
@@ -81,7 +81,7 @@ std::string pruneManifestJson(const PruneReport& report, const PruneSettings& s,
 }
 
 void checkExportTarget(const std::string& sourceModel, const std::string& dir) {
-    if (dir.empty()) throw Error("no output directory given (--out DIR)");
+    if (dir.empty()) throw Error("no output directory given");
     const fs::path target = normalised(dir);
     if (!sourceModel.empty()) {
         ensureNotOverwritingSource(sourceModel, dir);
@@ -90,10 +90,10 @@ void checkExportTarget(const std::string& sourceModel, const std::string& dir) {
         const fs::path sourceDir = fs::is_directory(source) ? source : source.parent_path();
         if (target == source || target == sourceDir)
             throw Error("refusing to write '" + dir + "': it is the source model '" + sourceModel +
-                        "' or its directory (a source checkpoint is never overwritten; choose another --out)");
+                        "' or its directory (a source checkpoint is never overwritten; choose another output directory)");
         if (fs::is_directory(source) && isInside(target, source))
             throw Error("refusing to write '" + dir + "': it is inside the source model '" + sourceModel +
-                        "' (a source checkpoint is never modified; choose another --out)");
+                        "' (a source checkpoint is never modified; choose another output directory)");
     }
     std::error_code ec;
     if (!fs::exists(target, ec)) return;
@@ -101,7 +101,7 @@ void checkExportTarget(const std::string& sourceModel, const std::string& dir) {
         throw Error("refusing to write '" + dir + "': it exists and is not a directory");
     if (fs::is_empty(target, ec) || fs::is_regular_file(target / kManifestName)) return;
     throw Error("refusing to write '" + dir + "': it is a non-empty directory that is not an npw export (no " +
-                kManifestName + "); choose a new --out");
+                kManifestName + "); choose a new output directory");
 }
 
 void writeExportDirectory(const std::string& sourceModel, const std::string& dir,
@@ -169,7 +169,7 @@ void saveScoreSet(const ScoreSet& scores, double rho, const std::string& path) {
                       {"ratio", std::to_string(rho)},
                       {"lambda", std::to_string(s.lambda)},
                       {"standardised_global", s.standardisedGlobal ? "true" : "false"},
-                      {"attention_unit", s.attentionUnit == AttentionUnitKind::KvGroup ? "kv-group" : "query-slot"},
+                      {"attention_unit", attentionUnitName(s.attentionUnit)},
                       {"meaning", s.method == PruneMethod::Numerical && !s.standardisedGlobal
                                       ? "numerical score z at ratio (higher = keep); unit = mean of its channels; "
                                         "ainv1 = A^-1 1, c = 1^T A^-1 1 with A = (W W^T) o G/N"

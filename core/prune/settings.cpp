@@ -61,22 +61,22 @@ std::string scopeName(SelectionScope scope) {
 
 void PruneSettings::validate() const {
     if (!(ratio >= 0 && ratio < 1))
-        throw Error("the pruning ratio ρ (--ratio) must lie in [0, 1), got " + shortNumber(ratio));
+        throw Error("the pruning ratio ρ must lie in [0, 1), got " + shortNumber(ratio));
     if (!std::isnan(alpha) && !(alpha > 0 && isFiniteNumber(alpha)))
-        throw Error("α (--alpha) must be a positive number, got " + shortNumber(alpha));
+        throw Error("α must be a positive number, got " + shortNumber(alpha));
     if (!(lambda > 0 && isFiniteNumber(lambda)))
-        throw Error("λ (--lambda) must be a positive number, got " + shortNumber(lambda));
+        throw Error("λ must be a positive number, got " + shortNumber(lambda));
     if (!(damp >= 0 && isFiniteNumber(damp)))
-        throw Error("the dampening γ (--damp) must be ≥ 0, got " + shortNumber(damp));
-    if (iters < 0) throw Error("the Newton iterations T (--iters) must be ≥ 0, got " + std::to_string(iters));
+        throw Error("the dampening γ must be ≥ 0, got " + shortNumber(damp));
+    if (iters < 0) throw Error("the Newton iterations T must be ≥ 0, got " + std::to_string(iters));
     if (boxConstrained && method != PruneMethod::Numerical)
-        throw Error("the box constraint (--box) applies to the numerical score only, not " + methodName(method));
+        throw Error("the box constraint applies to the numerical score only, not " + methodName(method));
     if (boxConstrained && iters > 0)
-        throw Error("--box and --iters are alternatives: the box-constrained z comes from its own active-set solve");
+        throw Error("the box constraint and Algorithm 1 (iterations T > 0) are alternatives: the box-constrained z comes from its own active-set solve");
     if (boxConstrained && ratio == 0)
         throw Error("the box-constrained score needs ρ > 0: at ρ = 0 every z is 1 and ranks nothing");
     if (iters > 0 && method == PruneMethod::Numerical && ratio == 0)
-        throw Error("Algorithm 1 (--iters > 0) needs ρ > 0: its z at ρ = 0 is all ones and ranks nothing");
+        throw Error("Algorithm 1 (iterations T > 0) needs ρ > 0: its z at ρ = 0 is all ones and ranks nothing");
     for (int64_t layer : protectedLayers)
         if (layer < 0) throw Error("protected layer " + std::to_string(layer) + " is negative");
 }
@@ -90,6 +90,34 @@ CompensationKind PruneSettings::effectiveCompensation() const {
 
 bool PruneSettings::selectsGlobally() const {
     return method == PruneMethod::Numerical || method == PruneMethod::Flap || standardisedGlobal;
+}
+
+AlphaMode parseAlphaMode(const std::string& name) {
+    for (AlphaMode mode : {AlphaMode::Paper, AlphaMode::Budget})
+        if (name == alphaModeName(mode)) return mode;
+    throw Error("unknown α mode '" + name + "' (expected paper or budget)");
+}
+
+CompensationKind parseCompensation(const std::string& name) {
+    if (name == "auto" || name == "method-default") return CompensationKind::MethodDefault;
+    if (name == "theorem3") return CompensationKind::Theorem3;
+    if (name == "flap-bias" || name == "bias") return CompensationKind::FlapBias;
+    if (name == "none") return CompensationKind::None;
+    throw Error("unknown compensation '" + name + "' (expected auto, theorem3, flap-bias or none)");
+}
+
+std::string compensationSettingName(CompensationKind kind) {
+    return kind == CompensationKind::MethodDefault ? "auto" : compensationName(kind);
+}
+
+std::string attentionUnitName(AttentionUnitKind kind) {
+    return kind == AttentionUnitKind::QuerySlot ? "query-slot" : "kv-group";
+}
+
+AttentionUnitKind parseAttentionUnit(const std::string& name) {
+    for (AttentionUnitKind kind : {AttentionUnitKind::KvGroup, AttentionUnitKind::QuerySlot})
+        if (name == attentionUnitName(kind)) return kind;
+    throw Error("unknown attention unit '" + name + "' (expected kv-group or query-slot)");
 }
 
 } // namespace npw

@@ -34,6 +34,18 @@ PruneMethod parsePruneMethod(const std::string& name);  // npw::Error listing th
 std::string compensationName(CompensationKind kind);    // "theorem3", "flap-bias", "none"
 std::string alphaModeName(AlphaMode mode);              // "paper", "budget"
 std::string scopeName(SelectionScope scope);            // "attention+mlp", "attention", "mlp"
+// The parsers: the CLI flags, the studio's settings JSON and the manifests read and write these
+// names through the functions here; nothing else spells them. Errors speak of the setting.
+// "paper" or "budget" (as alphaModeName writes them); npw::Error naming the choices.
+AlphaMode parseAlphaMode(const std::string& name);
+// "auto" (or "method-default"), "theorem3", "flap-bias" (also spelt "bias"), "none". Written as
+// compensationSettingName: "flap-bias", never "bias".
+CompensationKind parseCompensation(const std::string& name);
+// A compensation as settings write it: "auto" for MethodDefault, else compensationName.
+std::string compensationSettingName(CompensationKind kind);
+// "kv-group" or "query-slot".
+std::string attentionUnitName(AttentionUnitKind kind);
+AttentionUnitKind parseAttentionUnit(const std::string& name);
 
 // λ of the numerical score when none is given. With G normalised per token (G/N), each layer's
 // mean z is 1 − ρ·λc/(1 + λc), c = 1ᵀA⁻¹1: for λc ≫ 1 every layer is held to a mean of 1 − ρ

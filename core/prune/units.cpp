@@ -106,7 +106,7 @@ double defaultAlphaFor(const LlamaConfig& config, AttentionUnitKind kind) {
         if (alpha != 0 && std::abs(layerAlpha - alpha) > 1e-12 * alpha)
             throw Error("the default α differs between layers (" + std::to_string(alpha) + " vs " +
                         std::to_string(layerAlpha) + " in layer " + std::to_string(l) +
-                        ": their attention units have different sizes); give α (--alpha) explicitly");
+                        ": their attention units have different sizes); give α explicitly");
         alpha = layerAlpha;
     }
     return alpha != 0 ? alpha : 4.0 * static_cast<double>(config.head_dim) / 3.0;

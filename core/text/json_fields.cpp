@@ -62,6 +62,15 @@ int64_t intOr(const Json& object, const char* key, int64_t fallback, const std::
     return value->get<int64_t>();
 }
 
+double numberOr(const Json& object, const char* key, double fallback, const std::string& path) {
+    const Json* value = find(object, key, path);
+    if (!value)
+        return fallback;
+    if (!value->is_number())
+        wrongType(path, key, "a number", *value);
+    return value->get<double>();
+}
+
 std::string requiredString(const Json& object, const char* key, const std::string& path) {
     const Json& value = required(object, key, path);
     if (!value.is_string())

@@ -20,6 +20,7 @@ const Json& optional(const Json& object, const char* key, const std::string& pat
 std::string stringOr(const Json& object, const char* key, const std::string& fallback, const std::string& path);
 bool boolOr(const Json& object, const char* key, bool fallback, const std::string& path);
 int64_t intOr(const Json& object, const char* key, int64_t fallback, const std::string& path);
+double numberOr(const Json& object, const char* key, double fallback, const std::string& path);
 
 std::string requiredString(const Json& object, const char* key, const std::string& path);
 double requiredNumber(const Json& object, const char* key, const std::string& path);

@@ -52,7 +52,7 @@ void ensureNotOverwritingSource(const std::string& source, const std::string& ou
     fs::path srcDir = fs::is_directory(src) ? src : src.parent_path();
     if (dst == src || dst == srcDir)
         throw Error("refusing to write '" + out + "': it is the source model '" + source +
-                    "' (a source checkpoint is never overwritten; choose another --out)");
+                    "' (a source checkpoint is never overwritten; choose another output)");
 }
 
 std::string readTextFile(const std::string& path) {

@@ -1,0 +1,403 @@
+// The table of flags (flag_table.h). Read it as a list: each `add` declares a flag and the
+// commands that take it; a variant for a command that takes the flag with another default, help
+// or bound follows its declaration directly.
+#include "app/npw/flag_table.h"
+
+#include "core/eval/generate.h"
+#include "core/eval/image_generate.h"
+#include "core/eval/perplexity.h"
+#include "core/eval/zeroshot.h"
+#include "core/models/gguf_export.h"
+#include "core/experiments/image_sweep.h"
+#include "core/prune/pruner.h"
+#include "core/experiments/sweep.h"
+#include "core/text/bpe_trainer.h"
+#include "core/train/classifier_trainer.h"
+#include "core/util/error.h"
+
+#include <limits>
+#include <sstream>
+
+namespace npw::cli {
+
+namespace {
+
+// Bounds of the sizes a user gives. They refuse what cannot be meant (and would otherwise end in
+// an allocation failure deep inside a run), not what is merely large.
+constexpr int64_t kNoLimit = std::numeric_limits<int64_t>::max();  // caps such as --max-windows; seeds
+constexpr int64_t kMaxSeqlen = int64_t(1) << 20;    // tokens per window (models cap it at their context)
+constexpr int64_t kMaxTokens = int64_t(1) << 20;    // tokens to generate or to time
+constexpr int64_t kMaxWindows = 1000000;            // calibration windows
+constexpr int64_t kMaxImages = 1000000;             // images generated or scored
+constexpr int64_t kMaxBatch = int64_t(1) << 16;     // items per forward pass
+constexpr int64_t kMaxRepeats = 1000;               // repeats, seeds, splits
+constexpr int64_t kMaxIterations = 1000000;         // Newton steps, epochs
+constexpr int64_t kMaxVocabulary = int64_t(1) << 24;
+
+std::string number(double x) {
+    std::ostringstream out;
+    out << x;
+    return out.str();
+}
+
+// A Choice that has no parser in core: one of `names`.
+std::function<void(const std::string&)> oneOf(std::vector<std::string> names) {
+    return [names](const std::string& value) {
+        for (const std::string& n : names)
+            if (n == value) return;
+        throw Error("'" + value + "'");
+    };
+}
+
+class Table {
+public:
+    void add(const Flag& flag, std::vector<std::string> commands) { entries_.push_back({flag, std::move(commands)}); }
+    std::vector<FlagEntry> take() { return std::move(entries_); }
+
+private:
+    std::vector<FlagEntry> entries_;
+};
+
+// Commands that load a model for inference take --device and --dtype (metrics: --device only).
+const std::vector<std::string> kModelCommands = {"info", "eval", "generate", "bench", "prune", "sweep", "zeroshot", "demo"};
+// Every command but demo prints one JSON object with --json.
+const std::vector<std::string> kJsonCommands = {"info",     "eval",          "generate",         "bench",
+                                                "prune",    "sweep",         "zeroshot",         "make-verse-task",
+                                                "export-gguf", "train-tokenizer", "train-lm",   "train-classifier",
+                                                "metrics",  "train-vq",      "train-c2i"};
+
+std::vector<std::string> plus(std::vector<std::string> commands, const std::string& more) {
+    commands.push_back(more);
+    return commands;
+}
+
+std::vector<FlagEntry> buildTable() {
+    Table t;
+    const PruneSettings prune;            // `npw prune`'s defaults are the engine's
+    const SweepSpec sweep;                 // and `npw sweep`'s the sweep's
+    const ImageSweepSpec imageSweep;
+    const ImageSamplingOptions sampling;  // image models
+    const SamplingOptions textSampling;   // language models
+    const PerplexityOptions perplexity;
+    const ZeroShotOptions zeroShot;
+
+    // ---- Inputs -------------------------------------------------------------------------------
+    const Flag text = Flag::text("text", "FILE", "UTF-8 text, tokenized once with BOS at the start");
+    t.add(text, {"eval"});
+    t.add(text.described("one verse per line (the held-out New Testament)"), {"make-verse-task"});
+    t.add(Flag::text("ids", "FILE", "whitespace-separated token ids, used exactly as given"), {"eval"});
+    t.add(Flag::text("prompt", "TEXT", "text to continue (BOS is prepended)"), {"generate"});
+    t.add(Flag::text("prompt-ids", "IDS", "token ids to continue, e.g. \"1 461\" (no tokenizer needed)"), {"generate"});
+    t.add(Flag::text("task", "NAME:FILE,…", "tasks as JSONL files: " + zeroShotTaskKinds()), {"zeroshot"});
+    const Flag corpus = Flag::text("corpus", "FILE", "training text, one document per line");
+    t.add(corpus, {"train-tokenizer"});
+    t.add(corpus.described("training text"), {"train-lm"});
+    t.add(Flag::text("tokenizer", "FILE", "tokenizer.json to tokenize it with (copied into DIR)"), {"train-lm"});
+    t.add(Flag::text("data", "DIR", "folder of the Fashion-MNIST IDX files (default: Debian's, or $NPW_FASHION_MNIST)"),
+          {"train-classifier", "train-vq", "train-c2i"});
+    t.add(Flag::text("generated", "DIR", "folder of generated images (PNG/JPEG/BMP, one size)"), {"metrics"});
+    t.add(Flag::text("images-idx", "FILE", "an IDX image file (.gz or plain) or fashion-mnist-train / fashion-mnist-test"),
+          {"metrics"});
+    t.add(Flag::text("model", "MODEL", "generate the images with a class-conditional LlamaGen model first (e.g. demo:c2i)"),
+          {"metrics"});
+
+    // ---- Pruning settings (PruneSettings) ---------------------------------------------------------
+    t.add(Flag::choice("method", "M", "numerical, flap, wanda-sp, magnitude or random",
+                       [](const std::string& v) { parsePruneMethod(v); }, "numerical, flap, wanda-sp, magnitude or random")
+              .byDefault(methodName(prune.method)),
+          {"prune"});
+    t.add(Flag::text("methods", "A,B", "numerical, numerical-nocomp, numerical-box, flap, wanda-sp, magnitude, random"),
+          {"sweep"});
+    const Flag ratio = Flag::real("ratio", "R", "pruning ratio rho in [0, 1)").atLeast(0).below(1);
+    t.add(ratio.byDefault(number(prune.ratio)), {"prune"});
+    t.add(ratio.byDefault("0.3").described("pruning ratio of the demo's numerical and FLAP runs"), {"demo"});
+    const Flag ratios = ratio.asList("R1,R2").named("ratios").described("pruning ratios ρ in [0, 1)");
+    t.add(ratios, {"sweep"});
+    t.add(ratios.byDefault("0,0.1,0.2,0.3,0.5").described("ratios for --synthetic"), {"bench"});
+    t.add(Flag::real("alpha", "A", "head/channel balance α (default: unit params / channel params = 4*D_h/3 MHA, "
+                                   "(2g+2)*D_h/3 GQA)")
+              .above(0),
+          {"prune", "sweep"});
+    t.add(Flag::choice("alpha-mode", "paper|budget", "paper or budget", [](const std::string& v) { parseAlphaMode(v); },
+                       "paper: eq. 7 (alpha*unit scores with channel scores, rho of units); budget: FLAP's reading (rho "
+                       "of parameters)")
+              .byDefault(alphaModeName(prune.alphaMode)),
+          {"prune", "sweep"});
+    const Flag lambda = Flag::real("lambda", "X", "penalty lambda of the numerical score (G normalised per token)").above(0);
+    t.add(lambda.byDefault(number(prune.lambda)), {"prune"});
+    t.add(lambda.asList("X1,X2").byDefault(number(sweep.lambdas.at(0))).described("λ of the numerical score (a list: the λ study)"),
+          {"sweep"});
+    t.add(Flag::integer("iters", "T", 0, kMaxIterations, "0: closed form; T > 0: Algorithm 1 with T Newton steps")
+              .byDefault(std::to_string(prune.iters)),
+          {"prune"});
+    t.add(Flag::real("z0", "Z", "Algorithm 1's starting point (every z_j = Z; with --iters)").byDefault(number(prune.z0)),
+          {"prune"});
+    t.add(Flag::toggle("box", "numerical: constrain z to [0,1]^D (active-set solve at this ratio and lambda)"), {"prune"});
+    t.add(Flag::real("damp", "G", "Theorem 3 dampening gamma, relative to mean(diag 2G)").atLeast(0).byDefault(number(prune.damp)),
+          {"prune"});
+    t.add(Flag::toggle("no-compensation", "slice without compensating o_proj/down_proj"), {"prune"});
+    t.add(Flag::choice("compensation", "KIND", "auto, theorem3, flap-bias (or bias) or none",
+                       [](const std::string& v) { parseCompensation(v); },
+                       "auto (theorem3 for numerical, flap-bias for flap, none else), theorem3, flap-bias (also spelt "
+                       "bias), none")
+              .byDefault(compensationSettingName(prune.compensation)),
+          {"prune"});
+    t.add(Flag::choice("only", "attention|mlp", "attention or mlp", oneOf({"attention", "mlp"}),
+                       "prune only attention units or only MLP channels"),
+          {"prune"});
+    t.add(Flag::text("protect", "LAYERS", "layers left intact, e.g. 0,1 or 0-2"), {"prune"});
+    t.add(Flag::choice("unit", "KIND", "kv-group or query-slot", [](const std::string& v) { parseAttentionUnit(v); },
+                       "GQA attention unit: kv-group (KV head + its query heads) or query-slot")
+              .byDefault(attentionUnitName(prune.attentionUnit)),
+          {"prune"});
+    t.add(Flag::toggle("standardised-global",
+                       "labelled option: standardise any method's metric per layer and rank globally (FLAP's structure)"),
+          {"prune"});
+
+    // ---- Calibration ------------------------------------------------------------------------------
+    t.add(Flag::text("calib", "FILE",
+                     "calibration text (tokenized once with BOS), or token ids with --calib-ids; image models: generated"),
+          {"prune", "sweep"});
+    t.add(Flag::toggle("calib-ids", "--calib holds whitespace-separated token ids"), {"prune", "sweep"});
+    t.add(Flag::toggle("calib-per-line", "--calib holds token ids, one sample per line (e.g. sampled from BOS): each "
+                                         "window is a line's first --seqlen tokens"),
+          {"prune", "sweep"});
+    const Flag nsamples = Flag::integer("nsamples", "N", 1, kMaxWindows, "calibration windows, drawn at seeded random offsets");
+    t.add(nsamples.byDefault("128"), {"prune"});
+    t.add(nsamples.asList("N1,N2")
+              .byDefault(std::to_string(sweep.calibSamples.at(0)))
+              .described("calibration samples (a list: the samples ablation)"),
+          {"sweep"});
+    // --seqlen, the window length, defaults differently per command, as it always has:
+    //   eval   none given: 2048, capped at the model's context (effectiveSeqlen); at least 2 tokens,
+    //          since a window scores its tokens after the first
+    //   prune  none given: the model's context, at most 2048 (effectiveSeqlen)
+    //   sweep  128 (SweepSpec::calibSeqlens), a list: the sequence-length ablation
+    const Flag seqlen = Flag::integer("seqlen", "L", 1, kMaxSeqlen, "tokens per window (default: the model's context, at most 2048)");
+    t.add(seqlen.atLeast(2).described("window length (default 2048, capped at the model's context)"), {"eval"});
+    t.add(seqlen, {"prune"});
+    t.add(seqlen.asList("L1,L2")
+              .byDefault(std::to_string(sweep.calibSeqlens.at(0)))
+              .described("calibration window length (a list: the sequence-length ablation)"),
+          {"sweep"});
+
+    // ---- Evaluation ---------------------------------------------------------------------------------
+    t.add(Flag::text("eval", "SETS", "text:FILE or ids:FILE, comma-separated"), {"sweep"});
+    t.add(Flag::integer("eval-seqlen", "N", 2, kMaxSeqlen, "evaluation window length").byDefault(std::to_string(sweep.evalSeqlen)),
+          {"sweep"});
+    const Flag maxWindows = Flag::integer("max-windows", "K", 0, kNoLimit, "evaluate only the first K windows of each set (0 = all)");
+    t.add(maxWindows.byDefault(std::to_string(perplexity.maxWindows)).described("score only the first K windows (0 = all)"),
+          {"eval"});
+    t.add(maxWindows.byDefault(std::to_string(sweep.evalMaxWindows)), {"sweep"});
+    t.add(maxWindows.byDefault("100"), {"demo"});
+    const Flag reference = Flag::text("reference", "REF", "reference images or statistics of the image metrics: "
+                                                          "fashion-mnist-test, fashion-mnist-train, a folder of images, an "
+                                                          "IDX file, or statistics (.safetensors)");
+    t.add(reference.valueNamed("MODEL").described("also report KL(reference || model) per token"), {"eval"});
+    t.add(reference.byDefault("fashion-mnist-test"), {"prune", "sweep", "metrics"});
+    t.add(Flag::text("zeroshot", "NAME:FILE,…", "also zero-shot accuracy on these tasks (see npw zeroshot)"), {"sweep"});
+    const Flag limit = Flag::integer("limit", "N", 0, kNoLimit, "score only the first N items of each task (0 = all)");
+    t.add(limit.byDefault(std::to_string(zeroShot.limit)), {"zeroshot"});
+    t.add(limit.byDefault("0").described("use only the first N images (0 = all)"), {"metrics"});
+    t.add(Flag::integer("zeroshot-limit", "N", 0, kNoLimit, "items per zero-shot task (0 = all)").byDefault(std::to_string(zeroShot.limit)),
+          {"sweep"});
+    t.add(Flag::toggle("speed", "also memory and generation speed of every model (a 'speed' row each: Figure 5)"), {"sweep"});
+    t.add(Flag::integer("speed-tokens", "N", 1, kMaxTokens, "--speed: prompt tokens, and as many greedy decode tokens")
+              .byDefault(std::to_string(sweep.speedPromptTokens)),
+          {"sweep"});
+    t.add(Flag::integer("seeds", "K", 1, kMaxRepeats, "seeds 0..K-1 (calibration windows; random scores)").byDefault("3"),
+          {"sweep"});
+
+    // ---- Text generation (SamplingOptions) ------------------------------------------------------------
+    t.add(Flag::integer("tokens", "N", 1, kMaxTokens, "new tokens at most").byDefault(std::to_string(textSampling.maxNewTokens)),
+          {"generate"});
+    t.add(Flag::real("temperature", "T", "sampling temperature; 0 = greedy (default: 0 for text, 1 for images as in LlamaGen)")
+              .atLeast(0),
+          {"generate"});
+    t.add(Flag::real("top-p", "P", "nucleus sampling mass").above(0).atMost(1).byDefault(number(textSampling.topP)),
+          {"generate"});
+    t.add(Flag::toggle("no-stop", "do not stop at the end-of-sequence token"), {"generate"});
+
+    // ---- Image models (ImageSamplingOptions, LlamaGen checkpoints, image metrics) -----------------------
+    t.add(Flag::integer("class", "K[,K...]", 0, kMaxVocabulary, "image models: class id(s) to generate (a row of --n samples each)")
+              .asList("K[,K...]"),
+          {"generate"});
+    const Flag n = Flag::integer("n", "N", 1, kMaxImages, "image models: samples per class");
+    t.add(n.byDefault("1"), {"generate"});
+    t.add(n.byDefault("1000").described("--model: images to generate, classes in turn"), {"metrics"});
+    t.add(n.byDefault("500").described("items"), {"make-verse-task"});
+    t.add(Flag::real("cfg", "S", "image models: classifier-free guidance scale (> 1 guides; LlamaGen uses 1.65-4)")
+              .above(0)
+              .byDefault(number(sampling.cfgScale)),
+          {"generate", "prune", "sweep", "metrics"});
+    t.add(Flag::integer("cfg-interval", "I", -1, kMaxTokens,
+                        "image models: guide only decode steps 0..I (LlamaGen's cfg_interval; -1 = all)")
+              .byDefault(std::to_string(sampling.cfgInterval)),
+          {"generate"});
+    t.add(Flag::integer("top-k", "K", 0, kMaxVocabulary, "image models: sample only the K most likely tokens (0 = all)")
+              .byDefault(std::to_string(sampling.topK)),
+          {"generate", "prune", "sweep", "metrics"});
+    const Flag vq = Flag::text("vq", "FILE", "image models: the VQ tokenizer (LlamaGen .pt or npw directory; default MODEL/vq)");
+    t.add(vq, {"generate", "prune", "sweep", "metrics"});
+    t.add(vq.valueNamed("DIR").described("the VQ tokenizer from train-vq (copied into DIR/vq)"), {"train-c2i"});
+    t.add(Flag::text("gpt-model", "NAME", "size of a LlamaGen checkpoint that does not say it: B, L, XL, XXL or 3B"),
+          {"info", "generate", "prune", "sweep", "metrics"});
+    t.add(Flag::integer("image-size", "PX", 1, 1 << 16, "image size of a LlamaGen checkpoint named with --gpt-model (256 or 384)")
+              .byDefault("256"),
+          {"info", "generate", "prune", "sweep", "metrics"});
+    t.add(Flag::integer("per-class", "N", 1, kMaxImages,
+                        "image models: calibration samples generated per class (--calib generated; the paper: 128)")
+              .byDefault(std::to_string(imageSweep.calibPerClass)),
+          {"prune", "sweep"});
+    t.add(Flag::choice("metric", "NAME", "fid or none", oneOf({"fid", "all", "none"}),
+                       "image models: fid (all five metrics of dense and pruned: FID, sFID, IS, precision, recall) or none")
+              .byDefault("none"),
+          {"prune", "sweep"});
+    t.add(Flag::integer("samples", "N", 1, kMaxImages, "image models: images generated per model for --metric")
+              .byDefault(std::to_string(imageSweep.evalSamples)),
+          {"prune", "sweep"});
+    t.add(Flag::text("features", "NET", "feature network of the image metrics: demo (the bundled classifier), a classifier "
+                                        "folder, or a TorchScript file")
+              .byDefault("demo"),
+          {"prune", "sweep", "metrics"});
+    t.add(Flag::text("degrade", "HOW", "noise:SIGMA or blur:SIGMA applied to the images first (for sanity checks)").byDefault("none"),
+          {"metrics"});
+    t.add(Flag::integer("is-splits", "N", 1, kMaxRepeats, "Inception Score splits (mean and std over them)").byDefault("10"),
+          {"metrics"});
+    t.add(Flag::text("cache-dir", "DIR", "where reference statistics are cached (default $NPW_CACHE_DIR, ~/.cache/npw)"),
+          {"metrics"});
+    t.add(Flag::toggle("no-cache", "compute the reference statistics afresh and do not store them"), {"metrics"});
+    t.add(Flag::text("save-reference", "FILE", "also write the reference statistics to FILE (.safetensors)"), {"metrics"});
+
+    // ---- Batches and seeds ------------------------------------------------------------------------------
+    const Flag batch = Flag::integer("batch", "N", 1, kMaxBatch, "image models: samples per forward pass");
+    t.add(batch.byDefault(std::to_string(perplexity.batchWindows)).described("windows per forward pass"), {"eval"});
+    t.add(batch.byDefault(std::to_string(sampling.batchSize)), {"generate"});
+    t.add(batch.byDefault("64"), {"prune", "sweep"});
+    t.add(batch.byDefault("250").described("images per feature-network batch"), {"metrics"});
+    t.add(batch.byDefault(std::to_string(zeroShot.batchRows)).described("sequences per forward pass"), {"zeroshot"});
+    const Flag seed = Flag::integer("seed", "S", 0, kNoLimit, "seed of initialisation and data order").byDefault("1");
+    t.add(seed.byDefault(std::to_string(prune.seed)).described("seed of the calibration offsets and of --method random"),
+          {"prune"});
+    t.add(seed.byDefault(std::to_string(textSampling.seed)).described("random seed (images: sample i uses seed + i)"),
+          {"generate"});
+    t.add(seed.byDefault("0").described("image models: evaluation sample i uses seed S + i (calibration: S + 1000000 + i)"),
+          {"sweep"});
+    t.add(seed.described("seed of --degrade noise; --model: sample i uses seed S + i"), {"metrics"});
+    t.add(seed.described("seed of the verse order, distractors and gold positions"), {"make-verse-task"});
+    t.add(seed, {"train-lm"});
+    t.add(seed.byDefault(std::to_string(ClassifierTrainOptions{}.seed)), {"train-classifier"});
+    t.add(seed.described("seed of initialisation, data order and class dropout"), {"train-vq", "train-c2i"});
+
+    // ---- Speed benchmarks (`npw bench`) -----------------------------------------------------------------
+    t.add(Flag::integer("prompt-tokens", "N", 1, kMaxTokens, "prompt length for the prefill figure").byDefault("128"), {"bench"});
+    t.add(Flag::integer("decode-tokens", "N", 1, kMaxTokens, "tokens generated for the decode figure").byDefault("128"),
+          {"bench"});
+    t.add(Flag::integer("repeats", "R", 1, kMaxRepeats, "timed runs (median reported) after one warm-up").byDefault("3"),
+          {"bench"});
+    t.add(Flag::choice("suite", "NAME", "pruning or calibration-memory", oneOf({"pruning", "calibration-memory"}),
+                       "pruning: solver timings, re-selection latency, prune time on the demos; calibration-memory: peak "
+                       "memory of in-RAM vs layer-wise calibration of a --synthetic model (default 1b)"),
+          {"bench"});
+    t.add(Flag::integer("layers", "N", 0, 100000,
+                        "calibration-memory: only the first N layers of the synthetic model (0 = all)")
+              .byDefault("0"),
+          {"bench"});
+    t.add(Flag::integer("calib-samples", "N", 1, kMaxWindows, "calibration-memory: calibration windows").byDefault("4"),
+          {"bench"});
+    t.add(Flag::integer("calib-seqlen", "L", 1, kMaxSeqlen, "calibration-memory: tokens per window").byDefault("128"),
+          {"bench"});
+    t.add(Flag::choice("mode", "in-ram|layerwise", "in-ram or layerwise", oneOf({"in-ram", "layerwise"}),
+                       "calibration-memory: run one mode in this process (internal)"),
+          {"bench"});
+    t.add(Flag::text("synthetic", "SIZE", "1b or tiny: decode speed and memory of a random LLaMA pruned to each --ratios"),
+          {"bench"});
+    t.add(Flag::toggle("llamacpp", "also time llama.cpp on the same weights (GGUF f32; Node + tests/fixtures/llamacpp)"),
+          {"bench"});
+    t.add(Flag::integer("llamacpp-threads", "N", 1, 1024,
+                        "llama.cpp's CPU threads (its workers spin: more threads than free cores is slower)")
+              .byDefault("1"),
+          {"bench"});
+
+    // ---- The demo ---------------------------------------------------------------------------------------
+    t.add(Flag::integer("image-samples", "N", 0, kMaxImages,
+                        "demo:c2i: images generated per model for the metrics (0 = skip the image model)")
+              .byDefault("1000"),
+          {"demo"});
+    t.add(Flag::real("image-lambda", "X", "demo:c2i: λ of the numerical score (this model prefers the saturated end: "
+                                          "README, \"Pruning image models\")")
+              .above(0)
+              .byDefault("100"),
+          {"demo"});
+
+    // ---- Training -----------------------------------------------------------------------------------------
+    t.add(Flag::integer("vocab", "N", 1, kMaxVocabulary, "vocabulary size (3 specials + 256 bytes + merges)")
+              .byDefault(std::to_string(BpeTrainOptions{}.vocabSize)),
+          {"train-tokenizer"});
+    t.add(Flag::choice("preset", "NAME", "lm or lm-gqa", oneOf({"lm", "lm-gqa"}),
+                       "architecture: lm (multi-head) or lm-gqa (grouped-query)")
+              .byDefault("lm"),
+          {"train-lm"});
+    t.add(Flag::integer("steps", "N", 1, kNoLimit, "total optimizer steps (default: the preset's recipe)"), {"train-lm"});
+    const Flag epochs = Flag::integer("epochs", "E", 1, kMaxIterations, "passes over the 60 000 training images");
+    t.add(epochs.byDefault(std::to_string(ClassifierTrainOptions{}.epochs)), {"train-classifier"});
+    t.add(epochs.described("passes over the 60 000 training images (default: the demo recipe)"), {"train-vq", "train-c2i"});
+    t.add(Flag::real("max-minutes", "M", "stop (after a checkpoint) after M minutes; 0 = run to the end").atLeast(0).byDefault("0"),
+          {"train-lm", "train-classifier", "train-vq", "train-c2i"});
+    const Flag work = Flag::text("work", "DIR", "checkpoint folder (default DIR.train)");
+    t.add(work, {"train-lm", "train-classifier", "train-vq"});
+    t.add(work.described("checkpoint folder, also caching the training codes (default DIR.train)"), {"train-c2i"});
+
+    // ---- Outputs --------------------------------------------------------------------------------------------
+    const Flag out = Flag::text("out", "DIR", "output directory (Hugging Face layout + npw-manifest.json)");
+    t.add(out, {"prune"});
+    t.add(out.valueNamed("FILE.png").described("image models: the PNG to write (one image, or a labelled grid)"), {"generate"});
+    t.add(out.valueNamed("FILE").described("the .gguf file to write (atomically)"), {"export-gguf"});
+    t.add(out.valueNamed("FILE").described("the task file to write (JSONL, kind mc)"), {"make-verse-task"});
+    t.add(out.valueNamed("FILE").described("where to write tokenizer.json"), {"train-tokenizer"});
+    t.add(out.described("model directory written when training finishes"), {"train-lm"});
+    t.add(out.described("model folder written when training finishes (config.json, model.safetensors)"), {"train-classifier"});
+    t.add(out.described("VQ folder written when training finishes (config.json, model.safetensors)"), {"train-vq"});
+    t.add(out.described("model folder written when training finishes (LlamaGen keys + config.json)"), {"train-c2i"});
+    t.add(out.byDefault("npw-demo-results").described("folder for results.json, the CSV and the pruned models"), {"demo"});
+    t.add(Flag::text("name", "TEXT", "general.name (default: the model's folder or file name)"), {"export-gguf"});
+    t.add(Flag::text("save-scores", "FILE", "also write the scores (safetensors)"), {"prune"});
+    t.add(Flag::text("save-stats", "FILE", "also write the calibration statistics (safetensors, raw sums)"), {"prune"});
+    t.add(Flag::text("stats", "FILE", "reuse statistics written by --save-stats or --stats-on-disk instead of calibrating "
+                                      "(same model; memory-mapped)"),
+          {"prune"});
+    t.add(Flag::text("stats-on-disk", "FILE", "calibrate layer by layer, statistics written to FILE and memory-mapped, not "
+                                              "held in RAM (automatic, with a temporary file, when they exceed half the RAM)"),
+          {"prune"});
+    t.add(Flag::text("csv", "FILE", "also write every row as CSV"), {"sweep"});
+
+    // ---- Runtime and output format ----------------------------------------------------------------------------
+    t.add(Flag::text("device", "DEV", "auto, cpu, cuda or cuda:N (auto: CUDA when available)").byDefault("auto"),
+          plus(kModelCommands, "metrics"));
+    const Flag dtype =
+        Flag::text("dtype", "TYPE", "auto, float32, float16, bfloat16 (auto: bfloat16 on CUDA, float32 on CPU)").byDefault("auto");
+    t.add(dtype, kModelCommands);
+    t.add(Flag::choice("dtype", "TYPE", "f32 or f16", [](const std::string& v) { parseGgufDtype(v); },
+                       "f32 or f16 for the weight matrices (norms and biases stay f32)")
+              .byDefault("f32"),
+          {"export-gguf"});
+    t.add(Flag::toggle("json", "print one JSON object on stdout"), kJsonCommands);
+    return t.take();
+}
+
+} // namespace
+
+const std::vector<FlagEntry>& flagTable() {
+    static const std::vector<FlagEntry> table = buildTable();
+    return table;
+}
+
+std::vector<Flag> flagsFor(const std::string& command) {
+    std::vector<Flag> flags;
+    for (const FlagEntry& e : flagTable())
+        for (const std::string& c : e.commands)
+            if (c == command) flags.push_back(e.flag);
+    return flags;
+}
+
+} // namespace npw::cli
