@@ -47,7 +47,7 @@ ProgressFn terminalProgress() {
     };
 }
 
-void emit(const Args& args, const nlohmann::json& result, const std::function<void()>& printHuman) {
+void printResult(const Args& args, const nlohmann::json& result, const std::function<void()>& printHuman) {
     if (args.flag("json"))
         std::cout << result.dump(2) << std::endl;
     else

@@ -73,7 +73,8 @@ ImageSource modelImages(const Args& args, const std::string& model, int64_t n, i
 
 // A progress callback drawing a bar on stderr when it is a terminal (silent otherwise).
 ProgressFn terminalProgress();
-// Prints the JSON object (with --json) or calls the human printer.
-void emit(const Args& args, const nlohmann::json& result, const std::function<void()>& printHuman);
+// Prints the JSON object (with --json) or calls the human printer. (Not "emit": Qt, which the
+// CLI tests include first, defines that name as a macro.)
+void printResult(const Args& args, const nlohmann::json& result, const std::function<void()>& printHuman);
 
 } // namespace npw::cli

@@ -38,7 +38,7 @@ int runExportGguf(const Args& args) {
                               {"dtype", r.dtype}, {"tensors", r.tensors},
                               {"parameters", r.parameters}, {"bytes", r.bytes},
                               {"layers", layers}, {"notes", r.notes}};
-    emit(args, j, [&] {
+    printResult(args, j, [&] {
         std::cout << "wrote " << r.path << " (" << r.bytes << " bytes): architecture " << r.architecture << ", "
                   << r.tensors << " tensors, " << r.parameters << " parameters, " << r.dtype << ", tokenizer "
                   << r.tokenizerModel << "\n";
@@ -143,7 +143,7 @@ int runGgufInfo(const Args& args, const std::string& path) {
         tensors.push_back({{"name", t.name}, {"ne", t.ne}, {"type", ggmlTypeName(t.type)}, {"offset", t.offset}});
     const nlohmann::json j = {{"file", path}, {"format", "gguf"}, {"version", f.version}, {"alignment", f.alignment},
                               {"bytes", f.fileSize}, {"metadata", metadata}, {"tensors", tensors}};
-    emit(args, j, [&] {
+    printResult(args, j, [&] {
         std::cout << "file        " << path << " (GGUF v" << f.version << ", " << f.fileSize << " bytes, "
                   << f.tensors.size() << " tensors)\n";
         for (const auto& [key, value] : f.metadata) std::cout << "  " << key << " = " << value.describe(8) << "\n";

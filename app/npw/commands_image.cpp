@@ -95,7 +95,7 @@ int runImageInfo(const Args& args, const std::string& model) {
     j["model"] = model;
     j["source"] = ck.source;
     j["params"] = params;
-    emit(args, j, [&] {
+    printResult(args, j, [&] {
         std::cout << "model          " << model << " (LlamaGen class-conditional GPT)\n"
                   << "source         " << ck.source << "\n"
                   << "size           " << c.name << "\n"
@@ -164,7 +164,7 @@ int runImageGenerate(const Args& args, const std::string& model) {
                         {"seconds", tokens.seconds},
                         {"tokens_per_s", tokens.tokensPerSecond},
                         {"out", out}};
-    emit(args, j, [&] {
+    printResult(args, j, [&] {
         std::cout << std::fixed << std::setprecision(1) << "wrote " << out << ": " << all.size() << " image"
                   << (all.size() == 1 ? "" : "s") << " of " << images.size(2) << "×" << images.size(3) << " (classes "
                   << args.get("class") << ", cfg " << o.cfgScale << ", seed " << o.seed << ") in " << tokens.seconds

@@ -126,7 +126,7 @@ int runImagePrune(const Args& args, const std::string& model, const PruneSetting
                         {"dense", evaluationJson(evaluations[0].second)},
                         {"pruned", evaluationJson(evaluations[1].second)}};
     }
-    emit(args, j, [&] {
+    printResult(args, j, [&] {
         const PruneReport& r = run.report;
         std::cout << "pruned    " << model << " -> " << out << " (image model, calibrated on " << summary.samples
                   << " generated samples)\n"

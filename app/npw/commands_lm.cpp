@@ -57,7 +57,7 @@ int runInfo(const Args& args) {
                         {"params", lm.model->checkpoint().weights.layers.empty() ? 0 : c.parameterCount()},
                         {"tokenizer", lm.model->checkpoint().tokenizerPath},
                         {"device", lm.model->runtime().describe()}};
-    emit(args, j, [&] {
+    printResult(args, j, [&] {
         std::cout << "model          " << model << "\n"
                   << "source         " << lm.model->checkpoint().source << "\n"
                   << "layers         " << c.num_layers << "\n"
@@ -109,7 +109,7 @@ int runEval(const Args& args) {
         j["kl"] = r.kl;
         j["reference"] = args.get("reference");
     }
-    emit(args, j, [&] {
+    printResult(args, j, [&] {
         std::cout << std::fixed << std::setprecision(4) << "model     " << model << "\ninput     " << source
                   << "\nppl       " << r.ppl << "\nnll       " << r.nll << " nats/token\n";
         if (std::isfinite(r.bitsPerByte)) std::cout << "bits/byte " << r.bitsPerByte << "\n";
@@ -164,7 +164,7 @@ int runGenerate(const Args& args) {
         const std::string whole = lm.decode(all), head = lm.decode(prompt);
         j["text"] = whole.rfind(head, 0) == 0 ? whole.substr(head.size()) : lm.decode(g.tokens);
     }
-    emit(args, j, [&] {
+    printResult(args, j, [&] {
         if (lm.tokenizer) {
             std::cout << j["prompt"].get<std::string>() << j["text"].get<std::string>() << "\n";
         } else {
@@ -192,7 +192,7 @@ int runBench(const Args& args) {
                         {"decode_tokens_per_s", b.decodeTokensPerSecond}, {"peak_memory_mib", b.peakMemoryMiB},
                         {"peak_memory_kind", b.peakMemoryKind}};
     if (!llamaCpp.is_null()) j["llamacpp"] = llamaCpp;
-    emit(args, j, [&] {
+    printResult(args, j, [&] {
         std::cout << std::fixed << std::setprecision(1) << "model            " << model << "\n"
                   << "device           " << b.device << "\n"
                   << "parameters       " << b.parameters << " (" << b.weightsMiB << " MiB)\n"

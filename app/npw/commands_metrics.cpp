@@ -56,7 +56,7 @@ int runTrainClassifier(const Args& args) {
         saveImageClassifier(model, out.string(), recipe.dump());
         j["out"] = out.string();
     }
-    emit(args, j, [&] {
+    printResult(args, j, [&] {
         if (status.finished)
             std::cout << "trained the classifier for " << o.epochs << " epochs (loss " << status.loss
                       << "); test accuracy " << j["test_accuracy"].get<double>() << "; wrote " << out.string() << "\n";
@@ -121,7 +121,7 @@ int runMetrics(const Args& args) {
                         {"k", ref.stats.k},
                         {"seconds", seconds}};
     if (std::isfinite(classAccuracy)) j["class_accuracy"] = classAccuracy;
-    emit(args, j, [&] {
+    printResult(args, j, [&] {
         std::cout << "images     " << samples.description << "\n"
                   << "reference  " << ref.description << (ref.fromCache ? " (cached statistics)" : "") << "\n"
                   << "features   " << network->identity() << "\n"

@@ -208,7 +208,7 @@ int runPrune(const Args& args) {
     if (!calibration.statsFile.empty()) j["calibration"]["statistics_file"] = calibration.statsFile;
     j["calibration"]["layerwise"] = !statsOnDisk.empty();
     if (!statsOnDisk.empty()) j["calibration"]["statistics_on_disk"] = statsOnDisk;
-    emit(args, j, [&] { printHuman(run.report, model, out); });
+    printResult(args, j, [&] { printHuman(run.report, model, out); });
     return 0;
 }
 

@@ -39,7 +39,7 @@ int runTrainTokenizer(const Args& args) {
     const size_t tokens = tok->encode(text, false).size();
     nlohmann::json j = {{"out", args.get("out")}, {"vocab", tok->vocabSize()}, {"corpus_bytes", text.size()},
                         {"corpus_tokens", tokens}, {"bytes_per_token", double(text.size()) / tokens}};
-    emit(args, j, [&] {
+    printResult(args, j, [&] {
         std::cout << "wrote " << args.get("out") << ": " << tok->vocabSize() << " tokens, "
                   << double(text.size()) / tokens << " bytes/token on the corpus\n";
     });
@@ -83,7 +83,7 @@ int runTrainLm(const Args& args) {
         saveHfLlamaDirectory(ckpt, out.string(), recipe.dump());
         j["out"] = out.string();
     }
-    emit(args, j, [&] {
+    printResult(args, j, [&] {
         if (status.finished)
             std::cout << "trained " << preset << " to step " << status.step << " (loss " << status.loss << "), wrote "
                       << out.string() << "\n";

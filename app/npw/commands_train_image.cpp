@@ -72,7 +72,7 @@ int runTrainVq(const Args& args) {
         logLine("test set: MSE " + std::to_string(mse) + " (PSNR " + std::to_string(10.0 * std::log10(1.0 / mse)) +
                 " dB), " + std::to_string(used) + " of " + std::to_string(o.config.codebookSize) + " codes used");
     }
-    emit(args, j, [&] {
+    printResult(args, j, [&] {
         if (status.finished)
             std::cout << "trained the VQ tokenizer (" << o.config.describe() << "), wrote " << out.string() << "\n";
         else
@@ -126,7 +126,7 @@ int runTrainC2i(const Args& args) {
         vq->save((out / "vq").string());
         j["out"] = out.string();
     }
-    emit(args, j, [&] {
+    printResult(args, j, [&] {
         if (status.finished)
             std::cout << "trained the c2i GPT (" << o.config.describe() << ") to loss " << status.loss << ", wrote "
                       << out.string() << " (with its VQ tokenizer in vq/)\n";

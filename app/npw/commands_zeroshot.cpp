@@ -37,7 +37,7 @@ int runZeroShot(const Args& args) {
         out["tasks"].push_back(zeroShotJson(results.back()));
         out["tasks"].back()["source"] = task.source;
     }
-    emit(args, out, [&] {
+    printResult(args, out, [&] {
         std::cout << std::left << std::setw(16) << "task" << std::right << std::setw(7) << "items" << std::setw(18)
                   << "acc" << std::setw(18) << "acc_norm" << "\n"
                   << std::fixed << std::setprecision(4);
@@ -59,7 +59,7 @@ int runMakeVerseTask(const Args& args) {
     std::string body;
     for (const std::string& line : lines) body += line + "\n";
     writeTextAtomically(args.get("out"), body);
-    emit(args, {{"out", args.get("out")}, {"items", lines.size()}, {"task", "mc"}},
+    printResult(args, {{"out", args.get("out")}, {"items", lines.size()}, {"task", "mc"}},
          [&] { std::cout << "wrote " << lines.size() << " items to " << args.get("out") << " (task kind mc)\n"; });
     return 0;
 }
