@@ -8,7 +8,7 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 PACKAGES=(cmake g++ make pkg-config
   qt6-base-dev qt6-svg-dev libqcustomplot-dev libqcustomplot2.1-qt6 libtorch-dev libstb-dev
   libopenblas0-pthread nlohmann-json3-dev libicu-dev zlib1g-dev xvfb xauth
-  bible-kjv jargon-text dataset-fashion-mnist python3-torch python3-numpy)
+  bible-kjv jargon-text dataset-fashion-mnist python3-torch python3-numpy python3-sentencepiece)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -19,7 +19,10 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y --no-install-recommends "${missing[@]}"
 fi
 BUILD_DIR="${NPW_BUILD_DIR:-build}"
-cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo ${NPW_CMAKE_ARGS:-}
+# ccache, where installed, makes rebuilds after a checkout quick; it is not required.
+LAUNCHER=""
+if command -v ccache >/dev/null 2>&1; then LAUNCHER="-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"; fi
+cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo $LAUNCHER ${NPW_CMAKE_ARGS:-}
 cmake --build "$BUILD_DIR" -j"$(nproc)"
 # The real llama.cpp for tests/tst_gguf_llamacpp (npm's node-llama-cpp, prebuilt CPU binary, 85 MB,
 # ~20 s): only where Node and npm are installed; the suite is skipped otherwise. `npm install`
