@@ -331,7 +331,8 @@ private slots:
         const std::string dir = (tmp_.path() + "/patched-" + QString::number(qHash(patch))).toStdString();
         std::filesystem::create_directories(dir);
         json config = json::parse(readTextFile(kRef + "llama31_rope/config.json"));
-        for (const auto& item : json::parse(patch.toStdString()).items()) config[item.key()] = item.value();
+        const json edits = json::parse(patch.toStdString());
+        for (const auto& item : edits.items()) config[item.key()] = item.value();
         writeTextAtomically(dir + "/config.json", config.dump());
         std::filesystem::copy_file(kRef + "llama31_rope/model.safetensors", dir + "/model.safetensors",
                                    std::filesystem::copy_options::overwrite_existing);
