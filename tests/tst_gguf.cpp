@@ -12,6 +12,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 #include <cstring>
+#include <set>
 #include <filesystem>
 #include <fstream>
 
@@ -251,6 +252,63 @@ private slots:
         QVERIFY(f.findTensor("blk.3.ffn_norm.weight") == nullptr);
         QVERIFY(at::equal(tensorOf(f, "blk.4.ffn_down.bias"), c.weights.layers[4].w_down_bias));
         QCOMPARE(r.notes.size(), size_t(4));
+    }
+
+    // Issue 13's families: Qwen as qwen2/qwen3 (no Q/K permutation: llama.cpp rotates their halves),
+    // Llama 3.1's rope_freqs.weight, linear scaling keys, and the refusals by name.
+    void familyArchitectures() {
+        const LlamaCheckpoint q2 = demoAsFamily(ModelFamily::Qwen2);
+        GgufExportPlan plan = planGgufExport(q2, {});
+        QCOMPARE(plan.report.architecture, std::string("qwen2"));
+        auto names = [](const GgufExportPlan& p) {
+            std::set<std::string> n;
+            for (const auto& t : p.tensors) n.insert(t.info.name);
+            return n;
+        };
+        QVERIFY(names(plan).count("blk.3.attn_k.bias"));
+        const std::string p2 = path("qwen2.gguf");
+        exportGguf(q2, p2);
+        GgufFile f = readGgufFile(p2);
+        QVERIFY(at::equal(tensorOf(f, "blk.1.attn_q.weight"), q2.weights.layers[1].wq));  // not permuted
+        QVERIFY(at::equal(tensorOf(f, "blk.1.attn_q.bias"), q2.weights.layers[1].wq_bias));
+        QCOMPARE(f.at("qwen2.attention.head_count").integer, 6ll);
+
+        const LlamaCheckpoint q3 = qwen3DemoVocab();
+        plan = planGgufExport(q3, {});
+        QCOMPARE(plan.report.architecture, std::string("qwen3"));
+        QVERIFY(names(plan).count("blk.1.attn_q_norm.weight") && names(plan).count("blk.1.attn_k_norm.weight"));
+
+        const LlamaCheckpoint l31 = demoAsFamily(ModelFamily::Llama, RopeScaling::Type::Llama3);
+        const std::string p3 = path("llama31.gguf");
+        exportGguf(l31, p3);
+        f = readGgufFile(p3);
+        const at::Tensor factors = tensorOf(f, "rope_freqs.weight");
+        QCOMPARE(factors.size(0), int64_t(16));
+        QCOMPARE(factors[0].item<float>(), 1.0f);   // highest frequency: kept
+        QCOMPARE(factors[15].item<float>(), 8.0f);  // lowest: divided by the factor
+        const LlamaCheckpoint lin = demoAsFamily(ModelFamily::Llama, RopeScaling::Type::Linear);
+        plan = planGgufExport(lin, {});
+        bool linear = false;
+        for (const auto& [key, value] : plan.metadata) linear = linear || (key == "llama.rope.scaling.type" && value.string == "linear");
+        QVERIFY(linear);
+        QCOMPARE(planGgufExport(demoAsFamily(ModelFamily::Mistral), {}).report.architecture, std::string("llama"));
+    }
+
+    void familyRefusals() {
+        // Non-uniform Qwen: llama.cpp's qwen2/qwen3 take layer 0's sizes, deci lacks their parts.
+        LlamaCheckpoint q3 = qwen3DemoVocab();
+        Mask mask;
+        mask.keepHeads = {{true, true}, {true, false}};
+        mask.keepChannels = {std::vector<bool>(96, true), std::vector<bool>(96, true)};
+        PruneSettings settings;
+        settings.compensation = CompensationKind::None;
+        const LlamaCheckpoint nonUniform = applyMask(q3, ModelStats{}, mask, settings).checkpoint;
+        QString e = errorOf([&] { planGgufExport(nonUniform, {}); });
+        QVERIFY2(e.contains("qwen3") && e.contains("layer 0's sizes") && e.contains("q/k norms"), qPrintable(e));
+        LlamaCheckpoint q2 = demoAsFamily(ModelFamily::Qwen2);
+        q2.weights.layers[0].wo_bias = at::zeros({q2.config.hidden_size});
+        e = errorOf([&] { planGgufExport(q2, {}); });
+        QVERIFY2(e.contains("qwen2") && e.contains("bias"), qPrintable(e));
     }
 
     void refusals() {

@@ -23,7 +23,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kStories = std::string(NPW_SHARED_FIXTURES) + "/stories260K.bin";
+const std::string kStories = std::string(NPW_TEST_DATA) + "/stories260K/stories260K.bin";
 
 bool containsAll(const QString& message, const QStringList& parts) {
     for (const QString& part : parts)
@@ -254,7 +254,7 @@ private slots:
     void initTestCase() { QVERIFY(tmp_.isValid()); }
 
     void llama2cStories260K() {
-        if (!fs::exists(kStories)) QSKIP("shared/fixtures/stories260K.bin is not here");
+        QVERIFY2(fs::exists(kStories), "tests/data/stories260K/stories260K.bin is missing");
         LlamaCheckpoint checkpoint = loadLlama2cCheckpoint(kStories);
         const LlamaConfig& c = checkpoint.config;
         QCOMPARE(c.hidden_size, int64_t(64));
@@ -286,7 +286,7 @@ private slots:
     }
 
     void llama2cWrongSizeIsRefused() {
-        if (!fs::exists(kStories)) QSKIP("shared/fixtures/stories260K.bin is not here");
+        QVERIFY2(fs::exists(kStories), "tests/data/stories260K/stories260K.bin is missing");
         QByteArray bytes = fileBytes(kStories);
         std::string truncated = writeFile(tmp_, "truncated.bin", bytes.left(bytes.size() - 100));
         QString message = errorOf([&] { loadLlama2cCheckpoint(truncated); });
@@ -339,7 +339,7 @@ private slots:
     // Saving the llama2.c model to HF format permutes wq/wk rows to the half-split RoPE
     // layout; the attention logits (with each layout's own RoPE) must stay the same.
     void llama2cSavedAsHfKeepsAttentionScores() {
-        if (!fs::exists(kStories)) QSKIP("shared/fixtures/stories260K.bin is not here");
+        QVERIFY2(fs::exists(kStories), "tests/data/stories260K/stories260K.bin is missing");
         LlamaCheckpoint original = loadLlama2cCheckpoint(kStories);
         std::string dir = tmp_.filePath("stories_hf").toStdString();
         saveHfLlamaDirectory(original, dir);
@@ -534,15 +534,20 @@ private slots:
         QVERIFY(at::equal(loaded.weights.layers[1].wo_bias, at::ones({16})));
         editWeights(dir, [](TensorMap& t) { t["model.layers.1.self_attn.v_proj.bias"] = at::ones({8}); });
         QString message = errorOf([&] { loadHfLlamaDirectory(dir); });
-        QVERIFY2(containsAll(message, {"'model.layers.1.self_attn.v_proj.bias'", "non-zero bias", "unsupported"}),
+        // Non-zero q/k/v biases (Qwen2, LLaMA's attention_bias) are read when every layer has all three.
+        QVERIFY2(containsAll(message, {"'model.layers.0.self_attn.q_proj.bias' is missing",
+                                       "non-zero bias 'model.layers.1.self_attn.v_proj.bias'"}),
                  qPrintable(message));
+        editWeights(dir, [](TensorMap& t) { t["model.layers.1.mlp.up_proj.bias"] = at::ones({24}); });
+        message = errorOf([&] { loadHfLlamaDirectory(dir); });
+        QVERIFY2(containsAll(message, {"'model.layers.1.mlp.up_proj.bias'", "non-zero bias", "unsupported"}), qPrintable(message));
     }
 
     void hfConfigRules_data() {
         QTest::addColumn<QString>("edit");  // JSON merged into a valid config.json
         QTest::addColumn<QStringList>("expected");
-        QTest::newRow("rope_scaling") << R"({"rope_scaling": {"rope_type": "llama3", "factor": 8.0}})"
-                                      << QStringList{"rope_scaling", "unsupported"};
+        QTest::newRow("rope_scaling") << R"({"rope_scaling": {"rope_type": "yarn", "factor": 8.0}})"
+                                      << QStringList{"rope_scaling", "yarn", "unsupported"};
         QTest::newRow("model_type") << R"({"model_type": "gpt2"})" << QStringList{"model_type", "gpt2", "unsupported"};
         QTest::newRow("hidden_act") << R"({"hidden_act": "gelu"})" << QStringList{"hidden_act", "unsupported"};
         QTest::newRow("lists_without_head_dim") << R"({"num_attention_heads": [4, 4], "head_dim": null})"
@@ -633,7 +638,11 @@ private slots:
     void dispatchRefusesUnknownInputs() {
         std::string text = writeFile(tmp_, "model.txt", "hello");
         QString message = errorOf([&] { loadLlamaCheckpoint(text); });
-        QVERIFY2(containsAll(message, {QString::fromStdString(text), "neither"}), qPrintable(message));
+        QVERIFY2(containsAll(message, {QString::fromStdString(text), "none of"}), qPrintable(message));
+        // A PyTorch checkpoint that is not llama2.c's ckpt.pt (LlamaGen-like): named, not guessed at.
+        const std::string llamagen = std::string(NPW_TEST_DATA) + "/torch_checkpoints/llamagen_like.pt";
+        message = errorOf([&] { loadLlamaCheckpoint(llamagen); });
+        QVERIFY2(containsAll(message, {"llamagen_like.pt", "model_args"}), qPrintable(message));
         message = errorOf([&] { loadLlamaCheckpoint(tmp_.filePath("absent").toStdString()); });
         QVERIFY2(containsAll(message, {"absent", "not found"}), qPrintable(message));
         message = errorOf([&] { loadLlamaCheckpoint("demo:no-such-demo"); });

@@ -18,7 +18,7 @@ using namespace npw;
 
 namespace {
 
-const std::string kStories = std::string(NPW_SHARED_FIXTURES) + "/stories260K.bin";
+const std::string kStories = std::string(NPW_TEST_DATA) + "/stories260K/stories260K.bin";
 
 // Samples at temperature 1 from BOS, as `npw generate --prompt-ids 1 --temperature 1` does.
 std::vector<int32_t> sampledIds(const LlamaModel& model, int samples, int64_t tokens) {
@@ -41,7 +41,7 @@ class TestPruneStoriesSlow : public QObject {
     Q_OBJECT
 private slots:
     void prunesExportsAndReloads() {
-        if (!std::filesystem::exists(kStories)) QSKIP("shared/fixtures/stories260K.bin is not here");
+        QVERIFY2(std::filesystem::exists(kStories), "tests/data/stories260K/stories260K.bin is missing");
         const LlamaModel dense(loadLlamaCheckpoint(kStories), chooseRuntime("cpu"));
         const std::vector<int32_t> stream = sampledIds(dense, 6, 200);
         CalibrationSet set = drawCalibrationSet(stream, 16, 128, 0, "sampled ids");

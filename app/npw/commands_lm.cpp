@@ -54,11 +54,17 @@ int runInfo(const Args& args) {
                         {"rope_theta", c.rope_theta},
                         {"rope_layout", c.rope_layout == RopeLayout::HalfSplit ? "half-split" : "adjacent-pairs"},
                         {"tied_embeddings", c.tie_word_embeddings},
+                        {"family", familyName(c.family)},
+                        {"rope_scaling", ropeScalingName(c.rope_scaling.type)},
+                        {"rope_scaling_factor", c.rope_scaling.factor},
+                        {"sliding_window", c.sliding_window > 0 ? nlohmann::json(c.sliding_window) : nlohmann::json(nullptr)},
+                        {"qkv_bias", c.qkv_bias},
+                        {"qk_norm", c.qk_norm},
                         {"params", lm.model->checkpoint().weights.layers.empty() ? 0 : c.parameterCount()},
                         {"tokenizer", lm.model->checkpoint().tokenizerPath},
                         {"device", lm.model->runtime().describe()}};
     printResult(args, j, [&] {
-        std::cout << "model          " << model << "\n"
+        std::cout << "model          " << model << " (" << familyName(c.family) << ")\n"
                   << "source         " << lm.model->checkpoint().source << "\n"
                   << "layers         " << c.num_layers << "\n"
                   << "hidden         " << c.hidden_size << "\n"
@@ -68,7 +74,13 @@ int runInfo(const Args& args) {
                   << "intermediate   " << joinList(c.intermediate_size) << "\n"
                   << "vocab          " << c.vocab_size << "\n"
                   << "context        " << c.max_position_embeddings << "\n"
-                  << "rope           " << j["rope_layout"].get<std::string>() << ", theta " << c.rope_theta << "\n"
+                  << "rope           " << j["rope_layout"].get<std::string>() << ", theta " << c.rope_theta
+                  << (c.rope_scaling.type == RopeScaling::Type::None
+                          ? std::string()
+                          : std::string(", ") + ropeScalingName(c.rope_scaling.type) + " scaling ×" +
+                                nlohmann::json(c.rope_scaling.factor).dump())
+                  << "\n"
+                  << "sliding window " << (c.sliding_window > 0 ? std::to_string(c.sliding_window) : "none") << "\n"
                   << "tied embedding " << (c.tie_word_embeddings ? "yes" : "no") << "\n"
                   << "parameters     " << j["params"] << "\n"
                   << "tokenizer      " << (j["tokenizer"].get<std::string>().empty() ? "(none)" : j["tokenizer"].get<std::string>()) << "\n";

@@ -51,7 +51,8 @@ int32_t sampleToken(const at::Tensor& logits, const SamplingOptions& o, std::mt1
 GenerationResult generate(const LlamaModel& model, const std::vector<int32_t>& prompt, const SamplingOptions& o,
                           const std::function<void(int32_t)>& onToken) {
     if (prompt.empty()) throw Error("generation needs a prompt of at least one token (e.g. BOS)");
-    const int64_t ctx = model.config().max_position_embeddings;
+    const int64_t ctx = model.config().attentionSpan();  // generation stops there
+    model.config().checkAttentionSpan(static_cast<int64_t>(prompt.size()), "the prompt");
     if (static_cast<int64_t>(prompt.size()) >= ctx)
         throw Error("the prompt has " + std::to_string(prompt.size()) + " tokens; the model's context is " +
                     std::to_string(ctx));

@@ -21,6 +21,7 @@ PerplexityResult evaluatePerplexity(const LlamaModel& model, const std::vector<i
     if (seqlen > model.config().max_position_embeddings)
         throw Error("sequence length " + std::to_string(seqlen) + " exceeds the model's context of " +
                     std::to_string(model.config().max_position_embeddings));
+    model.config().checkAttentionSpan(seqlen, "the evaluation window");
     int64_t windows = static_cast<int64_t>(ids.size()) / seqlen;
     if (windows == 0)
         throw Error("the evaluation text has " + std::to_string(ids.size()) + " tokens, fewer than one window of " +

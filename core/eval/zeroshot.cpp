@@ -289,7 +289,7 @@ std::vector<std::vector<double>> scoreChoices(const LanguageModel& lm, const std
                                               const ZeroShotOptions& options, const ProgressFn& progress) {
     if (!lm.tokenizer) throw Error("zero-shot tasks are text: model '" + lm.name + "' has no tokenizer.json");
     const LlamaModel& model = *lm.model;
-    const int64_t context = model.config().max_position_embeddings;
+    const int64_t context = model.config().attentionSpan();  // longer requests are cut from the left
 
     struct Request {
         size_t item, choice;

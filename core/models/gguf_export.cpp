@@ -7,6 +7,7 @@
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <ostream>
@@ -23,6 +24,11 @@ enum TokenType : int32_t { Normal = 1, Unknown = 2, Control = 3, UserDefined = 4
 // The pre-tokenizer regex of LLaMA-3's tokenizer.json, which llama.cpp calls "llama-bpe".
 const char* const kLlama3Pattern =
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+
+// Qwen2's (and Qwen2.5's, Qwen3's) pre-tokenizer regex, which llama.cpp calls "qwen2": LLaMA-3's
+// with single digits.
+const char* const kQwen2Pattern =
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
 std::string defaultName(const LlamaCheckpoint& ckpt) {
     std::filesystem::path p(ckpt.source);
@@ -67,16 +73,18 @@ std::string byteLevelPreName(const json& root, const std::string& path) {
         for (const json& p : pre.value("pretokenizers", json::array())) steps.push_back(p);
     else if (pre.is_object())
         steps.push_back(pre);
-    bool llama3 = false, gpt2 = false;
+    bool llama3 = false, gpt2 = false, qwen2 = false;
     for (const json& p : steps) {
         const std::string type = p.value("type", "");
         if (type == "Split" && p.contains("pattern") && p["pattern"].value("Regex", "") == kLlama3Pattern) llama3 = true;
+        if (type == "Split" && p.contains("pattern") && p["pattern"].value("Regex", "") == kQwen2Pattern) qwen2 = true;
         if (type == "ByteLevel" && p.value("use_regex", true)) gpt2 = true;
     }
     if (llama3) return "llama-bpe";
+    if (qwen2) return "qwen2";
     if (gpt2 && steps.size() == 1) return "gpt-2";
     throw Error("tokenizer '" + path +
-                "': its byte-level pre-tokenizer is neither LLaMA-3's nor GPT-2's, and llama.cpp would split text "
+                "': its byte-level pre-tokenizer is none of LLaMA-3's, Qwen2's and GPT-2's, and llama.cpp would split text "
                 "differently from it; npw does not export it");
 }
 
@@ -239,6 +247,11 @@ GgufExportPlan planGgufExport(const LlamaCheckpoint& ckpt, const GgufExportOptio
         throw Error(where + "it has no tokenizer.json beside it, and llama.cpp needs the vocabulary in the file");
     if (c.head_dim % 2 != 0) throw Error(where + "head_dim " + std::to_string(c.head_dim) + " is odd; rotary needs pairs");
 
+    // Qwen2 and Qwen3 have llama.cpp architectures of their own (rotary on halves, as in
+    // Hugging Face: no Q/K permutation); Mistral is LLaMA's structure and runs as `llama`.
+    const bool qwen = c.family == ModelFamily::Qwen2 || c.family == ModelFamily::Qwen3;
+    const bool permuteQk = c.rope_layout == RopeLayout::HalfSplit && !qwen;
+
     GgufExportPlan plan;
     GgufExportReport& report = plan.report;
     report.dtype = options.dtype == GgufDtype::F16 ? "f16" : "f32";
@@ -280,14 +293,23 @@ GgufExportPlan planGgufExport(const LlamaCheckpoint& ckpt, const GgufExportOptio
         }
         const std::string blk = "blk." + std::to_string(l) + ".";
         if (shape.heads > 0) {
-            if (c.rope_layout == RopeLayout::HalfSplit) {
+            at::Tensor bq = L.wq_bias, bk = L.wk_bias, bv = L.wv_bias;
+            if (shape.paddedHead && c.qkv_bias) bq = bk = bv = at::zeros({hd}, at::kFloat);
+            if (permuteQk) {
                 wq = halfSplitRowsToAdjacentPairs(wq, shape.heads, hd);
                 wk = halfSplitRowsToAdjacentPairs(wk, shape.kvHeads, hd);
+                if (bq.defined()) bq = halfSplitRowsToAdjacentPairs(bq.unsqueeze(1), shape.heads, hd).squeeze(1);
+                if (bk.defined()) bk = halfSplitRowsToAdjacentPairs(bk.unsqueeze(1), shape.kvHeads, hd).squeeze(1);
             }
             pending.push_back({blk + "attn_norm.weight", orOnes(L.attn_norm, D), false});
             pending.push_back({blk + "attn_q.weight", wq, true});
             pending.push_back({blk + "attn_k.weight", wk, true});
             pending.push_back({blk + "attn_v.weight", wv, true});
+            if (bq.defined()) pending.push_back({blk + "attn_q.bias", bq, false});
+            if (bk.defined()) pending.push_back({blk + "attn_k.bias", bk, false});
+            if (bv.defined()) pending.push_back({blk + "attn_v.bias", bv, false});
+            if (L.q_norm.defined()) pending.push_back({blk + "attn_q_norm.weight", L.q_norm, false});
+            if (L.k_norm.defined()) pending.push_back({blk + "attn_k_norm.weight", L.k_norm, false});
             pending.push_back({blk + "attn_output.weight", wo, true});
             if (L.wo_bias.defined()) pending.push_back({blk + "attn_output.bias", L.wo_bias, false});
         }
@@ -318,6 +340,48 @@ GgufExportPlan planGgufExport(const LlamaCheckpoint& ckpt, const GgufExportOptio
                   s.feedForward == report.layers[0].feedForward && s.heads > 0 && s.feedForward > 0;
     report.architecture = uniform ? "llama" : "deci";
     (void)anyBias;  // both graphs add attn_output.bias and ffn_down.bias when present
+    const std::string family = familyName(c.family);
+    if (qwen) {
+        // llama.cpp's qwen2/qwen3 build every layer with layer 0's sizes, and deci, the one
+        // architecture that reads per-layer sizes, lacks what these families need.
+        if (!uniform)
+            throw Error(where + "it is a " + family +
+                        " model whose layers differ in heads or MLP width (non-uniform pruning): llama.cpp's " + family +
+                        " architecture builds every layer with layer 0's sizes, and deci, the one that reads per-layer "
+                        "sizes, has no " + (c.family == ModelFamily::Qwen2 ? "q/k/v biases" : "q/k norms") +
+                        "; prune uniformly per layer (wanda-sp, magnitude, random) to run it in llama.cpp");
+        if (anyBias)
+            throw Error(where + "llama.cpp's " + family +
+                        " architecture has no o_proj or down_proj bias, which FLAP's bias compensation added; prune with "
+                        "--compensation none or theorem3 to run it in llama.cpp");
+        if (c.family == ModelFamily::Qwen3 && c.qkv_bias)
+            throw Error(where + "llama.cpp's qwen3 architecture has no q/k/v biases (attention_bias)");
+        if (c.family == ModelFamily::Qwen2 && c.num_heads[0] * hd != D)
+            throw Error(where + "llama.cpp's qwen2 architecture needs heads × head_dim = hidden (its q_proj is " +
+                        std::to_string(D) + "×" + std::to_string(D) + "), but this model has " +
+                        std::to_string(c.num_heads[0]) + " heads of " + std::to_string(hd) +
+                        ": pruned heads of a Qwen2 cannot run there (prune the MLP only, --only mlp)");
+        report.architecture = family;
+    } else if (c.qkv_bias) {
+        if (!uniform)
+            throw Error(where + "llama.cpp's deci architecture (per-layer sizes) has no q/k/v biases");
+        if (c.num_heads[0] * hd != D)
+            throw Error(where + "llama.cpp's llama architecture takes q/k/v biases only when heads × head_dim = hidden");
+    }
+    if (c.sliding_window > 0)
+        report.notes.push_back("the model's sliding_window of " + std::to_string(c.sliding_window) +
+                               " is not in the file: llama.cpp's " + report.architecture +
+                               " graph attends to every position, which agrees with it up to that many positions");
+    if (c.rope_scaling.type == RopeScaling::Type::Llama3) {
+        // convert_hf_to_gguf's rope_freqs: llama.cpp divides each pair's frequency by its factor.
+        const std::vector<double> scaled = c.ropeInverseFrequencies();
+        std::vector<float> factors;
+        for (int64_t j = 0; j < hd / 2; ++j)
+            factors.push_back(static_cast<float>(std::pow(c.rope_theta, -2.0 * double(j) / double(hd)) / scaled[j]));
+        pending.push_back({"rope_freqs.weight", at::tensor(factors, at::kFloat), false});
+        report.notes.push_back("llama3 RoPE scaling (factor " + json(c.rope_scaling.factor).dump() +
+                               ") written as rope_freqs.weight");
+    }
 
     GgufMetadata& kv = plan.metadata;
     const std::string a = report.architecture;
@@ -347,6 +411,10 @@ GgufExportPlan planGgufExport(const LlamaCheckpoint& ckpt, const GgufExportOptio
     kv.emplace_back(a + ".rope.dimension_count", GgufValue::u32(static_cast<uint32_t>(hd)));
     kv.emplace_back(a + ".rope.freq_base", GgufValue::f32(static_cast<float>(c.rope_theta)));
     kv.emplace_back(a + ".attention.layer_norm_rms_epsilon", GgufValue::f32(static_cast<float>(c.rms_norm_eps)));
+    if (c.rope_scaling.type == RopeScaling::Type::Linear) {
+        kv.emplace_back(a + ".rope.scaling.type", GgufValue::str("linear"));
+        kv.emplace_back(a + ".rope.scaling.factor", GgufValue::f32(static_cast<float>(c.rope_scaling.factor)));
+    }
     for (auto& entry : ggufTokenizerMetadata(ckpt.tokenizerPath, c.vocab_size, &report.tokenizerModel))
         kv.push_back(std::move(entry));
 

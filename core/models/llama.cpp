@@ -18,11 +18,12 @@ at::Tensor rmsNorm(const at::Tensor& x, const at::Tensor& weight, double eps) {
     return (normed.to(x.scalar_type())) * weight;
 }
 
-// cos/sin tables [T, head_dim/2] for positions start..start+T-1.
-std::pair<at::Tensor, at::Tensor> ropeTables(int64_t start, int64_t length, int64_t headDim, double theta,
+// cos/sin tables [T, head_dim/2] for positions start..start+T-1, with the config's
+// frequencies (rope_theta and rope_scaling).
+std::pair<at::Tensor, at::Tensor> ropeTables(const LlamaConfig& cfg, int64_t start, int64_t length,
                                              const at::TensorOptions& opts) {
     auto f64 = at::TensorOptions().dtype(at::kDouble);
-    at::Tensor inv = at::pow(theta, -at::arange(0, headDim, 2, f64) / static_cast<double>(headDim));
+    at::Tensor inv = at::tensor(cfg.ropeInverseFrequencies(), f64);
     at::Tensor pos = at::arange(start, start + length, f64);
     at::Tensor angles = at::outer(pos, inv);
     return {angles.cos().to(opts), angles.sin().to(opts)};
@@ -63,7 +64,8 @@ at::Tensor causalMask(int64_t start, int64_t length, const at::TensorOptions& op
 LlamaPositionTables llamaPositionTables(const LlamaConfig& cfg, int64_t start, int64_t length,
                                         const at::TensorOptions& opts) {
     LlamaPositionTables tables;
-    std::tie(tables.cos, tables.sin) = ropeTables(start, length, cfg.head_dim, cfg.rope_theta, opts);
+    cfg.checkAttentionSpan(start + length, "a window");
+    std::tie(tables.cos, tables.sin) = ropeTables(cfg, start, length, opts);
     tables.mask = causalMask(start, length, opts);
     return tables;
 }
@@ -76,9 +78,13 @@ at::Tensor llamaBlockForward(const LlamaConfig& cfg, const LlamaLayerWeights& L,
     const int64_t nh = cfg.num_heads[l], nkv = cfg.num_kv_heads[l];
     if (nh > 0) {
         at::Tensor h = rmsNorm(x, L.attn_norm, cfg.rms_norm_eps);
-        at::Tensor q = denseLayer(h, L.wq).view({B, T, nh, hd}).transpose(1, 2);
-        at::Tensor k = denseLayer(h, L.wk).view({B, T, nkv, hd}).transpose(1, 2);
-        at::Tensor v = denseLayer(h, L.wv).view({B, T, nkv, hd}).transpose(1, 2);
+        at::Tensor q = denseLayer(h, L.wq, L.wq_bias).view({B, T, nh, hd});
+        at::Tensor k = denseLayer(h, L.wk, L.wk_bias).view({B, T, nkv, hd});
+        at::Tensor v = denseLayer(h, L.wv, L.wv_bias).view({B, T, nkv, hd}).transpose(1, 2);
+        if (L.q_norm.defined()) q = rmsNorm(q, L.q_norm, cfg.rms_norm_eps);  // Qwen3: per head, before RoPE
+        if (L.k_norm.defined()) k = rmsNorm(k, L.k_norm, cfg.rms_norm_eps);
+        q = q.transpose(1, 2);
+        k = k.transpose(1, 2);
         q = applyRope(q, cos, sin, cfg.rope_layout);
         k = applyRope(k, cos, sin, cfg.rope_layout);
         if (cache) {
@@ -118,7 +124,8 @@ at::Tensor llamaForward(const LlamaConfig& cfg, const LlamaWeights& w, const at:
                         const ActivationTap& tap) {
     if (ids.dim() != 2) throw Error("llamaForward: ids must be [batch, tokens]");
     const int64_t start = cache ? cache->length : 0;
-    auto [cos, sin] = ropeTables(start, ids.size(1), cfg.head_dim, cfg.rope_theta, w.embed.options());
+    cfg.checkAttentionSpan(start + ids.size(1), "a sequence");
+    auto [cos, sin] = ropeTables(cfg, start, ids.size(1), w.embed.options());
     return llamaForwardEmbeddings(cfg, w, at::embedding(w.embed, ids), cos, sin, cache, tap);
 }
 
@@ -168,6 +175,11 @@ LlamaModel::LlamaModel(LlamaCheckpoint checkpoint, Runtime runtime)
         d.wq = toRuntime(L.wq, runtime_);
         d.wk = toRuntime(L.wk, runtime_);
         d.wv = toRuntime(L.wv, runtime_);
+        d.wq_bias = toRuntime(L.wq_bias, runtime_);
+        d.wk_bias = toRuntime(L.wk_bias, runtime_);
+        d.wv_bias = toRuntime(L.wv_bias, runtime_);
+        d.q_norm = toRuntime(L.q_norm, runtime_);
+        d.k_norm = toRuntime(L.k_norm, runtime_);
         d.wo = toRuntime(L.wo, runtime_);
         d.wo_bias = toRuntime(L.wo_bias, runtime_);
         d.ffn_norm = toRuntime(L.ffn_norm, runtime_);

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 
 namespace npw {
 
@@ -74,19 +75,153 @@ int64_t readTokenId(const std::string& path, const json& config, const char* key
     return readInteger(path, config, key, fallback);
 }
 
+ModelFamily readFamily(const std::string& path, const json& config) {
+    if (!given(config, "model_type")) return ModelFamily::Llama;  // older LLaMA configs omit it
+    const json& type = config["model_type"];
+    if (type == "llama") return ModelFamily::Llama;
+    if (type == "mistral") return ModelFamily::Mistral;
+    if (type == "qwen2") return ModelFamily::Qwen2;
+    if (type == "qwen3") return ModelFamily::Qwen3;
+    failConfig(path, "model_type " + type.dump() +
+                         " is unsupported (npw reads \"llama\", \"mistral\", \"qwen2\" and \"qwen3\" models)");
+}
+
 void rejectUnsupported(const std::string& path, const json& config) {
-    if (given(config, "model_type") && config["model_type"] != "llama")
-        failConfig(path, "model_type " + config["model_type"].dump() + " is unsupported (npw reads \"llama\" models)");
-    if (given(config, "rope_scaling"))
-        failConfig(path, "rope_scaling " + config["rope_scaling"].dump() +
-                             " is unsupported (npw implements plain RoPE; a scaled model would run wrong)");
     if (given(config, "hidden_act") && config["hidden_act"] != "silu")
-        failConfig(path, "hidden_act " + config["hidden_act"].dump() + " is unsupported (LLaMA uses \"silu\")");
+        failConfig(path, "hidden_act " + config["hidden_act"].dump() + " is unsupported (this family uses \"silu\")");
     readBool(path, config, "attention_bias", false);  // type-checked only: the tensors decide which biases exist
     readBool(path, config, "mlp_bias", false);
 }
 
+// rope_scaling (or transformers' newer rope_parameters): default, linear or llama3.
+RopeScaling readRopeScaling(const std::string& path, const json& config) {
+    RopeScaling scaling;
+    const char* key = given(config, "rope_scaling") ? "rope_scaling" : given(config, "rope_parameters") ? "rope_parameters" : nullptr;
+    if (!key) return scaling;
+    const json& r = config[key];
+    const std::string where = std::string(key) + " " + r.dump();
+    if (!r.is_object()) failConfig(path, where + " must be an object");
+    // transformers reads "rope_type" and, from configs written before it existed, "type".
+    const char* typeKey = given(r, "rope_type") ? "rope_type" : given(r, "type") ? "type" : nullptr;
+    if (!typeKey) failConfig(path, where + " has no \"rope_type\" (or \"type\")");
+    if (!r[typeKey].is_string()) failConfig(path, where + ": its " + typeKey + " must be a string");
+    const std::string type = r[typeKey].get<std::string>();
+    auto number = [&](const char* field, bool required, double fallback) {
+        if (!given(r, field)) {
+            if (required) failConfig(path, where + ": rope type \"" + type + "\" needs \"" + field + "\"");
+            return fallback;
+        }
+        if (!r[field].is_number()) failConfig(path, where + ": \"" + field + "\" must be a number");
+        return r[field].get<double>();
+    };
+    if (type == "default") return scaling;
+    if (type == "linear") {
+        scaling.type = RopeScaling::Type::Linear;
+        scaling.factor = number("factor", true, 1.0);
+    } else if (type == "llama3") {
+        scaling.type = RopeScaling::Type::Llama3;
+        scaling.factor = number("factor", true, 8.0);
+        scaling.low_freq_factor = number("low_freq_factor", true, 1.0);
+        scaling.high_freq_factor = number("high_freq_factor", true, 4.0);
+        const double original = number("original_max_position_embeddings", true, 8192);
+        if (!(original >= 1) || original != std::floor(original))
+            failConfig(path, where + ": original_max_position_embeddings must be a positive integer");
+        scaling.original_max_position_embeddings = static_cast<int64_t>(original);
+    } else {
+        failConfig(path, "rope_scaling type \"" + type +
+                             "\" is unsupported (npw implements default, linear and llama3 RoPE; a model with another "
+                             "scaling would run wrong)");
+    }
+    if (!(scaling.factor > 0)) failConfig(path, where + ": factor must be positive");
+    if (scaling.type == RopeScaling::Type::Llama3 &&
+        !(scaling.low_freq_factor > 0 && scaling.high_freq_factor > scaling.low_freq_factor))
+        failConfig(path, where + ": llama3 needs 0 < low_freq_factor < high_freq_factor");
+    return scaling;
+}
+
+// The sliding window in effect: Mistral's sliding_window; Qwen's only with use_sliding_window
+// and only when some layer uses it (layer_types, or layers from max_window_layers on).
+void readSlidingWindow(const std::string& path, const json& config, LlamaConfig& result) {
+    auto window = [&]() -> int64_t {
+        if (!given(config, "sliding_window")) return 0;
+        const int64_t w = readInteger(path, config, "sliding_window");
+        if (w <= 0) failConfig(path, "sliding_window must be positive or null, got " + std::to_string(w));
+        return w;
+    };
+    if (result.family == ModelFamily::Mistral) {
+        result.sliding_window = window();
+        return;
+    }
+    if (result.family != ModelFamily::Qwen2 && result.family != ModelFamily::Qwen3) return;
+    if (!readBool(path, config, "use_sliding_window", false)) return;  // the window is then ignored
+    const int64_t w = given(config, "sliding_window") ? window() : 4096;
+    result.max_window_layers = readInteger(path, config, "max_window_layers", 28);
+    bool anySliding = result.max_window_layers < result.num_layers;
+    if (given(config, "layer_types") && config["layer_types"].is_array()) {
+        anySliding = false;
+        for (const json& t : config["layer_types"]) anySliding = anySliding || t == "sliding_attention";
+    }
+    if (anySliding) result.sliding_window = w;
+}
+
 } // namespace
+
+const char* familyName(ModelFamily family) {
+    switch (family) {
+    case ModelFamily::Llama: return "llama";
+    case ModelFamily::Mistral: return "mistral";
+    case ModelFamily::Qwen2: return "qwen2";
+    case ModelFamily::Qwen3: return "qwen3";
+    }
+    return "llama";
+}
+
+const char* ropeScalingName(RopeScaling::Type type) {
+    switch (type) {
+    case RopeScaling::Type::None: return "default";
+    case RopeScaling::Type::Linear: return "linear";
+    case RopeScaling::Type::Llama3: return "llama3";
+    }
+    return "default";
+}
+
+std::vector<double> LlamaConfig::ropeInverseFrequencies() const {
+    const double pi = 3.14159265358979323846;
+    std::vector<double> inv;
+    for (int64_t j = 0; j < head_dim / 2; ++j) {
+        double f = std::pow(rope_theta, -2.0 * static_cast<double>(j) / static_cast<double>(head_dim));
+        const RopeScaling& s = rope_scaling;
+        if (s.type == RopeScaling::Type::Linear) {
+            f /= s.factor;
+        } else if (s.type == RopeScaling::Type::Llama3) {
+            // transformers' _compute_llama3_parameters, term by term.
+            const double original = static_cast<double>(s.original_max_position_embeddings);
+            const double lowFreqWavelen = original / s.low_freq_factor, highFreqWavelen = original / s.high_freq_factor;
+            const double wavelen = 2 * pi / f;
+            if (wavelen > lowFreqWavelen) {
+                f /= s.factor;
+            } else if (!(wavelen < highFreqWavelen)) {
+                const double smooth = (original / wavelen - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor);
+                f = (1 - smooth) * f / s.factor + smooth * f;
+            }
+        }
+        inv.push_back(f);
+    }
+    return inv;
+}
+
+int64_t LlamaConfig::attentionSpan() const {
+    return sliding_window > 0 ? std::min(sliding_window, max_position_embeddings) : max_position_embeddings;
+}
+
+void LlamaConfig::checkAttentionSpan(int64_t positions, const std::string& what) const {
+    if (sliding_window > 0 && positions > sliding_window)
+        throw Error(what + " of " + std::to_string(positions) + " positions is longer than the model's sliding_window of " +
+                    std::to_string(sliding_window) + " (" + familyName(family) + " attends only to the last " +
+                    std::to_string(sliding_window) +
+                    " positions; npw runs full attention, which agrees only up to that length): use " +
+                    std::to_string(sliding_window) + " or fewer");
+}
 
 bool LlamaConfig::isUniform() const {
     auto allEqual = [](const std::vector<int64_t>& sizes) {
@@ -103,6 +238,8 @@ int64_t LlamaConfig::parameterCount(bool withAttnBias, bool withMlpBias) const {
         count += 2 * hidden_size;                                      // the two RMSNorms
         count += 2 * hidden_size * qWidth + 2 * hidden_size * kvWidth;  // q, o; k, v
         count += 3 * hidden_size * intermediate_size[i];               // gate, up, down
+        if (qkv_bias) count += qWidth + 2 * kvWidth;                   // q/k/v biases
+        if (qk_norm && num_heads[i] > 0) count += 2 * head_dim;        // Qwen3's q/k norms
         if (withAttnBias) count += hidden_size;                        // o_proj bias
         if (withMlpBias) count += hidden_size;                         // down_proj bias
     }
@@ -129,6 +266,10 @@ void LlamaConfig::validate(const std::string& source) const {
         for (size_t layer = 0; layer < sizes.size(); ++layer)
             if (sizes[layer] < 0) fail(std::string(name) + " of layer " + std::to_string(layer) + " is negative");
     }
+    if (rope_scaling.type != RopeScaling::Type::None && !(rope_scaling.factor > 0))
+        fail("rope_scaling factor must be positive");
+    if (sliding_window < 0) fail("sliding_window must not be negative");
+    if (qk_norm && family != ModelFamily::Qwen3) fail(std::string("q/k norms belong to qwen3, not ") + familyName(family));
     for (size_t layer = 0; layer < num_heads.size(); ++layer) {
         int64_t heads = num_heads[layer], kvHeads = num_kv_heads[layer];
         std::string counts = " (layer " + std::to_string(layer) + ": " + std::to_string(heads) + " heads, " +
@@ -146,9 +287,10 @@ LlamaConfig readHfLlamaConfig(const std::string& configJsonPath) {
         failConfig(configJsonPath, "not valid JSON (" + std::string(e.what()) + ")");
     }
     if (!config.is_object()) failConfig(configJsonPath, "not a JSON object");
+    LlamaConfig result;
+    result.family = readFamily(configJsonPath, config);
     rejectUnsupported(configJsonPath, config);
 
-    LlamaConfig result;
     result.vocab_size = readInteger(configJsonPath, config, "vocab_size");
     result.hidden_size = readInteger(configJsonPath, config, "hidden_size");
     result.num_layers = readInteger(configJsonPath, config, "num_hidden_layers");
@@ -168,6 +310,8 @@ LlamaConfig readHfLlamaConfig(const std::string& configJsonPath) {
     // (npw always writes it). A scalar head count is taken as the unpruned one.
     if (given(config, "head_dim")) {
         result.head_dim = readInteger(configJsonPath, config, "head_dim");
+    } else if (result.family == ModelFamily::Qwen3) {
+        result.head_dim = 128;  // Qwen3Config's default (not hidden / heads)
     } else if (config["num_attention_heads"].is_array()) {
         failConfig(configJsonPath, "head_dim is missing: with per-layer num_attention_heads it cannot be derived from "
                                    "hidden_size (the unpruned head count is unknown)");
@@ -179,26 +323,39 @@ LlamaConfig readHfLlamaConfig(const std::string& configJsonPath) {
         result.head_dim = result.hidden_size / heads;
     }
 
-    // Defaults are transformers' LlamaConfig defaults, so a terse config means what it means there.
-    result.max_position_embeddings = readInteger(configJsonPath, config, "max_position_embeddings", 2048);
+    // Defaults are transformers' defaults of the family, so a terse config means what it means there.
+    const int64_t defaultContext = result.family == ModelFamily::Llama     ? 2048
+                                   : result.family == ModelFamily::Mistral ? 4096 * 32
+                                                                           : 32768;
+    result.max_position_embeddings = readInteger(configJsonPath, config, "max_position_embeddings", defaultContext);
     result.rope_theta = readNumber(configJsonPath, config, "rope_theta", 10000.0);
     result.rms_norm_eps = readNumber(configJsonPath, config, "rms_norm_eps", 1e-6);
     result.tie_word_embeddings = readBool(configJsonPath, config, "tie_word_embeddings", false);
     result.bos_token_id = readTokenId(configJsonPath, config, "bos_token_id", 1);
     result.eos_token_id = readTokenId(configJsonPath, config, "eos_token_id", 2);
     result.rope_layout = RopeLayout::HalfSplit;
+    if (given(config, "rope_parameters") && config["rope_parameters"].is_object() && !given(config, "rope_theta"))
+        result.rope_theta = readNumber(configJsonPath, config["rope_parameters"], "rope_theta", result.rope_theta);
+    result.rope_scaling = readRopeScaling(configJsonPath, config);
+    readSlidingWindow(configJsonPath, config, result);
+    result.qkv_bias = result.family == ModelFamily::Qwen2;
+    result.qk_norm = result.family == ModelFamily::Qwen3;
     return result;
 }
 
-std::string hfLlamaConfigJson(const LlamaConfig& config, bool attentionBias, bool mlpBias) {
+std::string hfLlamaConfigJson(const LlamaConfig& config, const HfBiasFlags& biases) {
     // Scalars keep a uniform model readable by transformers; a pruned model needs the lists.
     const bool uniform = config.isUniform();
     auto perLayerJson = [&](const std::vector<int64_t>& sizes) {
         return uniform && !sizes.empty() ? json(sizes.front()) : json(sizes);
     };
+    const char* architecture = config.family == ModelFamily::Mistral ? "MistralForCausalLM"
+                               : config.family == ModelFamily::Qwen2 ? "Qwen2ForCausalLM"
+                               : config.family == ModelFamily::Qwen3 ? "Qwen3ForCausalLM"
+                                                                     : "LlamaForCausalLM";
     json out = {
-        {"architectures", {"LlamaForCausalLM"}},
-        {"model_type", "llama"},
+        {"architectures", {architecture}},
+        {"model_type", familyName(config.family)},
         {"torch_dtype", "float32"},
         {"hidden_act", "silu"},
         {"vocab_size", config.vocab_size},
@@ -214,9 +371,27 @@ std::string hfLlamaConfigJson(const LlamaConfig& config, bool attentionBias, boo
         {"tie_word_embeddings", config.tie_word_embeddings},
         {"bos_token_id", config.bos_token_id},
         {"eos_token_id", config.eos_token_id},
-        {"attention_bias", attentionBias},
-        {"mlp_bias", mlpBias},
+        {"attention_bias", biases.attentionBias},
+        {"mlp_bias", biases.mlpBias},
     };
+    const RopeScaling& r = config.rope_scaling;
+    if (r.type == RopeScaling::Type::None) {
+        out["rope_scaling"] = nullptr;
+    } else {
+        out["rope_scaling"] = {{"rope_type", ropeScalingName(r.type)}, {"factor", r.factor}};
+        if (r.type == RopeScaling::Type::Llama3) {
+            out["rope_scaling"]["low_freq_factor"] = r.low_freq_factor;
+            out["rope_scaling"]["high_freq_factor"] = r.high_freq_factor;
+            out["rope_scaling"]["original_max_position_embeddings"] = r.original_max_position_embeddings;
+        }
+    }
+    if (config.family == ModelFamily::Mistral)
+        out["sliding_window"] = config.sliding_window > 0 ? json(config.sliding_window) : json(nullptr);
+    if (config.family == ModelFamily::Qwen2 || config.family == ModelFamily::Qwen3) {
+        out["use_sliding_window"] = config.sliding_window > 0;
+        out["sliding_window"] = config.sliding_window > 0 ? json(config.sliding_window) : json(nullptr);
+        out["max_window_layers"] = config.sliding_window > 0 ? config.max_window_layers : config.num_layers;
+    }
     return out.dump(2) + "\n";
 }
 

@@ -12,6 +12,11 @@ std::vector<std::pair<std::string, at::Tensor*>> namedTensors(LlamaWeights& w, b
         out.emplace_back(p + "self_attn.q_proj.weight", &L.wq);
         out.emplace_back(p + "self_attn.k_proj.weight", &L.wk);
         out.emplace_back(p + "self_attn.v_proj.weight", &L.wv);
+        if (L.wq_bias.defined()) out.emplace_back(p + "self_attn.q_proj.bias", &L.wq_bias);
+        if (L.wk_bias.defined()) out.emplace_back(p + "self_attn.k_proj.bias", &L.wk_bias);
+        if (L.wv_bias.defined()) out.emplace_back(p + "self_attn.v_proj.bias", &L.wv_bias);
+        if (L.q_norm.defined()) out.emplace_back(p + "self_attn.q_norm.weight", &L.q_norm);
+        if (L.k_norm.defined()) out.emplace_back(p + "self_attn.k_norm.weight", &L.k_norm);
         out.emplace_back(p + "self_attn.o_proj.weight", &L.wo);
         if (L.wo_bias.defined()) out.emplace_back(p + "self_attn.o_proj.bias", &L.wo_bias);
         out.emplace_back(p + "post_attention_layernorm.weight", &L.ffn_norm);

@@ -15,6 +15,11 @@ struct LlamaLayerWeights {
     at::Tensor wq;          // [heads*head_dim, hidden]
     at::Tensor wk;          // [kv_heads*head_dim, hidden]
     at::Tensor wv;          // [kv_heads*head_dim, hidden]
+    at::Tensor wq_bias;     // [heads*head_dim] or undefined (Qwen2; LLaMA's attention_bias)
+    at::Tensor wk_bias;     // [kv_heads*head_dim] or undefined
+    at::Tensor wv_bias;     // [kv_heads*head_dim] or undefined
+    at::Tensor q_norm;      // [head_dim] or undefined (Qwen3: RMSNorm of each query head)
+    at::Tensor k_norm;      // [head_dim] or undefined (Qwen3: RMSNorm of each key head)
     at::Tensor wo;          // [hidden, heads*head_dim]
     at::Tensor wo_bias;     // [hidden] or undefined (FLAP's bias compensation adds it)
     at::Tensor ffn_norm;    // [hidden]

@@ -2,6 +2,7 @@
 
 #include "core/io/safetensors.h"
 #include "core/io/shape_text.h"
+#include "core/models/torch_llama.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
 #include "core/util/paths.h"
@@ -45,6 +46,15 @@ void forEachRequiredHfTensor(const LlamaConfig& config, Weights& weights, Visit 
         visit(layerTensorName(i, "self_attn.q_proj.weight"), Shape{qWidth, hidden}, layer.wq);
         visit(layerTensorName(i, "self_attn.k_proj.weight"), Shape{kvWidth, hidden}, layer.wk);
         visit(layerTensorName(i, "self_attn.v_proj.weight"), Shape{kvWidth, hidden}, layer.wv);
+        if (config.qkv_bias) {
+            visit(layerTensorName(i, "self_attn.q_proj.bias"), Shape{qWidth}, layer.wq_bias);
+            visit(layerTensorName(i, "self_attn.k_proj.bias"), Shape{kvWidth}, layer.wk_bias);
+            visit(layerTensorName(i, "self_attn.v_proj.bias"), Shape{kvWidth}, layer.wv_bias);
+        }
+        if (config.qk_norm) {
+            visit(layerTensorName(i, "self_attn.q_norm.weight"), Shape{config.head_dim}, layer.q_norm);
+            visit(layerTensorName(i, "self_attn.k_norm.weight"), Shape{config.head_dim}, layer.k_norm);
+        }
         visit(layerTensorName(i, "self_attn.o_proj.weight"), Shape{hidden, qWidth}, layer.wo);
         visit(layerTensorName(i, "post_attention_layernorm.weight"), Shape{hidden}, layer.ffn_norm);
         visit(layerTensorName(i, "mlp.gate_proj.weight"), Shape{inter, hidden}, layer.w_gate);
@@ -55,20 +65,15 @@ void forEachRequiredHfTensor(const LlamaConfig& config, Weights& weights, Visit 
     if (!config.tie_word_embeddings) visit("lm_head.weight", Shape{config.vocab_size, hidden}, weights.lm_head);
 }
 
-// npw models carry biases only on o_proj and down_proj (what FLAP's bias compensation adds).
-// transformers' attention_bias switches on biases for all of q, k, v, o and mlp_bias for all
-// of gate, up, down, so the writer stores zeros for the biases npw lacks (transformers would
-// otherwise initialise them at random) and the reader accepts those only when they are zero.
+// npw models carry biases on q, k, v (Qwen2; LLaMA's attention_bias), o_proj and down_proj
+// (what FLAP's bias compensation adds). transformers' attention_bias switches on biases for all
+// of q, k, v, o and mlp_bias for all of gate, up, down, so the writer stores zeros for the
+// biases npw lacks (transformers would otherwise initialise them at random) and the reader
+// accepts gate/up biases only when they are zero.
 struct ZeroBias {
     const char* suffix;
     int64_t width;
 };
-
-std::vector<ZeroBias> zeroAttentionBiases(const LlamaConfig& config, size_t layer) {
-    const int64_t qWidth = config.num_heads[layer] * config.head_dim;
-    const int64_t kvWidth = config.num_kv_heads[layer] * config.head_dim;
-    return {{"self_attn.q_proj.bias", qWidth}, {"self_attn.k_proj.bias", kvWidth}, {"self_attn.v_proj.bias", kvWidth}};
-}
 
 std::vector<ZeroBias> zeroMlpBiases(const LlamaConfig& config, size_t layer) {
     const int64_t inter = config.intermediate_size[layer];
@@ -139,6 +144,7 @@ public:
     }
 
     const std::string& fileOf(const std::string& name) const { return fileOf_.at(name)->path(); }
+    const std::string& configPath() const { return configPath_; }
 
     void rejectUntaken() const {
         for (const auto& [name, file] : fileOf_) {
@@ -197,6 +203,39 @@ private:
     std::set<std::string> taken_;
 };
 
+// q/k/v biases of a family whose config switches them on (LLaMA's or Qwen3's attention_bias).
+// npw's own exports write zeros there when only o_proj has a bias (FLAP): biases that are all
+// zero are dropped, the model is the same without them. Non-zero ones are read when q_proj,
+// k_proj and v_proj have them in every layer.
+void takeOptionalQkvBiases(HfTensorStore& store, LlamaCheckpoint& checkpoint) {
+    LlamaConfig& config = checkpoint.config;
+    const char* projections[] = {"q_proj", "k_proj", "v_proj"};
+    auto name = [](int64_t l, const char* proj) { return layerTensorName(l, std::string("self_attn.") + proj + ".bias"); };
+    auto width = [&](int64_t l, const char* proj) {
+        return (proj[0] == 'q' ? config.num_heads[l] : config.num_kv_heads[l]) * config.head_dim;
+    };
+    std::string nonZero;
+    for (int64_t l = 0; l < config.num_layers; ++l)
+        for (const char* proj : projections) {
+            const at::Tensor bias = store.takeIfPresent(name(l, proj), Shape{width(l, proj)});
+            if (bias.defined() && nonZero.empty() && at::count_nonzero(bias).item<int64_t>() != 0) nonZero = name(l, proj);
+        }
+    if (nonZero.empty()) return;
+    for (int64_t l = 0; l < config.num_layers; ++l)
+        for (const char* proj : projections)
+            if (!store.has(name(l, proj)))
+                throw Error("tensor '" + name(l, proj) + "' is missing: the checkpoint with config '" + store.configPath() +
+                            "' has a non-zero bias '" + nonZero +
+                            "', and npw reads q/k/v biases only when q_proj, k_proj and v_proj have them in every layer");
+    for (int64_t l = 0; l < config.num_layers; ++l) {
+        LlamaLayerWeights& layer = checkpoint.weights.layers[static_cast<size_t>(l)];
+        layer.wq_bias = store.take(name(l, "q_proj"), Shape{width(l, "q_proj")});
+        layer.wk_bias = store.take(name(l, "k_proj"), Shape{width(l, "k_proj")});
+        layer.wv_bias = store.take(name(l, "v_proj"), Shape{width(l, "v_proj")});
+    }
+    config.qkv_bias = true;
+}
+
 // llama2.c and Meta's original checkpoints rotate adjacent pairs (2i, 2i+1) of each head;
 // Hugging Face LLaMA rotates (i, i + head_dim/2). Reordering each head's rows of wq and wk
 // (its even rows, then its odd rows) is the permute of transformers'
@@ -213,13 +252,23 @@ LlamaWeights withHalfSplitRope(const LlamaConfig& config, LlamaWeights weights) 
         LlamaLayerWeights& layer = weights.layers[i];
         layer.wq = adjacentPairRowsToHalfSplit(layer.wq, config.num_heads[i], config.head_dim);
         layer.wk = adjacentPairRowsToHalfSplit(layer.wk, config.num_kv_heads[i], config.head_dim);
+        if (layer.wq_bias.defined())
+            layer.wq_bias = adjacentPairRowsToHalfSplit(layer.wq_bias.unsqueeze(1), config.num_heads[i], config.head_dim).squeeze(1);
+        if (layer.wk_bias.defined())
+            layer.wk_bias = adjacentPairRowsToHalfSplit(layer.wk_bias.unsqueeze(1), config.num_kv_heads[i], config.head_dim).squeeze(1);
+        if (layer.q_norm.defined() || layer.k_norm.defined())
+            throw Error("q/k norms in the adjacent-pair rotary layout cannot be converted to Hugging Face's");
     }
     return weights;
 }
 
-std::string hfConfigText(const LlamaConfig& config, bool attentionBias, bool mlpBias, const std::string& extraConfigJson,
-                         const std::string& dir) {
-    json merged = json::parse(hfLlamaConfigJson(config, attentionBias, mlpBias));
+std::string hfConfigText(const LlamaConfig& config, const HfBiasFlags& biases, const std::vector<std::string>& outside,
+                         const std::string& extraConfigJson, const std::string& dir) {
+    json merged = json::parse(hfLlamaConfigJson(config, biases));
+    if (!outside.empty()) {
+        // transformers' class of this family has no place for them: it would drop them. npw reads them.
+        merged["npw_biases_outside_family"] = outside;
+    }
     if (extraConfigJson.empty()) return merged.dump(2) + "\n";
     json extras;
     try {
@@ -253,11 +302,27 @@ LlamaCheckpoint loadLlamaCheckpoint(const std::string& model) {
     const std::string path = resolveModelPath(model);
     std::error_code ec;
     const fs::file_status status = fs::status(path, ec);
-    if (fs::is_directory(status)) return loadHfLlamaDirectory(path);
-    if (fs::is_regular_file(status) && fs::path(path).extension() == ".bin") return loadLlama2cCheckpoint(path);
+    if (fs::is_directory(status)) {
+        if (!fs::is_regular_file(fs::path(path) / "config.json") && isMetaCheckpointDirectory(path))
+            return loadMetaCheckpoint(path);
+        return loadHfLlamaDirectory(path);
+    }
+    if (fs::is_regular_file(status)) {
+        const fs::path file(path);
+        const std::string ext = file.extension().string();
+        if (ext == ".bin") return loadLlama2cCheckpoint(path);
+        if (ext == ".pt" || ext == ".pth" || ext == ".ckpt") {
+            // consolidated.NN.pth of Meta's release: the whole directory is the model.
+            const fs::path dir = file.has_parent_path() ? file.parent_path() : fs::path(".");
+            if (file.filename().string().rfind("consolidated.", 0) == 0 && isMetaCheckpointDirectory(dir.string()))
+                return loadMetaCheckpoint(dir.string());
+            return loadLlama2cTrainingCheckpoint(path);
+        }
+    }
     if (!fs::exists(status)) throw Error("model '" + model + "' not found: there is no file or directory '" + path + "'");
     throw Error("model '" + model + "': '" + path +
-                "' is neither a directory with config.json and safetensors weights nor a llama2.c .bin checkpoint");
+                "' is none of: a directory with config.json and safetensors weights, a directory of Meta's release "
+                "(params.json + consolidated.NN.pth), a llama2.c .bin checkpoint, llama2.c's training ckpt.pt");
 }
 
 LlamaCheckpoint loadHfLlamaDirectory(const std::string& dir) {
@@ -292,9 +357,10 @@ LlamaCheckpoint loadHfLlamaDirectory(const std::string& dir) {
         const Shape hiddenShape{config.hidden_size};
         weights.layers[i].wo_bias = store.takeIfPresent(layerTensorName(layer, "self_attn.o_proj.bias"), hiddenShape);
         weights.layers[i].w_down_bias = store.takeIfPresent(layerTensorName(layer, "mlp.down_proj.bias"), hiddenShape);
-        for (const auto& biases : {zeroAttentionBiases(config, i), zeroMlpBiases(config, i)})
-            for (const ZeroBias& bias : biases) store.takeZeroBias(layerTensorName(layer, bias.suffix), Shape{bias.width});
+        for (const ZeroBias& bias : zeroMlpBiases(config, i))
+            store.takeZeroBias(layerTensorName(layer, bias.suffix), Shape{bias.width});
     }
+    if (!config.qkv_bias) takeOptionalQkvBiases(store, checkpoint);
     store.rejectUntaken();
 
     const fs::path tokenizer = root / "tokenizer.json";
@@ -431,12 +497,37 @@ void saveHfLlamaDirectory(const LlamaCheckpoint& checkpoint, const std::string& 
         !at::equal(weights.lm_head.cpu(), weights.embed.cpu()))
         fail("the config says tie_word_embeddings but lm_head differs from the embedding");
 
-    bool attentionBias = false, mlpBias = false;
+    bool anyO = false, anyDown = false;
     for (const LlamaLayerWeights& layer : weights.layers) {
-        attentionBias |= layer.wo_bias.defined();
-        mlpBias |= layer.w_down_bias.defined();
+        anyO |= layer.wo_bias.defined();
+        anyDown |= layer.w_down_bias.defined();
     }
-    const std::string configText = hfConfigText(config, attentionBias, mlpBias, extraConfigJson, dir);
+    // What transformers' class of the family can hold: LLaMA's attention_bias (q, k, v, o) and
+    // mlp_bias (gate, up, down); Qwen3's attention_bias; Qwen2's fixed q/k/v biases; Mistral none.
+    HfBiasFlags flags;
+    std::vector<std::string> outside;
+    switch (config.family) {
+    case ModelFamily::Llama:
+        flags.attentionBias = config.qkv_bias || anyO;
+        flags.mlpBias = anyDown;
+        break;
+    case ModelFamily::Qwen3:
+        flags.attentionBias = config.qkv_bias || anyO;
+        if (anyDown) outside.push_back("mlp.down_proj.bias");
+        break;
+    case ModelFamily::Qwen2:
+        if (anyO) outside.push_back("self_attn.o_proj.bias");
+        if (anyDown) outside.push_back("mlp.down_proj.bias");
+        break;
+    case ModelFamily::Mistral:
+        if (config.qkv_bias) outside.insert(outside.end(), {"self_attn.q_proj.bias", "self_attn.k_proj.bias", "self_attn.v_proj.bias"});
+        if (anyO) outside.push_back("self_attn.o_proj.bias");
+        if (anyDown) outside.push_back("mlp.down_proj.bias");
+        break;
+    }
+    const bool writeQkv = config.qkv_bias || flags.attentionBias;
+    const bool writeO = anyO || flags.attentionBias;
+    const std::string configText = hfConfigText(config, flags, outside, extraConfigJson, dir);
 
     std::vector<std::pair<std::string, at::Tensor>> tensors;
     const LlamaWeights hfWeights = withHalfSplitRope(config, weights);
@@ -453,14 +544,16 @@ void saveHfLlamaDirectory(const LlamaCheckpoint& checkpoint, const std::string& 
             tensors.emplace_back(layerTensorName(index, suffix),
                                  bias.defined() ? bias.to(at::kCPU, at::kFloat) : at::zeros({width}, at::kFloat));
         };
-        if (attentionBias) {
-            addBias("self_attn.o_proj.bias", layer.wo_bias, config.hidden_size);
-            for (const ZeroBias& bias : zeroAttentionBiases(config, i)) addBias(bias.suffix, at::Tensor(), bias.width);
+        const int64_t qWidth = config.num_heads[i] * config.head_dim, kvWidth = config.num_kv_heads[i] * config.head_dim;
+        if (writeQkv && !config.qkv_bias) {  // zeros where the family's flag asks for biases npw lacks
+            addBias("self_attn.q_proj.bias", at::Tensor(), qWidth);
+            addBias("self_attn.k_proj.bias", at::Tensor(), kvWidth);
+            addBias("self_attn.v_proj.bias", at::Tensor(), kvWidth);
         }
-        if (mlpBias) {
-            addBias("mlp.down_proj.bias", layer.w_down_bias, config.hidden_size);
+        if (writeO) addBias("self_attn.o_proj.bias", layer.wo_bias, config.hidden_size);
+        if (anyDown) addBias("mlp.down_proj.bias", layer.w_down_bias, config.hidden_size);
+        if (flags.mlpBias)
             for (const ZeroBias& bias : zeroMlpBiases(config, i)) addBias(bias.suffix, at::Tensor(), bias.width);
-        }
     }
 
     std::error_code ec;

@@ -7,7 +7,10 @@
 namespace npw {
 
 // MODEL may be: a directory with config.json + model.safetensors (or a sharded
-// model.safetensors.index.json), a llama2.c .bin file, or a bundled demo name ("demo:lm").
+// model.safetensors.index.json) of a llama, mistral, qwen2 or qwen3 model; a directory of
+// Meta's original release (params.json + consolidated.NN.pth, or one of those files); a
+// llama2.c .bin file or llama2.c's training ckpt.pt (core/models/torch_llama.h); or a bundled
+// demo name ("demo:lm").
 // Checks every tensor's presence, shape and finiteness; throws npw::Error naming the file,
 // the tensor and what was expected.
 LlamaCheckpoint loadLlamaCheckpoint(const std::string& model);

@@ -119,6 +119,11 @@ PrunedModel applyMask(const LlamaCheckpoint& checkpoint, const ModelStats& stats
             dst.wq = keepAlong(src.wq, 0, qChannels);
             dst.wk = keepAlong(src.wk, 0, kvChannels);
             dst.wv = keepAlong(src.wv, 0, kvChannels);
+            // Biases of q, k and v (Qwen2) go with their heads; Qwen3's q/k norms act within a
+            // head (over head_dim) and stay as they are.
+            if (src.wq_bias.defined()) dst.wq_bias = keepAlong(src.wq_bias, 0, qChannels);
+            if (src.wk_bias.defined()) dst.wk_bias = keepAlong(src.wk_bias, 0, kvChannels);
+            if (src.wv_bias.defined()) dst.wv_bias = keepAlong(src.wv_bias, 0, kvChannels);
             newConfig.num_heads[l] = report.headsAfter = countTrue(keepQ);
             newConfig.num_kv_heads[l] = report.kvHeadsAfter = countTrue(keepKv);
             report.attentionLoss = o.loss;

@@ -186,6 +186,7 @@ void checkCalibrationSet(const LlamaConfig& config, const CalibrationSet& set) {
     if (set.seqlen > config.max_position_embeddings)
         throw Error("calibration windows of " + std::to_string(set.seqlen) + " tokens exceed the model's context of " +
                     std::to_string(config.max_position_embeddings) + " (use shorter windows)");
+    config.checkAttentionSpan(set.seqlen, "the calibration window");
     for (const auto& window : set.windows) {
         if (static_cast<int64_t>(window.size()) != set.seqlen)
             throw Error("calibration: a window has " + std::to_string(window.size()) + " tokens, expected " +
