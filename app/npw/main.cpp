@@ -6,6 +6,7 @@
 #include "core/util/error.h"
 #include "core/util/openmp_wait.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <iostream>
 #include <malloc.h>
@@ -33,7 +34,7 @@ void takeRopeScalingFactor(std::vector<std::string>& args) {
         }
         char* end = nullptr;
         const double factor = std::strtod(value.c_str(), &end);
-        if (value.empty() || *end != '\0' || !(factor > 0))
+        if (value.empty() || *end != '\0' || !(factor > 0) || !std::isfinite(factor))
             throw Error("--rope-scaling-factor '" + value + "' is not a positive number");
         setMetaRopeScalingFactor(factor);
         return;
