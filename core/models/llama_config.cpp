@@ -1,6 +1,8 @@
 #include "core/models/llama_config.h"
 
+#include "core/text/json_fields.h"
 #include "core/util/atomic_file.h"
+#include "core/util/checked_math.h"
 #include "core/util/error.h"
 
 #include <nlohmann/json.hpp>
@@ -24,7 +26,7 @@ bool given(const json& config, const char* key) { return config.contains(key) &&
 int64_t readInteger(const std::string& path, const json& config, const char* key) {
     if (!given(config, key)) failConfig(path, std::string("'") + key + "' is missing");
     const json& value = config[key];
-    if (!value.is_number_integer()) failConfig(path, std::string("'") + key + "' must be an integer, got " + value.dump());
+    if (!value.is_number_integer()) failConfig(path, std::string("'") + key + "' must be an integer, got " + json_fields::preview(value));
     return value.get<int64_t>();
 }
 
@@ -35,14 +37,14 @@ int64_t readInteger(const std::string& path, const json& config, const char* key
 double readNumber(const std::string& path, const json& config, const char* key, double fallback) {
     if (!given(config, key)) return fallback;
     const json& value = config[key];
-    if (!value.is_number()) failConfig(path, std::string("'") + key + "' must be a number, got " + value.dump());
+    if (!value.is_number()) failConfig(path, std::string("'") + key + "' must be a number, got " + json_fields::preview(value));
     return value.get<double>();
 }
 
 bool readBool(const std::string& path, const json& config, const char* key, bool fallback) {
     if (!given(config, key)) return fallback;
     const json& value = config[key];
-    if (!value.is_boolean()) failConfig(path, std::string("'") + key + "' must be true or false, got " + value.dump());
+    if (!value.is_boolean()) failConfig(path, std::string("'") + key + "' must be true or false, got " + json_fields::preview(value));
     return value.get<bool>();
 }
 
@@ -54,10 +56,10 @@ std::vector<int64_t> readPerLayer(const std::string& path, const json& config, c
     std::string expected = std::string("'") + key + "' must be an integer or a list of " + std::to_string(numLayers) +
                            " integers (one per layer)";
     if (!value.is_array() || static_cast<int64_t>(value.size()) != numLayers)
-        failConfig(path, expected + ", got " + value.dump());
+        failConfig(path, expected + ", got " + json_fields::preview(value));
     std::vector<int64_t> perLayer;
     for (const json& item : value) {
-        if (!item.is_number_integer()) failConfig(path, expected + ", got " + value.dump());
+        if (!item.is_number_integer()) failConfig(path, expected + ", got " + json_fields::preview(value));
         perLayer.push_back(item.get<int64_t>());
     }
     return perLayer;
@@ -68,7 +70,7 @@ int64_t readTokenId(const std::string& path, const json& config, const char* key
     if (given(config, key) && config[key].is_array()) {
         const json& ids = config[key];
         if (ids.empty() || !ids[0].is_number_integer())
-            failConfig(path, std::string("'") + key + "' must be an integer or a non-empty list of integers, got " + ids.dump());
+            failConfig(path, std::string("'") + key + "' must be an integer or a non-empty list of integers, got " + json_fields::preview(ids));
         return ids[0].get<int64_t>();
     }
     return readInteger(path, config, key, fallback);
@@ -76,12 +78,12 @@ int64_t readTokenId(const std::string& path, const json& config, const char* key
 
 void rejectUnsupported(const std::string& path, const json& config) {
     if (given(config, "model_type") && config["model_type"] != "llama")
-        failConfig(path, "model_type " + config["model_type"].dump() + " is unsupported (npw reads \"llama\" models)");
+        failConfig(path, "model_type " + json_fields::preview(config["model_type"]) + " is unsupported (npw reads \"llama\" models)");
     if (given(config, "rope_scaling"))
-        failConfig(path, "rope_scaling " + config["rope_scaling"].dump() +
+        failConfig(path, "rope_scaling " + json_fields::preview(config["rope_scaling"]) +
                              " is unsupported (npw implements plain RoPE; a scaled model would run wrong)");
     if (given(config, "hidden_act") && config["hidden_act"] != "silu")
-        failConfig(path, "hidden_act " + config["hidden_act"].dump() + " is unsupported (LLaMA uses \"silu\")");
+        failConfig(path, "hidden_act " + json_fields::preview(config["hidden_act"]) + " is unsupported (LLaMA uses \"silu\")");
     readBool(path, config, "attention_bias", false);  // type-checked only: the tensors decide which biases exist
     readBool(path, config, "mlp_bias", false);
 }
@@ -136,15 +138,23 @@ void LlamaConfig::validate(const std::string& source) const {
         if ((heads == 0) != (kvHeads == 0)) fail("a layer without query heads must have no key/value heads and vice versa" + counts);
         if (kvHeads > 0 && heads % kvHeads != 0) fail("the key/value heads must divide the query heads" + counts);
     }
+    // Every size the model is built from must be computable: a config whose products overflow
+    // (heads × head_dim wrapping to 0) is refused here, not inside LibTorch. The total is
+    // parameterCount's sum, weights and biases.
+    const std::string what = "model config of '" + source + "'";
+    int64_t total = checkedAdd(checkedMul(checkedMul(vocab_size, hidden_size, what), int64_t{2}, what), hidden_size, what);
+    for (size_t layer = 0; layer < num_heads.size(); ++layer) {
+        const int64_t qWidth = checkedMul(num_heads[layer], head_dim, what);
+        const int64_t kvWidth = checkedMul(num_kv_heads[layer], head_dim, what);
+        const int64_t attention = checkedMul(checkedMul(checkedAdd(qWidth, kvWidth, what), int64_t{2}, what), hidden_size, what);
+        const int64_t mlp = checkedMul(checkedMul(intermediate_size[layer], int64_t{3}, what), hidden_size, what);
+        total = checkedAdd(total, checkedAdd(checkedAdd(attention, mlp, what), checkedMul(hidden_size, int64_t{4}, what), what), what);
+    }
+    checkedMul(max_position_embeddings, head_dim, what);
 }
 
 LlamaConfig readHfLlamaConfig(const std::string& configJsonPath) {
-    json config;
-    try {
-        config = json::parse(readTextFile(configJsonPath));
-    } catch (const json::parse_error& e) {
-        failConfig(configJsonPath, "not valid JSON (" + std::string(e.what()) + ")");
-    }
+    const json config = json_fields::readJsonFile(configJsonPath, "config '" + configJsonPath + "'");
     if (!config.is_object()) failConfig(configJsonPath, "not a JSON object");
     rejectUnsupported(configJsonPath, config);
 
