@@ -179,6 +179,7 @@ bool ImageSession::exportPrunedModel(const QString& dir) {
 }
 
 void ImageSession::exportSweepCsv(const QString& path) const {
+    if (hasModel()) npw::checkOutputPath({workbench_->dense().checkpoint().source}, path.toStdString(), "the sweep CSV");
     npw::writeTextAtomically(path.toStdString(), npw::imageSweepRowsCsv(sweepRows_));
 }
 

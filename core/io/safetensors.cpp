@@ -338,7 +338,10 @@ void writeSafeTensors(const std::string& path, const std::vector<std::pair<std::
         entries.push_back({name, tensor.scalar_type(), tensor.sizes().vec()});
         data.push_back(tensor.detach().cpu().contiguous());
     }
-    const auto [headerText, offsets] = planLayout(path, entries, metadata);
+    // Not a structured binding: lambdas cannot capture those before C++20 (clang refuses).
+    const std::pair<std::string, std::vector<uint64_t>> layout = planLayout(path, entries, metadata);
+    const std::string& headerText = layout.first;
+    const std::vector<uint64_t>& offsets = layout.second;
     std::vector<size_t> order(entries.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return offsets[a] < offsets[b]; });
