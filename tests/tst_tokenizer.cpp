@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <QElapsedTimer>
 #include <QFile>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -425,6 +426,97 @@ private slots:
         file.close();
         expectError([&] { Tokenizer::fromFile(path.toStdString()); }, {path, "not valid JSON"});
         expectError([&] { Tokenizer::fromFile(dir.path().toStdString()); }, {dir.path(), "is a folder"});
+    }
+
+    // --- hostile files (issue 16) -------------------------------------------------------------
+
+    void refusesHostileStructure_data() {
+        QTest::addColumn<QByteArray>("json");
+        QTest::addColumn<QStringList>("expected");
+        const Json valid = tinySentencePiece({{"\u2581", 3}, {"a", 4}, {"\u2581a", 5}}, {"\u2581 a"});
+        auto variant = [&](const std::function<void(Json&)>& change) {
+            Json file = valid;
+            change(file);
+            return QByteArray::fromStdString(file.dump());
+        };
+        auto nested = [](const char* listKey, int depth, Json leaf) {
+            for (int i = 0; i < depth; ++i) leaf = {{"type", "Sequence"}, {listKey, Json::array({leaf})}};
+            return leaf;
+        };
+        const std::string deep = std::string(400000, '[') + std::string(400000, ']');
+        QTest::newRow("nested 400,000 deep") << QByteArray::fromStdString(R"({"model": )" + deep + "}")
+                                             << QStringList{"nested deeper than 512 levels"};
+        QTest::newRow("number overflow") << QByteArray(R"({"model": {"type": "BPE", "vocab": {"a": 1e999}}})")
+                                         << QStringList{"number out of range", "field 'model.vocab.a'", "1e999"};
+        QTest::newRow("normalizer Sequence 100 deep")
+            << variant([&](Json& f) { f["normalizer"] = nested("normalizers", 100, {{"type", "NFC"}}); })
+            << QStringList{"Sequences nested deeper than 64"};
+        QTest::newRow("pre-tokenizer Sequence 100 deep")
+            << variant([&](Json& f) { f["pre_tokenizer"] = nested("pretokenizers", 100, {{"type", "Metaspace"}}); })
+            << QStringList{"Sequences nested deeper than 64"};
+        QTest::newRow("decoder Sequence 100 deep")
+            << variant([&](Json& f) { f["decoder"] = nested("decoders", 100, {{"type", "Fuse"}}); })
+            << QStringList{"Sequences nested deeper than 64"};
+        QTest::newRow("id 2^31-1") << variant([](Json& f) { f["model"]["vocab"]["b"] = 2147483647; })
+                                   << QStringList{"token id 2147483647 is far beyond"};
+        QTest::newRow("added id 2^31-1")
+            << variant([](Json& f) { f["added_tokens"].push_back({{"id", 2147483647}, {"content", "<x>"}}); })
+            << QStringList{"token id 2147483647 is far beyond"};
+        QTest::newRow("a huge value in a message")
+            << variant([](Json& f) { f["model"]["merges"].push_back(Json(std::vector<int>(100000, 7))); })
+            << QStringList{"model.merges[1]", "…"};
+    }
+
+    void refusesHostileStructure() {
+        QFETCH(QByteArray, json);
+        QFETCH(QStringList, expected);
+        expected << "hostile.json";
+        try {
+            Tokenizer::fromJson(json.toStdString(), "hostile.json");
+        } catch (const Error& e) {
+            const QString message = QString::fromStdString(e.what());
+            QVERIFY2(message.size() < 2000, qPrintable("an unbounded message of " + QString::number(message.size())));
+            for (const QString& part : expected) QVERIFY2(message.contains(part), qPrintable("'" + part + "' not in: " + message));
+            return;
+        }
+        QFAIL("no npw::Error");
+    }
+
+    // The regex of a Split comes from the file: it runs under limits that stop catastrophic
+    // backtracking with a clear error, far above what the real patterns need.
+    void regexFromTheFileRunsUnderLimits() {
+        Json vocab = Json::object();
+        for (int c = 0; c < 128; ++c) vocab[std::string(1, char(c))] = c;
+        Json file = {{"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", Json::array()}}}};
+        auto withSplit = [&](const std::string& pattern) {
+            file["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"Regex", pattern}}}, {"behavior", "Isolated"}};
+            return Tokenizer::fromJson(file.dump(), "split.json");
+        };
+        QElapsedTimer timer;
+        timer.start();
+        expectError([&] { withSplit("(a+)+$")->encode(std::string(40, 'a') + "!", false); },
+                    {"split.json", "pre_tokenizer", "time limit", "catastrophic backtracking"});
+        QVERIFY2(timer.elapsed() < 20000, qPrintable(QString("took %1 ms").arg(timer.elapsed())));
+        QCOMPARE(withSplit("(a+)+$")->encode(std::string(40, 'a'), false).size(), size_t(40));  // it matches: fine
+
+        // LLaMA-3's and Qwen2's patterns over 1 MB of text, and over 1 MB of one character class
+        // (the deepest backtracking they need), stay within the limits.
+        const std::string llama3 =
+            R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+        const std::string qwen2 =
+            R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+        std::string prose;
+        const char* words[] = {"Hello", " world", ", it's", " 12345", "  \n\n", " \xc3\xbc" "ber", " \xe6\x9d\xb1", "!!!", "\t"};
+        for (int i = 0; prose.size() < (1 << 20); ++i) prose += words[i % 9];
+        for (const std::string& pattern : {llama3, qwen2}) {
+            const auto tokenizer = withSplit(pattern);
+            for (const std::string& text : {prose, std::string(1 << 20, ' '), std::string(1 << 20, '\n'),
+                                            std::string(1 << 20, '7'), std::string(1 << 20, 'x')}) {
+                timer.restart();
+                QVERIFY(!tokenizer->encode(text, false).empty());
+                QVERIFY2(timer.elapsed() < 60000, qPrintable(QString("took %1 ms").arg(timer.elapsed())));
+            }
+        }
     }
 
     void reportsBadInput() {

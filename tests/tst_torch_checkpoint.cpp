@@ -5,6 +5,8 @@
 #include <ATen/ATen.h>
 
 #include "error_of.h"
+#include <QElapsedTimer>
+#include <cmath>
 #include <QFile>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -217,6 +219,49 @@ private slots:
         QCOMPARE(root.entries.size(), size_t(1));
         QCOMPARE(root.entries[0].key->kind, PickleKind::Int);
         QCOMPARE(root.entries[0].value->text, std::string("c"));
+    }
+
+    void nanAndTupleKeysFollowPythonAndStayLinear() {
+        // A NaN equals only itself (the same object): {nan: 1, nan: 2} with one memoized NaN is
+        // one key, with two NaN objects two keys; (1, nan) with the same NaN is one key too.
+        PickleBuilder same;
+        same.proto().op('}').op('(').binfloat(std::nan("")).op('q').u8(0).int1(1).op('h').u8(0).int1(2);
+        same.int1(1).op('h').u8(0).op(0x86).int1(3).int1(1).op('h').u8(0).op(0x86).int1(4).op('u').stop();
+        auto document = parse(same);
+        QCOMPARE(document->root().entries.size(), size_t(2));
+        QCOMPARE(document->root().entries[0].value->integer, int64_t(2));
+        QCOMPARE(document->root().entries[1].value->integer, int64_t(4));
+        PickleBuilder two;
+        two.proto().op('}').op('(').binfloat(std::nan("")).int1(1).binfloat(std::nan("")).int1(2).op('u').stop();
+        QCOMPARE(parse(two)->root().entries.size(), size_t(2));
+        // -0.0 == 0 == False; 0.5 stays a float key; 'a' and b'a' differ.
+        PickleBuilder mixed;
+        mixed.proto().op('}').op('(').binfloat(-0.0).int1(1).op(0x89).int1(2).binfloat(0.5).int1(3).binfloat(0.5).int1(4);
+        mixed.unicode("a").int1(5).op('C').u8(1).raw("a").int1(6).op('u').stop();
+        document = parse(mixed);
+        QCOMPARE(document->root().entries.size(), size_t(4));
+        QCOMPARE(document->root().entries[0].value->integer, int64_t(2));
+        QCOMPARE(document->root().entries[1].value->integer, int64_t(4));
+
+        // 300,000 NaN keys (issue 16: minutes, each insert compared with every NaN before it).
+        PickleBuilder many;
+        many.proto().op('}').op('(');
+        for (int i = 0; i < 300000; ++i) many.binfloat(std::nan("")).int1(static_cast<uint8_t>(i));
+        many.op('u').stop();
+        QElapsedTimer timer;
+        timer.start();
+        QCOMPARE(parse(many)->root().entries.size(), size_t(300000));
+        QVERIFY2(timer.elapsed() < 20000, qPrintable(QString("took %1 ms").arg(timer.elapsed())));
+    }
+
+    void codecsEncodeIsBoundedInTotal() {
+        // One memoized 1 MiB string encoded 300 times: 300 MiB, past the 256 MiB in all.
+        PickleBuilder pickle;
+        pickle.proto().op(']').op('(').global("_codecs", "encode").op('q').u8(0).unicode(std::string(1 << 20, 'a'));
+        pickle.op('q').u8(1).unicode("latin1").op('q').u8(2).op(0x86).op('R');
+        for (int i = 1; i < 300; ++i) pickle.op('h').u8(0).op('h').u8(1).op('h').u8(2).op(0x86).op('R');
+        pickle.op('e').stop();
+        verifyMentionsAll(errorOf([&] { parse(pickle); }), {"_codecs.encode", "in all"});
     }
 
     void long1CoversInt64AndBeyond() {

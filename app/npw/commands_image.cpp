@@ -1,6 +1,7 @@
 // `npw generate` and `npw info` for class-conditional image models (LlamaGen c2i GPT + VQ).
 // The language-model commands (commands_lm.cpp) hand over when the model is an image model.
 #include "app/npw/commands.h"
+#include "core/util/atomic_file.h"
 #include "core/eval/image_generate.h"
 #include "core/io/image_png.h"
 #include "core/models/llamagen.h"
@@ -9,6 +10,7 @@
 #include "core/prune/pruner.h"
 #include "core/util/error.h"
 #include "core/util/paths.h"
+#include "core/text/json_fields.h"
 
 #include <filesystem>
 #include <fstream>
@@ -61,8 +63,7 @@ std::vector<std::string> classNames(const std::string& model) {
     try {
         const fs::path config = fs::path(resolveModelPath(model)) / "config.json";
         if (!fs::is_regular_file(config)) return {};
-        std::ifstream in(config);
-        nlohmann::json j = nlohmann::json::parse(in);
+        const nlohmann::json j = json_fields::readJsonFile(config.string());
         if (j.contains("class_names")) return j.at("class_names").get<std::vector<std::string>>();
     } catch (const std::exception&) {
     }
@@ -115,6 +116,7 @@ int runImageInfo(const Args& args, const std::string& model) {
 int runImageGenerate(const Args& args, const std::string& model) {
     if (!args.has("class")) throw Error("image model '" + model + "': give --class K (or a list K1,K2,...)");
     if (!args.has("out")) throw Error("image generation writes a PNG: give --out FILE.png");
+    checkOutputPath({resolveModelPath(model)}, args.get("out"), "--out");
     const std::vector<int64_t> classes = args.getIntList("class");
     const int64_t n = args.getInt("n");
     const Runtime runtime = chooseRuntime(args.get("device"), args.get("dtype"));

@@ -150,6 +150,7 @@ int runImagePrune(const Args& args, const std::string& model, const PruneSetting
 }
 
 int runImageSweep(const Args& args, const std::string& model) {
+    if (args.has("csv")) checkOutputPath({resolveModelPath(model)}, args.get("csv"), "--csv");
     for (const char* required : {"methods", "ratios"})
         if (!args.has(required)) throw Error(std::string("--") + required + " is required");
     if (args.has("calib") && args.get("calib") != "generated")

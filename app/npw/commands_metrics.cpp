@@ -1,5 +1,7 @@
 // train-classifier (the demo feature classifier) and metrics (FID, sFID, IS, precision, recall).
 #include "app/npw/commands.h"
+#include "core/util/atomic_file.h"
+#include "core/util/paths.h"
 #include "core/data/fashion_mnist.h"
 #include "core/eval/metrics_run.h"
 #include "core/models/image_classifier.h"
@@ -92,6 +94,9 @@ int runMetrics(const Args& args) {
     const std::string cacheDir = args.flag("no-cache") ? "" : (args.has("cache-dir") ? args.get("cache-dir") : defaultCacheDir());
     ProgressFn progress = terminalProgress();
     ResolvedReference ref = resolveReference(args.get("reference"), *network, cacheDir, batch, progress);
+    if (args.has("save-reference"))
+        checkOutputPath({resolveModelPath(args.get("features")), args.get("model").empty() ? "" : resolveModelPath(args.get("model"))},
+                        args.get("save-reference"), "--save-reference");
     if (args.has("save-reference")) saveReferenceStats(ref.stats, args.get("save-reference"));
     FeatureSet features = extractFeatures(*network, samples, batch, progress);
     // How often the feature network's classifier names the requested class (when its classes are

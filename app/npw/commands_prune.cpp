@@ -135,6 +135,9 @@ int runPrune(const Args& args) {
     const LlamaConfig& config = lm.model->config();
     const std::string out = args.get("out");
     checkExportTarget(lm.model->checkpoint().source, out);  // before the expensive part
+    const std::vector<std::string> inputs = {lm.model->checkpoint().source, args.get("stats"), args.get("calib")};
+    for (const char* flag : {"save-stats", "save-scores", "stats-on-disk"})
+        if (args.has(flag)) checkOutputPath(inputs, args.get(flag), std::string("--") + flag);
 
     PruneRun run;
     CalibrationSummary calibration;

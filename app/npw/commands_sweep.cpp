@@ -27,6 +27,7 @@ int runSweepCommand(const Args& args) {
     if (!args.has("eval") && !args.has("zeroshot") && !args.flag("speed"))
         throw Error("give --eval SETS, --zeroshot TASKS, --speed or several");
     LanguageModel lm = openLanguageModel(modelName, chooseRuntime(args.get("device"), args.get("dtype")));
+    if (args.has("csv")) checkOutputPath({lm.model->checkpoint().source}, args.get("csv"), "--csv");
 
     SweepSpec spec;
     spec.methods = args.getList("methods");

@@ -8,6 +8,7 @@
 #include "core/util/paths.h"
 
 #include "app/studio/imagesession.h"
+#include "core/text/json_fields.h"
 
 #include <QFileInfo>
 #include <QPointer>
@@ -22,9 +23,8 @@ QString qs(const std::string& s) { return QString::fromStdString(s); }
 std::vector<std::string> readClassNames(const std::string& model) {
     try {
         const auto config = std::filesystem::path(npw::resolveModelPath(model)) / "config.json";
-        std::ifstream in(config);
-        if (!in) return {};
-        const nlohmann::json j = nlohmann::json::parse(in);
+        if (!std::filesystem::is_regular_file(config)) return {};
+        const nlohmann::json j = npw::json_fields::readJsonFile(config.string());
         if (j.contains("class_names")) return j.at("class_names").get<std::vector<std::string>>();
     } catch (const std::exception&) {
     }
@@ -179,6 +179,7 @@ bool ImageSession::exportPrunedModel(const QString& dir) {
 }
 
 void ImageSession::exportSweepCsv(const QString& path) const {
+    if (hasModel()) npw::checkOutputPath({workbench_->dense().checkpoint().source}, path.toStdString(), "the sweep CSV");
     npw::writeTextAtomically(path.toStdString(), npw::imageSweepRowsCsv(sweepRows_));
 }
 

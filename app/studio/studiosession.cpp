@@ -448,11 +448,17 @@ bool StudioSession::exportPrunedModel(const QString& dir) {
 }
 
 void StudioSession::exportSweepCsv(const QString& path) const {
+    if (hasModel()) npw::checkOutputPath({model_.model->checkpoint().source}, path.toStdString(), "the sweep CSV");
     npw::writeTextAtomically(path.toStdString(), npw::sweepRowsCsv(sweepRows_));
 }
 
 void StudioSession::saveWorkspace(const QString& path, const nlohmann::json& images) const {
     if (!hasModel() && images.is_null()) throw npw::Error("no model is open: nothing to save");
+    if (hasModel()) {
+        const std::vector<std::string> sources = {model_.model->checkpoint().source};
+        npw::checkOutputPath(sources, path.toStdString(), "the workspace");
+        npw::checkOutputPath(sources, studio::workspaceStatsPath(path.toStdString()), "the workspace's statistics");
+    }
     studio::WorkspaceFile w;
     w.images = images;
     if (!hasModel()) {

@@ -9,6 +9,7 @@
 #include "core/models/devices.h"
 #include "core/models/llamagen.h"
 #include "core/util/error.h"
+#include "core/text/json_fields.h"
 
 #include <QAction>
 #include <QApplication>
@@ -231,7 +232,7 @@ void StudioWindow::connectSession() {
     connect(tabs_, &QTabWidget::currentChanged, this, &StudioWindow::showArchitecture);
     connect(&session_, &StudioSession::imageWorkspaceRestored, this, [this](const QByteArray& state) {
         try {
-            imageSession_->restoreWorkspaceState(nlohmann::json::parse(state.toStdString()));
+            imageSession_->restoreWorkspaceState(npw::json_fields::parseJsonLimited(state.toStdString(), "the workspace's Images part"));
         } catch (const std::exception& e) {
             appendLog(tr("The workspace's Images part was not restored: %1").arg(QString::fromUtf8(e.what())));
         }
@@ -356,7 +357,7 @@ void StudioWindow::restoreSettings() {
     try {
         const std::string runJson = s.value(QStringLiteral("run/settings")).toString().toStdString();
         if (!runJson.empty()) {
-            const auto j = nlohmann::json::parse(runJson);
+            const auto j = npw::json_fields::parseJsonLimited(runJson, "the saved run settings");
             studio::RunSettings run;
             run.calibration = studio::calibrationFromJson(j.at("calibration"));
             run.prune = studio::pruneSettingsFromJson(j.at("prune"));

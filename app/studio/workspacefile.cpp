@@ -2,6 +2,7 @@
 
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
+#include "core/text/json_fields.h"
 
 #include <cmath>
 #include <filesystem>
@@ -84,16 +85,12 @@ void writeWorkspace(const std::string& path, const WorkspaceFile& w, const npw::
 }
 
 WorkspaceFile readWorkspace(const std::string& path) {
-    nlohmann::json j;
-    try {
-        j = nlohmann::json::parse(npw::readTextFile(path));
-    } catch (const nlohmann::json::exception& e) {
-        throw npw::Error("workspace " + path + " is not valid JSON: " + e.what());
-    }
-    if (j.value("format", "") != "npw-workspace")
+    const nlohmann::json j = npw::json_fields::readJsonFile(path, "workspace " + path);
+    if (!j.is_object() || !j.contains("format") || j["format"] != "npw-workspace")
         throw npw::Error("workspace " + path + ": not an npw workspace (field 'format' is not \"npw-workspace\")");
-    if (j.value("version", 0) > kFormatVersion)
-        throw npw::Error("workspace " + path + ": version " + std::to_string(j.value("version", 0)) +
+    const int64_t version = j.contains("version") && j["version"].is_number_integer() ? j["version"].get<int64_t>() : 0;
+    if (version > kFormatVersion)
+        throw npw::Error("workspace " + path + ": version " + std::to_string(version) +
                          " is newer than this npw-studio reads (" + std::to_string(kFormatVersion) + ")");
     try {
         WorkspaceFile w;

@@ -3,6 +3,7 @@
 #include "core/text/utf8.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
+#include "core/text/json_fields.h"
 
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
@@ -167,12 +168,7 @@ std::string zeroShotTaskKinds() {
 }
 
 MultipleChoiceItem parseZeroShotItem(const std::string& kind, const std::string& jsonLine) {
-    json doc;
-    try {
-        doc = json::parse(jsonLine);
-    } catch (const json::exception& e) {
-        throw Error(std::string("not valid JSON: ") + e.what());
-    }
+    const json doc = json_fields::parseJsonLimited(jsonLine, "the line");
     if (!doc.is_object()) throw Error("a line must hold one JSON object");
     try {
         if (kind == "boolq") {

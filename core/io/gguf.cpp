@@ -1,6 +1,8 @@
 #include "core/io/gguf.h"
 
+#include "core/text/utf8.h"
 #include "core/util/atomic_file.h"
+#include "core/util/checked_math.h"
 #include "core/util/error.h"
 
 #include <algorithm>
@@ -116,6 +118,18 @@ public:
         return s;
     }
 
+    // What the parsed metadata may occupy in memory: a GgufValue is ~100 bytes however small
+    // its element in the file, so a file of one-byte array elements would otherwise cost 100
+    // times its size. Real files (vocabularies: strings, f32 scores, i32 types) need < 16×.
+    void chargeMemory(uint64_t bytes, const std::string& what) {
+        memoryUsed_ = checkedAdd(memoryUsed_, bytes, "GGUF file '" + path_ + "': " + what);
+        const uint64_t budget = (uint64_t{64} << 20) + 16 * size_;
+        if (memoryUsed_ > budget)
+            fail(what + " brings the metadata to " + std::to_string(memoryUsed_) + " bytes in memory, more than the " +
+                 std::to_string(budget) + " a file of this size may need (64 MiB + 16 × its size)");
+        if (memoryUsed_ > allocationCapBytes()) checkAllocation(memoryUsed_, "GGUF file '" + path_ + "': the metadata");
+    }
+
     // A count of items each at least minBytes long must fit in what is left of the file.
     void checkCount(uint64_t count, uint64_t minBytes, const std::string& what) const {
         if (minBytes > 0 && count > (size_ - pos_) / minBytes)
@@ -128,6 +142,7 @@ private:
     std::string path_;
     uint64_t size_;
     uint64_t pos_ = 0;
+    uint64_t memoryUsed_ = 0;
 };
 
 GgufValue readScalar(Reader& r, GgufValueType type, const std::string& key) {
@@ -178,8 +193,14 @@ GgufValue readValue(Reader& r, const std::string& key) {
     const auto count = r.get<uint64_t>("an array length");
     const int64_t elementBytes = v.elementType == GgufValueType::String ? 8 : scalarSize(v.elementType);
     r.checkCount(count, static_cast<uint64_t>(elementBytes), "the length of array '" + key + "'");
-    v.elements.reserve(count);
-    for (uint64_t i = 0; i < count; ++i) v.elements.push_back(readScalar(r, v.elementType, key));
+    r.chargeMemory(checkedMul<uint64_t>(count, sizeof(GgufValue), "GGUF array '" + key + "'"),
+                   "array '" + key + "' of " + std::to_string(count) + " elements");
+    // Grown as elements are read, never reserved from the declared count alone.
+    v.elements.reserve(static_cast<size_t>(std::min<uint64_t>(count, 4096)));
+    for (uint64_t i = 0; i < count; ++i) {
+        v.elements.push_back(readScalar(r, v.elementType, key));
+        if (v.elementType == GgufValueType::String) r.chargeMemory(v.elements.back().string.size(), "array '" + key + "'");
+    }
     return v;
 }
 
@@ -255,7 +276,14 @@ std::string GgufValue::describe(size_t maxElements) const {
     switch (type) {
     case GgufValueType::Float32: case GgufValueType::Float64: s << real; break;
     case GgufValueType::Bool: s << (boolean ? "true" : "false"); break;
-    case GgufValueType::String: s << '"' << string << '"'; break;
+    case GgufValueType::String: {
+        // Bounded and valid UTF-8 (string values are not checked when read: a vocabulary may
+        // hold raw bytes), so that `npw info` and its --json can always print it.
+        constexpr size_t kMaxShown = 256;
+        std::string shown = string.size() > kMaxShown ? string.substr(0, kMaxShown) : string;
+        s << '"' << utf8::toValidLossy(shown) << (string.size() > kMaxShown ? "…" : "") << '"';
+        break;
+    }
     case GgufValueType::Uint64: s << uinteger; break;
     case GgufValueType::Array: {
         s << ggufValueTypeName(elementType) << "[" << elements.size() << "] [";
@@ -399,7 +427,11 @@ GgufFile readGgufFile(const std::string& path) {
     std::set<std::string> keys;
     for (int64_t i = 0; i < nKv; ++i) {
         std::string key = r.string("metadata key " + std::to_string(i));
+        if (const size_t bad = utf8::findInvalid(key); bad != std::string::npos)
+            r.fail("metadata key " + std::to_string(i) + " is not valid UTF-8 (bad byte at offset " + std::to_string(bad) +
+                   " of the key)");
         if (!keys.insert(key).second) r.fail("metadata key '" + key + "' appears twice");
+        r.chargeMemory(sizeof(std::pair<std::string, GgufValue>) + 2 * key.size(), "metadata key '" + key + "'");
         GgufValue value = readValue(r, key);
         file.metadata.emplace_back(std::move(key), std::move(value));
     }
@@ -416,7 +448,10 @@ GgufFile readGgufFile(const std::string& path) {
         GgufTensorInfo t;
         t.name = r.string("tensor name " + std::to_string(i));
         if (t.name.size() > kMaxNameBytes)
-            r.fail("tensor name '" + t.name + "' is " + std::to_string(t.name.size()) + " bytes; at most 63 allowed");
+            r.fail("tensor name '" + t.name.substr(0, kMaxNameBytes) + "…' is " + std::to_string(t.name.size()) +
+                   " bytes; at most 63 allowed");
+        if (const size_t bad = utf8::findInvalid(t.name); bad != std::string::npos)
+            r.fail("tensor name " + std::to_string(i) + " is not valid UTF-8 (bad byte at offset " + std::to_string(bad) + ")");
         if (!names.insert(t.name).second) r.fail("tensor '" + t.name + "' appears twice");
         const auto nDims = r.get<uint32_t>("a dimension count");
         if (nDims == 0 || nDims > kMaxDims)
@@ -442,12 +477,19 @@ GgufFile readGgufFile(const std::string& path) {
         file.tensors.push_back(std::move(t));
     }
     file.dataOffset = padTo(r.position(), file.alignment);
+    // The data section starts after the header's padding and must exist when tensors do; then
+    // every tensor's [offset, offset + bytes) must lie inside it.
+    if (!file.tensors.empty() && file.dataOffset > size)
+        throw Error("GGUF file '" + path + "': the data section would start at byte " + std::to_string(file.dataOffset) +
+                    " (after the header, padded to " + std::to_string(file.alignment) + "), past the end of the " +
+                    std::to_string(size) + "-byte file; the file is truncated");
+    const uint64_t dataBytes = file.dataOffset <= size ? size - file.dataOffset : 0;
     std::vector<const GgufTensorInfo*> byOffset;
     for (const GgufTensorInfo& t : file.tensors) {
-        if (t.offset > size || t.bytes() > size - file.dataOffset || file.dataOffset + t.offset > size - t.bytes())
+        if (!rangeInside(t.offset, t.bytes(), dataBytes))
             throw Error("GGUF file '" + path + "': tensor '" + t.name + "' data (" + std::to_string(t.bytes()) +
-                        " bytes at data offset " + std::to_string(t.offset) +
-                        ") is not within the file bounds; the file is corrupted or incomplete");
+                        " bytes at data offset " + std::to_string(t.offset) + ") is not within the file bounds (a " +
+                        std::to_string(dataBytes) + "-byte data section); the file is corrupted or incomplete");
         byOffset.push_back(&t);
     }
     std::sort(byOffset.begin(), byOffset.end(), [](auto* a, auto* b) { return a->offset < b->offset; });

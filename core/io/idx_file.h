@@ -21,7 +21,8 @@ struct IdxArray {
 // expectedDims > 0 also checks the number of dimensions.
 IdxArray readIdxFile(const std::string& path, int expectedDims = 0);
 
-// The decompressed bytes of a gzip file (or the raw bytes when it is not gzip).
-std::vector<uint8_t> readMaybeGzip(const std::string& path);
+// The decompressed bytes of a gzip file (or the raw bytes when it is not gzip). Inflation stops
+// with npw::Error past maxBytes (and past the allocation cap, core/util/checked_math.h).
+std::vector<uint8_t> readMaybeGzip(const std::string& path, uint64_t maxBytes = UINT64_MAX);
 
 } // namespace npw

@@ -26,6 +26,7 @@ struct PickleLimits {
     size_t maxMemoEntries = 1 << 20;
     size_t maxStringBytes = 64u << 20;  // one string or bytes value
     size_t maxObjects = 1 << 21;        // values created in all (each costs ~200 bytes)
+    size_t maxDerivedBytes = 256u << 20;  // bytes made by _codecs.encode in all (a memoized string can be encoded many times)
 };
 
 // The values of one pickle; the graph lives as long as the document.

@@ -1,6 +1,7 @@
 // Lists, dicts and sets for the unpickler. Dict keys and set items follow Python's rules for
 // the primitive kinds, so a pickle's dict has the same keys here as it had in Python.
 #include <cmath>
+#include <cstring>
 #include <functional>
 
 #include "core/io/pickle_unpickler.h"
@@ -36,34 +37,6 @@ NumericKey numericKey(const PickleValue& value) {
 
 bool isNumeric(PickleKind kind) {
     return kind == PickleKind::Bool || kind == PickleKind::Int || kind == PickleKind::Float;
-}
-
-size_t mixHash(size_t seed, size_t value) { return seed ^ (value + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2)); }
-
-bool keysEqual(const PickleValue& a, const PickleValue& b) {
-    if (&a == &b) return true;
-    if (isNumeric(a.kind) && isNumeric(b.kind)) {
-        const NumericKey x = numericKey(a), y = numericKey(b);
-        return x.isInteger == y.isInteger && (x.isInteger ? x.integer == y.integer : x.real == y.real);
-    }
-    if (a.kind != b.kind) return false;
-    switch (a.kind) {
-        case PickleKind::None:
-            return true;
-        case PickleKind::BigInt:
-        case PickleKind::String:
-        case PickleKind::Bytes:
-            return a.text == b.text;
-        case PickleKind::Global:
-            return a.module == b.module && a.name == b.name;
-        case PickleKind::Tuple:
-            if (a.items.size() != b.items.size()) return false;
-            for (size_t i = 0; i < a.items.size(); ++i)
-                if (!keysEqual(*a.items[i], *b.items[i])) return false;
-            return true;
-        default:
-            return false;
-    }
 }
 
 }  // namespace
@@ -137,25 +110,27 @@ void Unpickler::addItems(PickleValue& set, const std::vector<const PickleValue*>
     for (const PickleValue* item : items) addToSet(set, item);
 }
 
+// Dict keys and set items are compared through canonical ids: equal keys (by Python's rules
+// for these kinds) get the same id, and each container maps ids to positions. The ids are
+// handed out here, in sequence, so no key a file can choose collides with another: every
+// insert is O(1) in the container plus O(log n) to find the id, whatever the keys. A NaN is
+// equal to nothing but itself (the same object, shared through the memo), so each NaN object
+// gets its own id, as in Python.
 void Unpickler::setItem(PickleValue& dict, const PickleValue* key, const PickleValue* value) {
     requireHashable(*key);
-    const size_t hash = hashOf(*key);
-    const std::ptrdiff_t found = findKey(dict, *key, hash);
-    if (found >= 0) {
+    auto& index = keyIndex_[&dict];
+    const auto [it, inserted] = index.emplace(keyId(*key), dict.entries.size());
+    if (!inserted) {
         // Python: the first key stays, the value is replaced.
-        dict.entries[static_cast<size_t>(found)].value = value;
+        dict.entries[it->second].value = value;
         return;
     }
-    keyIndex_[&dict].emplace(hash, dict.entries.size());
     dict.entries.push_back({key, value});
 }
 
 void Unpickler::addToSet(PickleValue& set, const PickleValue* item) {
     requireHashable(*item);
-    const size_t hash = hashOf(*item);
-    if (findKey(set, *item, hash) >= 0) return;
-    keyIndex_[&set].emplace(hash, set.items.size());
-    set.items.push_back(item);
+    if (keyIndex_[&set].emplace(keyId(*item), set.items.size()).second) set.items.push_back(item);
 }
 
 void Unpickler::requireHashable(const PickleValue& key) {
@@ -179,36 +154,36 @@ void Unpickler::requireHashable(const PickleValue& key) {
     }
 }
 
-size_t Unpickler::hashOf(const PickleValue& key) {
+uint64_t Unpickler::keyId(const PickleValue& key) {
+    if (const auto cached = keyIds_.find(&key); cached != keyIds_.end()) return cached->second;
+    uint64_t id = 0;
     if (isNumeric(key.kind)) {
         const NumericKey number = numericKey(key);
-        return number.isInteger ? std::hash<int64_t>()(number.integer) : std::hash<double>()(number.real);
-    }
-    if (key.kind == PickleKind::None) return 0x5eed;
-    auto cached = hashCache_.find(&key);
-    if (cached != hashCache_.end()) return cached->second;
-    size_t hash = static_cast<size_t>(key.kind);
-    if (key.kind == PickleKind::Tuple) {
-        for (const PickleValue* item : key.items) hash = mixHash(hash, hashOf(*item));
+        if (!number.isInteger && std::isnan(number.real)) {
+            id = nextKeyId_++;  // only this very object equals it
+        } else {
+            uint64_t bits = 0;
+            if (number.isInteger) bits = static_cast<uint64_t>(number.integer);
+            else std::memcpy(&bits, &number.real, sizeof bits);
+            id = scalarKeyIds_.emplace(std::make_pair(number.isInteger ? 'i' : 'f', bits), nextKeyId_).first->second;
+        }
+    } else if (key.kind == PickleKind::None) {
+        id = scalarKeyIds_.emplace(std::make_pair('n', uint64_t{0}), nextKeyId_).first->second;
+    } else if (key.kind == PickleKind::Tuple) {
+        std::vector<uint64_t> items;
+        items.reserve(key.items.size());
+        for (const PickleValue* item : key.items) items.push_back(keyId(*item));  // depth bounded by tupleNesting
+        id = tupleKeyIds_.emplace(std::move(items), nextKeyId_).first->second;
     } else if (key.kind == PickleKind::Global) {
-        hash = mixHash(mixHash(hash, std::hash<std::string>()(key.module)), std::hash<std::string>()(key.name));
+        id = globalKeyIds_.emplace(std::make_pair(key.module, key.name), nextKeyId_).first->second;
     } else {
-        hash = mixHash(hash, std::hash<std::string>()(key.text));
+        // String, Bytes, BigInt: a view of the value's own text (values never move or change).
+        const char tag = key.kind == PickleKind::String ? 's' : key.kind == PickleKind::Bytes ? 'y' : 'b';
+        id = textKeyIds_.emplace(std::make_pair(tag, std::string_view(key.text)), nextKeyId_).first->second;
     }
-    hashCache_.emplace(&key, hash);
-    return hash;
-}
-
-// Finds `key` among the keys of a dict (entries) or set (items); -1 when absent.
-std::ptrdiff_t Unpickler::findKey(const PickleValue& container, const PickleValue& key, size_t hash) {
-    auto& index = keyIndex_[&container];
-    auto [first, last] = index.equal_range(hash);
-    for (auto it = first; it != last; ++it) {
-        const PickleValue* existing =
-            container.kind == PickleKind::Dict ? container.entries[it->second].key : container.items[it->second];
-        if (keysEqual(*existing, key)) return static_cast<std::ptrdiff_t>(it->second);
-    }
-    return -1;
+    if (id == nextKeyId_) ++nextKeyId_;
+    keyIds_.emplace(&key, id);
+    return id;
 }
 
 }  // namespace npw

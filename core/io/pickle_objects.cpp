@@ -243,7 +243,14 @@ PickleValue* Unpickler::latin1Bytes(const PickleValue& args) {
         (args.items[1]->text != "latin1" && args.items[1]->text != "latin-1"))
         fail("_codecs.encode is accepted only as (str, 'latin1'), which is how protocol 2 pickles bytes");
     const std::string& text = args.items[0]->text;  // valid UTF-8: checked when it was read
+    // One string of the input can be encoded any number of times through the memo: the bytes
+    // made here are bounded in total, not only per value.
+    derivedBytes_ += text.size();
+    if (derivedBytes_ > limits_.maxDerivedBytes)
+        fail("_codecs.encode has made more than " + std::to_string(limits_.maxDerivedBytes) +
+             " bytes in all (limit against hostile pickles)");
     std::string bytes;
+    bytes.reserve(text.size());
     for (size_t i = 0; i < text.size();) {
         const auto lead = static_cast<unsigned char>(text[i]);
         if (lead < 0x80) {

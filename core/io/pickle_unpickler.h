@@ -6,6 +6,7 @@
 //   pickle_objects.cpp     globals, calls, instances and persistent ids: the allow-list.
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -48,10 +49,17 @@ private:
     std::vector<size_t> marks_;  // stack heights at each open MARK; nothing below the last is reachable
     std::unordered_map<uint64_t, PickleValue*> memo_;
     std::unordered_map<std::string, PickleValue*> storagesByKey_;
-    // Per dict/set: hash of each key → its position, so inserting stays O(1) for big dicts.
-    std::unordered_map<const PickleValue*, std::unordered_multimap<size_t, size_t>> keyIndex_;
-    // Hashes of string/bytes/tuple keys, so a long key shared through the memo is hashed once.
-    std::unordered_map<const PickleValue*, size_t> hashCache_;
+    // Per dict/set: the canonical id of each key → its position (pickle_containers.cpp).
+    std::unordered_map<const PickleValue*, std::unordered_map<uint64_t, size_t>> keyIndex_;
+    // Canonical key ids: equal keys share one. Ordered maps, so no chosen keys can collide.
+    std::unordered_map<const PickleValue*, uint64_t> keyIds_;
+    std::map<std::pair<char, uint64_t>, uint64_t> scalarKeyIds_;
+    std::map<std::pair<char, std::string_view>, uint64_t> textKeyIds_;
+    std::map<std::pair<std::string, std::string>, uint64_t> globalKeyIds_;
+    std::map<std::vector<uint64_t>, uint64_t> tupleKeyIds_;
+    uint64_t nextKeyId_ = 0;
+    // Bytes made by _codecs.encode in all (bounded by PickleLimits::maxDerivedBytes).
+    uint64_t derivedBytes_ = 0;
     PickleValue* none_ = nullptr;
     PickleValue* true_ = nullptr;
     PickleValue* false_ = nullptr;
@@ -102,8 +110,7 @@ private:
     void setItem(PickleValue& dict, const PickleValue* key, const PickleValue* value);
     void addToSet(PickleValue& set, const PickleValue* item);
     void requireHashable(const PickleValue& key);
-    size_t hashOf(const PickleValue& key);
-    std::ptrdiff_t findKey(const PickleValue& container, const PickleValue& key, size_t hash);
+    uint64_t keyId(const PickleValue& key);
 
     // ---- globals, calls, instances, persistent ids (pickle_objects.cpp) ----
     PickleValue* global(std::string_view module, std::string_view name);

@@ -2,6 +2,7 @@
 
 #include "core/io/mapped_file.h"
 #include "core/io/shape_text.h"
+#include "core/text/json_fields.h"
 #include "core/text/utf8.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
@@ -73,48 +74,29 @@ std::string knownDtypeList() {
 }
 
 // nlohmann::json keeps the last of duplicate keys without a word; the spec forbids
-// duplicates and parser differentials on them were a security-audit finding, so a parser
-// callback watches every object's keys and refuses the second occurrence.
+// duplicates and parser differentials on them were a security-audit finding, so the parser
+// refuses the second occurrence of a key (and nesting beyond json_fields::kMaxJsonDepth).
 json parseHeaderRejectingDuplicates(const std::string& path, std::string_view header) {
-    struct OpenObject {
-        std::set<std::string> keys;
-        std::string lastKey;
+    json_fields::JsonParseOptions options;
+    options.rejectDuplicateKeys = true;
+    options.describeDuplicate = [](const std::string& key, const std::string& entry) {
+        return entry.empty() ? "duplicate tensor name '" + key + "' in the header"
+                             : "duplicate key '" + key + "' inside the header entry '" + entry + "'";
     };
-    std::vector<OpenObject> openObjects;
-    auto watchKeys = [&](int, json::parse_event_t event, json& parsed) {
-        if (event == json::parse_event_t::object_start) {
-            openObjects.emplace_back();
-        } else if (event == json::parse_event_t::object_end) {
-            openObjects.pop_back();
-        } else if (event == json::parse_event_t::key) {
-            const std::string key = parsed.get<std::string>();
-            OpenObject& object = openObjects.back();
-            if (!object.keys.insert(key).second) {
-                if (openObjects.size() == 1) fail(path, "duplicate tensor name '" + key + "' in the header");
-                fail(path, "duplicate key '" + key + "' inside the header entry '" + openObjects.front().lastKey + "'");
-            }
-            object.lastKey = key;
-        }
-        return true;
-    };
-    try {
-        return json::parse(header.begin(), header.end(), watchKeys);
-    } catch (const json::parse_error& e) {
-        fail(path, "the header is not valid JSON (" + std::string(e.what()) + ")");
-    }
+    return json_fields::parseJsonLimited(header, "safetensors file '" + path + "': the header", options);
 }
 
 uint64_t readUnsigned(const std::string& path, const std::string& tensor, const char* field, const json& value) {
     if (!value.is_number_unsigned())
         fail(path, "tensor '" + tensor + "': every element of '" + field +
-                       "' must be a non-negative integer, got " + value.dump());
+                       "' must be a non-negative integer, got " + json_fields::preview(value));
     return value.get<uint64_t>();
 }
 
 TensorInfo parseTensorEntry(const std::string& path, const std::string& name, const json& entry) {
     if (!entry.is_object())
         fail(path, "tensor '" + name + "': the header entry must be an object with dtype, shape and data_offsets, got " +
-                       entry.dump());
+                       json_fields::preview(entry));
     for (const auto& field : entry.items())
         if (field.key() != "dtype" && field.key() != "shape" && field.key() != "data_offsets")
             fail(path, "tensor '" + name + "': unknown field '" + field.key() +
@@ -124,13 +106,13 @@ TensorInfo parseTensorEntry(const std::string& path, const std::string& name, co
 
     TensorInfo info;
     const json& dtype = entry["dtype"];
-    if (!dtype.is_string()) fail(path, "tensor '" + name + "': dtype must be a string, got " + dtype.dump());
+    if (!dtype.is_string()) fail(path, "tensor '" + name + "': dtype must be a string, got " + json_fields::preview(dtype));
     info.dtype = dtype.get<std::string>();
     const DtypeSpec* spec = findDtype(info.dtype);
     if (!spec) fail(path, "tensor '" + name + "': unknown dtype '" + info.dtype + "' (known: " + knownDtypeList() + ")");
 
     const json& shape = entry["shape"];
-    if (!shape.is_array()) fail(path, "tensor '" + name + "': shape must be a list of integers, got " + shape.dump());
+    if (!shape.is_array()) fail(path, "tensor '" + name + "': shape must be a list of integers, got " + json_fields::preview(shape));
     uint64_t numel = 1;
     bool overflow = false;
     for (const json& dim : shape) {
@@ -148,7 +130,7 @@ TensorInfo parseTensorEntry(const std::string& path, const std::string& name, co
 
     const json& offsets = entry["data_offsets"];
     if (!offsets.is_array() || offsets.size() != 2)
-        fail(path, "tensor '" + name + "': data_offsets must be [begin, end], got " + offsets.dump());
+        fail(path, "tensor '" + name + "': data_offsets must be [begin, end], got " + json_fields::preview(offsets));
     info.begin = readUnsigned(path, name, "data_offsets", offsets[0]);
     info.end = readUnsigned(path, name, "data_offsets", offsets[1]);
     if (info.end < info.begin)
@@ -163,11 +145,11 @@ TensorInfo parseTensorEntry(const std::string& path, const std::string& name, co
 
 std::map<std::string, std::string> parseMetadata(const std::string& path, const json& metadata) {
     if (!metadata.is_object())
-        fail(path, "__metadata__ must be an object of strings, got " + metadata.dump());
+        fail(path, "__metadata__ must be an object of strings, got " + json_fields::preview(metadata));
     std::map<std::string, std::string> result;
     for (const auto& item : metadata.items()) {
         if (!item.value().is_string())
-            fail(path, "__metadata__ entry '" + item.key() + "' must be a string, got " + item.value().dump());
+            fail(path, "__metadata__ entry '" + item.key() + "' must be a string, got " + json_fields::preview(item.value()));
         result[item.key()] = item.value().get<std::string>();
     }
     return result;
@@ -356,7 +338,10 @@ void writeSafeTensors(const std::string& path, const std::vector<std::pair<std::
         entries.push_back({name, tensor.scalar_type(), tensor.sizes().vec()});
         data.push_back(tensor.detach().cpu().contiguous());
     }
-    const auto [headerText, offsets] = planLayout(path, entries, metadata);
+    // Not a structured binding: lambdas cannot capture those before C++20 (clang refuses).
+    const std::pair<std::string, std::vector<uint64_t>> layout = planLayout(path, entries, metadata);
+    const std::string& headerText = layout.first;
+    const std::vector<uint64_t>& offsets = layout.second;
     std::vector<size_t> order(entries.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return offsets[a] < offsets[b]; });

@@ -3,6 +3,7 @@
 #include "core/text/tokenizer.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
+#include "core/text/json_fields.h"
 
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
@@ -103,7 +104,7 @@ GgufDtype parseGgufDtype(const std::string& name) {
 
 GgufMetadata ggufTokenizerMetadata(const std::string& path, int64_t vocabSize, std::string* modelName) {
     const std::shared_ptr<Tokenizer> tokenizer = Tokenizer::fromFile(path);  // validates the file
-    const json root = json::parse(readTextFile(path));
+    const json root = json_fields::readJsonFile(path, "tokenizer '" + path + "'");
     const json& model = root.at("model");
     const json& vocab = model.at("vocab");
     const bool byteLevel = tokenizer->kind() == Tokenizer::Kind::ByteLevelBpe;

@@ -4,6 +4,7 @@
 #include "core/io/safetensors.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
+#include "core/text/json_fields.h"
 
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
@@ -29,15 +30,13 @@ std::string ImageClassifierConfig::toJson() const {
 }
 
 ImageClassifierConfig ImageClassifierConfig::fromJson(const std::string& text, const std::string& source) {
-    nlohmann::json j;
-    try {
-        j = nlohmann::json::parse(text);
-    } catch (const std::exception& e) {
-        throw Error("classifier config '" + source + "' is not valid JSON: " + e.what());
-    }
-    if (j.value("architecture", "") != "npw-image-classifier")
-        throw Error("classifier config '" + source + "': architecture is '" + j.value("architecture", "") +
-                    "'; expected npw-image-classifier");
+    const nlohmann::json j = json_fields::parseJsonLimited(text, "classifier config '" + source + "'");
+    const std::string architecture =
+        j.is_object() && j.contains("architecture") && j["architecture"].is_string() ? j["architecture"].get<std::string>() : "";
+    if (architecture != "npw-image-classifier")
+        throw Error("classifier config '" + source + "': architecture is " +
+                    (j.is_object() && j.contains("architecture") ? json_fields::preview(j["architecture"]) : std::string("missing")) +
+                    "; expected \"npw-image-classifier\"");
     ImageClassifierConfig c;
     try {
         c.imageSize = j.at("image_size").get<int64_t>();

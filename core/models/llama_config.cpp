@@ -1,6 +1,8 @@
 #include "core/models/llama_config.h"
 
+#include "core/text/json_fields.h"
 #include "core/util/atomic_file.h"
+#include "core/util/checked_math.h"
 #include "core/util/error.h"
 
 #include <nlohmann/json.hpp>
@@ -25,7 +27,7 @@ bool given(const json& config, const char* key) { return config.contains(key) &&
 int64_t readInteger(const std::string& path, const json& config, const char* key) {
     if (!given(config, key)) failConfig(path, std::string("'") + key + "' is missing");
     const json& value = config[key];
-    if (!value.is_number_integer()) failConfig(path, std::string("'") + key + "' must be an integer, got " + value.dump());
+    if (!value.is_number_integer()) failConfig(path, std::string("'") + key + "' must be an integer, got " + json_fields::preview(value));
     return value.get<int64_t>();
 }
 
@@ -36,14 +38,14 @@ int64_t readInteger(const std::string& path, const json& config, const char* key
 double readNumber(const std::string& path, const json& config, const char* key, double fallback) {
     if (!given(config, key)) return fallback;
     const json& value = config[key];
-    if (!value.is_number()) failConfig(path, std::string("'") + key + "' must be a number, got " + value.dump());
+    if (!value.is_number()) failConfig(path, std::string("'") + key + "' must be a number, got " + json_fields::preview(value));
     return value.get<double>();
 }
 
 bool readBool(const std::string& path, const json& config, const char* key, bool fallback) {
     if (!given(config, key)) return fallback;
     const json& value = config[key];
-    if (!value.is_boolean()) failConfig(path, std::string("'") + key + "' must be true or false, got " + value.dump());
+    if (!value.is_boolean()) failConfig(path, std::string("'") + key + "' must be true or false, got " + json_fields::preview(value));
     return value.get<bool>();
 }
 
@@ -55,10 +57,10 @@ std::vector<int64_t> readPerLayer(const std::string& path, const json& config, c
     std::string expected = std::string("'") + key + "' must be an integer or a list of " + std::to_string(numLayers) +
                            " integers (one per layer)";
     if (!value.is_array() || static_cast<int64_t>(value.size()) != numLayers)
-        failConfig(path, expected + ", got " + value.dump());
+        failConfig(path, expected + ", got " + json_fields::preview(value));
     std::vector<int64_t> perLayer;
     for (const json& item : value) {
-        if (!item.is_number_integer()) failConfig(path, expected + ", got " + value.dump());
+        if (!item.is_number_integer()) failConfig(path, expected + ", got " + json_fields::preview(value));
         perLayer.push_back(item.get<int64_t>());
     }
     return perLayer;
@@ -69,7 +71,7 @@ int64_t readTokenId(const std::string& path, const json& config, const char* key
     if (given(config, key) && config[key].is_array()) {
         const json& ids = config[key];
         if (ids.empty() || !ids[0].is_number_integer())
-            failConfig(path, std::string("'") + key + "' must be an integer or a non-empty list of integers, got " + ids.dump());
+            failConfig(path, std::string("'") + key + "' must be an integer or a non-empty list of integers, got " + json_fields::preview(ids));
         return ids[0].get<int64_t>();
     }
     return readInteger(path, config, key, fallback);
@@ -82,13 +84,13 @@ ModelFamily readFamily(const std::string& path, const json& config) {
     if (type == "mistral") return ModelFamily::Mistral;
     if (type == "qwen2") return ModelFamily::Qwen2;
     if (type == "qwen3") return ModelFamily::Qwen3;
-    failConfig(path, "model_type " + type.dump() +
+    failConfig(path, "model_type " + json_fields::preview(type) +
                          " is unsupported (npw reads \"llama\", \"mistral\", \"qwen2\" and \"qwen3\" models)");
 }
 
 void rejectUnsupported(const std::string& path, const json& config) {
     if (given(config, "hidden_act") && config["hidden_act"] != "silu")
-        failConfig(path, "hidden_act " + config["hidden_act"].dump() + " is unsupported (this family uses \"silu\")");
+        failConfig(path, "hidden_act " + json_fields::preview(config["hidden_act"]) + " is unsupported (this family uses \"silu\")");
     readBool(path, config, "attention_bias", false);  // type-checked only: the tensors decide which biases exist
     readBool(path, config, "mlp_bias", false);
 }
@@ -99,7 +101,7 @@ RopeScaling readRopeScaling(const std::string& path, const json& config) {
     const char* key = given(config, "rope_scaling") ? "rope_scaling" : given(config, "rope_parameters") ? "rope_parameters" : nullptr;
     if (!key) return scaling;
     const json& r = config[key];
-    const std::string where = std::string(key) + " " + r.dump();
+    const std::string where = std::string(key) + " " + json_fields::preview(r);
     if (!r.is_object()) failConfig(path, where + " must be an object");
     // transformers reads "rope_type" and, from configs written before it existed, "type".
     const char* typeKey = given(r, "rope_type") ? "rope_type" : given(r, "type") ? "type" : nullptr;
@@ -277,15 +279,23 @@ void LlamaConfig::validate(const std::string& source) const {
         if ((heads == 0) != (kvHeads == 0)) fail("a layer without query heads must have no key/value heads and vice versa" + counts);
         if (kvHeads > 0 && heads % kvHeads != 0) fail("the key/value heads must divide the query heads" + counts);
     }
+    // Every size the model is built from must be computable: a config whose products overflow
+    // (heads × head_dim wrapping to 0) is refused here, not inside LibTorch. The total is
+    // parameterCount's sum, weights and biases.
+    const std::string what = "model config of '" + source + "'";
+    int64_t total = checkedAdd(checkedMul(checkedMul(vocab_size, hidden_size, what), int64_t{2}, what), hidden_size, what);
+    for (size_t layer = 0; layer < num_heads.size(); ++layer) {
+        const int64_t qWidth = checkedMul(num_heads[layer], head_dim, what);
+        const int64_t kvWidth = checkedMul(num_kv_heads[layer], head_dim, what);
+        const int64_t attention = checkedMul(checkedMul(checkedAdd(qWidth, kvWidth, what), int64_t{2}, what), hidden_size, what);
+        const int64_t mlp = checkedMul(checkedMul(intermediate_size[layer], int64_t{3}, what), hidden_size, what);
+        total = checkedAdd(total, checkedAdd(checkedAdd(attention, mlp, what), checkedMul(hidden_size, int64_t{4}, what), what), what);
+    }
+    checkedMul(max_position_embeddings, head_dim, what);
 }
 
 LlamaConfig readHfLlamaConfig(const std::string& configJsonPath) {
-    json config;
-    try {
-        config = json::parse(readTextFile(configJsonPath));
-    } catch (const json::parse_error& e) {
-        failConfig(configJsonPath, "not valid JSON (" + std::string(e.what()) + ")");
-    }
+    const json config = json_fields::readJsonFile(configJsonPath, "config '" + configJsonPath + "'");
     if (!config.is_object()) failConfig(configJsonPath, "not a JSON object");
     LlamaConfig result;
     result.family = readFamily(configJsonPath, config);

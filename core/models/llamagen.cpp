@@ -6,6 +6,7 @@
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
 #include "core/util/paths.h"
+#include "core/text/json_fields.h"
 
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
@@ -288,6 +289,10 @@ LlamaGenCheckpoint loadTorchGpt(const std::string& path, const LlamaGenLoadOptio
                         "' is missing: not a class-conditional LlamaGen GPT state dict" +
                         (ck->stateDictPath().empty() ? std::string(" (read the root dict)")
                                                      : " (read '" + ck->stateDictPath() + "')"));
+    for (const std::string& name : {cls, tok})
+        if (ck->info(name).shape.size() != 2)
+            throw Error("LlamaGen checkpoint '" + path + "': tensor '" + name + "' has shape " +
+                        formatShape(ck->info(name).shape) + "; an embedding table is 2-D [rows, dim]");
     const int64_t classes = ck->info(cls).shape.at(0) - 1;
     const int64_t vocab = ck->info(tok).shape.at(0);
     LlamaGenConfig config;
@@ -327,31 +332,47 @@ std::vector<int64_t> intList(const json& j, const char* key, int64_t layers, con
     return out;
 }
 
+LlamaGenConfig readNpwConfigFields(const json& j, const std::string& file);
+
 LlamaGenConfig readNpwConfig(const std::string& file) {
-    json j;
-    try {
-        j = json::parse(readTextFile(file));
-    } catch (const json::exception& e) {
-        throw Error("LlamaGen config '" + file + "' is not valid JSON: " + e.what());
-    }
-    if (j.value("model_type", std::string()) != "llamagen-c2i")
+    const json j = json_fields::readJsonFile(file, "LlamaGen config '" + file + "'");
+    if (!j.is_object() || !j.contains("model_type") || j["model_type"] != "llamagen-c2i")
         throw Error("'" + file + "' is not an npw LlamaGen config (model_type must be \"llamagen-c2i\")");
+    // Every field is type-checked: a wrong type names the file and the field.
+    try {
+        return readNpwConfigFields(j, file);
+    } catch (const Error& e) {
+        if (std::string(e.what()).find(file) != std::string::npos) throw;
+        throw Error("LlamaGen config '" + file + "': " + e.what());
+    }
+}
+
+LlamaGenConfig readNpwConfigFields(const json& j, const std::string& file) {
     auto num = [&](const char* key) -> int64_t {
         if (!j.contains(key) || !j.at(key).is_number_integer())
             throw Error("LlamaGen config '" + file + "': missing or non-integer '" + key + "'");
         return j.at(key).get<int64_t>();
     };
-    LlamaGenConfig c = makeConfig(j.value("name", std::string("custom")), num("dim"), num("n_layer"), 1, 0, num("grid_size"),
-                                  num("vocab_size"), num("num_classes"), num("downsample_size"));
+    // Bounded before anything is sized from them (per-layer lists, grid², products).
+    auto sized = [&](const char* key, int64_t most) {
+        const int64_t value = num(key);
+        if (value < 1 || value > most)
+            throw Error("LlamaGen config '" + file + "': '" + key + "' is " + std::to_string(value) + "; expected 1 to " +
+                        std::to_string(most));
+        return value;
+    };
+    LlamaGenConfig c = makeConfig(json_fields::stringOr(j, "name", "custom", ""), sized("dim", 1 << 24), sized("n_layer", 100000),
+                                  1, 0, sized("grid_size", 1 << 16), sized("vocab_size", INT32_MAX),
+                                  sized("num_classes", INT32_MAX), sized("downsample_size", 1 << 16));
     LlamaConfig& t = c.transformer;
     t.head_dim = num("head_dim");
     t.num_heads = intList(j, "n_head", t.num_layers, file);
     t.num_kv_heads = j.contains("n_kv_head") ? intList(j, "n_kv_head", t.num_layers, file) : t.num_heads;
     t.intermediate_size = intList(j, "ffn_hidden", t.num_layers, file);
-    t.rope_theta = j.value("rope_base", 10000.0);
-    t.rms_norm_eps = j.value("norm_eps", 1e-5);
-    c.cls_token_num = j.value("cls_token_num", int64_t{1});
-    c.image_size = j.value("image_size", c.grid * c.downsample);
+    t.rope_theta = json_fields::numberOr(j, "rope_base", 10000.0, "");
+    t.rms_norm_eps = json_fields::numberOr(j, "norm_eps", 1e-5, "");
+    c.cls_token_num = json_fields::intOr(j, "cls_token_num", 1, "");
+    c.image_size = json_fields::intOr(j, "image_size", c.grid * c.downsample, "");
     t.max_position_embeddings = c.cls_token_num + c.blockSize();
     return c;
 }
@@ -376,7 +397,8 @@ bool isNpwLlamaGenDir(const std::string& path) {
     const fs::path config = fs::path(path) / "config.json";
     if (!fs::is_regular_file(config)) return false;
     try {
-        return json::parse(readTextFile(config.string())).value("model_type", std::string()) == "llamagen-c2i";
+        const json j = json_fields::readJsonFile(config.string());
+        return j.is_object() && j.contains("model_type") && j["model_type"] == "llamagen-c2i";
     } catch (const std::exception&) {
         return false;
     }

@@ -3,6 +3,7 @@
 #include "core/io/safetensors.h"
 #include "core/io/shape_text.h"
 #include "core/models/torch_llama.h"
+#include "core/text/json_fields.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
 #include "core/util/paths.h"
@@ -162,20 +163,15 @@ private:
 
     // Opens each shard once; the index and the shards must agree tensor for tensor.
     void openShards(const fs::path& dir, const std::string& indexPath) {
-        json index;
-        try {
-            index = json::parse(readTextFile(indexPath));
-        } catch (const json::parse_error& e) {
-            throw Error("index '" + indexPath + "' is not valid JSON (" + e.what() + ")");
-        }
+        const json index = json_fields::readJsonFile(indexPath, "index '" + indexPath + "'");
         if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object())
             throw Error("index '" + indexPath + "' has no \"weight_map\" object");
         std::map<std::string, std::shared_ptr<SafeTensorsFile>> shards;
-        for (const auto& entry : index["weight_map"].items()) {
+        for (const auto& entry : index.at("weight_map").items()) {
             const std::string& name = entry.key();
             if (!entry.value().is_string())
                 throw Error("index '" + indexPath + "': the shard of tensor '" + name + "' must be a file name, got " +
-                            entry.value().dump());
+                            json_fields::preview(entry.value()));
             const std::string shard = entry.value().get<std::string>();
             // Shards live beside the index; a path could reach any file on the machine.
             if (shard.empty() || shard == "." || shard == ".." || fs::path(shard).filename() != shard)
@@ -270,13 +266,9 @@ std::string hfConfigText(const LlamaConfig& config, const HfBiasFlags& biases, c
         merged["npw_biases_outside_family"] = outside;
     }
     if (extraConfigJson.empty()) return merged.dump(2) + "\n";
-    json extras;
-    try {
-        extras = json::parse(extraConfigJson);
-    } catch (const json::parse_error& e) {
-        throw Error("extra config.json fields for '" + dir + "' are not valid JSON (" + e.what() + ")");
-    }
-    if (!extras.is_object()) throw Error("extra config.json fields for '" + dir + "' must be a JSON object, got " + extras.dump());
+    const json extras = json_fields::parseJsonLimited(extraConfigJson, "extra config.json fields for '" + dir + "'");
+    if (!extras.is_object())
+        throw Error("extra config.json fields for '" + dir + "' must be a JSON object, got " + json_fields::preview(extras));
     for (const auto& item : extras.items()) {
         // An override of a model field would write a config that lies about the weights.
         if (merged.contains(item.key()))

@@ -1,5 +1,7 @@
 #include "core/models/torch_llama.h"
 
+#include "core/text/json_fields.h"
+
 #include "core/io/shape_text.h"
 #include "core/io/torch_checkpoint.h"
 #include "core/util/atomic_file.h"
@@ -55,12 +57,7 @@ struct MetaParams {
 
 MetaParams readMetaParams(const std::string& path) {
     auto fail = [&](const std::string& problem) -> void { throw Error("params '" + path + "': " + problem); };
-    json j;
-    try {
-        j = json::parse(readTextFile(path));
-    } catch (const json::parse_error& e) {
-        fail(std::string("not valid JSON (") + e.what() + ")");
-    }
+    const json j = json_fields::readJsonFile(path, "params '" + path + "'");  // depth- and range-checked
     if (!j.is_object()) fail("not a JSON object");
     auto given = [&](const char* key) { return j.contains(key) && !j[key].is_null(); };
     auto integer = [&](const char* key, std::optional<int64_t> fallback) -> int64_t {

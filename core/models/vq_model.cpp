@@ -6,6 +6,7 @@
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
 #include "core/util/paths.h"
+#include "core/text/json_fields.h"
 
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
@@ -190,16 +191,18 @@ std::shared_ptr<VqModel> VqModel::load(const std::string& model, const Runtime& 
     if (fs::is_directory(path, ec)) {
         const std::string configPath = (fs::path(path) / "config.json").string();
         if (!fs::is_regular_file(configPath)) fail(path, "the directory has no config.json");
-        json j;
+        const json j = json_fields::readJsonFile(configPath, "VQ model config '" + configPath + "'");
+        std::string modelType;
         try {
-            j = json::parse(readTextFile(configPath));
-        } catch (const json::exception& e) {
-            fail(configPath, std::string("config.json is not valid JSON: ") + e.what());
+            modelType = j.is_object() ? json_fields::stringOr(j, "model_type", "", "") : "";
+            groups = json_fields::intOr(j, "norm_groups", 32, "");
+            l2 = json_fields::boolOr(j, "codebook_l2_norm", true, "");
+        } catch (const Error& e) {
+            fail(configPath, e.what());
         }
-        if (j.value("model_type", std::string()) != "llamagen-vq")
-            fail(configPath, "not an npw VQ config (model_type must be \"llamagen-vq\")");
-        groups = j.value("norm_groups", int64_t{32});
-        l2 = j.value("codebook_l2_norm", true);
+        if (modelType != "llamagen-vq") fail(configPath, "not an npw VQ config (model_type must be \"llamagen-vq\")");
+        if (groups < 1 || groups > 65536)
+            fail(configPath, "norm_groups is " + std::to_string(groups) + "; expected 1 to 65536 GroupNorm groups");
         auto file = SafeTensorsFile::open((fs::path(path) / "model.safetensors").string());
         for (const std::string& name : file->names()) tensors[name] = file->loadFloat(name);
     } else if (fs::is_regular_file(path, ec)) {

@@ -1,6 +1,7 @@
 #include "core/prune/calibration.h"
 
 #include "core/io/safetensors.h"
+#include "core/io/shape_text.h"
 #include "core/models/language_model.h"
 #include "core/text/token_ids.h"
 #include "core/util/atomic_file.h"
@@ -405,7 +406,17 @@ ModelStats loadModelStats(const std::string& path, int64_t layers, std::map<std:
             s.gram = float64(statName(l, name, "gram"));
             s.sum = float64(statName(l, name, "sum"));
             s.sumSq = float64(statName(l, name, "sum_sq"));
-            s.tokens = file->load(statName(l, name, "tokens")).to(at::kLong).item<int64_t>();
+            const std::string tokensName = statName(l, name, "tokens");
+            const TensorInfo& tokensInfo = file->info(tokensName);
+            if ((tokensInfo.dtype != "I64" && tokensInfo.dtype != "I32") || tokensInfo.end - tokensInfo.begin !=
+                                                                                  (tokensInfo.dtype == "I64" ? 8u : 4u))
+                throw Error("statistics file '" + path + "': tensor '" + tokensName +
+                            "' must hold one integer (the token count), got " + tokensInfo.dtype + " " +
+                            formatShape(tokensInfo.shape));
+            s.tokens = file->load(tokensName).to(at::kLong).reshape({-1})[0].item<int64_t>();
+            if (s.tokens <= 0)
+                throw Error("statistics file '" + path + "': tensor '" + tokensName + "' says " + std::to_string(s.tokens) +
+                            " calibration tokens; it must be positive");
             const int64_t d = s.sum.numel();
             if (s.gram.dim() != 2 || s.gram.size(0) != d || s.gram.size(1) != d || s.sumSq.numel() != d)
                 throw Error("statistics file '" + path + "': layer " + std::to_string(l) + " " + name +

@@ -5,11 +5,45 @@
 // says which file, which field and what was wrong.
 #include <nlohmann/json.hpp>
 
+#include <cstddef>
+#include <functional>
 #include <string>
+#include <string_view>
 
 namespace npw::json_fields {
 
 using Json = nlohmann::json;
+
+// ---- Parsing a file's JSON: every reader of a JSON file goes through this. ----
+
+// Deeper nesting than this is refused while parsing: real files nest < 20 levels, and copying,
+// printing or walking a value nested 400,000 deep would recurse until the stack runs out.
+constexpr std::size_t kMaxJsonDepth = 512;
+
+struct JsonParseOptions {
+    std::size_t maxDepth = kMaxJsonDepth;
+    // Refuse an object key given twice (nlohmann keeps the last without a word). The message
+    // comes from describeDuplicate(key, path of the object: "" for the top level, "a.b" below).
+    bool rejectDuplicateKeys = false;
+    std::function<std::string(const std::string& key, const std::string& path)> describeDuplicate;
+};
+
+// Parses `text` (a file's content). Throws npw::Error "<what>: ..." for invalid JSON, a number
+// out of range (1e999), nesting beyond maxDepth, or a duplicate key when asked: never a JSON
+// library exception.
+Json parseJsonLimited(std::string_view text, const std::string& what, const JsonParseOptions& options = {});
+// readTextFile + parseJsonLimited; `what` defaults to "'<path>'".
+Json readJsonFile(const std::string& path, const std::string& what = "", const JsonParseOptions& options = {});
+
+// A bounded rendering of a value for error messages (at most ~maxChars characters, arrays and
+// objects shortened with "…"): never dump() a value from a file into a message.
+std::string preview(const Json& value, std::size_t maxChars = 80);
+
+// Runs `body`, turning any JSON library exception (a type or range error of get<T>(), value(),
+// at()) into npw::Error "<what>: ..." so that none escapes a file boundary.
+template <class F>
+auto withJsonErrors(const std::string& what, F&& body) -> decltype(body());
+[[noreturn]] void throwJsonError(const std::string& what, const std::exception& e);
 
 // `object[key]`; throws when `object` is not an object or lacks the key.
 const Json& required(const Json& object, const char* key, const std::string& path);
@@ -23,6 +57,7 @@ int64_t intOr(const Json& object, const char* key, int64_t fallback, const std::
 double numberOr(const Json& object, const char* key, double fallback, const std::string& path);
 
 std::string requiredString(const Json& object, const char* key, const std::string& path);
+double numberOr(const Json& object, const char* key, double fallback, const std::string& path);
 double requiredNumber(const Json& object, const char* key, const std::string& path);
 int64_t requiredInt(const Json& object, const char* key, const std::string& path);
 // A number that may be null (written by finiteOrNull): NaN for null.
@@ -41,5 +76,14 @@ struct Pattern {
 Pattern pattern(const Json& component, const std::string& path);
 // The same where only a String pattern is supported; a Regex throws.
 std::string literalPattern(const Json& component, const std::string& path);
+
+template <class F>
+auto withJsonErrors(const std::string& what, F&& body) -> decltype(body()) {
+    try {
+        return body();
+    } catch (const nlohmann::json::exception& e) {
+        throwJsonError(what, e);
+    }
+}
 
 } // namespace npw::json_fields

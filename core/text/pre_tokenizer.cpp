@@ -7,7 +7,10 @@
 #include <unicode/regex.h>
 #include <unicode/utext.h>
 
+#include <algorithm>
 #include <array>
+#include <climits>
+#include <ctime>
 
 namespace npw {
 
@@ -20,10 +23,24 @@ namespace {
 
 using json_fields::Json;
 
+constexpr int kMaxSequenceNesting = 64;
+constexpr std::size_t kMaxSequenceSteps = 1024;
+
 struct ByteLevelTables {
     std::array<std::string, 256> characterOfByte;
     std::array<char32_t, 256> codePointOfByte;
 };
+
+double threadCpuSeconds() {
+    timespec now{};
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+    return static_cast<double>(now.tv_sec) + 1e-9 * static_cast<double>(now.tv_nsec);
+}
+
+// ICU calls this about once per step of a long match; false stops the match.
+UBool withinCpuBudget(const void* deadline, int32_t) {
+    return threadCpuSeconds() < *static_cast<const double*>(deadline);
+}
 
 // GPT-2's bytes_to_unicode: printable Latin-1 bytes stand for themselves, the other 68 bytes
 // take the code points from U+0100 on, in byte order.
@@ -43,21 +60,45 @@ const ByteLevelTables& byteLevelTables() {
 
 // Cuts each piece at the matches of `pattern`, keeping matches and the text between them as
 // pieces of their own (Hugging Face's SplitDelimiterBehavior::Isolated).
+//
+// The regex comes from the file, so every match runs under limits: a pattern that backtracks
+// catastrophically ("(a+)+$") fails with an error naming it instead of hanging, and one that
+// needs deep backtracking fails instead of exhausting memory. Three limits, all proportional
+// to the text: ICU's step limit per piece (setTimeLimit, deterministic), ICU's backtracking
+// stack per piece (setStackLimit), and a budget of this thread's CPU time for the whole call
+// (a match callback), so that many pieces each just under the step limit cannot add up to a
+// hang either. The real pre-tokenizer patterns use a small fraction of them: LLaMA-3's and
+// Qwen's take ~400 steps (~0.3 s) for 1 MB of text, and 1 MB of spaces needs ~20 MB of stack
+// (tests/tst_tokenizer.cpp runs both).
 class IsolatingSplit {
 public:
-    IsolatingSplit(const std::string& pattern, uint32_t flags, const std::string& path) {
+    // ICU counts time in steps of its match engine (roughly a millisecond each).
+    static int32_t stepLimit(std::size_t bytes) { return static_cast<int32_t>(std::min<std::size_t>(1000 + bytes / 64, INT32_MAX)); }
+    static int32_t stackLimit(std::size_t bytes) {
+        return static_cast<int32_t>(std::min<std::size_t>((std::size_t{16} << 20) + 64 * bytes, INT32_MAX));
+    }
+    static double cpuBudgetSeconds(std::size_t bytes) { return 2.0 + 8.0 * static_cast<double>(bytes) / (1 << 20); }
+
+    IsolatingSplit(const std::string& pattern, uint32_t flags, const std::string& path) : path_(path) {
         UErrorCode status = U_ZERO_ERROR;
         UParseError where{};
         pattern_.reset(icu::RegexPattern::compile(icu::UnicodeString::fromUTF8(pattern), flags, where, status));
         if (U_FAILURE(status))
             throw Error("'" + path + "': ICU rejects the regex (" + u_errorName(status) + " at offset " +
-                        std::to_string(where.offset) + "): " + pattern);
+                        std::to_string(where.offset) + "): " + pattern.substr(0, 200) + (pattern.size() > 200 ? "…" : ""));
     }
 
     void apply(std::vector<PreToken>& pieces) const {
         UErrorCode status = U_ZERO_ERROR;
         // Matchers hold match state, so each call (and thread) gets its own.
         std::unique_ptr<icu::RegexMatcher> matcher(pattern_->matcher(status));
+        if (U_FAILURE(status))
+            throw Error("'" + path_ + "': ICU cannot make a matcher (" + u_errorName(status) + ")");
+        std::size_t totalBytes = 0;
+        for (const PreToken& piece : pieces)
+            totalBytes += piece.text.size();
+        const double deadline = threadCpuSeconds() + cpuBudgetSeconds(totalBytes);
+        matcher->setMatchCallback(withinCpuBudget, &deadline, status);
         std::vector<PreToken> out;
         out.reserve(pieces.size());
         for (PreToken& piece : pieces) {
@@ -72,6 +113,8 @@ public:
             // UTF-8 UText: match positions come back as byte offsets into `text`.
             icu::LocalUTextPointer utext(utext_openUTF8(nullptr, text.data(), static_cast<int64_t>(text.size()), &status));
             matcher->reset(utext.getAlias());
+            matcher->setTimeLimit(stepLimit(text.size()), status);
+            matcher->setStackLimit(stackLimit(text.size()), status);
             std::size_t done = 0;
             while (matcher->find(status) && U_SUCCESS(status)) {
                 const auto begin = static_cast<std::size_t>(matcher->start64(status));
@@ -83,13 +126,23 @@ public:
                 done = end;
             }
             emit(done, text.size());
+            if (U_SUCCESS(status) && threadCpuSeconds() > deadline)
+                status = U_REGEX_STOPPED_BY_CALLER;
+            if (status == U_REGEX_TIME_OUT || status == U_REGEX_STOPPED_BY_CALLER || status == U_REGEX_STACK_OVERFLOW)
+                throw Error("'" + path_ + "': the regex " +
+                            (status == U_REGEX_STACK_OVERFLOW ? std::string("ran past its backtracking memory limit")
+                                                              : std::string("ran past its time limit")) +
+                            " on a piece of " + std::to_string(text.size()) + " bytes (" +
+                            std::to_string(totalBytes) +
+                            " in all): catastrophic backtracking, the tokenizer file's pattern cannot be used on this text");
             if (U_FAILURE(status))
-                throw Error(std::string("pre-tokenizer regex failed: ") + u_errorName(status));
+                throw Error("'" + path_ + "': the pre-tokenizer regex failed (" + u_errorName(status) + ")");
         }
         pieces = std::move(out);
     }
 
 private:
+    std::string path_;
     std::shared_ptr<icu::RegexPattern> pattern_;
 };
 
@@ -170,16 +223,22 @@ Metaspace::Prepend prependScheme(const Json& node, const std::string& path) {
 constexpr const char* gpt2Pattern = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 
 void appendSteps(const Json& node, const std::string& path, std::vector<std::shared_ptr<const PreTokenizer::Step>>& steps,
-                 bool& hasByteLevel) {
+                 bool& hasByteLevel, int depth = 0) {
     if (node.is_null())
         return;
     const std::string type = json_fields::typeOf(node, path);
     if (type == "Sequence") {
+        // Real files nest one Sequence; deeper ones are refused before they cost memory or stack.
+        if (depth >= kMaxSequenceNesting)
+            throw Error("'" + path + "': Sequences nested deeper than " + std::to_string(kMaxSequenceNesting) + " levels");
         const Json& list = json_fields::required(node, "pretokenizers", path);
         if (!list.is_array())
             throw Error("'" + path + ".pretokenizers' must be an array");
+        if (list.size() > kMaxSequenceSteps)
+            throw Error("'" + path + ".pretokenizers' has " + std::to_string(list.size()) + " steps; at most " +
+                        std::to_string(kMaxSequenceSteps) + " are accepted");
         for (std::size_t i = 0; i < list.size(); ++i)
-            appendSteps(list[i], path + ".pretokenizers[" + std::to_string(i) + "]", steps, hasByteLevel);
+            appendSteps(list[i], path + ".pretokenizers[" + std::to_string(i) + "]", steps, hasByteLevel, depth + 1);
     } else if (type == "Metaspace") {
         auto step = std::make_shared<Metaspace>();
         step->replacement = json_fields::stringOr(node, "replacement", "\u2581", path);

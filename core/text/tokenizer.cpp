@@ -22,6 +22,8 @@ namespace {
 using json_fields::Json;
 
 constexpr std::string_view metaspace = "\u2581";
+// Post-processor Sequences nested deeper than this are refused (real files nest one level).
+constexpr int kMaxComponentNesting = 64;
 
 struct ModelParts {
     std::unordered_map<std::string, int32_t> vocab;
@@ -41,7 +43,7 @@ std::pair<std::string, std::string> readMerge(const Json& merge, std::size_t ran
     }
     if (merge.is_array() && merge.size() == 2 && merge[0].is_string() && merge[1].is_string())
         return {merge[0].get<std::string>(), merge[1].get<std::string>()};
-    throw Error("'" + where + "' must be \"left right\" or [\"left\", \"right\"], found " + merge.dump());
+    throw Error("'" + where + "' must be \"left right\" or [\"left\", \"right\"], found " + json_fields::preview(merge));
 }
 
 ModelParts readModel(const Json& root) {
@@ -51,7 +53,7 @@ ModelParts readModel(const Json& root) {
         throw Error("model type '" + type + "' is not supported (npw reads BPE tokenizers: LLaMA-1/2/3, Mistral, GPT-2 style)");
     if (const Json& dropout = json_fields::optional(model, "dropout", "model");
         !dropout.is_null() && !(dropout.is_number() && dropout.get<double>() == 0.0))
-        throw Error("'model.dropout' is " + dropout.dump() + "; BPE dropout is a training-time option npw does not apply");
+        throw Error("'model.dropout' is " + json_fields::preview(dropout) + "; BPE dropout is a training-time option npw does not apply");
     for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"})
         if (!json_fields::stringOr(model, key, "", "model").empty())
             throw Error(std::string("'model.") + key + "' is set; npw does not support it (LLaMA tokenizers leave it null)");
@@ -64,10 +66,10 @@ ModelParts readModel(const Json& root) {
     parts.vocab.reserve(vocab.size());
     for (const auto& [piece, id] : vocab.items()) {
         if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX)
-            throw Error("'model.vocab' gives '" + piece + "' the id " + id.dump() + "; ids must be integers >= 0");
+            throw Error("'model.vocab' gives '" + piece + "' the id " + json_fields::preview(id) + "; ids must be integers >= 0");
         const auto [it, inserted] = pieceOfId.emplace(id.get<int64_t>(), piece);
         if (!inserted)
-            throw Error("'model.vocab' gives the id " + id.dump() + " to both '" + it->second + "' and '" + piece + "'");
+            throw Error("'model.vocab' gives the id " + json_fields::preview(id) + " to both '" + it->second + "' and '" + piece + "'");
         parts.vocab.emplace(piece, static_cast<int32_t>(id.get<int64_t>()));
     }
     const Json& merges = json_fields::optional(model, "merges", "model");
@@ -114,14 +116,16 @@ struct Template {
     int32_t trailingId = -1;
 };
 
-Template readTemplate(const Json& node, const std::string& path) {
+Template readTemplate(const Json& node, const std::string& path, int depth = 0) {
     if (node.is_null())
         return {};
+    if (depth > kMaxComponentNesting)
+        throw Error("'" + path + "': Sequences nested deeper than " + std::to_string(kMaxComponentNesting) + " levels");
     const std::string type = json_fields::typeOf(node, path);
     if (type == "Sequence") {
         const Json& list = json_fields::required(node, "processors", path);
         for (std::size_t i = 0; list.is_array() && i < list.size(); ++i)
-            if (Template found = readTemplate(list[i], path + ".processors[" + std::to_string(i) + "]"); found.present)
+            if (Template found = readTemplate(list[i], path + ".processors[" + std::to_string(i) + "]", depth + 1); found.present)
                 return found;
         return {};
     }
@@ -145,7 +149,11 @@ Template readTemplate(const Json& node, const std::string& path) {
                                                 "ids", path + ".special_tokens." + name);
         if (!ids.is_array() || ids.size() != 1 || !ids[0].is_number_integer())
             throw Error("'" + path + ".special_tokens." + name + ".ids' must hold exactly one id");
-        (sequenceSeen ? result.trailingId : result.leadingId) = ids[0].get<int32_t>();
+        const Json& id = ids[0];
+        if (id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX)
+            throw Error("'" + path + ".special_tokens." + name + ".ids' holds " + json_fields::preview(id) +
+                        "; token ids are integers from 0 to 2^31-1");
+        (sequenceSeen ? result.trailingId : result.leadingId) = static_cast<int32_t>(id.get<int64_t>());
     }
     return result;
 }
@@ -205,14 +213,18 @@ public:
         if (addBos && bosId_ >= 0)
             ids.push_back(bosId_);
         WordCache cache;
-        for (const TextSegment& segment : addedTokens_->split(text)) {
-            if (segment.addedTokenId >= 0) {
-                ids.push_back(segment.addedTokenId);
-                continue;
+        try {
+            for (const TextSegment& segment : addedTokens_->split(text)) {
+                if (segment.addedTokenId >= 0) {
+                    ids.push_back(segment.addedTokenId);
+                    continue;
+                }
+                std::string normalized = normalizer_.apply(text.substr(segment.begin, segment.end - segment.begin));
+                for (const PreToken& word : preTokenizer_.apply(std::move(normalized), segment.begin == 0))
+                    tokenizeWord(word.text, cache, ids);
             }
-            std::string normalized = normalizer_.apply(text.substr(segment.begin, segment.end - segment.begin));
-            for (const PreToken& word : preTokenizer_.apply(std::move(normalized), segment.begin == 0))
-                tokenizeWord(word.text, cache, ids);
+        } catch (const Error& e) {  // a regex of the file past its limits: say which file
+            throw Error("tokenizer '" + sourceName_ + "': " + e.what());
         }
         return ids;
     }
@@ -239,6 +251,14 @@ private:
             largestId = std::max(largestId, id);
         for (const AddedToken& token : addedTokens)
             largestId = std::max(largestId, token.id);
+        // The id table is sized by the largest id, so ids must be (nearly) dense: a file that
+        // names 100 tokens cannot make npw allocate 2^31 entries.
+        const std::size_t entries = vocab.size() + addedTokens.size();
+        const std::size_t allowed = 2 * entries + 1024;
+        if (static_cast<std::size_t>(largestId) >= allowed)
+            throw Error("token id " + std::to_string(largestId) + " is far beyond the " + std::to_string(entries) +
+                        " tokens the file defines (ids must be nearly dense: at most " + std::to_string(allowed - 1) +
+                        " here)");
         textOfId_.assign(static_cast<std::size_t>(largestId) + 1, std::string());
         isSpecial_.assign(textOfId_.size(), false);
         for (const auto& [piece, id] : vocab)
@@ -329,12 +349,7 @@ std::shared_ptr<Tokenizer> Tokenizer::fromFile(const std::string& tokenizerJsonP
 }
 
 std::shared_ptr<Tokenizer> Tokenizer::fromJson(const std::string& json, const std::string& sourceName) {
-    Json root;
-    try {
-        root = Json::parse(json);
-    } catch (const nlohmann::json::parse_error& e) {
-        throw Error("tokenizer '" + sourceName + "' is not valid JSON: " + e.what());
-    }
+    const Json root = json_fields::parseJsonLimited(json, "tokenizer '" + sourceName + "'");
     if (!root.is_object())
         throw Error("tokenizer '" + sourceName + "' is not a tokenizer.json: the top level is " + root.type_name() +
                     ", not an object");

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <iterator>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -44,15 +45,60 @@ void writeTextAtomically(const std::string& path, const std::string& text) {
     writeFileAtomically(path, [&](std::ostream& out) { out << text; });
 }
 
-void ensureNotOverwritingSource(const std::string& source, const std::string& out) {
+namespace {
+
+// Whether `inner` is `outer` or lies below it (both absolute and normalised).
+bool isWithin(const fs::path& inner, const fs::path& outer) {
+    auto o = outer.begin(), i = inner.begin();
+    for (; o != outer.end(); ++o, ++i) {
+        if (o->empty() && std::next(o) == outer.end()) break;  // "dir/" ends in an empty element
+        if (i == inner.end() || *i != *o) return false;
+    }
+    return true;
+}
+
+// The names npw's loaders read from a model directory (and its vq/ part): writing one of
+// them, even where it is absent, changes what the model is.
+bool isModelFileName(const std::string& name) {
+    for (const char* reserved : {"config.json", "model.safetensors", "model.safetensors.index.json", "tokenizer.json",
+                                 "tokenizer.model", "npw-manifest.json"})
+        if (name == reserved) return true;
+    return false;
+}
+
+fs::path normalisedPath(const std::string& path) {
     std::error_code ec;
-    fs::path src = fs::weakly_canonical(fs::absolute(source), ec);
-    fs::path dst = fs::weakly_canonical(fs::absolute(out), ec);
-    if (src.empty() || dst.empty()) return;
-    fs::path srcDir = fs::is_directory(src) ? src : src.parent_path();
-    if (dst == src || dst == srcDir)
-        throw Error("refusing to write '" + out + "': it is the source model '" + source +
-                    "' (a source checkpoint is never overwritten; choose another output)");
+    fs::path p = fs::weakly_canonical(fs::absolute(path), ec);
+    if (ec) p = fs::absolute(path).lexically_normal();
+    // "dir/" and "dir" are one place.
+    return p.has_filename() ? p : p.parent_path();
+}
+
+} // namespace
+
+void checkOutputPath(const std::vector<std::string>& sources, const std::string& output, const std::string& what) {
+    if (output.empty()) return;
+    const fs::path out = normalisedPath(output);
+    std::error_code ec;
+    for (const std::string& source : sources) {
+        if (source.empty()) continue;
+        const fs::path src = normalisedPath(source);
+        const bool sourceIsDirectory = fs::is_directory(src, ec);
+        const auto refuse = [&](const std::string& relation) {
+            throw Error("refusing to write " + what + " '" + output + "': it " + relation + " the source model '" + source +
+                        "' (a source checkpoint is never overwritten or modified; choose another path)");
+        };
+        if (out == src || (fs::exists(out, ec) && fs::equivalent(out, src, ec))) refuse("is");
+        // Inside a source directory, a new file is fine (a .gguf beside the weights), but not
+        // one that exists there (it is the model's) or that a model directory is read from.
+        if (sourceIsDirectory && isWithin(out, src) && (fs::exists(out, ec) || isModelFileName(out.filename().string())))
+            refuse("is a file of");
+        if (!sourceIsDirectory && out == src.parent_path()) refuse("is the directory of");
+    }
+}
+
+void ensureNotOverwritingSource(const std::string& source, const std::string& out) {
+    checkOutputPath({source}, out);
 }
 
 std::string readTextFile(const std::string& path) {

@@ -4,6 +4,7 @@
 #include <functional>
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 namespace npw {
 
@@ -12,8 +13,14 @@ namespace npw {
 void writeFileAtomically(const std::string& path, const std::function<void(std::ostream&)>& write);
 void writeTextAtomically(const std::string& path, const std::string& text);
 
-// Refuses (npw::Error) when `out` is the same file or directory as `source`, or inside it:
-// a source checkpoint is never overwritten.
+// The one "is this a file of a source model?" check, for every path npw writes. Refuses
+// (npw::Error naming the output and the source) when `output` is one of `sources` (also
+// through a symlink or a hard link), the directory of a source file, or lies inside a source
+// directory: a source checkpoint is never overwritten or modified. `what` names the output
+// in the message ("--save-scores", "the export"). Empty sources are skipped.
+void checkOutputPath(const std::vector<std::string>& sources, const std::string& output,
+                     const std::string& what = "the output");
+// checkOutputPath({source}, out).
 void ensureNotOverwritingSource(const std::string& source, const std::string& out);
 
 std::string readTextFile(const std::string& path);
