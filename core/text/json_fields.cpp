@@ -258,15 +258,6 @@ std::string literalPattern(const Json& component, const std::string& path) {
     return std::move(found.text);
 }
 
-double numberOr(const Json& object, const char* key, double fallback, const std::string& path) {
-    const Json* value = find(object, key, path);
-    if (!value)
-        return fallback;
-    if (!value->is_number())
-        wrongType(path, key, "a number", *value);
-    return value->get<double>();
-}
-
 double requiredNumber(const Json& object, const char* key, const std::string& path) {
     const Json& value = required(object, key, path);
     if (!value.is_number()) wrongType(path, key, "a number", value);

@@ -57,7 +57,6 @@ int64_t intOr(const Json& object, const char* key, int64_t fallback, const std::
 double numberOr(const Json& object, const char* key, double fallback, const std::string& path);
 
 std::string requiredString(const Json& object, const char* key, const std::string& path);
-double numberOr(const Json& object, const char* key, double fallback, const std::string& path);
 double requiredNumber(const Json& object, const char* key, const std::string& path);
 int64_t requiredInt(const Json& object, const char* key, const std::string& path);
 // A number that may be null (written by finiteOrNull): NaN for null.
