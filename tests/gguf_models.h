@@ -81,8 +81,9 @@ inline LlamaCheckpoint adjacentPairsDemoVocab() {
 // demo:lm's trained weights given a family's features (the rest of its structure is LLaMA's):
 // Qwen2 random q/k/v biases, Mistral as it is, Llama 3.1 llama3 RoPE scaling with an original
 // context of 64 (so that the scaling matters within the test's length), llama linear scaling.
-inline LlamaCheckpoint demoAsFamily(ModelFamily family, RopeScaling::Type scaling = RopeScaling::Type::None) {
-    LlamaCheckpoint c = loadLlamaCheckpoint("demo:lm");
+inline LlamaCheckpoint demoAsFamily(ModelFamily family, RopeScaling::Type scaling = RopeScaling::Type::None,
+                                    const std::string& demo = "demo:lm") {
+    LlamaCheckpoint c = loadLlamaCheckpoint(demo);
     c.source = std::string("demo-as-") + familyName(family);
     c.config.family = family;
     at::manual_seed(21);

@@ -305,6 +305,13 @@ private slots:
         const LlamaCheckpoint nonUniform = applyMask(q3, ModelStats{}, mask, settings).checkpoint;
         QString e = errorOf([&] { planGgufExport(nonUniform, {}); });
         QVERIFY2(e.contains("qwen3") && e.contains("layer 0's sizes") && e.contains("q/k norms"), qPrintable(e));
+        // Qwen2 with pruned heads: zero heads pad q_proj back to hidden × hidden (llama.cpp's qwen2).
+        const LlamaCheckpoint q2Pruned = prunedUniformly(demoAsFamily(ModelFamily::Qwen2), 4, false);
+        const GgufExportPlan padded = planGgufExport(q2Pruned, {});
+        QCOMPARE(padded.report.layers[0].heads, int64_t(6));
+        QCOMPARE(padded.report.layers[0].kvHeads, int64_t(6));
+        for (const auto& t : padded.tensors)
+            if (t.info.name == "blk.0.attn_q.weight") QCOMPARE(t.info.ne, (std::vector<int64_t>{192, 192}));
         LlamaCheckpoint q2 = demoAsFamily(ModelFamily::Qwen2);
         q2.weights.layers[0].wo_bias = at::zeros({q2.config.hidden_size});
         e = errorOf([&] { planGgufExport(q2, {}); });

@@ -13,6 +13,7 @@
 #include "core/models/gguf_export.h"
 #include "core/text/tokenizer.h"
 #include "core/util/atomic_file.h"
+#include "core/util/error.h"
 #include "gguf_models.h"
 
 #include <QDir>
@@ -179,6 +180,7 @@ private slots:
         QTest::newRow("llama2") << "llama2";
         QTest::newRow("mistral") << "mistral";
         QTest::newRow("llama3") << "llama3";
+        QTest::newRow("qwen3") << "qwen3";
     }
 
     void tokenizerAgreesOnRealVocabularies() {
@@ -193,7 +195,7 @@ private slots:
         c.weights.lm_head = at::randn({c.config.vocab_size, c.config.hidden_size});
         GgufExportReport report;
         const std::string gguf = exportTo(c, name + ".gguf", GgufDtype::F16, &report);
-        QCOMPARE(report.tokenizerModel, std::string(name == "llama3" ? "gpt2" : "llama"));
+        QCOMPARE(report.tokenizerModel, std::string(name == "llama3" || name == "qwen3" ? "gpt2" : "llama"));
         json texts = json::array();
         for (const json& item : expected.at("cases")) texts.push_back(item.at("text"));
         const std::string textsFile = dir_.filePath(name + "-texts.json").toStdString();
@@ -205,8 +207,15 @@ private slots:
         for (size_t i = 0; i < texts.size(); ++i) {
             const auto want = expected["cases"][i].at("ids").get<std::vector<int32_t>>();
             const auto got = out.at("tokenized")[i].get<std::vector<int32_t>>();
+            // Qwen's vocabulary has "</s>" as an ordinary piece; llama.cpp makes any token whose text
+            // is "</s>" a control token (a text-based workaround in its vocabulary loader, the same
+            // for convert_hf_to_gguf's files), so it keeps a literal "</s>" whole: a known difference.
+            const bool knownQwenEos = name == "qwen3" && texts[i].get<std::string>().find("</s>") != std::string::npos;
             if (got == want)
                 ++agreed;
+            else if (knownQwenEos)
+                qInfo("%s: known difference on %s (llama.cpp keeps \"</s>\" as one control token)", qPrintable(name),
+                      json(texts[i]).dump().c_str());
             else
                 differing << QString::fromStdString(json(texts[i]).dump() + ": llama.cpp " + json(got).dump() + ", expected " +
                                                     json(want).dump());
@@ -277,17 +286,11 @@ private slots:
         QCOMPARE(planGgufExport(c, {}).report.architecture, std::string("qwen2"));
         compareGreedy(c, "qwen2", GgufDtype::F32, 1e-4);
         compareGreedy(prunedUniformly(c, c.config.num_kv_heads[0], /*mlp=*/true), "qwen2-mlp-pruned", GgufDtype::F32, 1e-4);
-        // Heads pruned: llama.cpp's qwen2 needs q_proj hidden × hidden (measured: "tensor
-        // 'blk.0.attn_q.weight' has wrong shape"), so npw refuses by name.
-        const QString e = QString::fromStdString([&] {
-            try {
-                planGgufExport(prunedUniformly(c, 4, false), {});
-            } catch (const Error& error) {
-                return std::string(error.what());
-            }
-            return std::string();
-        }());
-        QVERIFY2(e.contains("qwen2") && e.contains("heads × head_dim = hidden"), qPrintable(e));
+        // Heads pruned: llama.cpp's qwen2 needs q_proj hidden × hidden, so the export pads zero
+        // heads back (MHA: 4 of 6 KV heads kept → 6/6; GQA: 1 of 2 groups of 3 → 6 heads over 1).
+        compareGreedy(prunedUniformly(c, 4, true), "qwen2-heads-pruned", GgufDtype::F32, 1e-4);
+        const LlamaCheckpoint gqa = demoAsFamily(ModelFamily::Qwen2, RopeScaling::Type::None, "demo:lm-gqa");
+        compareGreedy(prunedUniformly(gqa, 1, false), "qwen2-gqa-group-pruned", GgufDtype::F32, 1e-4);
     }
     void qwen3() {
         const LlamaCheckpoint c = qwen3DemoVocab();

@@ -141,12 +141,12 @@ class TestTokenizer : public QObject {
     Q_OBJECT
 
     Json expected_;
-    std::map<std::string, std::shared_ptr<Tokenizer>> tokenizers_;  // llama2, mistral, llama3, trained
+    std::map<std::string, std::shared_ptr<Tokenizer>> tokenizers_;  // llama2, mistral, llama3, qwen3, trained
 
 private slots:
     void initTestCase() {
         expected_ = Json::parse(readFile(dataDir + "expected.json"));
-        for (const char* name : {"llama2", "mistral", "llama3"})
+        for (const char* name : {"llama2", "mistral", "llama3", "qwen3"})
             tokenizers_[name] = Tokenizer::fromFile(dataDir + name + "/tokenizer.json");
         BpeTrainOptions options;
         options.vocabSize = 400;
@@ -174,7 +174,9 @@ private slots:
         QCOMPARE(idsText(tokenizer.encode(text, false)), idsText(ids));
         // transformers.js adds BOS through the file's post-processor: LLaMA-2 and Mistral have
         // one; this LLaMA-3 file's is ByteLevel, so only npw's addBos puts <|begin_of_text|> first.
+        // Qwen has no BOS at all (Qwen2Tokenizer adds none): with or without, the same ids.
         std::vector<int32_t> withBos = entry["ids_default"];
+        if (name == "qwen3") QCOMPARE(tokenizer.bosId(), -1);
         if (name == "llama3")
             withBos.insert(withBos.begin(), 128000);
         QCOMPARE(idsText(tokenizer.encode(text, true)), idsText(withBos));

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <ostream>
 
 namespace npw {
@@ -238,6 +239,37 @@ GgufTensorToWrite toWrite(const PendingTensor& p, GgmlType matrixType, const std
     return t;
 }
 
+// llama.cpp's qwen2 builds q_proj as hidden × hidden (measured with node-llama-cpp 3.22.1: "tensor
+// 'blk.0.attn_q.weight' has wrong shape"), so a Qwen2 with pruned heads is written back at
+// hidden / head_dim query heads: every kept KV group keeps its query heads in the first slots of
+// a group of `padded / kvPadded`, the other slots and any added KV head are zero (q, k, v rows
+// and biases), and their o_proj columns are zero. A zero query head attends uniformly, but its
+// output meets a zero o_proj column: the model is exactly the same, llama.cpp only computes more.
+struct QwenPadding {
+    int64_t heads = 0, kvHeads = 0;  // as written
+};
+
+std::optional<QwenPadding> qwen2Padding(int64_t heads, int64_t kvHeads, int64_t hidden, int64_t headDim) {
+    if (heads * headDim == hidden) return QwenPadding{heads, kvHeads};
+    if (hidden % headDim != 0 || kvHeads == 0) return std::nullopt;
+    const int64_t padded = hidden / headDim, group = heads / kvHeads;
+    for (int64_t kv = kvHeads; kv <= padded; ++kv)
+        if (padded % kv == 0 && padded / kv >= group) return QwenPadding{padded, kv};
+    return std::nullopt;
+}
+
+// Rows of the (heads·headDim)-row tensor t for the padded layout; zero rows elsewhere.
+at::Tensor padHeads(const at::Tensor& t, int64_t headDim, int64_t groups, int64_t perGroup, int64_t groupsPadded,
+                    int64_t perGroupPadded, int64_t dim) {
+    std::vector<int64_t> shape = t.sizes().vec();
+    shape[static_cast<size_t>(dim)] = groupsPadded * perGroupPadded * headDim;
+    at::Tensor out = at::zeros(shape, t.options());
+    for (int64_t g = 0; g < groups; ++g)
+        out.narrow(dim, g * perGroupPadded * headDim, perGroup * headDim)
+            .copy_(t.narrow(dim, g * perGroup * headDim, perGroup * headDim));
+    return out;
+}
+
 } // namespace
 
 GgufExportPlan planGgufExport(const LlamaCheckpoint& ckpt, const GgufExportOptions& options) {
@@ -285,6 +317,32 @@ GgufExportPlan planGgufExport(const LlamaCheckpoint& ckpt, const GgufExportOptio
             wq = wk = wv = at::zeros({hd, D}, at::kFloat);
             wo = at::zeros({D, hd}, at::kFloat);
         }
+        at::Tensor bq = L.wq_bias, bk = L.wk_bias, bv = L.wv_bias;
+        if (c.family == ModelFamily::Qwen2 && shape.heads > 0) {
+            const std::optional<QwenPadding> pad = qwen2Padding(shape.heads, shape.kvHeads, D, hd);
+            if (!pad)
+                throw Error(where + "llama.cpp's qwen2 architecture needs hidden / head_dim query heads (its q_proj is " +
+                            std::to_string(D) + "×" + std::to_string(D) + "), and layer " + std::to_string(l) + "'s " +
+                            std::to_string(shape.heads) + " heads over " + std::to_string(shape.kvHeads) +
+                            " key/value heads cannot be padded with zero heads to that");
+            if (pad->heads != shape.heads) {
+                const int64_t group = shape.heads / shape.kvHeads, groupPadded = pad->heads / pad->kvHeads;
+                wq = padHeads(wq, hd, shape.kvHeads, group, pad->kvHeads, groupPadded, 0);
+                wo = padHeads(wo, hd, shape.kvHeads, group, pad->kvHeads, groupPadded, 1);
+                wk = padHeads(wk, hd, shape.kvHeads, 1, pad->kvHeads, 1, 0);
+                wv = padHeads(wv, hd, shape.kvHeads, 1, pad->kvHeads, 1, 0);
+                if (bq.defined()) bq = padHeads(bq, hd, shape.kvHeads, group, pad->kvHeads, groupPadded, 0);
+                if (bk.defined()) bk = padHeads(bk, hd, shape.kvHeads, 1, pad->kvHeads, 1, 0);
+                if (bv.defined()) bv = padHeads(bv, hd, shape.kvHeads, 1, pad->kvHeads, 1, 0);
+                if (l == 0)
+                    report.notes.push_back("qwen2 with pruned heads: written with zero heads up to " +
+                                           std::to_string(pad->heads) + " query / " + std::to_string(pad->kvHeads) +
+                                           " key/value heads per layer (llama.cpp's qwen2 needs q_proj hidden × hidden); "
+                                           "the model is exactly the same, llama.cpp computes the zero heads too");
+                shape.heads = pad->heads;
+                shape.kvHeads = pad->kvHeads;
+            }
+        }
         at::Tensor gate = L.w_gate, up = L.w_up, down = L.w_down;
         if (shape.feedForward == 0 && (shape.heads > 0 || L.w_down_bias.defined())) {
             shape.feedForward = 1;
@@ -294,7 +352,6 @@ GgufExportPlan planGgufExport(const LlamaCheckpoint& ckpt, const GgufExportOptio
         }
         const std::string blk = "blk." + std::to_string(l) + ".";
         if (shape.heads > 0) {
-            at::Tensor bq = L.wq_bias, bk = L.wk_bias, bv = L.wv_bias;
             if (shape.paddedHead && c.qkv_bias) bq = bk = bv = at::zeros({hd}, at::kFloat);
             if (permuteQk) {
                 wq = halfSplitRowsToAdjacentPairs(wq, shape.heads, hd);
@@ -357,11 +414,6 @@ GgufExportPlan planGgufExport(const LlamaCheckpoint& ckpt, const GgufExportOptio
                         "--compensation none or theorem3 to run it in llama.cpp");
         if (c.family == ModelFamily::Qwen3 && c.qkv_bias)
             throw Error(where + "llama.cpp's qwen3 architecture has no q/k/v biases (attention_bias)");
-        if (c.family == ModelFamily::Qwen2 && c.num_heads[0] * hd != D)
-            throw Error(where + "llama.cpp's qwen2 architecture needs heads × head_dim = hidden (its q_proj is " +
-                        std::to_string(D) + "×" + std::to_string(D) + "), but this model has " +
-                        std::to_string(c.num_heads[0]) + " heads of " + std::to_string(hd) +
-                        ": pruned heads of a Qwen2 cannot run there (prune the MLP only, --only mlp)");
         report.architecture = family;
     } else if (c.qkv_bias) {
         if (!uniform)

@@ -7,6 +7,12 @@
 //    `feed_forward_length` arrays (plain `llama` builds every layer with layer 0's sizes).
 //  - Q/K rows go from Hugging Face's half-split rotary layout to llama.cpp's adjacent pairs;
 //    llama2.c / Meta-layout checkpoints are already in it.
+//  - Families: Mistral as `llama`; Llama 3.1+'s llama3 RoPE scaling as `rope_freqs.weight`,
+//    linear scaling as `rope.scaling.*`; Qwen2 / Qwen3 (dense or pruned uniformly per layer) as
+//    `qwen2` / `qwen3`, whose graphs rotate halves as Hugging Face does (no permutation); a Qwen2
+//    with pruned heads padded back with zero heads (its q_proj must be hidden × hidden there).
+//    Refused by name: non-uniform Qwen (deci lacks q/k/v biases and q/k norms), FLAP's biases on
+//    Qwen, q/k/v biases where the llama/deci graphs cannot take them.
 //  - Tokenizer metadata from the checkpoint's tokenizer.json: `llama` (SentencePiece-style:
 //    tokens, scores, token types) or `gpt2` (byte-level: tokens, types, merges).
 //  - The file is written atomically; the source checkpoint is never overwritten.
@@ -34,7 +40,7 @@ struct GgufLayerShape {
 
 struct GgufExportReport {
     std::string path;
-    std::string architecture;    // "llama" or "deci"
+    std::string architecture;    // "llama", "deci", "qwen2" or "qwen3"
     std::string tokenizerModel;  // "llama" or "gpt2"
     std::string dtype;           // "f32" or "f16"
     int64_t tensors = 0;

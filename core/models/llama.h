@@ -1,7 +1,8 @@
 #pragma once
-// The LLaMA forward pass: RMSNorm, rotary embeddings (both layouts), multi-head and
-// grouped-query causal attention, SwiGLU MLP, optional output biases, tied or untied
-// classifier, KV cache. Per-layer head counts and MLP widths may differ; a layer with no
+// The LLaMA forward pass: RMSNorm, rotary embeddings (both layouts; default, linear or llama3
+// frequencies), multi-head and grouped-query causal attention, SwiGLU MLP, optional q/k/v
+// biases (Qwen2) and output biases, Qwen3's per-head q/k RMSNorm, tied or untied classifier, KV
+// cache. The families of llama_config.h are this one function with their parts switched on. Per-layer head counts and MLP widths may differ; a layer with no
 // heads (or no channels) contributes nothing from that block.
 #include "core/models/llama_weights.h"
 #include "core/models/runtime.h"
