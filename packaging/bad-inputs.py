@@ -139,7 +139,7 @@ def cases(w, npw):
     yield ("JSON nesting", "tokenizer.json nested 400,000 deep",
            ["generate", w.fresh(tokenizer__json='{"model": ' + deep + "}"), "--prompt", "a b", "--tokens", "2"])
     yield ("JSON nesting", "model.safetensors.index.json nested 400,000 deep (no model.safetensors)",
-           ["info", w.fresh(model__safetensors__index__json='{"weight_map": ' + deep + "}")], "rm:model.safetensors")
+           ["info", w.fresh(model__safetensors__index__json='{"weight_map": ' + deep + "}")], {"remove": "model.safetensors"})
     yield ("JSON numbers", "`1e999` in config.json", ["info", w.fresh(config__json='{"model_type": "llama", "vocab_size": 1e999}')])
     yield ("JSON numbers", "`1e999` in a safetensors header",
            ["info", w.fresh(model__safetensors=h.safetensors('{"a": {"dtype": "F32", "shape": [1e999], "data_offsets": [0, 4]}}', b"\0" * 4))])
@@ -167,7 +167,8 @@ def cases(w, npw):
     yield ("GGUF", "a metadata key that is not UTF-8",
            ["info", w.write("g4.gguf", h.gguf([h.gguf_kv(b"general.\xff\xfe", h.GGUF_U32, struct.pack("<I", 1))])), "--json"])
     yield ("GGUF", "a string value that is not UTF-8 (`info --json`)",
-           ["info", w.write("g5.gguf", h.gguf([h.gguf_kv("general.name", h.GGUF_STRING, h.gguf_string(b"\xff\xfe"))])), "--json"])
+           ["info", w.write("g5.gguf", h.gguf([h.gguf_kv("general.name", h.GGUF_STRING, h.gguf_string(b"\xff\xfe"))])), "--json"],
+           {"show": "general.name"})
     yield ("GGUF", "10 MB file: an array of 10^7 u8 (~1 GB as parsed values)",
            ["info", w.write("g6.gguf", h.gguf([h.gguf_kv("a", h.GGUF_ARRAY, struct.pack("<iQ", h.GGUF_U8, 10 ** 7) + b"\1" * 10 ** 7)]))])
     yield ("GGUF", "an array declaring 2^60 strings",
@@ -285,8 +286,9 @@ def main():
         for number, case in enumerate(cases(w, npw), 1):
             klass, what, argv = case[0], case[1], list(case[2])
             model = argv[1] if len(argv) > 1 else ""
-            if len(case) > 3 and case[3].startswith("rm:"):
-                os.remove(os.path.join(model, case[3][3:]))
+            options = case[3] if len(case) > 3 else {}
+            if "remove" in options:
+                os.remove(os.path.join(model, options["remove"]))
             link = os.path.join(root, "link%02d.safetensors" % number)
             if "{link}" in argv:
                 os.symlink(os.path.join(model, "model.safetensors"), link)
@@ -303,6 +305,8 @@ def main():
                 code, out, err = "timeout", b"", b"(killed after %d s)" % args.timeout
             seconds = time.monotonic() - start
             text = (err if err.strip() else out).decode("utf-8", "replace").strip().splitlines()
+            if "show" in options:  # the line that says what was accepted
+                text = [line.strip() for line in text if options["show"] in line] or text
             first = text[0] if text else ""
             first = first.replace(root + "/", "").replace(ROOT + "/", "").replace("|", "\\|")
             if len(first) > 220:

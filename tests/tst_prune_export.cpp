@@ -153,6 +153,36 @@ private slots:
         QCOMPARE(loadLlamaCheckpoint(out).config.intermediate_size, pruned.config.intermediate_size);
     }
 
+    // The one "is this a file of a source model?" check every writer calls (issue 16: the
+    // scores file was written over MODEL/model.safetensors and the command exited 0).
+    void outputPathsNeverHitASource() {
+        QTemporaryDir dir;
+        const std::string model = dir.filePath("model").toStdString();
+        saveHfLlamaDirectory(tinyLlama({2}, {2}, {8}), model);
+        const std::string bin = dir.filePath("stories.bin").toStdString();
+        std::ofstream(bin) << "x";
+        auto refused = [&](const std::string& out) {
+            return errorOf([&] { checkOutputPath({model, bin}, out, "--save-scores"); });
+        };
+        for (const std::string& out : {model, model + "/", model + "/model.safetensors", model + "/config.json",
+                                       model + "/tokenizer.json", model + "/sub/../model.safetensors", bin,
+                                       dir.path().toStdString()}) {
+            const QString e = refused(out);
+            QVERIFY2(e.contains("refusing to write --save-scores") && e.contains("source model"),
+                     qPrintable(QString::fromStdString(out) + ": " + e));
+        }
+        // Through a symlink, and a hard link, to the weights.
+        const std::string link = dir.filePath("link.safetensors").toStdString(), hard = dir.filePath("hard").toStdString();
+        fs::create_symlink(model + "/model.safetensors", link);
+        fs::create_hard_link(model + "/model.safetensors", hard);
+        QVERIFY(refused(link).contains("refusing"));
+        QVERIFY(refused(hard).contains("refusing"));
+        // A new file beside the weights, or anywhere else, is fine.
+        QVERIFY(refused(model + "/scores.safetensors").isEmpty());
+        QVERIFY(refused(dir.filePath("elsewhere/scores.safetensors").toStdString()).isEmpty());
+        checkOutputPath({"", model}, dir.filePath("x").toStdString());
+    }
+
     void scoreAndStatisticsFiles() {
         const LlamaModel model(tinyLlama({4, 4}, {2, 2}, {24, 20}), chooseRuntime("cpu"));
         Pruned p = pruneTiny(model, PruneMethod::Numerical, 0.3);

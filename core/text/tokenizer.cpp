@@ -255,7 +255,7 @@ private:
         // names 100 tokens cannot make npw allocate 2^31 entries.
         const std::size_t entries = vocab.size() + addedTokens.size();
         const std::size_t allowed = 2 * entries + 1024;
-        if (static_cast<std::size_t>(largestId) >= allowed)
+        if (largestId >= 0 && static_cast<std::size_t>(largestId) >= allowed)
             throw Error("token id " + std::to_string(largestId) + " is far beyond the " + std::to_string(entries) +
                         " tokens the file defines (ids must be nearly dense: at most " + std::to_string(allowed - 1) +
                         " here)");

@@ -94,6 +94,14 @@ void checkOutputPath(const std::vector<std::string>& sources, const std::string&
         if (sourceIsDirectory && isWithin(out, src) && (fs::exists(out, ec) || isModelFileName(out.filename().string())))
             refuse("is a file of");
         if (!sourceIsDirectory && out == src.parent_path()) refuse("is the directory of");
+        // A hard link elsewhere to one of the model's files is that file too.
+        if (sourceIsDirectory && fs::is_regular_file(out, ec)) {
+            size_t seen = 0;
+            for (auto it = fs::recursive_directory_iterator(src, ec); !ec && it != fs::recursive_directory_iterator() &&
+                                                                      ++seen < 100000;
+                 it.increment(ec))
+                if (it->is_regular_file(ec) && fs::equivalent(it->path(), out, ec)) refuse("is a link to a file of");
+        }
     }
 }
 
