@@ -180,10 +180,6 @@ std::string preview(const Json& value, std::size_t maxChars) {
     return out;
 }
 
-void throwJsonError(const std::string& what, const std::exception& e) {
-    throw Error(what + ": unexpected JSON content (" + e.what() + ")");
-}
-
 const Json& optional(const Json& object, const char* key, const std::string& path) {
     static const Json null;
     const Json* value = find(object, key, path);
