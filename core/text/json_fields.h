@@ -1,5 +1,6 @@
 #pragma once
-// Typed reads of JSON fields (tokenizer.json, workspace files, sweep rows). A missing or
+// The one parser of JSON files (parseJsonLimited: bounded depth, npw::Error naming the byte and
+// the field) and typed reads of their fields (tokenizer.json, workspace files, sweep rows). A missing or
 // mistyped field throws npw::Error naming the field's path (e.g.
 // "pre_tokenizer.pretokenizers[0].behavior"); the caller adds the file name, so each message
 // says which file, which field and what was wrong.
