@@ -126,6 +126,7 @@ void previewInto(const Json& value, std::string& out, std::size_t limit, int dep
         const std::size_t room = limit - out.size() + 1;
         const Json head(text.size() > room ? text.substr(0, room) : text);
         out += head.dump(-1, ' ', false, Json::error_handler_t::replace);
+        if (text.size() > room) out += "…";
         return;
     }
     if (!value.is_structured()) {
@@ -178,10 +179,6 @@ std::string preview(const Json& value, std::size_t maxChars) {
         out += "…";
     }
     return out;
-}
-
-void throwJsonError(const std::string& what, const std::exception& e) {
-    throw Error(what + ": unexpected JSON content (" + e.what() + ")");
 }
 
 const Json& optional(const Json& object, const char* key, const std::string& path) {

@@ -1,5 +1,6 @@
 #pragma once
-// Typed reads of JSON fields (tokenizer.json, workspace files, sweep rows). A missing or
+// The one parser of JSON files (parseJsonLimited: bounded depth, npw::Error naming the byte and
+// the field) and typed reads of their fields (tokenizer.json, workspace files, sweep rows). A missing or
 // mistyped field throws npw::Error naming the field's path (e.g.
 // "pre_tokenizer.pretokenizers[0].behavior"); the caller adds the file name, so each message
 // says which file, which field and what was wrong.
@@ -39,12 +40,6 @@ Json readJsonFile(const std::string& path, const std::string& what = "", const J
 // objects shortened with "…"): never dump() a value from a file into a message.
 std::string preview(const Json& value, std::size_t maxChars = 80);
 
-// Runs `body`, turning any JSON library exception (a type or range error of get<T>(), value(),
-// at()) into npw::Error "<what>: ..." so that none escapes a file boundary.
-template <class F>
-auto withJsonErrors(const std::string& what, F&& body) -> decltype(body());
-[[noreturn]] void throwJsonError(const std::string& what, const std::exception& e);
-
 // `object[key]`; throws when `object` is not an object or lacks the key.
 const Json& required(const Json& object, const char* key, const std::string& path);
 // `object[key]`, or a null value when absent; throws when `object` is not an object.
@@ -75,14 +70,5 @@ struct Pattern {
 Pattern pattern(const Json& component, const std::string& path);
 // The same where only a String pattern is supported; a Regex throws.
 std::string literalPattern(const Json& component, const std::string& path);
-
-template <class F>
-auto withJsonErrors(const std::string& what, F&& body) -> decltype(body()) {
-    try {
-        return body();
-    } catch (const nlohmann::json::exception& e) {
-        throwJsonError(what, e);
-    }
-}
 
 } // namespace npw::json_fields
