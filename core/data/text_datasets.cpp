@@ -9,6 +9,7 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <string_view>
 
 namespace npw {
 
@@ -48,7 +49,7 @@ bool isPythonSpace(char32_t c) {
 }
 
 // Python's str.strip() on valid UTF-8.
-std::string pythonStrip(const std::string& s) {
+std::string pythonStrip(std::string_view s) {
     size_t begin = 0;
     while (begin < s.size()) {
         const size_t n = utf8::charLength(s, begin);
@@ -63,10 +64,10 @@ std::string pythonStrip(const std::string& s) {
         if (n == 0 || start + n != end || !isPythonSpace(utf8::decodeAt(s, start))) break;
         end = start;
     }
-    return s.substr(begin, end - begin);
+    return std::string(s.substr(begin, end - begin));
 }
 
-bool isBlank(const std::string& s) { return pythonStrip(s).empty(); }
+bool isBlank(std::string_view s) { return pythonStrip(s).empty(); }
 
 std::string expectedForm(const TextDatasetRef& ref) {
     switch (ref.kind) {
@@ -99,8 +100,8 @@ bool startsWithGzipMagic(const std::string& path) {
 }
 
 // Python's text mode: "\r\n" and a lone "\r" end a line as "\n" does.
-std::string universalNewlines(const std::string& bytes) {
-    if (bytes.find('\r') == std::string::npos) return bytes;
+std::string universalNewlines(std::string_view bytes) {
+    if (bytes.find('\r') == std::string::npos) return std::string(bytes);
     std::string out;
     out.reserve(bytes.size());
     for (size_t i = 0; i < bytes.size(); ++i) {
@@ -127,17 +128,17 @@ std::vector<std::string> linesKeepingNewline(const std::string& text) {
     return lines;
 }
 
-std::vector<std::string> jsonRows(const std::string& text, const TextDatasetRef& ref, const char* field) {
+std::vector<std::string> jsonRows(std::string_view text, const TextDatasetRef& ref, const char* field) {
     std::vector<std::string> rows;
     size_t start = 0;
     int64_t lineNumber = 0;
     while (start < text.size()) {
         const size_t nl = text.find('\n', start);
         const size_t end = nl == std::string::npos ? text.size() : nl;
-        std::string line = text.substr(start, end - start);
+        std::string_view line = text.substr(start, end - start);
         start = end + 1;
         ++lineNumber;
-        if (!line.empty() && line.back() == '\r') line.pop_back();
+        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
         if (isBlank(line)) continue;  // a blank line holds no row (the JSON-lines convention)
         const std::string where = "'" + ref.path + "' line " + std::to_string(lineNumber);
         json_fields::Json row;
@@ -275,7 +276,7 @@ TextDataset readTextDataset(const TextDatasetRef& given, TextDatasetUse use) {
     }
     const std::vector<uint8_t> raw = readMaybeGzip(ref.path, kMaxTextDatasetBytes);
     data.fileBytes = raw.size();
-    const std::string bytes(raw.begin(), raw.end());
+    const std::string_view bytes(reinterpret_cast<const char*>(raw.data()), raw.size());
     if (bytes.empty()) throw Error(kind + " file '" + ref.path + "' is empty; expected " + expectedForm(ref));
     const size_t nul = bytes.find('\0');
     if (nul != std::string::npos)
@@ -291,6 +292,11 @@ TextDataset readTextDataset(const TextDatasetRef& given, TextDatasetUse use) {
         const char* field = ref.kind == TextDatasetKind::Ptb || ref.kind == TextDatasetKind::PtbFlap ? "sentence" : "text";
         data.rows = jsonRows(bytes, ref, field);
     } else {
+        // JSON lines under a raw-text name would become rows of JSON syntax: say so instead.
+        const size_t first = bytes.find_first_not_of(" \t\r\n");
+        if (first != std::string::npos && bytes.compare(first, 2, "{\"") == 0)
+            throw Error("'" + ref.path + "' looks like JSON lines (it starts with '{\"') but its name does not end in "
+                        ".jsonl or .json (optionally .gz); rename it, or give " + expectedForm(ref));
         for (std::string& line : linesKeepingNewline(universalNewlines(bytes))) {
             if (ref.kind == TextDatasetKind::WikiText2)
                 data.rows.push_back(isBlank(line) ? std::string() : std::move(line));  // HF's wikitext builder
@@ -332,11 +338,11 @@ EvaluationCorpus evaluationCorpus(const TextDataset& data, const EncodeWithBos& 
     return corpus;
 }
 
-CalibrationCorpus calibrationCorpus(const TextDataset& data, const EncodeWithBos& encode) {
+CalibrationCorpus calibrationCorpus(TextDataset data, const EncodeWithBos& encode) {
     CalibrationCorpus corpus;
     corpus.source = data.ref.label() + ":" + data.ref.path;
     if (data.ref.kind == TextDatasetKind::C4)
-        corpus.documents = data.rows;
+        corpus.documents = std::move(data.rows);
     else
         corpus.stream = encode(preparedText(data, TextDatasetUse::Calibration));
     return corpus;

@@ -15,8 +15,8 @@ CalibrationSet datasetCalibrationSet(const CalibrationCorpus& corpus, const Lang
 
 CalibrationSet datasetCalibrationSet(const TextDatasetRef& ref, const LanguageModel& lm, int64_t samples, int64_t seqlen,
                                      uint64_t seed) {
-    const TextDataset data = readTextDataset(ref, TextDatasetUse::Calibration);
-    return datasetCalibrationSet(calibrationCorpus(data, encoderOf(lm)), lm, samples, seqlen, seed);
+    return datasetCalibrationSet(calibrationCorpus(readTextDataset(ref, TextDatasetUse::Calibration), encoderOf(lm)), lm,
+                                 samples, seqlen, seed);
 }
 
 void setSweepCalibration(SweepSpec& spec, const TextDatasetRef& ref, const LanguageModel& lm) {
