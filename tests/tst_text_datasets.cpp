@@ -17,6 +17,7 @@
 #include <QtTest>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -236,6 +237,24 @@ private slots:
             }
         }
         QCOMPARE(compared, 15);
+    }
+
+    // A folder of the release stands for its file for the use (or the stated split).
+    void releaseFolders() {
+        auto pathOf = [](const std::string& spec, TextDatasetUse use) {
+            return std::filesystem::path(readTextDataset(refOf(spec), use).ref.path).filename().string();
+        };
+        QCOMPARE(pathOf("wikitext2:wikitext-2-raw", TextDatasetUse::Evaluation), std::string("wiki.test.raw"));
+        QCOMPARE(pathOf("wikitext2:wikitext-2-raw/", TextDatasetUse::Calibration), std::string("wiki.train.raw"));
+        QCOMPARE(pathOf("wikitext2-validation:wikitext-2-raw", TextDatasetUse::Evaluation), std::string("wiki.valid.raw"));
+        QCOMPARE(pathOf("ptb:ptb", TextDatasetUse::Evaluation), std::string("ptb.test.txt"));
+        QCOMPARE(pathOf("ptb-flap:ptb", TextDatasetUse::Evaluation), std::string("ptb.valid.txt"));
+        QCOMPARE(pathOf("ptb-flap:ptb", TextDatasetUse::Calibration), std::string("ptb.train.txt"));
+        QCOMPARE(pathOf("c4:c4", TextDatasetUse::Evaluation), std::string("c4-validation.00000-of-00008.json.gz"));
+        QCOMPARE(pathOf("c4:c4", TextDatasetUse::Calibration), std::string("c4-train.00000-of-01024.json.gz"));
+        const QString missing = test::errorOf([] { readTextDataset(refOf("c4:ptb"), TextDatasetUse::Evaluation); });
+        QVERIFY2(missing.contains("c4-validation.00000-of-00008.json.gz") && missing.contains("does not exist"),
+                 qPrintable(missing));
     }
 
     // A stated split decides over the file name (a renamed file), for either use.

@@ -92,6 +92,24 @@ std::string splitHint(const TextDatasetRef& ref, TextDatasetUse use) {
            ref.path;
 }
 
+// The file of the release that a folder holds for `use` (or for the stated split).
+std::string releaseFileName(const TextDatasetRef& ref, TextDatasetUse use) {
+    DatasetSplit split = ref.split;
+    if (split == DatasetSplit::Unknown)
+        split = use == TextDatasetUse::Calibration ? DatasetSplit::Train
+                : ref.kind == TextDatasetKind::PtbFlap || ref.kind == TextDatasetKind::C4 ? DatasetSplit::Validation
+                                                                                            : DatasetSplit::Test;
+    const char* word = split == DatasetSplit::Train ? "train" : split == DatasetSplit::Test ? "test" : "valid";
+    switch (ref.kind) {
+    case TextDatasetKind::WikiText2: return std::string("wiki.") + word + ".raw";
+    case TextDatasetKind::Ptb:
+    case TextDatasetKind::PtbFlap: return std::string("ptb.") + word + ".txt";
+    case TextDatasetKind::C4:
+        return split == DatasetSplit::Train ? "c4-train.00000-of-01024.json.gz" : "c4-validation.00000-of-00008.json.gz";
+    }
+    return "";
+}
+
 bool startsWithGzipMagic(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     unsigned char magic[2] = {0, 0};
@@ -251,6 +269,8 @@ TextDataset readTextDataset(const TextDatasetRef& given, TextDatasetUse use) {
     TextDatasetRef& ref = data.ref;
     const std::string kind = textDatasetKindName(ref.kind);
     const std::string useName = use == TextDatasetUse::Calibration ? "calibration" : "evaluation";
+    if (std::filesystem::is_directory(ref.path))  // the release's folder: its file for this use
+        ref.path = (std::filesystem::path(ref.path) / releaseFileName(ref, use)).string();
     if (ref.split == DatasetSplit::Unknown) {
         ref.split = splitFromFileName(ref.path);
         if (ref.split == DatasetSplit::Unknown)

@@ -70,6 +70,9 @@ struct TextDataset {
 // Bounds what a (gzip'd) data-set file may inflate to: C4's train shard is ~0.8 GB of JSON.
 constexpr uint64_t kMaxTextDatasetBytes = uint64_t(4) << 30;
 
+// A folder stands for the release's file in it for `use` (or the stated split): wikitext2
+// wiki.test.raw / wiki.train.raw (wiki.valid.raw); ptb ptb.test.txt, ptb-flap ptb.valid.txt,
+// calibration ptb.train.txt; c4 c4-validation.00000-of-00008.json.gz / c4-train.00000-of-01024.json.gz.
 // Reads the file (gzip detected from its magic; zlib, bounded by kMaxTextDatasetBytes) and
 // checks that its split suits `use` (calibration: train; evaluation: test or validation).
 // npw::Error naming the file, and the row where one is at fault, for: a file that is missing,
