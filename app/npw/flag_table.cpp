@@ -159,8 +159,8 @@ std::vector<FlagEntry> buildTable() {
 
     // ---- Calibration ------------------------------------------------------------------------------
     t.add(Flag::text("calib", "FILE",
-                     "calibration text (tokenized once with BOS), a data set's train split prepared as GPTQ does (" +
-                         textDatasetSyntax() + "), or token ids with --calib-ids; image models: generated"),
+                     "calibration text (tokenized once with BOS), a data set NAME:FILE (" + textDatasetNames() +
+                         ": its train split, prepared as GPTQ does), or token ids with --calib-ids; image models: generated"),
           {"prune", "sweep"});
     t.add(Flag::toggle("calib-ids", "--calib holds whitespace-separated token ids"), {"prune", "sweep"});
     t.add(Flag::toggle("calib-per-line", "--calib holds token ids, one sample per line (e.g. sampled from BOS): each "
@@ -186,7 +186,7 @@ std::vector<FlagEntry> buildTable() {
           {"sweep"});
 
     // ---- Evaluation ---------------------------------------------------------------------------------
-    t.add(Flag::text("eval", "SETS", "text:FILE, ids:FILE or a data set (" + textDatasetSyntax() + "), comma-separated"),
+    t.add(Flag::text("eval", "SETS", "text:FILE, ids:FILE or a data set NAME:FILE (" + textDatasetNames() + "), comma-separated"),
           {"sweep"});
     t.add(Flag::integer("eval-seqlen", "N", 2, kMaxSeqlen, "evaluation window length").byDefault(std::to_string(sweep.evalSeqlen)),
           {"sweep"});

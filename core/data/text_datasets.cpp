@@ -205,9 +205,11 @@ const char* datasetSplitName(DatasetSplit split) {
 }
 
 std::string textDatasetSyntax() {
-    return "wikitext2:FILE, ptb:FILE, ptb-flap:FILE or c4:FILE (the split from the file name, or stated: "
-           "NAME-train|test|validation:FILE)";
+    return "wikitext2:FILE, ptb:FILE, ptb-flap:FILE or c4:FILE (FILE or the release's folder; the split from the "
+           "file name, or stated: NAME-train|test|validation:FILE)";
 }
+
+std::string textDatasetNames() { return "wikitext2, ptb, ptb-flap or c4"; }
 
 std::string TextDatasetRef::label() const {
     std::string s = textDatasetKindName(kind);

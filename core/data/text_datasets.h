@@ -43,6 +43,7 @@ const char* textDatasetKindName(TextDatasetKind kind);  // "wikitext2", "ptb", "
 const char* datasetSplitName(DatasetSplit split);       // "train", "validation", "test", "unknown"
 // "wikitext2, ptb, ptb-flap or c4 (NAME:FILE or NAME-train|test|validation:FILE)", for help texts.
 std::string textDatasetSyntax();
+std::string textDatasetNames();  // "wikitext2, ptb, ptb-flap or c4"
 
 struct TextDatasetRef {
     TextDatasetKind kind = TextDatasetKind::WikiText2;
