@@ -386,6 +386,11 @@ std::vector<FlagEntry> buildTable() {
                        "f32 or f16 for the weight matrices (norms and biases stay f32)")
               .byDefault("f32"),
           {"export-gguf"});
+    t.add(Flag::real("rope-scaling-factor", "F",
+                     "the factor of a Meta checkpoint's use_scaled_rope, which params.json does not carry (8 for "
+                     "Llama 3.1/3.3, 32 for 3.2 1B/3B; default: $NPW_ROPE_SCALING_FACTOR)")
+              .above(0),
+          plus(kModelCommands, "export-gguf"));
     t.add(Flag::toggle("json", "print one JSON object on stdout"), kJsonCommands);
     return t.take();
 }

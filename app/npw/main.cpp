@@ -6,42 +6,12 @@
 #include "core/util/error.h"
 #include "core/util/openmp_wait.h"
 
-#include <cmath>
-#include <cstdlib>
 #include <iostream>
 #include <malloc.h>
 #include <string>
 #include <vector>
 
 using namespace npw;
-
-namespace {
-
-// --rope-scaling-factor F, taken by every command that opens a MODEL: the factor of Meta's
-// `use_scaled_rope` (params.json does not carry it; core/models/torch_llama.h).
-void takeRopeScalingFactor(std::vector<std::string>& args) {
-    for (size_t i = 0; i < args.size(); ++i) {
-        std::string value;
-        if (args[i] == "--rope-scaling-factor") {
-            if (i + 1 >= args.size()) throw Error("--rope-scaling-factor needs a value (8 for Llama 3.1/3.3, 32 for 3.2 1B/3B)");
-            value = args[i + 1];
-            args.erase(args.begin() + static_cast<long>(i), args.begin() + static_cast<long>(i) + 2);
-        } else if (args[i].rfind("--rope-scaling-factor=", 0) == 0) {
-            value = args[i].substr(22);
-            args.erase(args.begin() + static_cast<long>(i));
-        } else {
-            continue;
-        }
-        char* end = nullptr;
-        const double factor = std::strtod(value.c_str(), &end);
-        if (value.empty() || *end != '\0' || !(factor > 0) || !std::isfinite(factor))
-            throw Error("--rope-scaling-factor '" + value + "' is not a positive number");
-        setMetaRopeScalingFactor(factor);
-        return;
-    }
-}
-
-} // namespace
 
 int main(int argc, char** argv) {
     restartWithPassiveOpenMpWaits(argv);  // why: core/util/openmp_wait.h
@@ -55,8 +25,7 @@ int main(int argc, char** argv) {
     auto printUsage = [&](std::ostream& out) {
         out << "npw — the Numerical Pruning Workbench\n\nusage: npw COMMAND [options]\n\ncommands:\n";
         for (const auto& c : commands) out << "  " << c.name << std::string(18 - c.name.size(), ' ') << c.summary << "\n";
-        out << "\n'npw COMMAND --help' lists a command's options. MODEL is a checkpoint path or a bundled demo (demo:lm);\n"
-               "--rope-scaling-factor F gives the factor of a Meta checkpoint's use_scaled_rope.\n";
+        out << "\n'npw COMMAND --help' lists a command's options. MODEL is a checkpoint path or a bundled demo (demo:lm).\n";
     };
     if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
         printUsage(std::cout);
@@ -76,8 +45,10 @@ int main(int argc, char** argv) {
                 return 0;
             }
         try {
-            takeRopeScalingFactor(rest);
-            return c.run(cli::parseArgs(c.flags, rest, c.name));
+            const cli::Args parsed = cli::parseArgs(c.flags, rest, c.name);
+            // Read by the Meta-checkpoint loader wherever a command opens one (core/models/torch_llama.h).
+            if (parsed.has("rope-scaling-factor")) setMetaRopeScalingFactor(parsed.getDouble("rope-scaling-factor"));
+            return c.run(parsed);
         } catch (const Cancelled&) {
             std::cerr << "npw " << c.name << ": cancelled\n";
             return 130;
