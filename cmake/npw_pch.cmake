@@ -29,64 +29,57 @@ function(npw_target_kind target out)
   endif()
 endfunction()
 
-# Core's torch-using layers.
-function(npw_use_torch_pch target)
+# Makes `target` reuse the header of `owner`, creating the owner (of the target's kind, linking
+# LIBS, precompiling HEADERS) the first time it is asked for. TEST_SUITES: the owner compiles as
+# the test suites do (npw_debug_info_of_tests), so that its header matches theirs.
+function(npw_share_pch target owner)
+  cmake_parse_arguments(PCH "TEST_SUITES" "" "LIBS;HEADERS" ${ARGN})
   if(NOT NPW_PCH)
     return()
   endif()
-  npw_target_kind(${target} kind)
-  set(owner npw_pch_torch_${kind})
   if(NOT TARGET ${owner})
-    npw_pch_owner(${owner} ${kind} ${TORCH_LIBRARIES} nlohmann_json::nlohmann_json)
-    target_precompile_headers(${owner} PRIVATE <ATen/ATen.h> <nlohmann/json.hpp> <string> <vector>
-                              <memory> <functional> <algorithm> <map>)
-  endif()
-  target_precompile_headers(${target} REUSE_FROM ${owner})
-  target_compile_options(${target} PRIVATE -Winvalid-pch)
-endfunction()
-
-# The Qt Test suites: ATen and Qt Test (Qt6::Core + Qt6::Test, as most suites link).
-function(npw_use_test_pch target)
-  if(NOT NPW_PCH)
-    return()
-  endif()
-  if(NOT TARGET npw_pch_test)
-    npw_pch_owner(npw_pch_test EXECUTABLE ${TORCH_LIBRARIES} nlohmann_json::nlohmann_json Qt6::Core Qt6::Test)
-    target_precompile_headers(npw_pch_test PRIVATE <ATen/ATen.h> <nlohmann/json.hpp> <QtTest/QtTest> <QObject>
-                              <QString> <string> <vector> <memory> <functional> <algorithm> <map>)
-    npw_debug_info_of_tests(npw_pch_test)
-  endif()
-  target_precompile_headers(${target} REUSE_FROM npw_pch_test)
-  target_compile_options(${target} PRIVATE -Winvalid-pch)
-endfunction()
-
-# The Qt Widgets side (npwwidgets, npwstudio and the tst_widgets*/tst_studio* suites): ATen,
-# Qt Widgets and QCustomPlot, ~4 s of headers in each of their ~35 files. The suites' header adds
-# Qt Test. Its owner links what npwwidgets links; npwstudio's extra QT_CONCURRENT_LIB appears in
-# no header, so GCC accepts the header there too (-Winvalid-pch would say otherwise).
-function(npw_use_widgets_pch target)
-  if(NOT NPW_PCH)
-    return()
-  endif()
-  npw_target_kind(${target} kind)
-  set(owner npw_pch_widgets_${kind})
-  if(NOT TARGET ${owner})
-    set(libs ${TORCH_LIBRARIES} nlohmann_json::nlohmann_json Qt6::Widgets Qt6::PrintSupport Qt6::Svg
-        QCustomPlotQt6::QCustomPlotQt6)
-    set(headers <ATen/ATen.h> <nlohmann/json.hpp> <QtWidgets/QtWidgets> <qcustomplot.h> <string> <vector>
-        <memory> <functional> <algorithm> <map> <cmath>)
-    if(kind STREQUAL "EXECUTABLE")  # the test suites
-      list(APPEND libs Qt6::Test)
-      list(APPEND headers <QtTest/QtTest>)
-    endif()
-    npw_pch_owner(${owner} ${kind} ${libs})
-    target_precompile_headers(${owner} PRIVATE ${headers})
-    if(kind STREQUAL "EXECUTABLE")
+    npw_target_kind(${target} kind)
+    npw_pch_owner(${owner} ${kind} ${PCH_LIBS})
+    target_precompile_headers(${owner} PRIVATE ${PCH_HEADERS})
+    if(PCH_TEST_SUITES)
       npw_debug_info_of_tests(${owner})
     endif()
   endif()
   target_precompile_headers(${target} REUSE_FROM ${owner})
   target_compile_options(${target} PRIVATE -Winvalid-pch)
+endfunction()
+
+# Core's torch-using layers and the command line.
+function(npw_use_torch_pch target)
+  npw_target_kind(${target} kind)
+  npw_share_pch(${target} npw_pch_torch_${kind}
+    LIBS ${TORCH_LIBRARIES} nlohmann_json::nlohmann_json
+    HEADERS <ATen/ATen.h> <nlohmann/json.hpp> <string> <vector> <memory> <functional> <algorithm> <map>)
+endfunction()
+
+# The Qt Test suites: ATen and Qt Test (Qt6::Core + Qt6::Test, as most suites link).
+function(npw_use_test_pch target)
+  npw_share_pch(${target} npw_pch_test TEST_SUITES
+    LIBS ${TORCH_LIBRARIES} nlohmann_json::nlohmann_json Qt6::Core Qt6::Test
+    HEADERS <ATen/ATen.h> <nlohmann/json.hpp> <QtTest/QtTest> <QObject> <QString> <string> <vector> <memory>
+            <functional> <algorithm> <map>)
+endfunction()
+
+# The Qt Widgets side (npwwidgets, npwstudio and the tst_widgets*/tst_studio* suites): ATen,
+# Qt Widgets and QCustomPlot, ~4 s of headers in each of their ~35 files; the suites' header adds
+# Qt Test. Its owner links what npwwidgets links; npwstudio's extra QT_CONCURRENT_LIB appears in
+# no header, so GCC accepts the header there too (-Winvalid-pch would say otherwise).
+function(npw_use_widgets_pch target)
+  set(libs ${TORCH_LIBRARIES} nlohmann_json::nlohmann_json Qt6::Widgets Qt6::PrintSupport Qt6::Svg
+      QCustomPlotQt6::QCustomPlotQt6)
+  set(headers <ATen/ATen.h> <nlohmann/json.hpp> <QtWidgets/QtWidgets> <qcustomplot.h> <string> <vector>
+      <memory> <functional> <algorithm> <map> <cmath>)
+  npw_target_kind(${target} kind)
+  if(kind STREQUAL "EXECUTABLE")  # the test suites
+    npw_share_pch(${target} npw_pch_widgets_test TEST_SUITES LIBS ${libs} Qt6::Test HEADERS ${headers} <QtTest/QtTest>)
+  else()
+    npw_share_pch(${target} npw_pch_widgets_LIBRARY LIBS ${libs} HEADERS ${headers})
+  endif()
 endfunction()
 
 # AUTOMOC's mocs_compilation.cpp is empty for a target whose sources include their own .moc
