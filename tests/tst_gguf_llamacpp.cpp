@@ -72,7 +72,7 @@ class TestGgufLlamaCpp : public QObject {
     }
 
     static std::vector<int32_t> npwPrompt(const LlamaCheckpoint& c, const std::string& text) {
-        return Tokenizer::fromFile(c.tokenizerPath)->encode(text, /*addBos=*/true);
+        return Tokenizer::fromAnyFile(c.tokenizerPath, c.config.vocab_size)->encode(text, /*addBos=*/true);
     }
 
     static std::vector<int32_t> npwGreedy(const LlamaCheckpoint& c, const std::vector<int32_t>& prompt) {
@@ -177,24 +177,28 @@ private slots:
     // llama.cpp's ids for tests/data/tokenizers' 24 texts must be the ids transformers.js gives.
     void tokenizerAgreesOnRealVocabularies_data() {
         QTest::addColumn<QString>("name");
-        QTest::newRow("llama2") << "llama2";
-        QTest::newRow("mistral") << "mistral";
-        QTest::newRow("llama3") << "llama3";
-        QTest::newRow("qwen3") << "qwen3";
+        QTest::addColumn<QString>("file");
+        QTest::newRow("llama2") << "llama2" << "tokenizer.json";
+        QTest::newRow("mistral") << "mistral" << "tokenizer.json";
+        QTest::newRow("llama3") << "llama3" << "tokenizer.json";
+        // Meta's tiktoken tokenizer.model of LLaMA-3 (tests/fixtures/make_tiktoken_fixture.py), issue 14.
+        QTest::newRow("llama3-tiktoken") << "llama3" << "tokenizer.model";
+        QTest::newRow("qwen3") << "qwen3" << "tokenizer.json";
     }
 
     void tokenizerAgreesOnRealVocabularies() {
         QFETCH(QString, name);
+        QFETCH(QString, file);
         const std::string folder = std::string(NPW_TEST_DATA) + "/tokenizers/";
         const json expected = json::parse(readTextFile(folder + "expected.json")).at("tokenizers").at(name.toStdString());
         LlamaCheckpoint c = tinyLlama({2}, {2}, {8});
-        c.tokenizerPath = folder + name.toStdString() + "/tokenizer.json";
+        c.tokenizerPath = folder + name.toStdString() + "/" + file.toStdString();
         c.source = "tiny-" + name.toStdString();
-        c.config.vocab_size = Tokenizer::fromFile(c.tokenizerPath)->vocabSize();
+        c.config.vocab_size = Tokenizer::fromAnyFile(c.tokenizerPath)->vocabSize();
         c.weights.embed = at::randn({c.config.vocab_size, c.config.hidden_size});
         c.weights.lm_head = at::randn({c.config.vocab_size, c.config.hidden_size});
         GgufExportReport report;
-        const std::string gguf = exportTo(c, name + ".gguf", GgufDtype::F16, &report);
+        const std::string gguf = exportTo(c, name + "-" + file + ".gguf", GgufDtype::F16, &report);
         QCOMPARE(report.tokenizerModel, std::string(name == "llama3" || name == "qwen3" ? "gpt2" : "llama"));
         json texts = json::array();
         for (const json& item : expected.at("cases")) texts.push_back(item.at("text"));
@@ -222,6 +226,52 @@ private slots:
         }
         qInfo("%s: llama.cpp tokenizes %d of %zu texts as transformers.js does", qPrintable(name), agreed, texts.size());
         QVERIFY2(differing.isEmpty(), qPrintable(differing.join("\n")));
+    }
+
+    // A model whose tokenizer is a SentencePiece tokenizer.model (issue 14): babyllama, a real
+    // llama2.c model, with its tok105.model, written as llama.cpp's "llama" tokenizer from the
+    // pieces, scores and types. llama.cpp must tokenize texts as npw does (npw = python3-
+    // sentencepiece: tst_sentencepiece), and continue greedily as npw does. The texts keep to
+    // what the export notes say llama.cpp can represent for this model: characters of its
+    // vocabulary (no byte fallback), no leading, trailing or repeated spaces (SentencePiece's
+    // remove_extra_whitespaces, which llama.cpp does not apply).
+    void sentencePieceTokenizerModel() {
+        LlamaCheckpoint c = loadLlamaCheckpoint(std::string(NPW_TEST_DATA) + "/babyllama/model5000.bin");
+        c.tokenizerPath = std::string(NPW_TEST_DATA) + "/babyllama/tok105.model";
+        GgufExportReport report;
+        const std::string gguf = exportTo(c, "babyllama-tok105.gguf", GgufDtype::F32, &report);
+        QCOMPARE(report.tokenizerModel, std::string("llama"));
+        const auto tokenizer = Tokenizer::fromAnyFile(c.tokenizerPath);
+        const std::vector<std::string> texts = {
+            "Once upon a time, there was a little girl named Lily.",
+            "She loved to play outside in the sunshine. One day, she saw a big red ball!",
+            "\"Mom, can I have a cookie?\" asked Tim. \"Yes,\" said Mom.",
+            "The cat sat on the mat.\nThe dog ran to the park.",
+            "It was 3 o'clock; the sun was hot: they went home at 5.",
+            "aaaa bbbb abab baba theee thhe ndndnd",
+            "Lily and Ben were best friends. They liked to play in the garden with toys and a ball.",
+            "Why? Because: happy-go-lucky (and fun)!",
+            "A",
+            "x y z",
+            "HELLO World THE END",
+            "They said, \"We are sorry.\" Then they hugged and smiled.",
+        };
+        const std::string textsFile = dir_.filePath("tok105-texts.json").toStdString();
+        writeTextAtomically(textsFile, json(texts).dump());
+        const json out = runBridge({"--model", QString::fromStdString(gguf), "--tokenize-file", QString::fromStdString(textsFile)});
+        QVERIFY2(!out.contains("error"), out.value("error", "").c_str());
+        int agreed = 0;
+        QStringList differing;
+        for (size_t i = 0; i < texts.size(); ++i) {
+            const auto want = tokenizer->encode(texts[i], /*addBos=*/false);
+            QVERIFY2(std::find(want.begin(), want.end(), 0) == want.end(), texts[i].c_str());  // no <unk>: representable
+            const auto got = out.at("tokenized")[i].get<std::vector<int32_t>>();
+            if (got == want) ++agreed;
+            else differing << QString::fromStdString(json(texts[i]).dump() + ": llama.cpp " + json(got).dump() + ", npw " + json(want).dump());
+        }
+        qInfo("babyllama + tok105.model: llama.cpp tokenizes %d of %zu texts as npw does", agreed, texts.size());
+        QVERIFY2(differing.isEmpty(), qPrintable(differing.join("\n")));
+        compareGreedy(c, "babyllama-tok105", GgufDtype::F32, 1e-4);
     }
 
     void denseMha() { compareGreedy(loadLlamaCheckpoint("demo:lm"), "demo-lm", GgufDtype::F32, 1e-4); }

@@ -131,7 +131,7 @@ int runPrune(const Args& args) {
     if (!args.has("out")) throw Error("--out DIR is required (the pruned model's directory)");
     const PruneSettings settings = settingsFromArgs(args);  // bad flags fail before anything is loaded
 
-    LanguageModel lm = openLanguageModel(model, chooseRuntime(args.get("device"), args.get("dtype")));
+    LanguageModel lm = openLanguageModel(model, chooseRuntime(args.get("device"), args.get("dtype")), args.get("tokenizer"));
     const LlamaConfig& config = lm.model->config();
     const std::string out = args.get("out");
     checkExportTarget(lm.model->checkpoint().source, out);  // before the expensive part
