@@ -228,35 +228,37 @@ private slots:
         QVERIFY2(differing.isEmpty(), qPrintable(differing.join("\n")));
     }
 
-    // A model whose tokenizer is a SentencePiece tokenizer.model (issue 14): babyllama, a real
-    // llama2.c model, with its tok105.model, written as llama.cpp's "llama" tokenizer from the
-    // pieces, scores and types. llama.cpp must tokenize texts as npw does (npw = python3-
-    // sentencepiece: tst_sentencepiece), and continue greedily as npw does. The texts keep to
-    // what the export notes say llama.cpp can represent for this model: characters of its
-    // vocabulary (no byte fallback), no leading, trailing or repeated spaces (SentencePiece's
-    // remove_extra_whitespaces, which llama.cpp does not apply).
+    // A model whose tokenizer is a SentencePiece tokenizer.model (issue 14), written as llama.cpp's
+    // "llama" tokenizer from the pieces, scores and types: tests/data/sentencepiece's
+    // llama_bpe.model (LLaMA's settings: byte fallback, split digits, identity normalizer, no
+    // whitespace removal; 1,000 pieces) on demo:lm's weights (2,048 rows: the rest [PADn]).
+    // llama.cpp must tokenize a broad set of texts as npw does (npw = python3-sentencepiece:
+    // tst_sentencepiece) and continue greedily as npw does. (babyllama's tok105.model cannot be
+    // used: it has no byte pieces and no newline, and llama.cpp aborts loading it; the export
+    // refuses it, see tst_cli_tokenizer.)
     void sentencePieceTokenizerModel() {
-        LlamaCheckpoint c = loadLlamaCheckpoint(std::string(NPW_TEST_DATA) + "/babyllama/model5000.bin");
-        c.tokenizerPath = std::string(NPW_TEST_DATA) + "/babyllama/tok105.model";
+        LlamaCheckpoint c = loadLlamaCheckpoint("demo:lm");
+        c.tokenizerPath = std::string(NPW_TEST_DATA) + "/sentencepiece/llama_bpe.model";
         GgufExportReport report;
-        const std::string gguf = exportTo(c, "babyllama-tok105.gguf", GgufDtype::F32, &report);
+        const std::string gguf = exportTo(c, "demo-llama-bpe.gguf", GgufDtype::F32, &report);
         QCOMPARE(report.tokenizerModel, std::string("llama"));
+        QVERIFY2(report.notes.empty(), qPrintable(QString::fromStdString(json(report.notes).dump())));
         const auto tokenizer = Tokenizer::fromAnyFile(c.tokenizerPath);
-        const std::vector<std::string> texts = {
-            "Once upon a time, there was a little girl named Lily.",
-            "She loved to play outside in the sunshine. One day, she saw a big red ball!",
-            "\"Mom, can I have a cookie?\" asked Tim. \"Yes,\" said Mom.",
-            "The cat sat on the mat.\nThe dog ran to the park.",
-            "It was 3 o'clock; the sun was hot: they went home at 5.",
-            "aaaa bbbb abab baba theee thhe ndndnd",
-            "Lily and Ben were best friends. They liked to play in the garden with toys and a ball.",
-            "Why? Because: happy-go-lucky (and fun)!",
-            "A",
-            "x y z",
-            "HELLO World THE END",
-            "They said, \"We are sorry.\" Then they hugged and smiled.",
-        };
-        const std::string textsFile = dir_.filePath("tok105-texts.json").toStdString();
+        // The SentencePiece fixtures' texts (code, CJK, emoji, whitespace runs, control
+        // characters, digits, random Unicode), but not those with a literal control piece
+        // (<s>, </s>): the bridge asks llama.cpp to parse special tokens in text, SentencePiece
+        // never does.
+        const json fixture = json::parse(readTextFile(std::string(NPW_TEST_DATA) + "/sentencepiece/expected.json"));
+        std::vector<std::string> texts;
+        for (const json& t : fixture.at("texts")) {
+            if (!t.contains("text")) continue;  // invalid UTF-8
+            const std::string text = t.at("text");
+            if (text.find("<s>") != std::string::npos || text.find("</s>") != std::string::npos ||
+                text.find("<unk>") != std::string::npos || text.find('\0') != std::string::npos)
+                continue;
+            texts.push_back(text);
+        }
+        const std::string textsFile = dir_.filePath("llama-bpe-texts.json").toStdString();
         writeTextAtomically(textsFile, json(texts).dump());
         const json out = runBridge({"--model", QString::fromStdString(gguf), "--tokenize-file", QString::fromStdString(textsFile)});
         QVERIFY2(!out.contains("error"), out.value("error", "").c_str());
@@ -264,14 +266,13 @@ private slots:
         QStringList differing;
         for (size_t i = 0; i < texts.size(); ++i) {
             const auto want = tokenizer->encode(texts[i], /*addBos=*/false);
-            QVERIFY2(std::find(want.begin(), want.end(), 0) == want.end(), texts[i].c_str());  // no <unk>: representable
             const auto got = out.at("tokenized")[i].get<std::vector<int32_t>>();
             if (got == want) ++agreed;
             else differing << QString::fromStdString(json(texts[i]).dump() + ": llama.cpp " + json(got).dump() + ", npw " + json(want).dump());
         }
-        qInfo("babyllama + tok105.model: llama.cpp tokenizes %d of %zu texts as npw does", agreed, texts.size());
+        qInfo("llama_bpe.model: llama.cpp tokenizes %d of %zu texts as npw does", agreed, texts.size());
         QVERIFY2(differing.isEmpty(), qPrintable(differing.join("\n")));
-        compareGreedy(c, "babyllama-tok105", GgufDtype::F32, 1e-4);
+        compareGreedy(c, "demo-lm-llama-bpe", GgufDtype::F32, 1e-4);
     }
 
     void denseMha() { compareGreedy(loadLlamaCheckpoint("demo:lm"), "demo-lm", GgufDtype::F32, 1e-4); }

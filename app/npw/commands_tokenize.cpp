@@ -7,6 +7,7 @@
 #include "core/util/error.h"
 
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 
 namespace npw::cli {
@@ -27,13 +28,22 @@ ChosenTokenizer chooseTokenizer(const Args& args, const std::string& source) {
     std::error_code ec;
     bool sourceIsTokenizer = false;
     if (std::filesystem::is_regular_file(source, ec)) {
-        const TokenizerFileKind kind = detectTokenizerFile(readTokenizerFileBytes(source));
+        // The kinds are told apart by their first bytes; a checkpoint may be many GB.
+        std::ifstream in(source, std::ios::binary);
+        std::string head(64 * 1024, '\0');
+        in.read(head.data(), static_cast<std::streamsize>(head.size()));
+        head.resize(static_cast<std::size_t>(in.gcount()));
+        const TokenizerFileKind kind = detectTokenizerFile(head);
         if (kind == TokenizerFileKind::Llama2cBin) {
-            try {
-                Tokenizer::fromAnyFile(source);
-                sourceIsTokenizer = true;
-            } catch (const Error&) {
-                sourceIsTokenizer = false;  // a llama2.c checkpoint, most likely
+            // tokenizer.bin files are small (LLaMA-2's 32,000 pieces: 0.4 MB); a llama2.c model is not one.
+            const auto size = std::filesystem::file_size(source, ec);
+            if (!ec && size <= (std::uintmax_t{64} << 20)) {
+                try {
+                    Tokenizer::fromAnyFile(source);
+                    sourceIsTokenizer = true;
+                } catch (const Error&) {
+                    sourceIsTokenizer = false;  // a llama2.c checkpoint, most likely
+                }
             }
         } else {
             sourceIsTokenizer = kind != TokenizerFileKind::Unknown;

@@ -11,6 +11,7 @@
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -130,6 +131,15 @@ GgufMetadata sentencePieceMetadata(const SentencePieceTokenizer& spm, const std:
         throw Error(where + "escape_whitespaces is off, but llama.cpp's \"llama\" tokenizer always writes spaces as U+2581: "
                     "npw does not export it");
     const std::vector<sentencepiece::Piece>& pieces = spm.pieces();
+    // llama.cpp looks up the newline as the byte piece <0x0A>, else a "\n" piece; node-llama-cpp
+    // 3.22.1 aborts loading a vocabulary with neither (std::out_of_range; measured with
+    // babyllama's tok105.model, which has no byte fallback).
+    const bool hasNewline = std::any_of(pieces.begin(), pieces.end(),
+                                        [](const sentencepiece::Piece& p) { return p.text == "<0x0A>" || p.text == "\n"; });
+    if (!hasNewline)
+        throw Error(where + "has neither the byte piece <0x0A> nor a newline piece, and llama.cpp aborts loading such a "
+                    "vocabulary (std::out_of_range in node-llama-cpp 3.22.1): npw does not export it (a tokenizer "
+                    "trained with byte_fallback, as LLaMA's, has the byte pieces)");
     if (static_cast<int64_t>(pieces.size()) > vocabSize)
         throw Error(where + "has " + std::to_string(pieces.size()) + " pieces, more than the model's " +
                     std::to_string(vocabSize) + " embedding rows; llama.cpp needs one row per token");
@@ -155,7 +165,7 @@ GgufMetadata sentencePieceMetadata(const SentencePieceTokenizer& spm, const std:
                              "repeated spaces), llama.cpp does not: such text is tokenized differently there");
         if (!spm.trainerSpec().byteFallback)
             notes->push_back("the tokenizer has no byte fallback: SentencePiece gives <unk> for a character outside its "
-                             "vocabulary, llama.cpp cannot encode such text");
+                             "vocabulary, llama.cpp cannot encode it (node-llama-cpp 3.22.1 aborts with std::out_of_range)");
         if (unused) notes->push_back("the tokenizer has unused pieces, which SentencePiece never produces and llama.cpp may");
         if (userDefined)
             notes->push_back("the tokenizer has user-defined pieces: llama.cpp adds the dummy-prefix space again after each "
