@@ -324,6 +324,27 @@ private slots:
                  tokenizeIds({QString::fromStdString(kSpm + "tok105.model")}, readTextFile(text)).size());
     }
 
+    // Meta's release: tokenizer.model beside consolidated.NN.pth (LLaMA-2's SentencePiece or
+    // LLaMA-3's tiktoken file); in a Hugging Face repository's original/ folder the tokenizer.json
+    // above it wins. Only the lookup is checked (the weights are empty files here).
+    void metaReleaseLookup() {
+        const std::string repo = path("meta-repo"), original = repo + "/original";
+        fs::create_directories(original);
+        for (const char* name : {"params.json", "consolidated.00.pth"}) writeTextAtomically(original + "/" + name, "");
+        copyFile(kTokenizers + "llama3/tokenizer.model", original + "/tokenizer.model");
+        QCOMPARE(tokenizerFileOfModel(original), original + "/tokenizer.model");
+        QCOMPARE(tokenizerFileOfModel(original + "/consolidated.00.pth"), original + "/tokenizer.model");
+        copyFile(kTokenizers + "llama3/tokenizer.json", repo + "/tokenizer.json");
+        QCOMPARE(tokenizerFileOfModel(original), repo + "/tokenizer.json");
+        QCOMPARE(tokenizerFileOfModel(original + "/"), repo + "/tokenizer.json");
+        const std::string plain = path("llama-2-7b");
+        fs::create_directories(plain);
+        for (const char* name : {"params.json", "consolidated.00.pth"}) writeTextAtomically(plain + "/" + name, "");
+        QCOMPARE(tokenizerFileOfModel(plain), std::string());
+        copyFile(kSpm + "llama_bpe.model", plain + "/tokenizer.model");
+        QCOMPARE(tokenizerFileOfModel(plain), plain + "/tokenizer.model");
+    }
+
     // A llama2.c .bin uses tokenizer.bin beside it (run.c's tokenizer), read with the model's vocab_size.
     void llama2cBinUsesTokenizerBinBesideIt() {
         const std::string folder = path("llama2c");
