@@ -54,7 +54,54 @@ function(npw_use_test_pch target)
     npw_pch_owner(npw_pch_test EXECUTABLE ${TORCH_LIBRARIES} nlohmann_json::nlohmann_json Qt6::Core Qt6::Test)
     target_precompile_headers(npw_pch_test PRIVATE <ATen/ATen.h> <nlohmann/json.hpp> <QtTest/QtTest> <QObject>
                               <QString> <string> <vector> <memory> <functional> <algorithm> <map>)
+    npw_debug_info_of_tests(npw_pch_test)
   endif()
   target_precompile_headers(${target} REUSE_FROM npw_pch_test)
   target_compile_options(${target} PRIVATE -Winvalid-pch)
+endfunction()
+
+# The Qt Widgets side (npwwidgets, npwstudio and the tst_widgets*/tst_studio* suites): ATen,
+# Qt Widgets and QCustomPlot, ~4 s of headers in each of their ~35 files. The suites' header adds
+# Qt Test. Its owner links what npwwidgets links; npwstudio's extra QT_CONCURRENT_LIB appears in
+# no header, so GCC accepts the header there too (-Winvalid-pch would say otherwise).
+function(npw_use_widgets_pch target)
+  if(NOT NPW_PCH)
+    return()
+  endif()
+  npw_target_kind(${target} kind)
+  set(owner npw_pch_widgets_${kind})
+  if(NOT TARGET ${owner})
+    set(libs ${TORCH_LIBRARIES} nlohmann_json::nlohmann_json Qt6::Widgets Qt6::PrintSupport Qt6::Svg
+        QCustomPlotQt6::QCustomPlotQt6)
+    set(headers <ATen/ATen.h> <nlohmann/json.hpp> <QtWidgets/QtWidgets> <qcustomplot.h> <string> <vector>
+        <memory> <functional> <algorithm> <map> <cmath>)
+    if(kind STREQUAL "EXECUTABLE")  # the test suites
+      list(APPEND libs Qt6::Test)
+      list(APPEND headers <QtTest/QtTest>)
+    endif()
+    npw_pch_owner(${owner} ${kind} ${libs})
+    target_precompile_headers(${owner} PRIVATE ${headers})
+    if(kind STREQUAL "EXECUTABLE")
+      npw_debug_info_of_tests(${owner})
+    endif()
+  endif()
+  target_precompile_headers(${target} REUSE_FROM ${owner})
+  target_compile_options(${target} PRIVATE -Winvalid-pch)
+endfunction()
+
+# AUTOMOC's mocs_compilation.cpp is empty for a target whose sources include their own .moc
+# (every test suite): a precompiled header force-included there costs ~2.5 s of loading for an
+# empty file, 44 times in a build.
+function(npw_skip_pch_in_moc_file target)
+  set_source_files_properties(${CMAKE_CURRENT_BINARY_DIR}/${target}_autogen/mocs_compilation.cpp
+                              TARGET_DIRECTORY ${target} PROPERTIES SKIP_PRECOMPILE_HEADERS ON)
+endfunction()
+
+# Test suites carry line tables only (-g1: file:line in a backtrace, which is what a failing
+# suite needs): full debug information made each suite ~25 % slower to compile and 10× larger
+# to link. Libraries and applications keep the build type's -g (perf, gdb).
+function(npw_debug_info_of_tests target)
+  if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
+    target_compile_options(${target} PRIVATE -g1)
+  endif()
 endfunction()

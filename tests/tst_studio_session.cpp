@@ -72,6 +72,7 @@ private slots:
     void sweepRowsArriveAndExportAsCsv();
     void workspaceRoundTrip();
     void workspaceErrorsNameTheFile();
+    void dataSetsInTheTextFields();
 };
 
 void TestStudioSession::etaEstimatorNeedsEvidenceThenExtrapolates() {
@@ -453,6 +454,33 @@ void TestStudioSession::workspaceErrorsNameTheFile() {
     QVERIFY(waitIdle(session));
     QCOMPARE(failed.count(), 1);
     QVERIFY(!session.hasModel());
+}
+
+// The calibration and sweep text fields take the papers' data sets as the CLI does (issue 14):
+// C4's train shard as documents, WikiText-2's test file as an evaluation set named by its label.
+void TestStudioSession::dataSetsInTheTextFields() {
+    StudioSession session;
+    QVERIFY(session.openModel(QStringLiteral("demo:lm")));
+    QVERIFY(waitIdle(session));
+    studio::RunSettings s = smallSettings(npw::PruneMethod::Flap);
+    s.calibration.source = "c4:" NPW_TEST_DATA "/text_datasets/c4/c4-train.00000-of-01024.json.gz";
+    s.calibration.samples = 8;
+    s.calibration.seqlen = 32;
+    session.setSettings(s);
+    QVERIFY(session.runScoring());
+    QVERIFY(waitIdle(session));
+    QVERIFY(!session.calibrationStale());
+    QCOMPARE(session.stats()->tokens(), int64_t(8 * 32));
+    SweepRequest request;
+    request.methods = {QStringLiteral("flap")};
+    request.ratios = {0.2};
+    request.evalSeqlen = 32;
+    request.evalMaxWindows = 2;
+    request.evalSources = {"wikitext2:" NPW_TEST_DATA "/text_datasets/wikitext-2-raw/wiki.test.raw"};
+    QVERIFY(session.runSweep(request));
+    QVERIFY(waitIdle(session));
+    QCOMPARE(session.sweepRows().size(), size_t(2));
+    for (const npw::SweepRow& row : session.sweepRows()) QCOMPARE(row.evalSet, std::string("wikitext2-test"));
 }
 
 QTEST_MAIN(TestStudioSession)

@@ -1,5 +1,6 @@
 // info, eval, generate, bench: looking at and measuring a language model.
 #include "app/npw/commands.h"
+#include "core/data/text_datasets.h"
 #include "core/eval/generate.h"
 #include "core/eval/perplexity.h"
 #include "core/models/language_model.h"
@@ -92,14 +93,33 @@ int runInfo(const Args& args) {
 
 int runEval(const Args& args) {
     const std::string& model = modelArgument(args, "eval");
-    if (args.has("text") == args.has("ids")) throw Error("give exactly one of --text FILE or --ids FILE");
+    if (int(args.has("text")) + int(args.has("ids")) + int(args.has("dataset")) != 1)
+        throw Error("give exactly one of --text FILE, --ids FILE or --dataset NAME:FILE");
+    std::optional<TextDatasetRef> datasetRef;
+    if (args.has("dataset") && !(datasetRef = parseTextDatasetRef(args.get("dataset"))))
+        throw Error("--dataset: '" + args.get("dataset") + "' is not " + textDatasetSyntax());
     LanguageModel lm = openFromArgs(args, model);
     std::unique_ptr<LanguageModel> reference;
     if (args.has("reference"))
         reference = std::make_unique<LanguageModel>(openFromArgs(args, args.get("reference")));
+    PerplexityOptions opt;
+    opt.seqlen = effectiveSeqlen(args.has("seqlen") ? args.getInt("seqlen") : 0, lm.model->config());  // ≥ 2: flag table
+    opt.maxWindows = args.getInt("max-windows");
+    opt.batchWindows = args.getInt("batch");
     std::vector<int32_t> ids;
     std::string source;
-    if (args.has("text")) {
+    nlohmann::json dataset;  // what was read and joined, so a user can check it against their pipeline
+    if (datasetRef) {
+        source = args.get("dataset");
+        const TextDataset data = readTextDataset(*datasetRef, TextDatasetUse::Evaluation);
+        EvaluationCorpus corpus =
+            evaluationCorpus(data, [&lm](const std::string& t) { return lm.encode(t, /*addBos=*/true); }, opt.seqlen);
+        ids = std::move(corpus.ids);
+        dataset = {{"name", textDatasetKindName(data.ref.kind)}, {"split", datasetSplitName(data.ref.split)},
+                   {"file", data.ref.path}, {"form", data.jsonLines ? "json-lines" : "raw-text"},
+                   {"rows", corpus.rows}, {"text_bytes", corpus.textBytes},
+                   {"tokens_before_cut", corpus.tokensBeforeCut}};
+    } else if (args.has("text")) {
         source = args.get("text");
         const std::string text = readTextFile(source);
         if (text.empty()) throw Error("evaluation text '" + source + "' is empty");
@@ -108,17 +128,14 @@ int runEval(const Args& args) {
         source = args.get("ids");
         ids = readTokenIdFile(source, lm.model->config().vocab_size);
     }
-    PerplexityOptions opt;
-    opt.seqlen = effectiveSeqlen(args.has("seqlen") ? args.getInt("seqlen") : 0, lm.model->config());  // ≥ 2: flag table
-    opt.maxWindows = args.getInt("max-windows");
-    opt.batchWindows = args.getInt("batch");
     DecodeFn decode;
-    if (args.has("text")) decode = [&lm](const std::vector<int32_t>& v) { return lm.decode(v); };
+    if (!args.has("ids")) decode = [&lm](const std::vector<int32_t>& v) { return lm.decode(v); };
     PerplexityResult r = evaluatePerplexity(*lm.model, ids, opt, reference ? reference->model.get() : nullptr,
                                             decode, terminalProgress());
     nlohmann::json j = {{"model", model}, {"input", source}, {"ppl", r.ppl}, {"nll", r.nll}, {"tokens", r.tokens},
                         {"windows", r.windows}, {"seqlen", r.seqlen}, {"corpus_tokens", ids.size()},
-                        {"bits_per_byte", jsonOrNull(r.bitsPerByte)}, {"bytes", r.bytes}};
+                        {"stride", r.seqlen}, {"bits_per_byte", jsonOrNull(r.bitsPerByte)}, {"bytes", r.bytes}};
+    if (!dataset.is_null()) j["dataset"] = dataset;
     if (reference) {
         j["kl"] = r.kl;
         j["reference"] = args.get("reference");
@@ -128,7 +145,11 @@ int runEval(const Args& args) {
                   << "\nppl       " << r.ppl << "\nnll       " << r.nll << " nats/token\n";
         if (std::isfinite(r.bitsPerByte)) std::cout << "bits/byte " << r.bitsPerByte << "\n";
         if (reference) std::cout << "kl        " << r.kl << " nats/token (reference " << args.get("reference") << ")\n";
-        std::cout << "scored    " << r.tokens << " tokens in " << r.windows << " windows of " << r.seqlen << "\n";
+        std::cout << "scored    " << r.tokens << " tokens in " << r.windows << " windows of " << r.seqlen << " (corpus "
+                  << ids.size() << " tokens)\n";
+        if (!dataset.is_null())
+            std::cout << "dataset   " << dataset["name"].get<std::string>() << ", " << dataset["split"].get<std::string>()
+                      << " split, " << dataset["rows"] << " rows (" << dataset["form"].get<std::string>() << ")\n";
     });
     return 0;
 }
@@ -230,7 +251,7 @@ void addLanguageModelCommands(std::vector<Command>& out) {
     out.push_back({"info", "MODEL|FILE.gguf [--gpt-model B|L|XL|XXL|3B --image-size 256|384] [--json]",
                    "Show a model's architecture and parameter count (language or LlamaGen image model), or a GGUF file's metadata and tensors.",
                    flagsFor("info"), runInfo});
-    out.push_back({"eval", "MODEL (--text FILE | --ids FILE) [--seqlen N] [--max-windows K] [--reference MODEL]",
+    out.push_back({"eval", "MODEL (--text FILE | --ids FILE | --dataset NAME:FILE) [--seqlen N] [--max-windows K] [--reference MODEL]",
                    "Perplexity (GPTQ/FLAP protocol), bits per byte and KL divergence from a reference.",
                    flagsFor("eval"), runEval});
     out.push_back({"generate",

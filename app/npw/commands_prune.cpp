@@ -1,6 +1,7 @@
 // prune: calibrate, score, select, compensate, slice and export (core/prune/pruner.h).
 #include "app/npw/commands.h"
 #include "core/eval/perplexity.h"
+#include "core/experiments/dataset_inputs.h"
 #include "core/models/language_model.h"
 #include "core/prune/pruner.h"
 #include "core/util/atomic_file.h"
@@ -130,12 +131,17 @@ int runPrune(const Args& args) {
         throw Error("--stats-on-disk FILE computes statistics: it needs --calib (--stats FILE already reads them from disk)");
     if (!args.has("out")) throw Error("--out DIR is required (the pruned model's directory)");
     const PruneSettings settings = settingsFromArgs(args);  // bad flags fail before anything is loaded
+    // --calib wikitext2:FILE (ptb:, c4:, …): a data set's train split, prepared as GPTQ does.
+    const std::optional<TextDatasetRef> calibDataset = parseTextDatasetRef(args.get("calib"));
+    if (calibDataset && (args.flag("calib-ids") || args.flag("calib-per-line")))
+        throw Error("--calib " + args.get("calib") + " is a data set (text): --calib-ids and --calib-per-line do not apply");
 
     LanguageModel lm = openLanguageModel(model, chooseRuntime(args.get("device"), args.get("dtype")), args.get("tokenizer"));
     const LlamaConfig& config = lm.model->config();
     const std::string out = args.get("out");
     checkExportTarget(lm.model->checkpoint().source, out);  // before the expensive part
-    const std::vector<std::string> inputs = {lm.model->checkpoint().source, args.get("stats"), args.get("calib")};
+    const std::vector<std::string> inputs = {lm.model->checkpoint().source, args.get("stats"),
+                                             calibDataset ? calibDataset->path : args.get("calib")};
     for (const char* flag : {"save-stats", "save-scores", "stats-on-disk"})
         if (args.has(flag)) checkOutputPath(inputs, args.get(flag), std::string("--") + flag);
 
@@ -148,7 +154,8 @@ int runPrune(const Args& args) {
         const bool idFile = args.flag("calib-ids") || perLine;
         const int64_t seqlen = args.has("seqlen") ? args.getInt("seqlen") : effectiveSeqlen(0, config);
         CalibrationSet set =
-            perLine ? drawCalibrationSetFromSequences(readTokenIdLines(calibPath, config.vocab_size), args.getInt("nsamples"),
+            calibDataset ? datasetCalibrationSet(*calibDataset, lm, args.getInt("nsamples"), seqlen, settings.seed)
+            : perLine    ? drawCalibrationSetFromSequences(readTokenIdLines(calibPath, config.vocab_size), args.getInt("nsamples"),
                                                       seqlen, settings.seed, calibPath)
                     : drawCalibrationSet(readCalibrationStream(calibPath, idFile, lm), args.getInt("nsamples"), seqlen,
                                          settings.seed, calibPath);
@@ -219,7 +226,7 @@ int runPrune(const Args& args) {
 
 void addPruneCommand(std::vector<Command>& out) {
     out.push_back({"prune",
-                   "MODEL --method M --ratio R (--calib FILE [--calib-ids] [--nsamples N] [--seqlen L] | --stats FILE) [--alpha A] "
+                   "MODEL --method M --ratio R (--calib FILE|NAME:FILE [--calib-ids] [--nsamples N] [--seqlen L] | --stats FILE) [--alpha A] "
                    "[--alpha-mode paper|budget] [--lambda X] [--iters T] [--damp G] [--no-compensation] "
                    "[--only attention|mlp] [--protect LAYERS] [--seed S] --out DIR [--save-scores F] [--save-stats F] "
                    "[--stats-on-disk F]\n"

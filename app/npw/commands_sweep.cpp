@@ -2,6 +2,7 @@
 #include "app/npw/commands.h"
 #include "core/eval/perplexity.h"
 #include "core/prune/calibration.h"
+#include "core/experiments/dataset_inputs.h"
 #include "core/experiments/sweep.h"
 #include "core/text/json_fields.h"
 #include "core/text/token_ids.h"
@@ -41,7 +42,11 @@ int runSweepCommand(const Args& args) {
     spec.alphaMode = parseAlphaMode(args.get("alpha-mode"));
     if (args.has("alpha")) spec.alpha = args.getDouble("alpha");
     spec.calibSource = args.get("calib");
-    if (args.flag("calib-per-line"))
+    if (const std::optional<TextDatasetRef> dataset = parseTextDatasetRef(spec.calibSource)) {
+        if (args.flag("calib-ids") || args.flag("calib-per-line"))
+            throw Error("--calib " + spec.calibSource + " is a data set (text): --calib-ids and --calib-per-line do not apply");
+        setSweepCalibration(spec, *dataset, lm);
+    } else if (args.flag("calib-per-line"))
         spec.calibSequences = readTokenIdLines(spec.calibSource, lm.model->config().vocab_size);
     else
         spec.calibStream = readCalibrationStream(spec.calibSource, args.flag("calib-ids"), lm);
@@ -49,9 +54,13 @@ int runSweepCommand(const Args& args) {
     spec.measureSpeed = args.flag("speed");
     spec.speedPromptTokens = spec.speedDecodeTokens = args.getInt("speed-tokens");
     for (const std::string& item : args.getList("eval")) {
+        if (const std::optional<TextDatasetRef> dataset = parseTextDatasetRef(item)) {
+            spec.evalSets.push_back(datasetEvalSet(*dataset, lm, spec.evalSeqlen));
+            continue;
+        }
         const auto colon = item.find(':');
         if (colon == std::string::npos || (item.substr(0, colon) != "text" && item.substr(0, colon) != "ids"))
-            throw Error("--eval: '" + item + "' must be text:FILE or ids:FILE");
+            throw Error("--eval: '" + item + "' must be text:FILE, ids:FILE or a data set (" + textDatasetSyntax() + ")");
         SweepEvalSet set;
         const std::string path = item.substr(colon + 1);
         set.name = std::filesystem::path(path).stem().string();
@@ -124,7 +133,7 @@ int runSweepCommand(const Args& args) {
 
 void addSweepCommand(std::vector<Command>& out) {
     out.push_back({"sweep",
-                   "MODEL --methods A,B --ratios R1,R2 --calib FILE --eval text:FILE[,ids:FILE]\n"
+                   "MODEL --methods A,B --ratios R1,R2 --calib FILE|wikitext2:FILE --eval text:FILE[,ids:FILE,wikitext2:FILE,c4:FILE]\n"
                    "       npw sweep IMAGE_MODEL --methods A,B --ratios R1,R2 [--per-class N] [--samples N] [--cfg S]",
                    "Perplexity (language) or FID/sFID/IS/precision/recall (image models) against sparsity for several "
                    "methods (scores computed once each).",

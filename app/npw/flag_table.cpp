@@ -3,6 +3,7 @@
 // or bound follows its declaration directly.
 #include "app/npw/flag_table.h"
 
+#include "core/data/text_datasets.h"
 #include "core/eval/generate.h"
 #include "core/eval/image_generate.h"
 #include "core/eval/perplexity.h"
@@ -89,6 +90,8 @@ std::vector<FlagEntry> buildTable() {
     t.add(Flag::text("string", "S", "the text to tokenize, given on the command line"), {"tokenize"});
     t.add(Flag::toggle("no-bos", "do not put BOS first (npw's eval and generate do, when the tokenizer has one)"), {"tokenize"});
     t.add(Flag::text("ids", "FILE", "whitespace-separated token ids, used exactly as given"), {"eval"});
+    t.add(Flag::text("dataset", "NAME:FILE", "a paper's evaluation text prepared as GPTQ does: " + textDatasetSyntax()),
+          {"eval"});
     t.add(Flag::text("prompt", "TEXT", "text to continue (BOS is prepended)"), {"generate"});
     t.add(Flag::text("prompt-ids", "IDS", "token ids to continue, e.g. \"1 461\" (no tokenizer needed)"), {"generate"});
     t.add(Flag::text("task", "NAME:FILE,…", "tasks as JSONL files: " + zeroShotTaskKinds()), {"zeroshot"});
@@ -163,7 +166,8 @@ std::vector<FlagEntry> buildTable() {
 
     // ---- Calibration ------------------------------------------------------------------------------
     t.add(Flag::text("calib", "FILE",
-                     "calibration text (tokenized once with BOS), or token ids with --calib-ids; image models: generated"),
+                     "calibration text (tokenized once with BOS), a data set NAME:FILE (" + textDatasetNames() +
+                         ": its train split, prepared as GPTQ does), or token ids with --calib-ids; image models: generated"),
           {"prune", "sweep"});
     t.add(Flag::toggle("calib-ids", "--calib holds whitespace-separated token ids"), {"prune", "sweep"});
     t.add(Flag::toggle("calib-per-line", "--calib holds token ids, one sample per line (e.g. sampled from BOS): each "
@@ -189,7 +193,8 @@ std::vector<FlagEntry> buildTable() {
           {"sweep"});
 
     // ---- Evaluation ---------------------------------------------------------------------------------
-    t.add(Flag::text("eval", "SETS", "text:FILE or ids:FILE, comma-separated"), {"sweep"});
+    t.add(Flag::text("eval", "SETS", "text:FILE, ids:FILE or a data set NAME:FILE (" + textDatasetNames() + "), comma-separated"),
+          {"sweep"});
     t.add(Flag::integer("eval-seqlen", "N", 2, kMaxSeqlen, "evaluation window length").byDefault(std::to_string(sweep.evalSeqlen)),
           {"sweep"});
     const Flag maxWindows = Flag::integer("max-windows", "K", 0, kNoLimit, "evaluate only the first K windows of each set (0 = all)");

@@ -27,7 +27,8 @@ RunSettingsPanel::RunSettingsPanel(QWidget* parent) : QWidget(parent) {
     source_->setObjectName(QStringLiteral("calibrationSource"));
     source_->setPlaceholderText(tr("demo corpus (kjv-ot.txt)"));
     source_->setToolTip(tr("The calibration text (or a file of token ids): the layers' input statistics\n"
-                           "are gathered from windows of it. Empty: the demo models' training corpus."));
+                           "are gathered from windows of it. Empty: the demo models' training corpus.\n"
+                           "A paper's train split as GPTQ prepares it: wikitext2:FILE, ptb:FILE or c4:FILE."));
     auto* browse = new QToolButton;
     browse->setText(QStringLiteral("…"));
     browse->setToolTip(tr("Choose the calibration file"));

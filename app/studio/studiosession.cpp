@@ -2,6 +2,7 @@
 
 #include "app/studio/workspacefile.h"
 #include "core/eval/perplexity.h"
+#include "core/experiments/dataset_inputs.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
 
@@ -31,8 +32,10 @@ QString unitNameFor(const npw::LlamaConfig& config, npw::AttentionUnitKind kind)
 // The calibration windows of `settings` for `lm` (the text read and tokenized once).
 npw::CalibrationSet calibrationSetFor(const npw::LanguageModel& lm, const studio::CalibrationSettings& settings) {
     const std::string source = settings.source.empty() ? studio::defaultCalibrationSource() : settings.source;
-    const std::vector<int32_t> stream = npw::readCalibrationStream(source, settings.sourceIsIds, lm);
     const int64_t seqlen = npw::effectiveSeqlen(settings.seqlen, lm.model->config());
+    if (const std::optional<npw::TextDatasetRef> dataset = npw::parseTextDatasetRef(source))  // wikitext2:FILE, c4:FILE, …
+        return npw::datasetCalibrationSet(*dataset, lm, settings.samples, seqlen, settings.seed);
+    const std::vector<int32_t> stream = npw::readCalibrationStream(source, settings.sourceIsIds, lm);
     npw::CalibrationSet set = npw::drawCalibrationSet(stream, settings.samples, seqlen, settings.seed, source);
     set.sourceIsIds = settings.sourceIsIds;
     return set;
@@ -347,11 +350,18 @@ bool StudioSession::runSweep(const SweepRequest& request) {
             spec.lambdas = request.lambdas.empty() ? std::vector<double>{knobs.lambda} : request.lambdas;
             spec.seeds = request.seeds;
             spec.calibSource = calibration.source.empty() ? studio::defaultCalibrationSource() : calibration.source;
-            spec.calibStream = npw::readCalibrationStream(spec.calibSource, calibration.sourceIsIds, lm);
+            if (const auto dataset = npw::parseTextDatasetRef(spec.calibSource))
+                npw::setSweepCalibration(spec, *dataset, lm);
+            else
+                spec.calibStream = npw::readCalibrationStream(spec.calibSource, calibration.sourceIsIds, lm);
             const std::vector<std::string> evalPaths = request.evalSources.empty()
                                                            ? std::vector<std::string>{studio::defaultEvaluationSource()}
                                                            : request.evalSources;
             for (const std::string& evalPath : evalPaths) {
+                if (const auto dataset = npw::parseTextDatasetRef(evalPath)) {
+                    spec.evalSets.push_back(npw::datasetEvalSet(*dataset, lm, request.evalSeqlen));
+                    continue;
+                }
                 npw::SweepEvalSet eval;
                 eval.name = QFileInfo(qs(evalPath)).completeBaseName().toStdString();
                 eval.isText = true;

@@ -95,7 +95,8 @@ SweepPage::SweepPage(StudioSession* session, QWidget* parent) : QWidget(parent),
     evalTexts_->setObjectName(QStringLiteral("sweepEvalTexts"));
     evalTexts_->setPlaceholderText(tr("demo: kjv-nt.txt"));
     evalTexts_->setToolTip(tr("Held-out texts to measure perplexity on, comma-separated paths (e.g. the demo's\n"
-                              "kjv-nt.txt and jargon.txt): one curve per method and text. Empty: the New Testament."));
+                              "kjv-nt.txt and jargon.txt): one curve per method and text. Empty: the New Testament.\n"
+                              "The papers' sets as GPTQ prepares them: wikitext2:FILE, ptb:FILE, ptb-flap:FILE, c4:FILE."));
     run_ = new QPushButton(tr("Run sweep"));
     run_->setToolTip(tr("Perplexity against sparsity with the calibration settings and λ, α of the\n"
                         "Selection; calibration once, scores once per method (Ctrl+Shift+R)"));

@@ -138,11 +138,16 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
     for (int seed = 0; seed < spec.seeds; ++seed)
         for (int64_t samples : spec.calibSamples)
             for (int64_t calibSeqlen : spec.calibSeqlens) {
+                const auto calibSeed = static_cast<uint64_t>(seed);
                 const CalibrationSet calibration =
-                    spec.calibSequences.empty()
-                        ? drawCalibrationSet(spec.calibStream, samples, calibSeqlen, static_cast<uint64_t>(seed), spec.calibSource)
-                        : drawCalibrationSetFromSequences(spec.calibSequences, samples, calibSeqlen,
-                                                          static_cast<uint64_t>(seed), spec.calibSource);
+                    !spec.calibDocuments.empty()
+                        ? drawCalibrationSetFromDocuments(
+                              spec.calibDocuments, [&lm](const std::string& d) { return lm.encode(d, true); },
+                              samples, calibSeqlen, calibSeed, spec.calibSource)
+                    : spec.calibSequences.empty()
+                        ? drawCalibrationSet(spec.calibStream, samples, calibSeqlen, calibSeed, spec.calibSource)
+                        : drawCalibrationSetFromSequences(spec.calibSequences, samples, calibSeqlen, calibSeed,
+                                                          spec.calibSource);
                 const ModelStats stats = calibrate(model, calibration, within("calibrate"));
                 for (const std::string& methodName : spec.methods) {
                     const MethodChoice choice = parseSweepMethod(methodName);

@@ -34,6 +34,7 @@ struct SweepSpec {
     int seeds = 1;                                    // seeds 0..seeds-1: calibration windows, random scores
     std::vector<int32_t> calibStream;
     std::vector<std::vector<int32_t>> calibSequences;  // when set: one window per sequence (its start)
+    std::vector<std::string> calibDocuments;  // when set (C4): a window inside a seeded long-enough document
     std::string calibSource;
     std::vector<SweepEvalSet> evalSets;
     std::vector<ZeroShotTask> zeroShotTasks;  // accuracy rows beside the perplexity rows

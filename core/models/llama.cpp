@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <tuple>
+#include <vector>
 
 namespace npw {
 
@@ -41,8 +42,22 @@ at::Tensor applyRope(const at::Tensor& x, const at::Tensor& cos, const at::Tenso
     return at::stack({x0 * cos - x1 * sin, x0 * sin + x1 * cos}, -1).flatten(-2);
 }
 
+// x [..., in] · wᵀ (+ bias). One or two rows (decoding one token; LlamaGen's conditional and
+// unconditional pair) go through matrix-vector products: at::linear hands every shape to the
+// BLAS's GEMM, which (OpenBLAS 0.3.21, Debian bookworm) first packs the whole weight into a
+// buffer — an extra copy of every weight per token, measured 2–5× slower than GEMV at one row.
+// From three rows on GEMM's blocking pays for the packing.
 at::Tensor denseLayer(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias = {}) {
-    return at::linear(x, w, bias.defined() ? c10::optional<at::Tensor>(bias) : c10::nullopt);
+    const int64_t width = x.size(-1);
+    const int64_t rows = width > 0 ? x.numel() / width : 0;
+    if (rows == 0 || rows > 2 || x.dim() < 2)
+        return at::linear(x, w, bias.defined() ? c10::optional<at::Tensor>(bias) : c10::nullopt);
+    std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end());
+    shape.back() = w.size(0);
+    const at::Tensor flat = x.reshape({rows, width});
+    at::Tensor out = rows == 1 ? at::mv(w, flat[0]).unsqueeze(0) : at::stack({at::mv(w, flat[0]), at::mv(w, flat[1])});
+    if (bias.defined()) out = out + bias;
+    return out.view(shape);
 }
 
 } // namespace
@@ -57,6 +72,49 @@ at::Tensor causalMask(int64_t start, int64_t length, const at::TensorOptions& op
     return at::zeros({length, start + length}, at::TensorOptions().dtype(opts.dtype()))
         .masked_fill(k > q, -std::numeric_limits<float>::infinity())
         .to(opts.device());
+}
+
+// Appends this step's keys and values [B, kv_heads, T, hd] to layer l's cache and returns views
+// of everything cached so far. The cache is a buffer grown by doubling (up to the context), so a
+// decoded token writes its own row instead of copying the whole cache as a concatenation would.
+std::pair<at::Tensor, at::Tensor> appendToCache(KvCache& cache, int64_t l, const at::Tensor& k, const at::Tensor& v,
+                                                int64_t context) {
+    const int64_t past = cache.length, T = k.size(2), need = past + T;
+    at::Tensor& kb = cache.k[static_cast<size_t>(l)];
+    at::Tensor& vb = cache.v[static_cast<size_t>(l)];
+    if (kb.defined() && (kb.size(0) != k.size(0) || kb.size(1) != k.size(1) || kb.size(3) != k.size(3)))
+        throw Error("KV cache of layer " + std::to_string(l) + " holds another batch or head shape");
+    if (!kb.defined() || kb.size(2) < need) {
+        const int64_t grown = kb.defined() ? 2 * kb.size(2) : std::max<int64_t>(need, 64);
+        const int64_t capacity = std::max(need, std::min(grown, context));
+        at::Tensor nk = at::empty({k.size(0), k.size(1), capacity, k.size(3)}, k.options());
+        at::Tensor nv = at::empty({v.size(0), v.size(1), capacity, v.size(3)}, v.options());
+        if (past > 0) {
+            nk.narrow(2, 0, past).copy_(kb.narrow(2, 0, past));
+            nv.narrow(2, 0, past).copy_(vb.narrow(2, 0, past));
+        }
+        kb = nk;
+        vb = nv;
+    }
+    kb.narrow(2, past, T).copy_(k);
+    vb.narrow(2, past, T).copy_(v);
+    return {kb.narrow(2, 0, need), vb.narrow(2, 0, need)};
+}
+
+// softmax(q kᵀ · scale + mask) v for q [B, heads, T, hd] and k, v [B, kv_heads, S, hd]. With
+// grouped-query attention the g query heads of each KV head are stacked into one [g·T, hd]
+// block (head h uses KV head h / g, as repeat_interleave would pair them), so K and V are read
+// where they are instead of being copied g times.
+at::Tensor attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask,
+                  double scale) {
+    const int64_t B = q.size(0), nh = q.size(1), T = q.size(2), hd = q.size(3), nkv = k.size(1);
+    const int64_t g = nh / nkv;
+    const at::Tensor qg = g == 1 ? q : q.reshape({B, nkv, g * T, hd});
+    at::Tensor scores = at::matmul(qg, k.transpose(-2, -1)) * scale;  // [B, kv_heads, g·T, S]
+    if (mask.defined()) scores = scores + (g == 1 ? mask : mask.repeat({g, 1}));
+    at::Tensor probs = at::softmax(scores.to(at::kFloat), -1).to(q.scalar_type());
+    at::Tensor out = at::matmul(probs, v);  // [B, kv_heads, g·T, hd]
+    return g == 1 ? out : out.reshape({B, nh, T, hd});
 }
 
 } // namespace
@@ -87,22 +145,8 @@ at::Tensor llamaBlockForward(const LlamaConfig& cfg, const LlamaLayerWeights& L,
         k = k.transpose(1, 2);
         q = applyRope(q, cos, sin, cfg.rope_layout);
         k = applyRope(k, cos, sin, cfg.rope_layout);
-        if (cache) {
-            if (cache->k[l].defined()) {
-                k = at::cat({cache->k[l], k}, 2);
-                v = at::cat({cache->v[l], v}, 2);
-            }
-            cache->k[l] = k;
-            cache->v[l] = v;
-        }
-        if (nkv != nh) {  // grouped-query attention: each KV head serves nh/nkv query heads
-            k = k.repeat_interleave(nh / nkv, 1);
-            v = v.repeat_interleave(nh / nkv, 1);
-        }
-        at::Tensor scores = at::matmul(q, k.transpose(-2, -1)) * scale;  // [B, nh, T, S]
-        if (mask.defined()) scores = scores + mask;
-        at::Tensor probs = at::softmax(scores.to(at::kFloat), -1).to(q.scalar_type());
-        at::Tensor attn = at::matmul(probs, v).transpose(1, 2).reshape({B, T, nh * hd});
+        if (cache) std::tie(k, v) = appendToCache(*cache, l, k, v, cfg.max_position_embeddings);
+        at::Tensor attn = attend(q, k, v, mask, scale).transpose(1, 2).reshape({B, T, nh * hd});
         if (tap) tap(l, TapSite::AttentionOutputInput, attn);
         x = x + denseLayer(attn, L.wo, L.wo_bias);
     } else if (L.wo_bias.defined()) {

@@ -19,8 +19,10 @@ enum class TapSite { AttentionOutputInput, MlpDownInput };
 using ActivationTap = std::function<void(int64_t layer, TapSite site, const at::Tensor& input)>;
 
 struct KvCache {
-    std::vector<at::Tensor> k, v;  // per layer [B, kv_heads, T_cached, head_dim]
-    int64_t length = 0;            // positions already cached
+    // Per layer [B, kv_heads, capacity, head_dim]; positions 0..length−1 are filled. The capacity
+    // grows by doubling (llama.cpp), so a decode step writes one row instead of copying the cache.
+    std::vector<at::Tensor> k, v;
+    int64_t length = 0;  // positions already cached
     void clear() { k.clear(); v.clear(); length = 0; }
 };
 

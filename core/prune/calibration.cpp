@@ -33,13 +33,23 @@ void requireFinite(const LayerStats& s, size_t layer, const char* what) {
                     " has NaN or infinite values (the model overflows on the calibration data; try float32 weights)");
 }
 
+// The one rule for where a window starts: uniform over [0, length − seqlen] as rng() mod the
+// range (the same windows on every platform, unlike std::uniform_int_distribution).
+int64_t drawWindowStart(std::mt19937_64& rng, int64_t length, int64_t seqlen) {
+    return static_cast<int64_t>(rng() % static_cast<uint64_t>(length - seqlen + 1));
+}
+
+void requirePositive(int64_t samples, int64_t seqlen) {
+    if (samples <= 0) throw Error("calibration: the number of samples must be positive, got " + std::to_string(samples));
+    if (seqlen <= 0) throw Error("calibration: the window length must be positive, got " + std::to_string(seqlen));
+}
+
 } // namespace
 
 CalibrationSet drawCalibrationSet(const std::vector<int32_t>& stream, int64_t samples, int64_t seqlen, uint64_t seed,
                                   const std::string& source) {
     const std::string where = source.empty() ? std::string("the calibration stream") : "calibration file '" + source + "'";
-    if (samples <= 0) throw Error("calibration: the number of samples must be positive, got " + std::to_string(samples));
-    if (seqlen <= 0) throw Error("calibration: the window length must be positive, got " + std::to_string(seqlen));
+    requirePositive(samples, seqlen);
     const auto length = static_cast<int64_t>(stream.size());
     if (length < seqlen)
         throw Error(where + " has " + std::to_string(length) + " tokens, fewer than one calibration window of " +
@@ -50,10 +60,9 @@ CalibrationSet drawCalibrationSet(const std::vector<int32_t>& stream, int64_t sa
     set.streamTokens = length;
     set.source = source;
     std::mt19937_64 rng(seed);
-    const auto range = static_cast<uint64_t>(length - seqlen + 1);
     set.windows.reserve(static_cast<size_t>(samples));
     for (int64_t i = 0; i < samples; ++i) {
-        const auto start = static_cast<int64_t>(rng() % range);
+        const int64_t start = drawWindowStart(rng, length, seqlen);
         set.windows.emplace_back(stream.begin() + start, stream.begin() + start + seqlen);
     }
     return set;
@@ -62,8 +71,7 @@ CalibrationSet drawCalibrationSet(const std::vector<int32_t>& stream, int64_t sa
 CalibrationSet drawCalibrationSetFromSequences(const std::vector<std::vector<int32_t>>& sequences, int64_t samples,
                                                int64_t seqlen, uint64_t seed, const std::string& source) {
     const std::string where = source.empty() ? std::string("the calibration sequences") : "calibration file '" + source + "'";
-    if (samples <= 0) throw Error("calibration: the number of samples must be positive, got " + std::to_string(samples));
-    if (seqlen <= 0) throw Error("calibration: the window length must be positive, got " + std::to_string(seqlen));
+    requirePositive(samples, seqlen);
     std::vector<size_t> longEnough;
     int64_t tokens = 0;
     for (size_t i = 0; i < sequences.size(); ++i) {
@@ -85,6 +93,55 @@ CalibrationSet drawCalibrationSetFromSequences(const std::vector<std::vector<int
     for (int64_t k = 0; k < samples; ++k) {
         const std::vector<int32_t>& sequence = sequences[longEnough[size_t(k)]];
         set.windows.emplace_back(sequence.begin(), sequence.begin() + seqlen);
+    }
+    return set;
+}
+
+CalibrationSet drawCalibrationSetFromDocuments(const std::vector<std::string>& documents, const DocumentEncoder& encode,
+                                               int64_t samples, int64_t seqlen, uint64_t seed, const std::string& source) {
+    const std::string where = source.empty() ? std::string("the calibration documents") : "'" + source + "'";
+    requirePositive(samples, seqlen);
+    const auto count = static_cast<uint64_t>(documents.size());
+    if (count == 0) throw Error(where + " holds no documents");
+    // What is known of each document: 0 not tokenized yet, 1 shorter than a window, 2 long enough.
+    std::vector<uint8_t> known(documents.size(), 0);
+    uint64_t shortKnown = 0, draws = 0;
+    auto tokens = [&](uint64_t i) {
+        std::vector<int32_t> ids = encode(documents[size_t(i)]);
+        if (known[size_t(i)] == 0 && int64_t(ids.size()) < seqlen) ++shortKnown;
+        known[size_t(i)] = int64_t(ids.size()) >= seqlen ? 2 : 1;
+        return ids;
+    };
+    auto noneLongEnough = [&] {
+        return Error(where + " has no document of at least " + std::to_string(seqlen) + " tokens (" +
+                     std::to_string(count) + " documents; use shorter windows)");
+    };
+    CalibrationSet set;
+    set.seqlen = seqlen;
+    set.seed = seed;
+    set.source = source;
+    std::mt19937_64 rng(seed);
+    for (int64_t k = 0; k < samples; ++k) {
+        for (;;) {
+            if (shortKnown == count) throw noneLongEnough();
+            // Rejection sampling as GPTQ's get_c4 does. Should long documents be rare, a bounded
+            // number of draws is followed by one pass that tokenizes the rest, so that a file
+            // without any long document ends in an error, not in an endless loop.
+            if (++draws == 64 * count + 4096) {
+                for (uint64_t i = 0; i < count; ++i)
+                    if (known[size_t(i)] == 0) tokens(i);
+                if (shortKnown == count) throw noneLongEnough();
+            }
+            const uint64_t i = rng() % count;
+            if (known[size_t(i)] == 1) continue;
+            const std::vector<int32_t> ids = tokens(i);
+            const auto length = static_cast<int64_t>(ids.size());
+            if (length < seqlen) continue;
+            const int64_t start = drawWindowStart(rng, length, seqlen);
+            set.windows.emplace_back(ids.begin() + start, ids.begin() + start + seqlen);
+            set.streamTokens += length;
+            break;
+        }
     }
     return set;
 }

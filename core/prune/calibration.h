@@ -81,6 +81,17 @@ CalibrationSet drawCalibrationSet(const std::vector<int32_t>& stream, int64_t sa
 CalibrationSet drawCalibrationSetFromSequences(const std::vector<std::vector<int32_t>>& sequences, int64_t samples,
                                                int64_t seqlen, uint64_t seed, const std::string& source = "");
 
+// Windows inside documents, as GPTQ's get_c4 draws C4's calibration: for each sample a document
+// drawn with std::mt19937_64(seed) (uniformly, with replacement, rng() mod count) until one of at
+// least `seqlen` tokens comes up, then a window at a seeded offset inside it (the same offset rule
+// as drawCalibrationSet). Documents are tokenized only when drawn (`encode` adds BOS, as a
+// tokenizer call on one document does). streamTokens is the sum of the drawn documents' lengths.
+// Throws npw::Error naming `source` when no document holds `seqlen` tokens.
+using DocumentEncoder = std::function<std::vector<int32_t>(const std::string&)>;
+CalibrationSet drawCalibrationSetFromDocuments(const std::vector<std::string>& documents, const DocumentEncoder& encode,
+                                               int64_t samples, int64_t seqlen, uint64_t seed,
+                                               const std::string& source = "");
+
 // One sequence per non-empty line of a token-id file (ids checked against the vocabulary).
 std::vector<std::vector<int32_t>> readTokenIdLines(const std::string& path, int64_t vocabSize);
 
