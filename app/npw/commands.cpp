@@ -15,6 +15,7 @@ const std::vector<Command>& allCommands() {
         addSweepCommand(c);
         addZeroShotCommands(c);
         addGgufCommand(c);
+        addTokenizeCommand(c);
         addTrainingCommands(c);
         addImageMetricsCommands(c);
         addImageTrainingCommands(c);

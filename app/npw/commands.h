@@ -37,6 +37,7 @@ void addZeroShotCommands(std::vector<Command>& out);       // zeroshot, make-ver
 void addImageMetricsCommands(std::vector<Command>& out);   // train-classifier, metrics
 void addImageTrainingCommands(std::vector<Command>& out);  // train-vq, train-c2i
 void addGgufCommand(std::vector<Command>& out);            // export-gguf
+void addTokenizeCommand(std::vector<Command>& out);        // tokenize
 // `npw bench --suite pruning` and `npw bench --synthetic SIZE` (commands_bench.cpp).
 int runPruningBench(const Args& args);
 

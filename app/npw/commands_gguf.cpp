@@ -1,6 +1,7 @@
 // export-gguf: a dense or pruned checkpoint as a GGUF file llama.cpp runs.
 #include "app/npw/commands.h"
 #include "core/models/gguf_export.h"
+#include "core/models/language_model.h"
 #include "core/models/model_loader.h"
 #include "core/eval/generate.h"
 #include "core/models/runtime.h"
@@ -26,7 +27,8 @@ int runExportGguf(const Args& args) {
     GgufExportOptions options;
     options.dtype = parseGgufDtype(args.get("dtype"));
     options.name = args.get("name");
-    const LlamaCheckpoint checkpoint = loadLlamaCheckpoint(args.positional()[0]);
+    LlamaCheckpoint checkpoint = loadLlamaCheckpoint(args.positional()[0]);
+    useTokenizerFile(checkpoint, args.get("tokenizer"));
     const GgufExportReport r = exportGguf(checkpoint, args.get("out"), options);
 
     nlohmann::json layers = nlohmann::json::array();

@@ -5,6 +5,7 @@
 #include "core/eval/perplexity.h"
 #include "core/models/language_model.h"
 #include "core/text/token_ids.h"
+#include "core/text/tokenizer_files.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
 
@@ -25,7 +26,7 @@ const std::string& modelArgument(const Args& args, const std::string& command) {
 }
 
 LanguageModel openFromArgs(const Args& args, const std::string& model) {
-    return openLanguageModel(model, chooseRuntime(args.get("device"), args.get("dtype")));
+    return openLanguageModel(model, chooseRuntime(args.get("device"), args.get("dtype")), args.get("tokenizer"));
 }
 
 nlohmann::json jsonOrNull(double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); }
@@ -63,6 +64,7 @@ int runInfo(const Args& args) {
                         {"qk_norm", c.qk_norm},
                         {"params", lm.model->checkpoint().weights.layers.empty() ? 0 : c.parameterCount()},
                         {"tokenizer", lm.model->checkpoint().tokenizerPath},
+                        {"tokenizer_kind", lm.tokenizer ? nlohmann::json(tokenizerKindName(lm.tokenizer->kind())) : nlohmann::json(nullptr)},
                         {"device", lm.model->runtime().describe()}};
     printResult(args, j, [&] {
         std::cout << "model          " << model << " (" << familyName(c.family) << ")\n"

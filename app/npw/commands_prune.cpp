@@ -136,7 +136,7 @@ int runPrune(const Args& args) {
     if (calibDataset && (args.flag("calib-ids") || args.flag("calib-per-line")))
         throw Error("--calib " + args.get("calib") + " is a data set (text): --calib-ids and --calib-per-line do not apply");
 
-    LanguageModel lm = openLanguageModel(model, chooseRuntime(args.get("device"), args.get("dtype")));
+    LanguageModel lm = openLanguageModel(model, chooseRuntime(args.get("device"), args.get("dtype")), args.get("tokenizer"));
     const LlamaConfig& config = lm.model->config();
     const std::string out = args.get("out");
     checkExportTarget(lm.model->checkpoint().source, out);  // before the expensive part

@@ -27,7 +27,7 @@ int runSweepCommand(const Args& args) {
         if (!args.has(required)) throw Error(std::string("--") + required + " is required");
     if (!args.has("eval") && !args.has("zeroshot") && !args.flag("speed"))
         throw Error("give --eval SETS, --zeroshot TASKS, --speed or several");
-    LanguageModel lm = openLanguageModel(modelName, chooseRuntime(args.get("device"), args.get("dtype")));
+    LanguageModel lm = openLanguageModel(modelName, chooseRuntime(args.get("device"), args.get("dtype")), args.get("tokenizer"));
     if (args.has("csv")) checkOutputPath({lm.model->checkpoint().source}, args.get("csv"), "--csv");
 
     SweepSpec spec;

@@ -27,7 +27,7 @@ int runZeroShot(const Args& args) {
     if (!args.has("task")) throw Error("--task NAME:FILE is required (NAME one of " + zeroShotTaskKinds() + ")");
     const std::string modelName = args.positional()[0];
     const std::vector<ZeroShotTask> tasks = loadZeroShotTasks(args.get("task"), args.getInt("limit"));
-    LanguageModel lm = openLanguageModel(modelName, chooseRuntime(args.get("device"), args.get("dtype")));
+    LanguageModel lm = openLanguageModel(modelName, chooseRuntime(args.get("device"), args.get("dtype")), args.get("tokenizer"));
     ZeroShotOptions options;
     options.batchRows = args.getInt("batch");
     nlohmann::json out = {{"model", modelName}, {"tasks", nlohmann::json::array()}};

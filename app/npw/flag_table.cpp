@@ -65,7 +65,7 @@ const std::vector<std::string> kModelCommands = {"info", "eval", "generate", "be
 const std::vector<std::string> kJsonCommands = {"info",     "eval",          "generate",         "bench",
                                                 "prune",    "sweep",         "zeroshot",         "make-verse-task",
                                                 "export-gguf", "train-tokenizer", "train-lm",   "train-classifier",
-                                                "metrics",  "train-vq",      "train-c2i"};
+                                                "metrics",  "train-vq",      "train-c2i", "tokenize"};
 
 std::vector<std::string> plus(std::vector<std::string> commands, const std::string& more) {
     commands.push_back(more);
@@ -86,6 +86,9 @@ std::vector<FlagEntry> buildTable() {
     const Flag text = Flag::text("text", "FILE", "UTF-8 text, tokenized once with BOS at the start");
     t.add(text, {"eval"});
     t.add(text.described("one verse per line (the held-out New Testament)"), {"make-verse-task"});
+    t.add(text.described("UTF-8 text file to tokenize (as a whole)"), {"tokenize"});
+    t.add(Flag::text("string", "S", "the text to tokenize, given on the command line"), {"tokenize"});
+    t.add(Flag::toggle("no-bos", "do not put BOS first (npw's eval and generate do, when the tokenizer has one)"), {"tokenize"});
     t.add(Flag::text("ids", "FILE", "whitespace-separated token ids, used exactly as given"), {"eval"});
     t.add(Flag::text("dataset", "NAME:FILE", "a paper's evaluation text prepared as GPTQ does: " + textDatasetSyntax()),
           {"eval"});
@@ -95,7 +98,11 @@ std::vector<FlagEntry> buildTable() {
     const Flag corpus = Flag::text("corpus", "FILE", "training text, one document per line");
     t.add(corpus, {"train-tokenizer"});
     t.add(corpus.described("training text"), {"train-lm"});
-    t.add(Flag::text("tokenizer", "FILE", "tokenizer.json to tokenize it with (copied into DIR)"), {"train-lm"});
+    const Flag tokenizer = Flag::text("tokenizer", "FILE", "tokenizer.json to tokenize it with (copied into DIR)");
+    t.add(tokenizer, {"train-lm"});
+    t.add(tokenizer.described("tokenizer to use instead of the model's own: tokenizer.json, tokenizer.model (SentencePiece, "
+                              "or LLaMA-3's tiktoken file) or llama2.c's tokenizer.bin (prune copies it into DIR)"),
+          {"info", "eval", "generate", "bench", "prune", "sweep", "zeroshot", "export-gguf", "tokenize"});
     t.add(Flag::text("data", "DIR", "folder of the Fashion-MNIST IDX files (default: Debian's, or $NPW_FASHION_MNIST)"),
           {"train-classifier", "train-vq", "train-c2i"});
     t.add(Flag::text("generated", "DIR", "folder of generated images (PNG/JPEG/BMP, one size)"), {"metrics"});

@@ -283,7 +283,8 @@ EncodedPair encodeContinuationPair(const Tokenizer& tokenizer, const std::string
 
 std::vector<std::vector<double>> scoreChoices(const LanguageModel& lm, const std::vector<MultipleChoiceItem>& items,
                                               const ZeroShotOptions& options, const ProgressFn& progress) {
-    if (!lm.tokenizer) throw Error("zero-shot tasks are text: model '" + lm.name + "' has no tokenizer.json");
+    if (!lm.tokenizer) throw Error("zero-shot tasks are text: model '" + lm.name + "' has no tokenizer (no tokenizer.json, tokenizer.model or "
+                    "tokenizer.bin beside it); give one with --tokenizer FILE");
     const LlamaModel& model = *lm.model;
     const int64_t context = model.config().attentionSpan();  // longer requests are cut from the left
 

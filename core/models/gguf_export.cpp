@@ -1,6 +1,9 @@
 #include "core/models/gguf_export.h"
 
+#include "core/text/sentencepiece_tokenizer.h"
+#include "core/text/tiktoken.h"
 #include "core/text/tokenizer.h"
+#include "core/text/tokenizer_files.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
 #include "core/text/json_fields.h"
@@ -8,6 +11,7 @@
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -23,9 +27,8 @@ using nlohmann::json;
 // llama.cpp's token types (llama_token_type).
 enum TokenType : int32_t { Normal = 1, Unknown = 2, Control = 3, UserDefined = 4, Unused = 5, Byte = 6 };
 
-// The pre-tokenizer regex of LLaMA-3's tokenizer.json, which llama.cpp calls "llama-bpe".
-const char* const kLlama3Pattern =
-    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+// The pre-tokenizer regex of LLaMA-3's tokenizer.json, which llama.cpp calls "llama-bpe", is
+// kLlama3Pattern (core/text/tiktoken.h).
 
 // Qwen2's (and Qwen2.5's, Qwen3's) pre-tokenizer regex, which llama.cpp calls "qwen2": LLaMA-3's
 // with single digits.
@@ -103,9 +106,121 @@ GgufDtype parseGgufDtype(const std::string& name) {
     throw Error("GGUF weight type '" + name + "' is not one of: f32, f16");
 }
 
-GgufMetadata ggufTokenizerMetadata(const std::string& path, int64_t vocabSize, std::string* modelName) {
-    const std::shared_ptr<Tokenizer> tokenizer = Tokenizer::fromFile(path);  // validates the file
-    const json root = json_fields::readJsonFile(path, "tokenizer '" + path + "'");
+namespace {
+
+// A SentencePiece tokenizer.model as llama.cpp's "llama" tokenizer, the way llama.cpp's
+// convert_hf_to_gguf.py (_set_vocab_sentencepiece) writes it: the pieces with their scores and
+// types (SentencePiece's piece types are llama.cpp's token types, same numbers), rows the
+// tokenizer does not fill as [PADn] (score -1000, unused), add_space_prefix = add_dummy_prefix.
+// llama.cpp joins the adjacent pair whose joined piece scores highest, leftmost first, as
+// SentencePiece's BPE does; what it cannot do is refused or noted.
+GgufMetadata sentencePieceMetadata(const SentencePieceTokenizer& spm, const std::string& path, int64_t vocabSize,
+                                   std::string* modelName, std::vector<std::string>* notes) {
+    using sentencepiece::PieceType;
+    const sentencepiece::NormalizerSpec& normalizer = spm.normalizerSpec();
+    const std::string where = "tokenizer '" + path + "': ";
+    if (spm.kind() != Tokenizer::Kind::SentencePieceBpe)
+        throw Error(where + "a SentencePiece unigram model; llama.cpp's \"llama\" tokenizer merges pieces by score as "
+                    "SentencePiece's BPE does and would split text differently (its unigram tokenizer is T5's): npw exports "
+                    "BPE tokenizer.model files (LLaMA-1/2, Mistral, llama2.c's)");
+    if (spm.hasCharsMap())
+        throw Error(where + "its normalizer '" + normalizer.name + "' rewrites text with a precompiled charsmap (NFKC "
+                    "rules), which llama.cpp's \"llama\" tokenizer does not apply, so text would be split differently: "
+                    "npw does not export it (LLaMA's own tokenizer.model uses the identity normalizer)");
+    if (!normalizer.escapeWhitespaces)
+        throw Error(where + "escape_whitespaces is off, but llama.cpp's \"llama\" tokenizer always writes spaces as U+2581: "
+                    "npw does not export it");
+    const std::vector<sentencepiece::Piece>& pieces = spm.pieces();
+    // llama.cpp looks up the newline as the byte piece <0x0A>, else a "\n" piece; node-llama-cpp
+    // 3.22.1 aborts loading a vocabulary with neither (std::out_of_range; measured with
+    // babyllama's tok105.model, which has no byte fallback).
+    const bool hasNewline = std::any_of(pieces.begin(), pieces.end(),
+                                        [](const sentencepiece::Piece& p) { return p.text == "<0x0A>" || p.text == "\n"; });
+    if (!hasNewline)
+        throw Error(where + "has neither the byte piece <0x0A> nor a newline piece, and llama.cpp aborts loading such a "
+                    "vocabulary (std::out_of_range in node-llama-cpp 3.22.1): npw does not export it (a tokenizer "
+                    "trained with byte_fallback, as LLaMA's, has the byte pieces)");
+    if (static_cast<int64_t>(pieces.size()) > vocabSize)
+        throw Error(where + "has " + std::to_string(pieces.size()) + " pieces, more than the model's " +
+                    std::to_string(vocabSize) + " embedding rows; llama.cpp needs one row per token");
+
+    std::vector<std::string> tokens(static_cast<size_t>(vocabSize));
+    std::vector<float> scores(static_cast<size_t>(vocabSize), -1000.0f);
+    std::vector<int32_t> types(static_cast<size_t>(vocabSize), Unused);
+    bool unused = false, userDefined = false;
+    for (size_t i = 0; i < tokens.size(); ++i) {
+        if (i >= pieces.size()) {
+            tokens[i] = "[PAD" + std::to_string(i) + "]";
+            continue;
+        }
+        tokens[i] = pieces[i].text;
+        scores[i] = pieces[i].score;
+        types[i] = static_cast<int32_t>(pieces[i].type);
+        unused |= pieces[i].type == PieceType::Unused;
+        userDefined |= pieces[i].type == PieceType::UserDefined;
+    }
+    if (notes) {
+        if (normalizer.removeExtraWhitespaces)
+            notes->push_back("the tokenizer removes extra whitespace (remove_extra_whitespaces: leading, trailing and "
+                             "repeated spaces), llama.cpp does not: such text is tokenized differently there");
+        if (!spm.trainerSpec().byteFallback)
+            notes->push_back("the tokenizer has no byte fallback: SentencePiece gives <unk> for a character outside its "
+                             "vocabulary, llama.cpp cannot encode it (node-llama-cpp 3.22.1 aborts with std::out_of_range)");
+        if (unused) notes->push_back("the tokenizer has unused pieces, which SentencePiece never produces and llama.cpp may");
+        if (userDefined)
+            notes->push_back("the tokenizer has user-defined pieces: llama.cpp adds the dummy-prefix space again after each "
+                             "one, SentencePiece does not");
+    }
+    if (modelName) *modelName = "llama";
+    GgufMetadata kv;
+    kv.emplace_back("tokenizer.ggml.model", GgufValue::str("llama"));
+    kv.emplace_back("tokenizer.ggml.tokens", GgufValue::strings(tokens));
+    kv.emplace_back("tokenizer.ggml.scores", GgufValue::f32s(scores));
+    kv.emplace_back("tokenizer.ggml.token_type", GgufValue::i32s(types));
+    if (spm.bosId() >= 0) kv.emplace_back("tokenizer.ggml.bos_token_id", GgufValue::u32(spm.bosId()));
+    if (spm.eosId() >= 0) kv.emplace_back("tokenizer.ggml.eos_token_id", GgufValue::u32(spm.eosId()));
+    if (spm.unkId() >= 0) kv.emplace_back("tokenizer.ggml.unknown_token_id", GgufValue::u32(spm.unkId()));
+    if (spm.padId() >= 0) kv.emplace_back("tokenizer.ggml.padding_token_id", GgufValue::u32(spm.padId()));
+    // npw's own encoding (generate, eval) puts BOS first whenever the tokenizer has one.
+    kv.emplace_back("tokenizer.ggml.add_bos_token", GgufValue::boolValue(spm.bosId() >= 0));
+    kv.emplace_back("tokenizer.ggml.add_eos_token", GgufValue::boolValue(false));
+    kv.emplace_back("tokenizer.ggml.add_space_prefix", GgufValue::boolValue(normalizer.addDummyPrefix));
+    return kv;
+}
+
+GgufMetadata jsonTokenizerMetadata(const json& root, const std::shared_ptr<Tokenizer>& tokenizer, const std::string& path,
+                                   int64_t vocabSize, std::string* modelName);
+
+} // namespace
+
+GgufMetadata ggufTokenizerMetadata(const std::string& path, int64_t vocabSize, std::string* modelName,
+                                   std::vector<std::string>* notes) {
+    const std::string bytes = readTokenizerFileBytes(path);
+    switch (detectTokenizerFile(bytes)) {
+    case TokenizerFileKind::SentencePiece:
+        return sentencePieceMetadata(*SentencePieceTokenizer::fromBytes(bytes, path), path, vocabSize, modelName, notes);
+    case TokenizerFileKind::Tiktoken: {  // LLaMA-3's tokenizer.model: its tokenizer.json equivalent (tiktoken.h)
+        const json root = tiktokenAsTokenizerJson(bytes, path);
+        return jsonTokenizerMetadata(root, Tokenizer::fromJsonValue(root, path), path, vocabSize, modelName);
+    }
+    case TokenizerFileKind::TokenizerJson: {
+        const json root = json_fields::parseJsonLimited(bytes, "tokenizer '" + path + "'");
+        return jsonTokenizerMetadata(root, Tokenizer::fromJsonValue(root, path), path, vocabSize, modelName);
+    }
+    case TokenizerFileKind::Llama2cBin:
+        throw Error("tokenizer '" + path + "' is a llama2.c tokenizer.bin, which has no piece types and no merges for "
+                    "llama.cpp; give the SentencePiece tokenizer.model it was exported from with --tokenizer");
+    case TokenizerFileKind::Unknown:
+        break;
+    }
+    Tokenizer::fromAnyFile(path);  // names what the file is not
+    throw Error("tokenizer '" + path + "' cannot be exported");
+}
+
+namespace {
+
+GgufMetadata jsonTokenizerMetadata(const json& root, const std::shared_ptr<Tokenizer>& tokenizer, const std::string& path,
+                                   int64_t vocabSize, std::string* modelName) {
     const json& model = root.at("model");
     const json& vocab = model.at("vocab");
     const bool byteLevel = tokenizer->kind() == Tokenizer::Kind::ByteLevelBpe;
@@ -201,8 +316,6 @@ GgufMetadata ggufTokenizerMetadata(const std::string& path, int64_t vocabSize, s
     return kv;
 }
 
-namespace {
-
 struct PendingTensor {
     std::string name;
     at::Tensor value;  // PyTorch layout, float32, contiguous
@@ -277,7 +390,8 @@ GgufExportPlan planGgufExport(const LlamaCheckpoint& ckpt, const GgufExportOptio
     c.validate(ckpt.source);
     const std::string where = "cannot export '" + ckpt.source + "' to GGUF: ";
     if (ckpt.tokenizerPath.empty())
-        throw Error(where + "it has no tokenizer.json beside it, and llama.cpp needs the vocabulary in the file");
+        throw Error(where + "it has no tokenizer (no tokenizer.json or tokenizer.model beside it), and llama.cpp needs the "
+                    "vocabulary in the file; give one with --tokenizer FILE");
     if (c.head_dim % 2 != 0) throw Error(where + "head_dim " + std::to_string(c.head_dim) + " is odd; rotary needs pairs");
 
     // Qwen2 and Qwen3 have llama.cpp architectures of their own (rotary on halves, as in
@@ -468,7 +582,7 @@ GgufExportPlan planGgufExport(const LlamaCheckpoint& ckpt, const GgufExportOptio
         kv.emplace_back(a + ".rope.scaling.type", GgufValue::str("linear"));
         kv.emplace_back(a + ".rope.scaling.factor", GgufValue::f32(static_cast<float>(c.rope_scaling.factor)));
     }
-    for (auto& entry : ggufTokenizerMetadata(ckpt.tokenizerPath, c.vocab_size, &report.tokenizerModel))
+    for (auto& entry : ggufTokenizerMetadata(ckpt.tokenizerPath, c.vocab_size, &report.tokenizerModel, &report.notes))
         kv.push_back(std::move(entry));
 
     const GgmlType matrixType = options.dtype == GgufDtype::F16 ? GgmlType::F16 : GgmlType::F32;

@@ -63,7 +63,12 @@ GgufExportPlan planGgufExport(const LlamaCheckpoint& checkpoint, const GgufExpor
 GgufExportReport exportGguf(const LlamaCheckpoint& checkpoint, const std::string& outPath,
                             const GgufExportOptions& options = {});
 
-// The tokenizer.ggml.* metadata of a tokenizer.json for a model with vocabSize embedding rows.
-GgufMetadata ggufTokenizerMetadata(const std::string& tokenizerJsonPath, int64_t vocabSize, std::string* modelName = nullptr);
+// The tokenizer.ggml.* metadata of a tokenizer file for a model with vocabSize embedding rows:
+// a tokenizer.json or LLaMA-3's tiktoken tokenizer.model ("llama" or "gpt2"), a SentencePiece
+// BPE tokenizer.model ("llama"; unigram models, precompiled charsmaps and unescaped whitespace
+// are refused by name). `notes` receives what llama.cpp will do differently (extra whitespace
+// kept, no byte fallback, ...). A llama2.c tokenizer.bin is refused.
+GgufMetadata ggufTokenizerMetadata(const std::string& tokenizerPath, int64_t vocabSize, std::string* modelName = nullptr,
+                                   std::vector<std::string>* notes = nullptr);
 
 } // namespace npw

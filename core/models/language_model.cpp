@@ -2,29 +2,55 @@
 #include "core/models/model_loader.h"
 #include "core/util/error.h"
 
+#include <filesystem>
+
 namespace npw {
 
+namespace {
+
+std::string noTokenizer(const std::string& name) {
+    return "model '" + name + "' has no tokenizer (no tokenizer.json, tokenizer.model or tokenizer.bin beside it); give one "
+           "with --tokenizer FILE";
+}
+
+} // namespace
+
 std::vector<int32_t> LanguageModel::encode(const std::string& text, bool addBos) const {
-    if (!tokenizer)
-        throw Error("model '" + name + "' has no tokenizer.json beside it; give token ids instead");
+    if (!tokenizer) throw Error(noTokenizer(name) + ", or token ids instead of text");
     return tokenizer->encode(text, addBos);
 }
 
 std::string LanguageModel::decode(const std::vector<int32_t>& ids) const {
-    if (!tokenizer) throw Error("model '" + name + "' has no tokenizer.json beside it");
+    if (!tokenizer) throw Error(noTokenizer(name));
     return tokenizer->decode(ids);
 }
 
-LanguageModel openLanguageModel(const std::string& model, const Runtime& runtime) {
+void useTokenizerFile(LlamaCheckpoint& checkpoint, const std::string& tokenizerFile) {
+    if (tokenizerFile.empty()) return;
+    std::error_code ec;
+    if (!std::filesystem::exists(tokenizerFile, ec))
+        throw Error("--tokenizer '" + tokenizerFile + "': there is no such file (expected a tokenizer.json, tokenizer.model "
+                    "or tokenizer.bin)");
+    checkpoint.tokenizerPath = tokenizerFile;
+}
+
+std::shared_ptr<Tokenizer> openTokenizerOf(const LlamaCheckpoint& checkpoint) {
+    if (checkpoint.tokenizerPath.empty()) return nullptr;
+    const int64_t vocab = checkpoint.config.vocab_size;
+    std::shared_ptr<Tokenizer> tokenizer = Tokenizer::fromAnyFile(checkpoint.tokenizerPath, vocab);
+    if (tokenizer->vocabSize() > vocab)
+        throw Error("tokenizer '" + checkpoint.tokenizerPath + "' has " + std::to_string(tokenizer->vocabSize()) +
+                    " tokens but the model's vocabulary is " + std::to_string(vocab) +
+                    " (is it the tokenizer of another model?)");
+    return tokenizer;
+}
+
+LanguageModel openLanguageModel(const std::string& model, const Runtime& runtime, const std::string& tokenizerFile) {
     LanguageModel lm;
     lm.name = model;
     LlamaCheckpoint ckpt = loadLlamaCheckpoint(model);
-    if (!ckpt.tokenizerPath.empty()) {
-        lm.tokenizer = Tokenizer::fromFile(ckpt.tokenizerPath);
-        if (lm.tokenizer->vocabSize() > ckpt.config.vocab_size)
-            throw Error("tokenizer '" + ckpt.tokenizerPath + "' has " + std::to_string(lm.tokenizer->vocabSize()) +
-                        " tokens but the model's vocabulary is " + std::to_string(ckpt.config.vocab_size));
-    }
+    useTokenizerFile(ckpt, tokenizerFile);
+    lm.tokenizer = openTokenizerOf(ckpt);
     lm.model = std::make_shared<LlamaModel>(std::move(ckpt), runtime);
     return lm;
 }

@@ -20,6 +20,15 @@ struct LanguageModel {
     std::string decode(const std::vector<int32_t>& ids) const;
 };
 
-LanguageModel openLanguageModel(const std::string& model, const Runtime& runtime);
+// `tokenizerFile`: a tokenizer to use instead of the model's own (`--tokenizer FILE`); "" takes
+// the one beside the checkpoint (tokenizerFileOfModel in model_loader.h).
+LanguageModel openLanguageModel(const std::string& model, const Runtime& runtime, const std::string& tokenizerFile = "");
+
+// checkpoint.tokenizerPath = tokenizerFile (when not empty); npw::Error when there is no such file.
+void useTokenizerFile(LlamaCheckpoint& checkpoint, const std::string& tokenizerFile);
+// The checkpoint's tokenizer, whatever its kind (a tokenizer.bin read with the model's
+// vocab_size, as run.c does); null when it has none. npw::Error when the tokenizer names more
+// tokens than the model has embedding rows.
+std::shared_ptr<Tokenizer> openTokenizerOf(const LlamaCheckpoint& checkpoint);
 
 } // namespace npw

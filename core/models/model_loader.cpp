@@ -4,6 +4,7 @@
 #include "core/io/shape_text.h"
 #include "core/models/torch_llama.h"
 #include "core/text/json_fields.h"
+#include "core/text/tokenizer_files.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
 #include "core/util/paths.h"
@@ -279,6 +280,24 @@ std::string hfConfigText(const LlamaConfig& config, const HfBiasFlags& biases, c
     return merged.dump(2) + "\n";
 }
 
+// The model's tokenizer file, byte for byte, under the name its kind has in a model folder
+// (tokenizer.json, tokenizer.model, tokenizer.bin), so that the folder reopens with it. Another
+// tokenizer file left there by an earlier export would win over it on loading: removed.
+void copyTokenizerInto(const std::string& tokenizerPath, const fs::path& root) {
+    const std::string bytes = readTokenizerFileBytes(tokenizerPath);
+    const TokenizerFileKind kind = detectTokenizerFile(bytes);
+    const char* name = tokenizerFileNameFor(kind);
+    if (*name == '\0')
+        throw Error("tokenizer '" + tokenizerPath + "' is none of the tokenizer files npw reads (tokenizer.json, "
+                    "tokenizer.model, tokenizer.bin); not copied into '" + root.string() + "'");
+    const fs::path target = root / name;
+    std::error_code ec;
+    if (!fs::equivalent(target, tokenizerPath, ec))
+        writeFileAtomically(target.string(), [&](std::ostream& out) { out.write(bytes.data(), static_cast<std::streamsize>(bytes.size())); });
+    for (const char* other : {"tokenizer.json", "tokenizer.model", "tokenizer.bin"})
+        if (std::string(other) != name) fs::remove(root / other, ec);
+}
+
 // Sizes come from an untrusted header: products are overflow-checked.
 int64_t checkedProduct(const Shape& factors, const std::string& path) {
     int64_t product = 1;
@@ -289,6 +308,37 @@ int64_t checkedProduct(const Shape& factors, const std::string& path) {
 }
 
 } // namespace
+
+std::string llama2cTokenizerFile(const std::string& binPath) {
+    // run.c reads "tokenizer.bin" (its default -z); npw looks for it beside the checkpoint.
+    const fs::path file(binPath);
+    const fs::path candidate = (file.has_parent_path() ? file.parent_path() : fs::path(".")) / "tokenizer.bin";
+    std::error_code ec;
+    if (fs::is_regular_file(candidate, ec) && !fs::equivalent(candidate, file, ec)) return candidate.string();
+    return "";
+}
+
+std::string tokenizerFileOfModel(const std::string& model) {
+    const std::string path = resolveModelPath(model);
+    std::error_code ec;
+    const fs::file_status status = fs::status(path, ec);
+    if (fs::is_directory(status)) {
+        if (!fs::is_regular_file(fs::path(path) / "config.json") && isMetaCheckpointDirectory(path))
+            return metaTokenizerFile(path);
+        return findTokenizerFile(path);
+    }
+    if (fs::is_regular_file(status)) {
+        const fs::path file(path);
+        const std::string ext = file.extension().string();
+        if (ext == ".bin") return llama2cTokenizerFile(path);
+        const fs::path dir = file.has_parent_path() ? file.parent_path() : fs::path(".");
+        if ((ext == ".pt" || ext == ".pth") && file.filename().string().rfind("consolidated.", 0) == 0 &&
+            isMetaCheckpointDirectory(dir.string()))
+            return metaTokenizerFile(dir.string());
+        return "";  // llama2.c's ckpt.pt: no tokenizer beside it by convention
+    }
+    throw Error("model '" + model + "' not found: there is no file or directory '" + path + "'");
+}
 
 LlamaCheckpoint loadLlamaCheckpoint(const std::string& model) {
     const std::string path = resolveModelPath(model);
@@ -355,8 +405,7 @@ LlamaCheckpoint loadHfLlamaDirectory(const std::string& dir) {
     if (!config.qkv_bias) takeOptionalQkvBiases(store, checkpoint);
     store.rejectUntaken();
 
-    const fs::path tokenizer = root / "tokenizer.json";
-    if (fs::is_regular_file(tokenizer)) checkpoint.tokenizerPath = tokenizer.string();
+    checkpoint.tokenizerPath = findTokenizerFile(dir);
     return checkpoint;
 }
 
@@ -467,6 +516,7 @@ LlamaCheckpoint loadLlama2cCheckpoint(const std::string& binPath) {
         layer.w_down = byName["w2"][i].clone();
         layer.w_up = byName["w3"][i].clone();
     }
+    checkpoint.tokenizerPath = llama2cTokenizerFile(binPath);
     return checkpoint;
 }
 
@@ -554,8 +604,7 @@ void saveHfLlamaDirectory(const LlamaCheckpoint& checkpoint, const std::string& 
     const fs::path root(dir);
     // transformers refuses safetensors files without format metadata.
     writeSafeTensors((root / "model.safetensors").string(), tensors, {{"format", "pt"}});
-    if (!checkpoint.tokenizerPath.empty())
-        writeTextAtomically((root / "tokenizer.json").string(), readTextFile(checkpoint.tokenizerPath));
+    if (!checkpoint.tokenizerPath.empty()) copyTokenizerInto(checkpoint.tokenizerPath, root);
     // Last, so that a directory with a config.json has its weights.
     writeTextAtomically((root / "config.json").string(), configText);
 }

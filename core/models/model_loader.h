@@ -18,8 +18,20 @@ LlamaCheckpoint loadLlamaCheckpoint(const std::string& model);
 LlamaCheckpoint loadHfLlamaDirectory(const std::string& dir);
 LlamaCheckpoint loadLlama2cCheckpoint(const std::string& binPath);
 
-// Writes config.json + model.safetensors (+ tokenizer.json copied when known) into dir,
-// each file atomically. Refuses to write into the checkpoint's own source.
+// The tokenizer file loadLlamaCheckpoint(model) takes as the model's own, found without loading
+// the weights ("" when there is none; npw::Error when the model does not exist). One lookup for
+// the CLI, the studio and the loaders:
+//  - a model folder (Hugging Face): tokenizer.json, else tokenizer.model (SentencePiece, or
+//    LLaMA-3's tiktoken), else tokenizer.bin;
+//  - Meta's release: the same beside the weights; in an "original/" folder, tokenizer.json there
+//    or in the folder above first (metaTokenizerFile);
+//  - a llama2.c .bin: tokenizer.bin beside it, as run.c uses (llama2cTokenizerFile).
+std::string tokenizerFileOfModel(const std::string& model);
+std::string llama2cTokenizerFile(const std::string& binPath);
+
+// Writes config.json + model.safetensors (+ the tokenizer file, copied byte for byte under its
+// kind's name: tokenizer.json, tokenizer.model or tokenizer.bin) into dir, each file atomically.
+// Refuses to write into the checkpoint's own source.
 void saveHfLlamaDirectory(const LlamaCheckpoint& ckpt, const std::string& dir,
                           const std::string& extraConfigJson = "");
 

@@ -1,4 +1,5 @@
 #include "core/models/torch_llama.h"
+#include "core/text/tokenizer_files.h"
 
 #include "core/text/json_fields.h"
 
@@ -263,13 +264,22 @@ LlamaCheckpoint loadMetaCheckpoint(const std::string& dirName) {
                             "': a LLaMA with params '" + paramsPath + "' has no such tensor (npw refuses a checkpoint it "
                             "does not fully understand)");
     c.validate(paramsPath);
-    // A tokenizer.json beside it, or in the parent of an "original/" folder (Hugging Face repositories).
-    for (const fs::path& candidate : {dir / "tokenizer.json", dir.parent_path() / "tokenizer.json"})
-        if (fs::is_regular_file(candidate) && (candidate.parent_path() == dir || dir.filename() == "original")) {
-            checkpoint.tokenizerPath = candidate.string();
-            break;
-        }
+    checkpoint.tokenizerPath = metaTokenizerFile(dirName);
     return checkpoint;
+}
+
+std::string metaTokenizerFile(const std::string& dirName) {
+    const fs::path dir = fs::path(dirName).lexically_normal();
+    const fs::path folder = dir.has_filename() ? dir : dir.parent_path();  // "original/" is "original"
+    // Hugging Face repositories keep Meta's files in original/ and tokenizer.json above it;
+    // Meta's own release has tokenizer.model (SentencePiece, or LLaMA-3's tiktoken) beside them.
+    std::error_code ec;
+    if (folder.filename() == "original") {
+        const fs::path above = folder.parent_path() / "tokenizer.json";
+        if (fs::is_regular_file(folder / "tokenizer.json", ec)) return (folder / "tokenizer.json").string();
+        if (fs::is_regular_file(above, ec)) return above.string();
+    }
+    return findTokenizerFile(folder.string());
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -30,6 +30,10 @@ std::optional<double> metaRopeScalingFactor();
 // True for a directory with params.json and consolidated.00.pth.
 bool isMetaCheckpointDirectory(const std::string& dir);
 LlamaCheckpoint loadMetaCheckpoint(const std::string& dir);
+// The tokenizer of a Meta release folder: in a Hugging Face repository's "original/" folder the
+// tokenizer.json there or above it; else tokenizer.json, tokenizer.model or tokenizer.bin
+// beside the weights (findTokenizerFile); "" when none.
+std::string metaTokenizerFile(const std::string& dir);
 
 // A torch.save file holding a dict with "model_args" and "model" (llama2.c's train.py).
 LlamaCheckpoint loadLlama2cTrainingCheckpoint(const std::string& path);

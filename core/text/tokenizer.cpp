@@ -349,7 +349,10 @@ std::shared_ptr<Tokenizer> Tokenizer::fromFile(const std::string& tokenizerJsonP
 }
 
 std::shared_ptr<Tokenizer> Tokenizer::fromJson(const std::string& json, const std::string& sourceName) {
-    const Json root = json_fields::parseJsonLimited(json, "tokenizer '" + sourceName + "'");
+    return fromJsonValue(json_fields::parseJsonLimited(json, "tokenizer '" + sourceName + "'"), sourceName);
+}
+
+std::shared_ptr<Tokenizer> Tokenizer::fromJsonValue(const nlohmann::json& root, const std::string& sourceName) {
     if (!root.is_object())
         throw Error("tokenizer '" + sourceName + "' is not a tokenizer.json: the top level is " + root.type_name() +
                     ", not an object");

@@ -5,6 +5,8 @@
 //    as LLaMA-1/2 (normalizer Prepend("▁") + Replace(" ", "▁") or Metaspace pre-tokenizer).
 //  - "byte-level-bpe": GPT-2 style byte-to-unicode mapping, regex pre-tokenizer with Unicode
 //    classes (ICU), merges by rank, as LLaMA-3.
+#include <nlohmann/json_fwd.hpp>
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -21,9 +23,13 @@ public:
     static std::shared_ptr<Tokenizer> fromFile(const std::string& tokenizerJsonPath);
     // Issue 14 (defined in tokenizer_files.cpp): any tokenizer file npw reads, told apart by its
     // content, not its name: tokenizer.json (JSON), SentencePiece tokenizer.model (protobuf),
-    // llama2.c tokenizer.bin. Meta's LLaMA-3 tokenizer.model (tiktoken text) is refused by name.
-    static std::shared_ptr<Tokenizer> fromAnyFile(const std::string& path);
+    // Meta's LLaMA-3 tokenizer.model (tiktoken text, read as byte-level BPE: tiktoken.h),
+    // llama2.c tokenizer.bin. `modelVocabSize` >= 0: a tokenizer.bin holds that many tokens (run.c
+    // reads the model's vocab_size of them); the other kinds ignore it.
+    static std::shared_ptr<Tokenizer> fromAnyFile(const std::string& path, int64_t modelVocabSize = -1);
     static std::shared_ptr<Tokenizer> fromJson(const std::string& json, const std::string& sourceName);
+    // A parsed tokenizer.json (or one built in memory, as from a tiktoken file).
+    static std::shared_ptr<Tokenizer> fromJsonValue(const nlohmann::json& root, const std::string& sourceName);
     virtual ~Tokenizer() = default;
 
     virtual Kind kind() const = 0;

@@ -4,8 +4,11 @@
 #include "core/text/llama2c_tokenizer.h"
 #include "core/text/sentencepiece_model.h"
 #include "core/text/sentencepiece_tokenizer.h"
+#include "core/text/tiktoken.h"
 #include "core/text/tokenizer.h"
 #include "core/util/error.h"
+
+#include <nlohmann/json.hpp>
 
 #include <cerrno>
 #include <cstring>
@@ -47,7 +50,9 @@ bool looksLikeTiktoken(std::string_view bytes) {
     return lines > 0;
 }
 
-std::string readTokenizerFile(const std::string& path) {
+} // namespace
+
+std::string readTokenizerFileBytes(const std::string& path) {
     if (std::filesystem::is_directory(path))
         throw Error("tokenizer '" + path + "' is a folder; give the tokenizer file in it (tokenizer.json, tokenizer.model or tokenizer.bin)");
     std::ifstream file(path, std::ios::binary | std::ios::ate);
@@ -64,8 +69,6 @@ std::string readTokenizerFile(const std::string& path) {
         throw Error("cannot read tokenizer '" + path + "': " + std::strerror(errno));
     return content;
 }
-
-} // namespace
 
 TokenizerFileKind detectTokenizerFile(std::string_view bytes) {
     // llama2.c first: its header's two high bytes are zero, which no JSON, text or protobuf
@@ -96,25 +99,55 @@ const char* tokenizerFileKindName(TokenizerFileKind kind) {
     return "unknown";
 }
 
-std::shared_ptr<Tokenizer> Tokenizer::fromAnyFile(const std::string& path) {
-    const std::string content = readTokenizerFile(path);
+const char* tokenizerFileNameFor(TokenizerFileKind kind) {
+    switch (kind) {
+    case TokenizerFileKind::TokenizerJson: return "tokenizer.json";
+    case TokenizerFileKind::SentencePiece:
+    case TokenizerFileKind::Tiktoken: return "tokenizer.model";
+    case TokenizerFileKind::Llama2cBin: return "tokenizer.bin";
+    case TokenizerFileKind::Unknown: break;
+    }
+    return "";
+}
+
+std::string findTokenizerFile(const std::string& dir) {
+    std::error_code ec;
+    for (const char* name : {"tokenizer.json", "tokenizer.model", "tokenizer.bin"}) {
+        const std::filesystem::path candidate = std::filesystem::path(dir) / name;
+        if (std::filesystem::is_regular_file(candidate, ec)) return candidate.string();
+    }
+    return "";
+}
+
+const char* tokenizerKindName(Tokenizer::Kind kind) {
+    switch (kind) {
+    case Tokenizer::Kind::SentencePieceBpe: return "sentencepiece-bpe";
+    case Tokenizer::Kind::ByteLevelBpe: return "byte-level-bpe";
+    case Tokenizer::Kind::SentencePieceUnigram: return "sentencepiece-unigram";
+    case Tokenizer::Kind::Llama2c: return "llama2c";
+    }
+    return "unknown";
+}
+
+std::shared_ptr<Tokenizer> Tokenizer::fromAnyFile(const std::string& path, int64_t modelVocabSize) {
+    const std::string content = readTokenizerFileBytes(path);
     switch (detectTokenizerFile(content)) {
     case TokenizerFileKind::TokenizerJson:
         return fromJson(content, path);
     case TokenizerFileKind::SentencePiece:
         return SentencePieceTokenizer::fromBytes(content, path);
     case TokenizerFileKind::Llama2cBin:
-        return Llama2cTokenizer::fromBytes(content, path);
+        return Llama2cTokenizer::fromBytes(content, path, modelVocabSize);
     case TokenizerFileKind::Tiktoken:
-        throw Error("tokenizer '" + path + "' is a tiktoken BPE file (a base64 piece and a rank per line, as Meta ships "
-                    "LLaMA-3's tokenizer.model); npw does not read it: use the model's tokenizer.json");
+        return fromJsonValue(tiktokenAsTokenizerJson(content, path), path);
     case TokenizerFileKind::Unknown:
         break;
     }
     if (content.empty())
         throw Error("tokenizer '" + path + "' is empty");
     throw Error("tokenizer '" + path + "' is none of the tokenizer files npw reads: not JSON (tokenizer.json), not a "
-                "SentencePiece model (tokenizer.model, protobuf), not a llama2.c tokenizer.bin");
+                "SentencePiece model (tokenizer.model, protobuf), not LLaMA-3's tiktoken tokenizer.model (base64 and rank "
+                "per line), not a llama2.c tokenizer.bin");
 }
 
 } // namespace npw

@@ -61,7 +61,7 @@ bool isWithin(const fs::path& inner, const fs::path& outer) {
 // them, even where it is absent, changes what the model is.
 bool isModelFileName(const std::string& name) {
     for (const char* reserved : {"config.json", "model.safetensors", "model.safetensors.index.json", "tokenizer.json",
-                                 "tokenizer.model", "npw-manifest.json"})
+                                 "tokenizer.model", "tokenizer.bin", "npw-manifest.json"})
         if (name == reserved) return true;
     return false;
 }
