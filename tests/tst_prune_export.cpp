@@ -12,6 +12,7 @@
 
 #include <QTemporaryDir>
 #include <QtTest>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -102,7 +103,13 @@ private slots:
         QCOMPARE(m["ratio"].get<double>(), 0.3);
         QCOMPARE(m["alpha"].get<double>(), 4.0 * 4 / 3);
         QCOMPARE(m["alpha_mode"].get<std::string>(), std::string("budget"));
-        QCOMPARE(m["lambda"].get<double>(), kDefaultLambda);
+        // The default λ is relative: the manifest records λ_rel, the median c it was measured
+        // against and the absolute λ used (λ_rel / median c), and the cross-layer ranking.
+        QCOMPARE(m["lambda_given"].get<std::string>(), std::string("relative"));
+        QVERIFY(std::abs(m["lambda_rel"].get<double>() - kDefaultLambdaRel) < 1e-9 * kDefaultLambdaRel);
+        QVERIFY(m["median_c"].get<double>() > 0);
+        QVERIFY(std::abs(m["lambda"].get<double>() * m["median_c"].get<double>() - kDefaultLambdaRel) < 1e-9 * kDefaultLambdaRel);
+        QCOMPARE(m["cross_layer_ranking"].get<std::string>(), crossLayerRankingName(kDefaultCrossLayerRanking));
         QCOMPARE(m["iters"].get<int>(), 0);
         QCOMPARE(m["damp"].get<double>(), 0.01);
         QCOMPARE(m["compensation"].get<std::string>(), std::string("theorem3"));
