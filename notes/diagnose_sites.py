@@ -6,11 +6,13 @@ For every scored site (o_proj / down_proj input of every layer) it prints
   D, unit width (channels per attention unit), c = 1ᵀA⁻¹1, κ(A), λc at λ = 1e-4 and at the relative
   default (λ_rel / median c), and, for removing the share ρ of the site's units in the paper's
   within-layer order (that of −A⁻¹1, unit = mean):
-  relaxed  = ½ρ²D²/c, the relaxed problem's optimum (z free, Σz = (1−ρ)D): what the score's
-             cross-layer comparison believes a site costs as λc → 0;
-  binary   = ½·1_pᵀA1_p, the same objective at the binary mask (no compensation);
-  lstar    = Theorem 3's L* of that mask (compensated; γ = 0.01 relative as npw);
-  gap      = binary / relaxed.
+  relaxed  = ρ²D²/c = min (1−z)ᵀA(1−z) over real z with Σz = (1−ρ)D: what the relaxed score's
+             cross-layer comparison believes removing ρ of the site costs (λc → 0);
+  binary   = 1_pᵀA1_p = ‖X·ΔW‖²/N of the binary mask without compensation;
+  lstar    = Theorem 3's L* of that mask (compensated; γ = 0.01 relative, as npw), same units;
+  gap      = binary / relaxed;
+  resid    = the residual stream's energy after the site: mean ‖embedding row‖² + Σ output energies
+             tr(WᵀGW) of the sites so far (what npw's lstar-rel ranking divides L* by).
 Usage: diagnose_sites.py STATS.safetensors WEIGHTS(HF directory | llama2c .bin) RHO [LAMBDA_REL]
 """
 import json, struct, sys
@@ -53,12 +55,12 @@ def read_llama2c(path):
         a = w[off:off + n].reshape(shape)
         off += n
         return a
-    take(vocab, dim); take(layers, dim)
+    emb = take(vocab, dim); take(layers, dim)
     take(layers, heads * hd, dim); take(layers, kv * hd, dim); take(layers, kv * hd, dim)
     wo = take(layers, dim, heads * hd)
     take(layers, dim); take(layers, hidden, dim)
     w2 = take(layers, dim, hidden)
-    out = {}
+    out = {"model.embed_tokens.weight": emb}
     for l in range(layers):
         out[f"model.layers.{l}.self_attn.o_proj.weight"] = wo[l]
         out[f"model.layers.{l}.mlp.down_proj.weight"] = w2[l]
@@ -79,6 +81,8 @@ def main():
         kv = cfg.get("num_key_value_heads", heads)
     layers = sorted({int(k.split(".")[1]) for k in stats if k.startswith("layers.")})
     rows = []
+    emb = weights.get("model.embed_tokens.weight", weights.get("tok_embeddings.weight"))
+    resid = float((emb ** 2).sum(1).mean()) if emb is not None else float("nan")
     for l in layers:
         for site, wname in (("attn", f"model.layers.{l}.self_attn.o_proj.weight"), ("mlp", f"model.layers.{l}.mlp.down_proj.weight")):
             key = f"layers.{l}.{site}.gram"
@@ -102,7 +106,7 @@ def main():
             removed = np.concatenate([np.arange(u * width, (u + 1) * width) for u in order[:k]]) if k else np.array([], int)
             m = np.zeros(D)
             m[removed] = 1
-            binary = 0.5 * m @ A @ m
+            binary = m @ A @ m
             H = 2 * g + 0.01 * np.mean(np.diag(2 * g)) * np.eye(D)
             Hinv = np.linalg.inv(H)
             if k:
@@ -110,16 +114,18 @@ def main():
                 lstar = 0.5 * np.trace(Wp.T @ np.linalg.solve(Hinv[np.ix_(removed, removed)], Wp))
             else:
                 lstar = 0.0
-            relaxed = 0.5 * (rho * D) ** 2 / c
+            relaxed = (rho * D) ** 2 / c
+            energy = np.trace(W.T @ g @ W)
+            resid += energy  # the residual stream's energy after this site (cross terms neglected)
             rows.append(dict(layer=l, site=site, D=D, width=width, c=c, kappa=kappa, relaxed=relaxed, binary=binary,
-                             lstar=lstar, energy=np.trace(W.T @ g @ W)))
+                             lstar=lstar, energy=energy, resid=resid))
     med = np.median([r["c"] for r in rows])
     print(f"median c = {med:.4g}; lambda_rel {lambda_rel} -> lambda = {lambda_rel / med:.4g}; rho = {rho}")
     print("layer site    D width          c     kappa  lc(1e-4) lc(rel)    relaxed     binary      lstar   gap   out energy")
     for r in rows:
         print(f"{r['layer']:5d} {r['site']:4s} {r['D']:5d} {r['width']:5d} {r['c']:10.4g} {r['kappa']:9.3g} "
               f"{1e-4 * r['c']:8.3g} {lambda_rel * r['c'] / med:7.3g} {r['relaxed']:10.3g} {r['binary']:10.3g} "
-              f"{r['lstar']:10.3g} {r['binary'] / r['relaxed']:5.0f} {r['energy']:10.3g}")
+              f"{r['lstar']:10.3g} {r['binary'] / r['relaxed']:5.0f} {r['energy']:10.3g} {r['resid']:8.3g} {r['lstar'] / r['resid']:10.3g}")
 
 
 if __name__ == "__main__":

@@ -202,15 +202,34 @@ private slots:
         }
     }
 
-    // The L* ranking: each site's units keep the z-order, and every unit's score is −(convex-hull
-    // slope of L* per parameter), L* recomputed here prefix by prefix with compensatePrunedChannels.
+    // The L* ranking: each site's units keep the z-order, and every unit's score is the convex-hull
+    // slope of L* per parameter (what its removal costs: higher = keep), L* recomputed here prefix by prefix with compensatePrunedChannels.
     // GQA with KV groups, so a unit spans g·D_h channels.
     void compensatedRankingFollowsHullOfLStar() {
         const Fixture f = makeFixture({4, 4}, {2, 2}, {10, 9});
         PruneSettings s;
         s.ratio = 0.3;
+        s.crossLayer = CrossLayerRanking::CompensatedError;
         const ScoreSet set = computeScores(f.model.checkpoint(), f.stats, s);
         QVERIFY(set.rankingIsCompensatedError());
+        // lstar-rel: the same curves over the residual stream's energy where each site adds its
+        // output (the embedding's mean squared row norm, then every block's tr(W G Wᵀ) in order).
+        PruneSettings rel = s;
+        rel.crossLayer = CrossLayerRanking::RelativeCompensatedError;
+        const ScoreSet relSet = computeScores(f.model.checkpoint(), f.stats, rel);
+        double residual = f.model.checkpoint().weights.embed.to(at::kDouble).pow(2).sum(1).mean().item<double>();
+        for (size_t l = 0; l < 2; ++l)
+            for (bool attention : {true, false}) {
+                const LlamaLayerWeights& w = f.model.checkpoint().weights.layers[l];
+                const at::Tensor weight = (attention ? w.wo : w.w_down).to(at::kDouble);
+                const at::Tensor gram = (attention ? f.stats.attn[l] : f.stats.mlp[l]).gramPerToken();
+                residual += at::trace(at::matmul(weight, at::matmul(gram, weight.t()))).item<double>();
+                const std::vector<double>& a = attention ? set.ranking[l].heads : set.ranking[l].channels;
+                const std::vector<double>& b = attention ? relSet.ranking[l].heads : relSet.ranking[l].channels;
+                for (size_t i = 0; i < a.size(); ++i)
+                    QVERIFY2(std::abs(b[i] * residual - a[i]) <= 1e-7 * std::abs(a[i]) + 1e-300,
+                             qPrintable(QString("layer %1 unit %2: %3 vs %4").arg(l).arg(i).arg(b[i] * residual).arg(a[i])));
+            }
         PruneSettings relaxed = s;
         relaxed.crossLayer = CrossLayerRanking::Relaxed;
         const ScoreSet zSet = computeScores(f.model.checkpoint(), f.stats, relaxed);
@@ -239,11 +258,11 @@ private slots:
                 }
                 const std::vector<double> slopes = bruteMinorantSlopes(inc, weights);
                 for (size_t k = 0; k < order.size(); ++k) {
-                    const double want = -slopes[k];
+                    const double want = slopes[k];
                     QVERIFY2(std::abs(got[order[k]] - want) <= 1e-7 * std::abs(want) + 1e-300,
                              qPrintable(QString("layer %1 %2 step %3: %4 vs %5").arg(l).arg(attention).arg(k)
                                             .arg(got[order[k]]).arg(want)));
-                    if (k > 0) QVERIFY(got[order[k]] < got[order[k - 1]]);  // strictly: a budget cuts a prefix
+                    if (k > 0) QVERIFY(got[order[k]] > got[order[k - 1]]);  // strictly: a budget cuts a prefix
                 }
             }
         }
@@ -276,6 +295,7 @@ private slots:
         QVERIFY_THROWS_EXCEPTION(Error, s.validate());
         QCOMPARE(parseCrossLayerRanking("lstar"), CrossLayerRanking::CompensatedError);
         QCOMPARE(parseCrossLayerRanking("z"), CrossLayerRanking::Relaxed);
+        QCOMPARE(parseCrossLayerRanking("lstar-rel"), CrossLayerRanking::RelativeCompensatedError);
         QVERIFY_THROWS_EXCEPTION(Error, parseCrossLayerRanking("L*"));
     }
 };

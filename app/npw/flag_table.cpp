@@ -106,7 +106,7 @@ std::vector<FlagEntry> buildTable() {
                        [](const std::string& v) { parsePruneMethod(v); }, "numerical, flap, wanda-sp, magnitude or random")
               .byDefault(methodName(prune.method)),
           {"prune"});
-    t.add(Flag::text("methods", "A,B", "numerical, numerical-z (the paper's cross-layer order), numerical-nocomp, numerical-box, flap, wanda-sp, "
+    t.add(Flag::text("methods", "A,B", "numerical, numerical-z (the paper's cross-layer order), numerical-lstar, numerical-lstar-rel, numerical-nocomp, numerical-box, flap, wanda-sp, "
                                           "magnitude, random"),
           {"sweep"});
     const Flag ratio = Flag::real("ratio", "R", "pruning ratio rho in [0, 1)").atLeast(0).below(1);
@@ -132,9 +132,11 @@ std::vector<FlagEntry> buildTable() {
               .above(0)
               .byDefault(number(prune.lambdaRel)),
           {"prune"});
-    t.add(Flag::choice("ranking", "lstar|z", "lstar or z", [](const std::string& v) { parseCrossLayerRanking(v); },
-                       "numerical: how units of different layers compete: lstar (each layer in its z-order, across layers "
-                       "by Theorem 3's compensated error L* per parameter) or z (the paper's eq. 7 on z)")
+    t.add(Flag::choice("ranking", "lstar-rel|lstar|z", "lstar-rel, lstar or z",
+                       [](const std::string& v) { parseCrossLayerRanking(v); },
+                       "numerical: how units of different layers compete: each layer in its z-order, across layers by "
+                       "Theorem 3's compensated error L* per parameter relative to the residual stream (lstar-rel) or "
+                       "absolute (lstar), or z (the paper's eq. 7 on z itself)")
               .byDefault(crossLayerRankingName(prune.crossLayer)),
           {"prune"});
     t.add(lambda.asList("X1,X2").described("absolute λ of the numerical score (a list: the λ study; default: relative, "

@@ -16,6 +16,10 @@ PruneSettings sweepMethodSettings(const std::string& method, double lambda, Alph
     } else if (method == "numerical-z") {
         s.method = PruneMethod::Numerical;
         s.crossLayer = CrossLayerRanking::Relaxed;
+    } else if (method == "numerical-lstar" || method == "numerical-lstar-rel") {
+        s.method = PruneMethod::Numerical;
+        s.crossLayer = method == "numerical-lstar" ? CrossLayerRanking::CompensatedError
+                                                   : CrossLayerRanking::RelativeCompensatedError;
     } else if (method == "numerical-box") {
         s.method = PruneMethod::Numerical;
         s.boxConstrained = true;

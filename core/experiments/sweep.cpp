@@ -37,6 +37,10 @@ MethodChoice parseSweepMethod(const std::string& name) {
     if (name == "numerical-box") return {PruneMethod::Numerical, CompensationKind::MethodDefault, true};
     if (name == "numerical-z")
         return {PruneMethod::Numerical, CompensationKind::MethodDefault, false, CrossLayerRanking::Relaxed};
+    if (name == "numerical-lstar")
+        return {PruneMethod::Numerical, CompensationKind::MethodDefault, false, CrossLayerRanking::CompensatedError};
+    if (name == "numerical-lstar-rel")
+        return {PruneMethod::Numerical, CompensationKind::MethodDefault, false, CrossLayerRanking::RelativeCompensatedError};
     return {parsePruneMethod(name), CompensationKind::MethodDefault};
 }
 

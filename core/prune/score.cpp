@@ -122,11 +122,11 @@ void rankUnits(ScoreSet& set) {
 }
 
 // One site's units in removal order (lowest channel-score unit first) with their cumulative L*
-// (compensatedLossCurve) → the convex-minorant slope of each unit per parameter, negated so that
-// higher = keep. unitChannels[u]: the o_proj input channels (or the one MLP channel) of unit u.
+// (compensatedLossCurve) → the convex-minorant slope of each unit per parameter (higher = keep). unitChannels[u]: the o_proj input channels (or the one MLP channel) of unit u.
+// scale: what the site's L* is divided by (1, or the residual stream's energy).
 std::vector<double> compensatedErrorScores(const std::vector<double>& unitScores,
                                            const std::vector<std::vector<int64_t>>& unitChannels, int64_t unitParams,
-                                           const at::Tensor& weight, const LayerStats& stats, double damp) {
+                                           const at::Tensor& weight, const LayerStats& stats, double damp, double scale) {
     const size_t n = unitScores.size();
     std::vector<size_t> order(n);
     for (size_t i = 0; i < n; ++i) order[i] = i;
@@ -141,11 +141,12 @@ std::vector<double> compensatedErrorScores(const std::vector<double>& unitScores
     std::vector<double> increments(n), weights(n, static_cast<double>(std::max<int64_t>(unitParams, 1)));
     double previous = 0;
     for (size_t k = 0; k < n; ++k) {
-        const double atK = ends[k] > 0 ? curve[ends[k] - 1] : 0.0;
+        const double atK = ends[k] > 0 ? curve[ends[k] - 1] / scale : 0.0;
         increments[k] = atK - previous;
         previous = atK;
     }
     const std::vector<double> slopes = convexMinorantSlopes(increments, weights);
+    // Higher = keep: a unit's score is the L* per parameter its removal costs (on the hull).
     // Pooled steps share a slope; they stay in their order (nextafter), so a budget that ends
     // inside a pooled run removes a prefix of it, not the whole run.
     std::vector<double> out(n);
@@ -154,13 +155,22 @@ std::vector<double> compensatedErrorScores(const std::vector<double>& unitScores
         double v = slopes[k];
         if (v <= last) v = std::nextafter(last, std::numeric_limits<double>::infinity());
         last = v;
-        out[order[k]] = -v;
+        out[order[k]] = v;
     }
     return out;
 }
 
-// Replaces the ranking by −(L* slopes) per site, keeping each site's order of its unit scores.
+// Replaces the ranking by the L* slopes per site, keeping each site's order of its unit scores.
 void rankByCompensatedError(ScoreSet& set, const LlamaCheckpoint& checkpoint, const ModelStats& stats) {
+    const bool relative = set.settings.crossLayer == CrossLayerRanking::RelativeCompensatedError;
+    // The residual stream's energy per token where each site adds its output: the embedding's mean
+    // squared row norm, then every block's output energy tr(W G Wᵀ) in order (cross terms
+    // neglected). Only the relative variant uses it.
+    double residual = relative ? checkpoint.weights.embed.to(at::kDouble).pow(2).sum(1).mean().item<double>() : 1.0;
+    auto outputEnergy = [](const at::Tensor& weight, const LayerStats& s) {
+        const at::Tensor w = weight.to(at::kDouble);
+        return at::trace(at::matmul(w, at::matmul(s.gramPerToken().to(w.device()), w.t()))).item<double>();
+    };
     for (size_t l = 0; l < set.ranking.size(); ++l) {
         const LlamaLayerWeights& w = checkpoint.weights.layers.at(l);
         const int64_t layer = static_cast<int64_t>(l);
@@ -178,15 +188,17 @@ void rankByCompensatedError(ScoreSet& set, const LlamaCheckpoint& checkpoint, co
                             for (int64_t j = 0; j < set.config.head_dim; ++j)
                                 channels[u].push_back(static_cast<int64_t>(h) * set.config.head_dim + j);
                 }
+                if (relative) residual += outputEnergy(w.wo, stats.attn.at(l));
                 set.ranking[l].heads = compensatedErrorScores(set.ranking[l].heads, channels, set.costs[l].headParams, w.wo,
-                                                              stats.attn.at(l), set.settings.damp);
+                                                              stats.attn.at(l), set.settings.damp, relative ? residual : 1.0);
             }
             if (!set.ranking[l].channels.empty()) {
                 std::vector<std::vector<int64_t>> channels(set.ranking[l].channels.size());
                 for (size_t j = 0; j < channels.size(); ++j) channels[j] = {static_cast<int64_t>(j)};
+                if (relative) residual += outputEnergy(w.w_down, stats.mlp.at(l));
                 set.ranking[l].channels = compensatedErrorScores(set.ranking[l].channels, channels,
                                                                  set.costs[l].channelParams, w.w_down, stats.mlp.at(l),
-                                                                 set.settings.damp);
+                                                                 set.settings.damp, relative ? residual : 1.0);
             }
         } catch (const Error& e) {
             throw Error("ranking by the compensated error L*" + where + ": " + e.what());
@@ -245,7 +257,7 @@ bool ScoreSet::rankingIsNumericalW() const {
 }
 
 bool ScoreSet::rankingIsCompensatedError() const {
-    return settings.method == PruneMethod::Numerical && settings.crossLayer == CrossLayerRanking::CompensatedError;
+    return settings.method == PruneMethod::Numerical && settings.crossLayer != CrossLayerRanking::Relaxed;
 }
 
 at::Tensor ScoreSet::attentionChannelScoresAt(size_t layer, double rho) const {

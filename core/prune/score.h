@@ -41,7 +41,7 @@ struct ScoreSet {
     bool channelsAreNumericalW() const;
     // The ranking holds unit means of s as well (the paper's relaxed cross-layer order).
     bool rankingIsNumericalW() const;
-    // The ranking holds −(L* per parameter) slopes (CrossLayerRanking::CompensatedError).
+    // The ranking holds L*-per-parameter slopes (CrossLayerRanking::CompensatedError).
     bool rankingIsCompensatedError() const;
     // The scores a user reads at ρ: numerical z (channels, and unit means), the baselines' metric.
     LayerScores unitScoresAt(size_t layer, double rho) const;

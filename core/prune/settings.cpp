@@ -20,8 +20,10 @@ bool isFiniteNumber(double x) { return std::isfinite(x); }
 } // namespace
 
 std::string scoreSetName(const PruneSettings& settings) {
-    const bool relaxed = settings.method == PruneMethod::Numerical && settings.crossLayer == CrossLayerRanking::Relaxed;
-    return methodName(settings.method) + (relaxed ? "-z" : "") + (settings.boxConstrained ? "-box" : "");
+    // As the sweep names them: numerical (the default ranking), numerical-z, numerical-lstar, ...
+    const bool other = settings.method == PruneMethod::Numerical && settings.crossLayer != kDefaultCrossLayerRanking;
+    return methodName(settings.method) + (other ? "-" + crossLayerRankingName(settings.crossLayer) : "") +
+           (settings.boxConstrained ? "-box" : "");
 }
 
 std::string methodName(PruneMethod method) {
@@ -124,14 +126,21 @@ AttentionUnitKind parseAttentionUnit(const std::string& name) {
 }
 
 std::string crossLayerRankingName(CrossLayerRanking ranking) {
-    return ranking == CrossLayerRanking::Relaxed ? "z" : "lstar";
+    switch (ranking) {
+    case CrossLayerRanking::Relaxed: return "z";
+    case CrossLayerRanking::CompensatedError: return "lstar";
+    case CrossLayerRanking::RelativeCompensatedError: return "lstar-rel";
+    }
+    return "?";
 }
 
 CrossLayerRanking parseCrossLayerRanking(const std::string& name) {
-    for (CrossLayerRanking r : {CrossLayerRanking::Relaxed, CrossLayerRanking::CompensatedError})
+    for (CrossLayerRanking r :
+         {CrossLayerRanking::Relaxed, CrossLayerRanking::CompensatedError, CrossLayerRanking::RelativeCompensatedError})
         if (name == crossLayerRankingName(r)) return r;
     throw Error("unknown cross-layer ranking '" + name +
-                "' (expected lstar: by the compensated error L*, or z: the paper's relaxed score)");
+                "' (expected lstar: by the compensated error L*; lstar-rel: L* relative to the residual stream; or z: "
+                "the paper's relaxed score)");
 }
 
 } // namespace npw
