@@ -266,6 +266,13 @@ private slots:
         QVERIFY(refusal(prune, "compensation", "bias").isEmpty());
         QVERIFY(refusal(prune, "compensation", "flap-bias").isEmpty());
         QVERIFY(formatFlagHelp(prune.flags).find("flap-bias") != std::string::npos);
+        // Issue 15: the cross-layer ranking by name, λ_rel positive.
+        for (const char* name : {"lstar-rel", "lstar", "z"}) QVERIFY(refusal(prune, "ranking", name).isEmpty());
+        QVERIFY(!refusal(prune, "ranking", "L*").isEmpty());
+        QVERIFY(refusal(prune, "lambda-rel", "4").isEmpty());
+        QVERIFY(!refusal(prune, "lambda-rel", "0").isEmpty());
+        QVERIFY(!refusal(prune, "lambda-rel", "-1").isEmpty());
+        QVERIFY(!refusal(command("sweep"), "lambda-rel", "nan").isEmpty());
     }
 
     void helpListsEveryFlag() {

@@ -203,7 +203,8 @@ private slots:
         QCOMPARE(file->load("layers.0.attn.unit_scores").numel(), int64_t(2));  // two KV groups
         QVERIFY(file->has("layers.0.attn.ainv1") && file->has("layers.0.mlp.c"));
         // z = 1 − ρ·λD·A⁻¹1/(1 + λc), from the file alone.
-        const double c = file->load("layers.1.mlp.c").item<double>(), lambda = p.settings.lambda;
+        // The λ the scores used (the default is relative: resolved from median c by computeScores).
+        const double c = file->load("layers.1.mlp.c").item<double>(), lambda = p.run.scores.settings.lambda;
         const at::Tensor fromFile = 1 - 0.3 * lambda * 20 * file->load("layers.1.mlp.ainv1") / (1 + lambda * c);
         QVERIFY(at::allclose(fromFile, z));
 

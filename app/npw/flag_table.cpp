@@ -127,11 +127,15 @@ std::vector<FlagEntry> buildTable() {
     const Flag lambda = Flag::real("lambda", "X", "absolute penalty lambda of the numerical score (G normalised per token; "
                                                   "default: relative, --lambda-rel)").above(0);
     t.add(lambda, {"prune"});
-    t.add(Flag::real("lambda-rel", "R", "lambda relative to the model's own scale: lambda = R / median over layers of "
-                                        "c = 1^T A^-1 1")
-              .above(0)
-              .byDefault(number(prune.lambdaRel)),
-          {"prune"});
+    t.add(lambda.asList("X1,X2").described("absolute λ of the numerical score (a list: the λ study; default: relative, "
+                                           "--lambda-rel)"),
+          {"sweep"});
+    const Flag lambdaRel = Flag::real("lambda-rel", "R", "lambda relative to the model's own scale: lambda = R / median "
+                                                         "over layers of c = 1^T A^-1 1")
+                               .above(0);
+    t.add(lambdaRel.byDefault(number(prune.lambdaRel)), {"prune"});
+    t.add(lambdaRel.byDefault(number(sweep.lambdaRel)).described("numerical runs without --lambda: lambda = R / median c"),
+          {"sweep"});
     t.add(Flag::choice("ranking", "lstar-rel|lstar|z", "lstar-rel, lstar or z",
                        [](const std::string& v) { parseCrossLayerRanking(v); },
                        "numerical: how units of different layers compete: each layer in its z-order, across layers by "
@@ -139,13 +143,6 @@ std::vector<FlagEntry> buildTable() {
                        "absolute (lstar), or z (the paper's eq. 7 on z itself)")
               .byDefault(crossLayerRankingName(prune.crossLayer)),
           {"prune"});
-    t.add(lambda.asList("X1,X2").described("absolute λ of the numerical score (a list: the λ study; default: relative, "
-                                           "--lambda-rel)"),
-          {"sweep"});
-    t.add(Flag::real("lambda-rel", "R", "numerical runs without --lambda: lambda = R / median c")
-              .above(0)
-              .byDefault(number(sweep.lambdaRel)),
-          {"sweep"});
     t.add(Flag::integer("iters", "T", 0, kMaxIterations, "0: closed form; T > 0: Algorithm 1 with T Newton steps")
               .byDefault(std::to_string(prune.iters)),
           {"prune"});
