@@ -137,7 +137,18 @@ std::vector<double> compensatedErrorScores(const std::vector<double>& unitScores
         channelOrder.insert(channelOrder.end(), unitChannels[u].begin(), unitChannels[u].end());
         ends.push_back(channelOrder.size());
     }
-    const std::vector<double> curve = compensatedLossCurve(weight, stats.gramPerToken(), channelOrder, damp);
+    // A singular G with γ = 0 (fewer tokens than channels, a dead channel) cannot be inverted; the
+    // ranking then copes as the score does (solveNumericalScore's jitter): the smallest relative
+    // dampening from 1e-10 up that factorises. applyMask still refuses γ = 0 there, naming it.
+    std::vector<double> curve;
+    for (double gamma = damp;; gamma = gamma > 0 ? gamma * 100 : 1e-10) {
+        try {
+            curve = compensatedLossCurve(weight, stats.gramPerToken(), channelOrder, gamma);
+            break;
+        } catch (const Error&) {
+            if (gamma >= 1e-2) throw;
+        }
+    }
     std::vector<double> increments(n), weights(n, static_cast<double>(std::max<int64_t>(unitParams, 1)));
     double previous = 0;
     for (size_t k = 0; k < n; ++k) {
