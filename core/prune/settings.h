@@ -73,11 +73,12 @@ CrossLayerRanking parseCrossLayerRanking(const std::string& name);
 // channels across layers. c scales like 1/(weight² · activation²), so an absolute λ means
 // different things on different models (c spans 10³…2·10⁶ on the demo models, 4·10²…10⁴ on
 // stories260K); λ_rel fixes the median layer's λc and is invariant to rescaling the model.
-// λ_rel = 4 is the absolute 10⁻⁴ that was tuned on the demo models expressed in their median c
-// (README, "Choosing λ"). An absolute λ (--lambda) overrides it; manifests record both.
+// λ_rel = 4: the absolute 10⁻⁴ tuned on the demo models is λ·median c = 2.5 on demo:lm and ≈ 4
+// with their geometric-mean c (README, "Choosing λ"). With the default ranking (lstar-rel) λ no
+// longer changes the mask; it does for --ranking z, the box and Algorithm 1. An absolute λ
+// (--lambda) overrides it; manifests record both.
 constexpr double kDefaultLambdaRel = 4.0;
-// The absolute λ of the demo-tuned default before λ_rel (kept for the studio's λ slider range
-// and the bench's solver timings).
+// The absolute λ that was the default before issue 15 (the bench's solver timings use it).
 constexpr double kDefaultLambda = 1e-4;
 // How units of different layers compete by default (settings above; README "Choosing λ").
 // lstar-rel: the only ranking that beat FLAP at ρ 0.3 and 0.5 on every model of the study
