@@ -3,6 +3,7 @@
 // values out of range, and help screens that miss a flag; the one parser of α mode and of
 // compensation (both spellings of FLAP's bias); and, through the npw binary of this build tree,
 // the errors a user sees for a bad value before anything is loaded.
+#include "core/experiments/sweep.h"
 #include "app/npw/commands.h"
 #include "app/npw/flag_table.h"
 #include "core/eval/generate.h"
@@ -215,14 +216,18 @@ private slots:
         const PruneSettings prune;
         QCOMPARE(flagOf("prune", "method").defaultValue, methodName(prune.method));
         QCOMPARE(flagOf("prune", "ratio").defaultValue, shortNumber(prune.ratio));
-        QCOMPARE(flagOf("prune", "lambda").defaultValue, shortNumber(prune.lambda));
+        // λ is relative by default (--lambda-rel); an absolute --lambda has no default.
+        QCOMPARE(flagOf("prune", "lambda").defaultValue, std::string());
+        QCOMPARE(flagOf("prune", "lambda-rel").defaultValue, shortNumber(prune.lambdaRel));
+        QCOMPARE(flagOf("prune", "ranking").defaultValue, crossLayerRankingName(prune.crossLayer));
         QCOMPARE(flagOf("prune", "damp").defaultValue, shortNumber(prune.damp));
         QCOMPARE(flagOf("prune", "iters").defaultValue, std::to_string(prune.iters));
         QCOMPARE(flagOf("prune", "alpha-mode").defaultValue, alphaModeName(prune.alphaMode));
         QCOMPARE(flagOf("prune", "compensation").defaultValue, std::string("auto"));
         QCOMPARE(flagOf("prune", "unit").defaultValue, std::string("kv-group"));
         QCOMPARE(flagOf("prune", "seed").defaultValue, std::to_string(prune.seed));
-        QCOMPARE(flagOf("sweep", "lambda").defaultValue, shortNumber(kDefaultLambda));
+        QCOMPARE(flagOf("sweep", "lambda").defaultValue, std::string());
+        QCOMPARE(flagOf("sweep", "lambda-rel").defaultValue, shortNumber(SweepSpec{}.lambdaRel));
         QCOMPARE(flagOf("generate", "tokens").defaultValue, std::to_string(SamplingOptions{}.maxNewTokens));
         QCOMPARE(flagOf("eval", "batch").defaultValue, std::to_string(PerplexityOptions{}.batchWindows));
         // The window lengths keep their per-command defaults: eval and prune none (2048 or the
@@ -261,6 +266,13 @@ private slots:
         QVERIFY(refusal(prune, "compensation", "bias").isEmpty());
         QVERIFY(refusal(prune, "compensation", "flap-bias").isEmpty());
         QVERIFY(formatFlagHelp(prune.flags).find("flap-bias") != std::string::npos);
+        // Issue 15: the cross-layer ranking by name, λ_rel positive.
+        for (const char* name : {"lstar-rel", "lstar", "z"}) QVERIFY(refusal(prune, "ranking", name).isEmpty());
+        QVERIFY(!refusal(prune, "ranking", "L*").isEmpty());
+        QVERIFY(refusal(prune, "lambda-rel", "4").isEmpty());
+        QVERIFY(!refusal(prune, "lambda-rel", "0").isEmpty());
+        QVERIFY(!refusal(prune, "lambda-rel", "-1").isEmpty());
+        QVERIFY(!refusal(command("sweep"), "lambda-rel", "nan").isEmpty());
     }
 
     void helpListsEveryFlag() {

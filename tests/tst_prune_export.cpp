@@ -12,6 +12,7 @@
 
 #include <QTemporaryDir>
 #include <QtTest>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -102,7 +103,13 @@ private slots:
         QCOMPARE(m["ratio"].get<double>(), 0.3);
         QCOMPARE(m["alpha"].get<double>(), 4.0 * 4 / 3);
         QCOMPARE(m["alpha_mode"].get<std::string>(), std::string("budget"));
-        QCOMPARE(m["lambda"].get<double>(), kDefaultLambda);
+        // The default λ is relative: the manifest records λ_rel, the median c it was measured
+        // against and the absolute λ used (λ_rel / median c), and the cross-layer ranking.
+        QCOMPARE(m["lambda_given"].get<std::string>(), std::string("relative"));
+        QVERIFY(std::abs(m["lambda_rel"].get<double>() - kDefaultLambdaRel) < 1e-9 * kDefaultLambdaRel);
+        QVERIFY(m["median_c"].get<double>() > 0);
+        QVERIFY(std::abs(m["lambda"].get<double>() * m["median_c"].get<double>() - kDefaultLambdaRel) < 1e-9 * kDefaultLambdaRel);
+        QCOMPARE(m["cross_layer_ranking"].get<std::string>(), crossLayerRankingName(kDefaultCrossLayerRanking));
         QCOMPARE(m["iters"].get<int>(), 0);
         QCOMPARE(m["damp"].get<double>(), 0.01);
         QCOMPARE(m["compensation"].get<std::string>(), std::string("theorem3"));
@@ -196,7 +203,8 @@ private slots:
         QCOMPARE(file->load("layers.0.attn.unit_scores").numel(), int64_t(2));  // two KV groups
         QVERIFY(file->has("layers.0.attn.ainv1") && file->has("layers.0.mlp.c"));
         // z = 1 − ρ·λD·A⁻¹1/(1 + λc), from the file alone.
-        const double c = file->load("layers.1.mlp.c").item<double>(), lambda = p.settings.lambda;
+        // The λ the scores used (the default is relative: resolved from median c by computeScores).
+        const double c = file->load("layers.1.mlp.c").item<double>(), lambda = p.run.scores.settings.lambda;
         const at::Tensor fromFile = 1 - 0.3 * lambda * 20 * file->load("layers.1.mlp.ainv1") / (1 + lambda * c);
         QVERIFY(at::allclose(fromFile, z));
 

@@ -194,6 +194,10 @@ private slots:
         Fixture f = makeFixture({4, 4, 4}, {2, 2, 2}, {24, 20, 16});
         PruneSettings settings;
         settings.protectedLayers = {2};
+        // This is about re-selecting z itself: the paper's ranking at an absolute λ (the default
+        // ranks by L* since issue 15; tst_cross_layer covers that).
+        settings.crossLayer = CrossLayerRanking::Relaxed;
+        settings.lambda = kDefaultLambda;
         const ScoreSet scores = computeScores(f.model.checkpoint(), f.stats, settings);
         const MaskSelector selector(scores);
         QVERIFY(selector.isGlobal());

@@ -207,11 +207,12 @@ void TestStudioSession::knobsReselectWithoutRescoring() {
     QVERIFY(session.selection()->achievedRatio >= 0.5);
     QVERIFY2(reselectMs < 500, qPrintable(QString::number(reselectMs)));
 
-    knobs.lambda = 1e-2;  // closed form from the stored solves
+    knobs.lambda = 1e-2;  // λ_rel: closed form from the stored solves at λ = λ_rel / median c
     session.setKnobs(knobs);
     QVERIFY(session.currentScores() != computed);
-    QCOMPARE(session.currentScores()->settings.lambda, 1e-2);
-    const npw::ScoreSet direct = npw::rescoreNumerical(*computed, 1e-2);
+    const double absolute = 1e-2 / computed->medianC;
+    QVERIFY(std::abs(session.currentScores()->settings.lambda - absolute) <= 1e-12 * absolute);
+    const npw::ScoreSet direct = npw::rescoreNumerical(*computed, absolute);
     const npw::SelectionResult expected = npw::selectMask(direct, 0.5, knobs.alpha, knobs.mode);
     QVERIFY(session.selection()->selection.mask.keepChannels == expected.mask.keepChannels);
     QVERIFY(session.selection()->selection.mask.keepHeads == expected.mask.keepHeads);

@@ -58,10 +58,11 @@ const char* kModeHelp = QT_TRANSLATE_NOOP("SparsityControls",
                                           "Budget: FLAP's code; ρ counts parameters, α is the weight of a unit.");
 const char* kLambdaHelp =
     QT_TRANSLATE_NOOP("SparsityControls",
-                      "λ, the regularisation of the numerical score: the weight of ½λ(⟨1, z⟩ − r)²\n"
-                      "in the score's objective. Closed form: a new λ re-scores at once, no re-solve.\n"
-                      "Small λ keeps each layer's absolute error scale (layers are pruned by sensitivity);\n"
-                      "large λ makes every layer's mean score 1 − ρ.");
+                      "λ_rel, the regularisation of the numerical score relative to the model: λ = λ_rel / median c\n"
+                      "(c = 1ᵀA⁻¹1 per layer), the weight of ½λ(⟨1, z⟩ − r)² in the score's objective.\n"
+                      "Closed form: a new λ re-scores at once, no re-solve. Small λ keeps each layer's\n"
+                      "absolute error scale; large λ makes every layer's mean score 1 − ρ. With the default\n"
+                      "ranking (lstar: across layers by Theorem 3's L*) it changes only the z shown.");
 
 } // namespace
 
@@ -115,7 +116,7 @@ SparsityControls::SparsityControls(QWidget* parent) : QWidget(parent) {
     alphaMode_->setToolTip(tr(kModeHelp));
     grid->addWidget(modeLabel, 2, 0);
     grid->addWidget(alphaMode_, 2, 1, 1, 3);
-    addRow(3, tr("λ  score regularisation"), kLambdaHelp, lambdaSlider_, lambdaSpin_);
+    addRow(3, tr("λ_rel  score regularisation"), kLambdaHelp, lambdaSlider_, lambdaSpin_);
 
     connect(rhoSlider_, &QSlider::valueChanged, this, [this](int position) {
         const QSignalBlocker block(rhoSpin_);

@@ -19,6 +19,7 @@
 
 #include <ATen/ATen.h>
 #include <filesystem>
+#include <limits>
 #include <iomanip>
 #include <iostream>
 
@@ -51,8 +52,7 @@ void runImageDemo(const Args& args, const Runtime& runtime, double ratio, const 
         resolveReference("fashion-mnist-test", *network, defaultCacheDir(), 250, terminalProgress());
     const int64_t samples = args.getInt("image-samples");
     std::cout << "\n" << name << ": " << samples << " images per model (classes in turn, cfg " << sampling.cfgScale
-              << "), against the " << reference.description << "; numerical with lambda " << args.get("image-lambda")
-              << "\n";
+              << "), against the " << reference.description << "; numerical at its defaults (as every model)\n";
     printEvaluationHeader();
     const int64_t classes = bench.dense().config().num_classes;
     std::vector<int64_t> gridClasses;
@@ -72,12 +72,13 @@ void runImageDemo(const Args& args, const Runtime& runtime, double ratio, const 
     measure(bench.dense(), "dense", 0.0);
     const LlamaCheckpoint denseTransformer = bench.dense().checkpoint().transformer();
     for (const std::string method : {"numerical", "flap"}) {
-        PrunedModel pruned = bench.prune(method, ratio, args.getDouble("image-lambda"));  // λ: numerical only
+        // The same defaults as every other model: no per-model λ (issue 15).
+        const double lambda = std::numeric_limits<double>::quiet_NaN();
+        PrunedModel pruned = bench.prune(method, ratio, lambda);
         const LlamaGenCheckpoint ck = bench.dense().checkpoint().withTransformer(pruned.checkpoint);
         const int64_t before = prunableParameters(denseTransformer.config);
         const double achieved = double(before - prunableParameters(pruned.checkpoint.config)) / double(before);
         const fs::path dir = out / ("c2i-" + method + "-" + std::to_string(int(ratio * 100)));
-        const double lambda = args.getDouble("image-lambda");
         savePrunedImageModel(ck, vq.get(), dir.string(), bench.manifestJson(name, method, ratio, lambda, pruned),
                              nlohmann::json{{"class_names", classNames(name)}}.dump());
         measure(LlamaGenModel(ck, runtime), method, achieved);

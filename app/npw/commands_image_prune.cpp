@@ -171,9 +171,12 @@ int runImageSweep(const Args& args, const std::string& model) {
     spec.calibSampling = spec.evalSampling;
     spec.calibSampling.seed = spec.evalSampling.seed + 1000000;  // calibration samples are not evaluation samples
     spec.evalSamples = args.getInt("samples");
-    const std::vector<double> lambdas = args.getDoubleList("lambda");  // a list for language models
-    if (lambdas.size() != 1) throw Error("image model '" + model + "': the image sweep takes one --lambda, got " + args.get("lambda"));
-    spec.lambda = lambdas[0];
+    if (args.has("lambda")) {  // absolute; without it the relative default
+        const std::vector<double> lambdas = args.getDoubleList("lambda");  // a list for language models
+        if (lambdas.size() != 1)
+            throw Error("image model '" + model + "': the image sweep takes one --lambda, got " + args.get("lambda"));
+        spec.lambda = lambdas[0];
+    }
     spec.alphaMode = parseAlphaMode(args.get("alpha-mode"));
     if (args.has("alpha")) spec.alpha = args.getDouble("alpha");
 

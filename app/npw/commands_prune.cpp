@@ -56,7 +56,13 @@ PruneSettings settingsFromArgs(const Args& args) {
     s.ratio = args.getDouble("ratio");
     if (args.has("alpha")) s.alpha = args.getDouble("alpha");
     s.alphaMode = parseAlphaMode(args.get("alpha-mode"));
-    s.lambda = args.getDouble("lambda");
+    // An absolute --lambda overrides the relative default (λ = λ_rel / median c); both at once
+    // would leave one of them unused.
+    if (args.has("lambda") && args.has("lambda-rel"))
+        throw Error("--lambda (absolute) and --lambda-rel (relative to the median c) are alternatives; give one");
+    if (args.has("lambda")) s.lambda = args.getDouble("lambda");
+    s.lambdaRel = args.getDouble("lambda-rel");
+    s.crossLayer = parseCrossLayerRanking(args.get("ranking"));
     s.iters = static_cast<int>(args.getInt("iters"));
     s.z0 = args.getDouble("z0");
     s.damp = args.getDouble("damp");
@@ -95,7 +101,11 @@ std::string lossText(double loss, int64_t before, int64_t after) {
 void printHuman(const PruneReport& r, const std::string& model, const std::string& out) {
     std::cout << "pruned    " << model << " -> " << out << "\n"
               << "method    " << r.method << ", ratio " << r.ratio << ", " << alphaModeName(r.alphaMode) << " alpha "
-              << std::setprecision(4) << r.alpha << (r.method == "numerical" ? ", lambda " + formatNumber(r.lambda) : "")
+              << std::setprecision(4) << r.alpha
+              << (r.method == "numerical" ? ", lambda " + formatNumber(r.lambda) + " (" + r.lambdaGiven + "; lambda_rel " +
+                                                formatNumber(r.lambdaRel) + " of median c " + formatNumber(r.medianC) +
+                                                "), ranking " + r.crossLayer
+                                          : "")
               << ", compensation " << compensationName(r.compensation) << "\n"
               << "params    " << r.paramsBefore << " -> " << r.paramsAfter << std::fixed << std::setprecision(1)
               << "  (removed " << 100 * r.achievedRatio << "% of attention+MLP, " << 100 * r.achievedRatioModel
@@ -227,7 +237,7 @@ int runPrune(const Args& args) {
 void addPruneCommand(std::vector<Command>& out) {
     out.push_back({"prune",
                    "MODEL --method M --ratio R (--calib FILE|NAME:FILE [--calib-ids] [--nsamples N] [--seqlen L] | --stats FILE) [--alpha A] "
-                   "[--alpha-mode paper|budget] [--lambda X] [--iters T] [--damp G] [--no-compensation] "
+                   "[--alpha-mode paper|budget] [--lambda X | --lambda-rel R] [--ranking lstar-rel|lstar|z] [--iters T] [--damp G] [--no-compensation] "
                    "[--only attention|mlp] [--protect LAYERS] [--seed S] --out DIR [--save-scores F] [--save-stats F] "
                    "[--stats-on-disk F]\n"
                    "       npw prune IMAGE_MODEL --method M --ratio R --calib generated [--per-class N] [--cfg S] --out DIR "

@@ -35,7 +35,8 @@ int runSweepCommand(const Args& args) {
     spec.ratios = args.getDoubleList("ratios");
     spec.calibSamples = args.getIntList("nsamples");
     spec.calibSeqlens = args.getIntList("seqlen");
-    spec.lambdas = args.getDoubleList("lambda");
+    if (args.has("lambda")) spec.lambdas = args.getDoubleList("lambda");  // absolute; else relative
+    spec.lambdaRel = args.getDouble("lambda-rel");
     spec.seeds = static_cast<int>(args.getInt("seeds"));
     spec.evalSeqlen = args.getInt("eval-seqlen");
     spec.evalMaxWindows = args.getInt("max-windows");
@@ -74,7 +75,8 @@ int runSweepCommand(const Args& args) {
         if (json) return;
         std::cout << std::left << std::setw(18) << r.method << std::right << std::fixed << std::setprecision(2)
                   << std::setw(6) << r.ratio << std::setw(6) << r.seed << std::setw(8) << r.calibSamples
-                  << std::setw(8) << r.calibSeqlen << std::setw(9) << (std::isfinite(r.lambda) ? r.lambda : 0.0)
+                  << std::setw(8) << r.calibSeqlen << std::setw(9) << std::setprecision(3) << std::scientific
+                  << (std::isfinite(r.lambdaUsed) ? r.lambdaUsed : 0.0) << std::fixed << std::setprecision(2)
                   << "  " << std::left << std::setw(10) << r.evalSet << std::right << std::setprecision(3)
                   << std::setw(9) << r.achievedRatio << std::setprecision(2) << std::setw(11) << r.ppl;
         if (std::isfinite(r.acc)) std::cout << std::setprecision(4) << "  acc " << r.acc;
@@ -99,7 +101,8 @@ int runSweepCommand(const Args& args) {
     for (const SweepSummaryRow& s : summary)
         out["summary"].push_back({{"method", s.first.method}, {"ratio", s.first.ratio},
                                   {"calib_samples", s.first.calibSamples}, {"calib_seqlen", s.first.calibSeqlen},
-                                  {"lambda", finiteOrNull(s.first.lambda)}, {"eval", s.first.evalSet},
+                                  {"lambda", finiteOrNull(s.first.lambda)}, {"lambda_rel", finiteOrNull(s.first.lambdaRel)},
+                                  {"eval", s.first.evalSet},
                                   {"seeds", s.count}, {"ppl_mean", finiteOrNull(s.pplMean)},
                                   {"ppl_std", finiteOrNull(s.pplStd)}, {"acc_mean", finiteOrNull(s.accMean)},
                                   {"acc_std", finiteOrNull(s.accStd)}, {"acc_norm_mean", finiteOrNull(s.accNormMean)},

@@ -116,7 +116,8 @@ std::vector<FlagEntry> buildTable() {
                        [](const std::string& v) { parsePruneMethod(v); }, "numerical, flap, wanda-sp, magnitude or random")
               .byDefault(methodName(prune.method)),
           {"prune"});
-    t.add(Flag::text("methods", "A,B", "numerical, numerical-nocomp, numerical-box, flap, wanda-sp, magnitude, random"),
+    t.add(Flag::text("methods", "A,B", "numerical, numerical-z (the paper's cross-layer order), numerical-lstar, numerical-lstar-rel, numerical-nocomp, numerical-box, flap, wanda-sp, "
+                                          "magnitude, random"),
           {"sweep"});
     const Flag ratio = Flag::real("ratio", "R", "pruning ratio rho in [0, 1)").atLeast(0).below(1);
     t.add(ratio.byDefault(number(prune.ratio)), {"prune"});
@@ -133,10 +134,25 @@ std::vector<FlagEntry> buildTable() {
                        "of parameters)")
               .byDefault(alphaModeName(prune.alphaMode)),
           {"prune", "sweep"});
-    const Flag lambda = Flag::real("lambda", "X", "penalty lambda of the numerical score (G normalised per token)").above(0);
-    t.add(lambda.byDefault(number(prune.lambda)), {"prune"});
-    t.add(lambda.asList("X1,X2").byDefault(number(sweep.lambdas.at(0))).described("λ of the numerical score (a list: the λ study)"),
+    const Flag lambda = Flag::real("lambda", "X", "absolute penalty lambda of the numerical score (G normalised per token; "
+                                                  "default: relative, --lambda-rel)").above(0);
+    t.add(lambda, {"prune"});
+    t.add(lambda.asList("X1,X2").described("absolute λ of the numerical score (a list: the λ study; default: relative, "
+                                           "--lambda-rel)"),
           {"sweep"});
+    const Flag lambdaRel = Flag::real("lambda-rel", "R", "lambda relative to the model's own scale: lambda = R / median "
+                                                         "over layers of c = 1^T A^-1 1")
+                               .above(0);
+    t.add(lambdaRel.byDefault(number(prune.lambdaRel)), {"prune"});
+    t.add(lambdaRel.byDefault(number(sweep.lambdaRel)).described("numerical runs without --lambda: lambda = R / median c"),
+          {"sweep"});
+    t.add(Flag::choice("ranking", "lstar-rel|lstar|z", "lstar-rel, lstar or z",
+                       [](const std::string& v) { parseCrossLayerRanking(v); },
+                       "numerical: how units of different layers compete: each layer in its z-order, across layers by "
+                       "Theorem 3's compensated error L* per parameter relative to the residual stream (lstar-rel) or "
+                       "absolute (lstar), or z (the paper's eq. 7 on z itself)")
+              .byDefault(crossLayerRankingName(prune.crossLayer)),
+          {"prune"});
     t.add(Flag::integer("iters", "T", 0, kMaxIterations, "0: closed form; T > 0: Algorithm 1 with T Newton steps")
               .byDefault(std::to_string(prune.iters)),
           {"prune"});
@@ -335,11 +351,6 @@ std::vector<FlagEntry> buildTable() {
     t.add(Flag::integer("image-samples", "N", 0, kMaxImages,
                         "demo:c2i: images generated per model for the metrics (0 = skip the image model)")
               .byDefault("1000"),
-          {"demo"});
-    t.add(Flag::real("image-lambda", "X", "demo:c2i: λ of the numerical score (this model prefers the saturated end: "
-                                          "README, \"Pruning image models\")")
-              .above(0)
-              .byDefault("100"),
           {"demo"});
 
     // ---- Training -----------------------------------------------------------------------------------------

@@ -50,7 +50,7 @@ void DemoScript::onJobFinished(const QString&) {
             ImageCompareRequest request;
             request.method = QStringLiteral("numerical");
             request.ratio = 0.3;
-            request.lambda = 100;  // demo:c2i's λ (README, "Pruning image models"): 10⁻⁴ empties layer 0's attention at 0.3
+            // λ left at the default (relative), as for every model: no per-model λ (issue 15)
             request.perClass = 3;
             request.cfg = 2.0;
             request.calibPerClass = 16;
@@ -63,7 +63,6 @@ void DemoScript::onJobFinished(const QString&) {
             request.methods = {QStringLiteral("numerical"), QStringLiteral("flap")};
             request.ratios = {0.1, 0.2, 0.3};
             request.samples = 300;
-            request.lambda = 100;
             request.cfg = 2.0;
             page->setSweepRequest(request);
             QTimer::singleShot(0, page, [page] { page->runSweep(); });

@@ -12,7 +12,9 @@
 
 #include <QFileInfo>
 #include <QPointer>
+#include <cmath>
 #include <filesystem>
+#include <limits>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -238,14 +240,16 @@ namespace {
 nlohmann::json compareRequestJson(const ImageCompareRequest& r) {
     return {{"method", r.method.toStdString()}, {"ratio", r.ratio},   {"classes", r.classes},
             {"per_class", r.perClass},          {"seed", r.seed},     {"cfg", r.cfg},
-            {"calib_per_class", r.calibPerClass}, {"lambda", r.lambda}};
+            {"calib_per_class", r.calibPerClass},
+            {"lambda", std::isnan(r.lambda) ? nlohmann::json(nullptr) : nlohmann::json(r.lambda)}};
 }
 
 nlohmann::json sweepRequestJson(const ImageSweepRequest& r) {
     std::vector<std::string> methods;
     for (const QString& m : r.methods) methods.push_back(m.toStdString());
     return {{"methods", methods}, {"ratios", r.ratios}, {"samples", r.samples},
-            {"cfg", r.cfg},       {"calib_per_class", r.calibPerClass}, {"lambda", r.lambda}};
+            {"cfg", r.cfg},       {"calib_per_class", r.calibPerClass},
+            {"lambda", std::isnan(r.lambda) ? nlohmann::json(nullptr) : nlohmann::json(r.lambda)}};
 }
 
 // A field of the workspace's "images" object, with the file's context in the error.
@@ -267,7 +271,8 @@ ImageCompareRequest compareRequestFromJson(const nlohmann::json& j) {
     r.seed = imageField<int>(j, "seed");
     r.cfg = imageField<double>(j, "cfg");
     r.calibPerClass = imageField<int>(j, "calib_per_class");
-    r.lambda = imageField<double>(j, "lambda");
+    r.lambda = j.contains("lambda") && j["lambda"].is_null() ? std::numeric_limits<double>::quiet_NaN()  // relative
+                                                              : imageField<double>(j, "lambda");
     return r;
 }
 
@@ -279,7 +284,8 @@ ImageSweepRequest sweepRequestFromJson(const nlohmann::json& j) {
     r.samples = imageField<int>(j, "samples");
     r.cfg = imageField<double>(j, "cfg");
     r.calibPerClass = imageField<int>(j, "calib_per_class");
-    r.lambda = imageField<double>(j, "lambda");
+    r.lambda = j.contains("lambda") && j["lambda"].is_null() ? std::numeric_limits<double>::quiet_NaN()  // relative
+                                                              : imageField<double>(j, "lambda");
     return r;
 }
 

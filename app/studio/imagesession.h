@@ -1,4 +1,5 @@
 #pragma once
+#include <limits>
 // The Images tab's logic without widgets: one class-conditional image model (demo:c2i or a
 // LlamaGen checkpoint with its VQ), held by core's ImagePruningWorkbench, so that dense and
 // pruned samples of the same classes and seeds can be compared, and an image sweep (FID, IS,
@@ -25,7 +26,7 @@ struct ImageCompareRequest {
     int seed = 0;                  // sample i uses seed + i, for both models
     double cfg = 2.0;
     int calibPerClass = 16;        // calibration samples the dense model generates per class
-    double lambda = npw::kDefaultLambda;  // the numerical score's λ
+    double lambda = std::numeric_limits<double>::quiet_NaN();  // the numerical score's λ
 };
 
 struct ImageSweepRequest {
@@ -34,7 +35,7 @@ struct ImageSweepRequest {
     int samples = 200;             // images per model
     double cfg = 2.0;
     int calibPerClass = 16;
-    double lambda = npw::kDefaultLambda;
+    double lambda = std::numeric_limits<double>::quiet_NaN();
 };
 
 class ImageSession : public QObject {
@@ -100,7 +101,7 @@ private:
     QString device_ = QStringLiteral("cpu");
     QStringList classNames_;
     std::optional<npw::ImageComparison> comparison_;
-    double comparisonLambda_ = npw::kDefaultLambda;
+    double comparisonLambda_ = std::numeric_limits<double>::quiet_NaN();
     QImage denseGrid_, prunedGrid_;
     std::vector<npw::ImageSweepRow> sweepRows_;
     std::optional<ImageCompareRequest> lastCompare_;

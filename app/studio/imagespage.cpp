@@ -19,6 +19,7 @@
 #include <QSplitter>
 #include <QVBoxLayout>
 #include <cmath>
+#include <limits>
 
 namespace {
 
@@ -58,7 +59,7 @@ ImagesPage::ImagesPage(ImageSession* session, QWidget* parent) : QWidget(parent)
     about_ = new QLabel(tr("No image model open"));
     about_->setWordWrap(true);
     method_ = new QComboBox;
-    method_->addItems({"numerical", "flap", "numerical-nocomp", "numerical-box", "wanda-sp", "magnitude", "random"});
+    method_->addItems({"numerical", "flap", "numerical-z", "numerical-nocomp", "numerical-box", "wanda-sp", "magnitude", "random"});
     method_->setToolTip(tr("How the pruned model was pruned; scores are computed once per method\n"
                            "(numerical-box: z constrained to [0, 1], solved again for every ρ)"));
     ratio_ = new QDoubleSpinBox;
@@ -67,11 +68,12 @@ ImagesPage::ImagesPage(ImageSession* session, QWidget* parent) : QWidget(parent)
     ratio_->setValue(0.3);
     ratio_->setToolTip(tr("ρ: the fraction of attention + MLP parameters removed"));
     lambda_ = new ScientificSpinBox;
-    lambda_->setRange(1e-8, 1e8);
-    lambda_->setValue(npw::kDefaultLambda);
-    lambda_->setToolTip(tr("λ of the numerical score (closed form from the stored solves). Small λ ranks channels\n"
-                           "across layers by their absolute error (a layer can be emptied); large λ (≥ 1) holds\n"
-                           "every layer near 1 − ρ (on demo:c2i, λ = 100 keeps layer 0's heads at ρ = 0.3)"));
+    lambda_->setRange(0, 1e8);  // 0: the relative default, as for every model
+    lambda_->setSpecialValueText(tr("relative (default)"));
+    lambda_->setValue(0);
+    lambda_->setToolTip(tr("An absolute λ of the numerical score, or the default: λ = λ_rel / median c, the same\n"
+                           "for every model (README, \"Choosing λ\"). With the default ranking (numerical: L* across\n"
+                           "layers) λ does not change the mask; numerical-z ranks z itself, where λ·c decides."));
     classes_ = new QComboBox;
     classes_->setToolTip(tr("Which classes to generate (a row each)"));
     perClass_ = new QSpinBox;
@@ -302,7 +304,7 @@ ImageCompareRequest ImagesPage::compareRequest() const {
     r.seed = seed_->value();
     r.cfg = cfg_->value();
     r.calibPerClass = calibPerClass_->value();
-    r.lambda = lambda_->value();
+    r.lambda = lambda_->value() > 0 ? lambda_->value() : std::numeric_limits<double>::quiet_NaN();
     return r;
 }
 
@@ -314,7 +316,7 @@ void ImagesPage::setCompareRequest(const ImageCompareRequest& r) {
     seed_->setValue(r.seed);
     cfg_->setValue(r.cfg);
     calibPerClass_->setValue(r.calibPerClass);
-    lambda_->setValue(r.lambda);
+    lambda_->setValue(std::isnan(r.lambda) ? 0.0 : r.lambda);
 }
 
 ImageSweepRequest ImagesPage::sweepRequest() const {
@@ -329,7 +331,7 @@ ImageSweepRequest ImagesPage::sweepRequest() const {
     r.samples = samples_->value();
     r.cfg = cfg_->value();
     r.calibPerClass = calibPerClass_->value();
-    r.lambda = lambda_->value();
+    r.lambda = lambda_->value() > 0 ? lambda_->value() : std::numeric_limits<double>::quiet_NaN();
     return r;
 }
 

@@ -59,7 +59,9 @@ nlohmann::json toJson(const CalibrationSettings& s) {
 nlohmann::json toJson(const npw::PruneSettings& s) {
     return {{"method", npw::methodName(s.method)},
             {"ratio", s.ratio},  // matters to Algorithm 1 (iters > 0) only
-            {"lambda", s.lambda},
+            {"lambda", finiteOrNull(s.lambda)},  // null: relative (λ_rel / median c)
+            {"lambda_rel", s.lambdaRel},
+            {"ranking", npw::crossLayerRankingName(s.crossLayer)},
             {"iters", s.iters},
             {"damp", s.damp},
             {"compensation", npw::compensationSettingName(s.compensation)},
@@ -71,7 +73,7 @@ nlohmann::json toJson(const npw::PruneSettings& s) {
 
 nlohmann::json toJson(const SelectionKnobs& k) {
     return {{"rho", k.rho}, {"alpha", finiteOrNull(k.alpha)}, {"alpha_mode", npw::alphaModeName(k.mode)},
-            {"lambda", k.lambda}};
+            {"lambda_rel", k.lambda}};
 }
 
 CalibrationSettings calibrationFromJson(const nlohmann::json& j) {
@@ -89,7 +91,9 @@ npw::PruneSettings pruneSettingsFromJson(const nlohmann::json& j) {
     npw::PruneSettings s;
     s.method = npw::parsePruneMethod(fields::stringOr(j, "method", npw::methodName(s.method), kSettings));
     s.ratio = fields::numberOr(j, "ratio", s.ratio, kSettings);
-    s.lambda = fields::numberOr(j, "lambda", s.lambda, kSettings);
+    if (j.contains("lambda") && !j["lambda"].is_null()) s.lambda = fields::numberOr(j, "lambda", s.lambda, kSettings);
+    s.lambdaRel = fields::numberOr(j, "lambda_rel", s.lambdaRel, kSettings);
+    s.crossLayer = namedField(j, "ranking", npw::crossLayerRankingName(s.crossLayer), npw::parseCrossLayerRanking);
     s.iters = static_cast<int>(fields::intOr(j, "iters", s.iters, kSettings));
     s.damp = fields::numberOr(j, "damp", s.damp, kSettings);
     s.compensation = namedField(j, "compensation", npw::compensationSettingName(s.compensation), npw::parseCompensation);
@@ -106,9 +110,10 @@ SelectionKnobs knobsFromJson(const nlohmann::json& j) {
     k.rho = fields::numberOr(j, "rho", k.rho, kSettings);
     k.alpha = alphaOr(j, "alpha", k.alpha);
     k.mode = namedField(j, "alpha_mode", npw::alphaModeName(k.mode), npw::parseAlphaMode);
-    k.lambda = fields::numberOr(j, "lambda", k.lambda, kSettings);
+    // λ_rel; an older workspace's absolute "lambda" has no meaning without its model's c: the default then.
+    k.lambda = fields::numberOr(j, "lambda_rel", k.lambda, kSettings);
     if (!(k.rho >= 0 && k.rho < 1)) throw npw::Error("settings field 'rho' is outside [0, 1)");
-    if (!(k.lambda > 0)) throw npw::Error("settings field 'lambda' must be positive");
+    if (!(k.lambda > 0)) throw npw::Error("settings field 'lambda_rel' must be positive");
     return k;
 }
 

@@ -34,7 +34,7 @@ std::string defaultZeroShotTask();
 
 struct RunSettings {
     CalibrationSettings calibration;
-    npw::PruneSettings prune;  // method, iters (T), damp (γ), compensation; λ and ρ come from the knobs
+    npw::PruneSettings prune;  // method, iters (T), damp (γ), compensation, ranking; λ and ρ come from the knobs
 };
 
 // The selection knobs: moving them never re-solves (core's MaskSelector, rescoreNumerical).
@@ -42,7 +42,9 @@ struct SelectionKnobs {
     double rho = 0.3;
     double alpha = std::numeric_limits<double>::quiet_NaN();  // NaN: the model's default
     npw::AlphaMode mode = npw::AlphaMode::Budget;
-    double lambda = npw::kDefaultLambda;
+    // λ_rel, as `npw prune --lambda-rel`: the score uses λ = λ_rel / median c of the model's
+    // layers (ScoreSet::medianC), so one value means the same on every model (issue 15).
+    double lambda = npw::kDefaultLambdaRel;
 
     bool operator==(const SelectionKnobs& o) const;
 };

@@ -70,6 +70,16 @@ RunSettingsPanel::RunSettingsPanel(QWidget* parent) : QWidget(parent) {
                         "itself never clamps), by an active-set method per layer. The bound makes z depend on\n"
                         "ρ and λ, so moving them asks for Recompute instead of re-selecting live.\n"
                         "Kept as its own score set, numerical-box, beside the closed form."));
+    ranking_ = new QComboBox;
+    ranking_->setObjectName(QStringLiteral("rankingCombo"));
+    ranking_->addItem(tr("L* relative to the residual stream"), int(npw::CrossLayerRanking::RelativeCompensatedError));
+    ranking_->addItem(tr("L* after compensation"), int(npw::CrossLayerRanking::CompensatedError));
+    ranking_->addItem(tr("z (the paper's eq. 7)"), int(npw::CrossLayerRanking::Relaxed));
+    ranking_->setToolTip(tr("Numerical only: how units of different layers compete. Inside a layer both use the\n"
+                            "paper's z-order. L*: across layers by the error Theorem 3 leaves after compensating each\n"
+                            "layer's removals, relative to the residual stream or absolute (README, \"Choosing λ\");\n"
+                            "λ then changes only the z shown.\n"
+                            "z: the paper's exact form, where λ·c decides the cross-layer order (scores: numerical-z)."));
     damp_ = new QDoubleSpinBox;
     damp_->setRange(0, 1);
     damp_->setDecimals(4);
@@ -96,6 +106,7 @@ RunSettingsPanel::RunSettingsPanel(QWidget* parent) : QWidget(parent) {
     form->addRow(tr("Method"), method_);
     form->addRow(tr("Newton steps T"), iters_);
     form->addRow(QString(), box_);
+    form->addRow(tr("Across layers"), ranking_);
     form->addRow(tr("Dampening γ"), damp_);
     form->addRow(QString(), compensate_);
     auto* layout = new QVBoxLayout(this);
@@ -113,6 +124,7 @@ RunSettingsPanel::RunSettingsPanel(QWidget* parent) : QWidget(parent) {
         connect(box, &QSpinBox::valueChanged, this, &RunSettingsPanel::emitEdited);
     connect(damp_, &QDoubleSpinBox::valueChanged, this, &RunSettingsPanel::emitEdited);
     connect(method_, &QComboBox::currentIndexChanged, this, &RunSettingsPanel::emitEdited);
+    connect(ranking_, &QComboBox::currentIndexChanged, this, &RunSettingsPanel::emitEdited);
     connect(compensate_, &QCheckBox::toggled, this, &RunSettingsPanel::emitEdited);
     connect(box_, &QCheckBox::toggled, this, &RunSettingsPanel::emitEdited);
     connect(method_, &QComboBox::currentIndexChanged, this, &RunSettingsPanel::updateEnabled);
@@ -131,6 +143,7 @@ studio::RunSettings RunSettingsPanel::settings() const {
     const bool numerical = s.prune.method == npw::PruneMethod::Numerical;
     s.prune.boxConstrained = numerical && box_->isChecked();
     s.prune.iters = s.prune.boxConstrained ? 0 : iters_->value();  // alternatives
+    s.prune.crossLayer = static_cast<npw::CrossLayerRanking>(ranking_->currentData().toInt());
     s.prune.damp = damp_->value();
     s.prune.compensation = compensate_->isChecked() ? npw::CompensationKind::MethodDefault : npw::CompensationKind::None;
     s.prune.seed = s.calibration.seed;
@@ -139,7 +152,7 @@ studio::RunSettings RunSettingsPanel::settings() const {
 
 void RunSettingsPanel::setSettings(const studio::RunSettings& s) {
     const QSignalBlocker b1(source_), b2(sourceIsIds_), b3(samples_), b4(seqlen_), b5(seed_), b6(method_), b7(iters_),
-        b8(damp_), b9(compensate_), b10(box_);
+        b8(damp_), b9(compensate_), b10(box_), b11(ranking_);
     source_->setText(QString::fromStdString(s.calibration.source));
     sourceIsIds_->setChecked(s.calibration.sourceIsIds);
     samples_->setValue(int(s.calibration.samples));
@@ -150,6 +163,7 @@ void RunSettingsPanel::setSettings(const studio::RunSettings& s) {
     damp_->setValue(s.prune.damp);
     compensate_->setChecked(s.prune.compensation != npw::CompensationKind::None);
     box_->setChecked(s.prune.boxConstrained);
+    ranking_->setCurrentIndex(std::max(0, ranking_->findData(int(s.prune.crossLayer))));
     updateEnabled();
 }
 
@@ -157,6 +171,7 @@ void RunSettingsPanel::updateEnabled() {
     // T and the box belong to the numerical score; the box has its own solver instead of T.
     const bool numerical = static_cast<npw::PruneMethod>(method_->currentData().toInt()) == npw::PruneMethod::Numerical;
     box_->setEnabled(numerical);
+    ranking_->setEnabled(numerical);
     iters_->setEnabled(numerical && !box_->isChecked());
 }
 

@@ -43,6 +43,7 @@ private:
     QDoubleSpinBox* damp_;
     QCheckBox* compensate_;
     QCheckBox* box_;
+    QComboBox* ranking_;
     QLabel* status_;
     QPushButton* run_;
     bool busy_ = false;

@@ -12,6 +12,7 @@
 #include <QtConcurrent/QtConcurrentRun>
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace {
 
@@ -20,6 +21,11 @@ QString qs(const std::string& s) { return QString::fromStdString(s); }
 // Numerical scores follow λ in closed form; box-constrained ones need a new solve (Recompute).
 bool rescoresLive(const npw::ScoreSet& s) {
     return s.settings.method == npw::PruneMethod::Numerical && !s.settings.boxConstrained;
+}
+
+// The knob is λ_rel (runsettings.h): the absolute λ of a score set is λ_rel / its median c.
+double absoluteLambda(const npw::ScoreSet& s, double lambdaRel) {
+    return std::isfinite(s.medianC) && s.medianC > 0 ? lambdaRel / s.medianC : s.settings.lambda;
 }
 
 QString unitNameFor(const npw::LlamaConfig& config, npw::AttentionUnitKind kind) {
@@ -141,7 +147,8 @@ bool StudioSession::runScoringFor(std::vector<npw::PruneSettings> list, const QS
     QStringList names;
     for (npw::PruneSettings& prune : list) {
         prune.ratio = knobs_.rho;
-        prune.lambda = knobs_.lambda;
+        prune.lambda = std::numeric_limits<double>::quiet_NaN();  // relative: the knob is λ_rel
+        prune.lambdaRel = knobs_.lambda;
         prune.alpha = knobs_.alpha;
         prune.alphaMode = knobs_.mode;
         names << qs(npw::scoreSetName(prune));
@@ -185,8 +192,8 @@ bool StudioSession::runScoringFor(std::vector<npw::PruneSettings> list, const QS
             }
             for (npw::ScoreSet& set : r.scores) {
                 if (set.settings.boxConstrained)
-                    emit logMessage(tr("Box-constrained z solved at ρ = %1, λ = %2: %3 channels at 0, %4 at 1, "
-                                       "KKT residual %5.")
+                    emit logMessage(tr("Box-constrained z solved at ρ = %1, λ = %2 (λ_rel / median c): %3 channels "
+                                       "at 0, %4 at 1, KKT residual %5.")
                                         .arg(set.settings.ratio)
                                         .arg(set.settings.lambda, 0, 'g', 3)
                                         .arg(set.boxAtZero)
@@ -221,11 +228,11 @@ QString StudioSession::recomputeReason() const {
     const auto it = scores_.find(current_);
     if (it != scores_.end() && it->computed->settings.boxConstrained) {
         const npw::PruneSettings& s = it->computed->settings;
-        if (s.ratio != knobs_.rho || s.lambda != knobs_.lambda)
-            return tr("The box-constrained z was solved at ρ = %1, λ = %2; the mask re-ranks that z at ρ = %3, "
-                      "λ = %4. The bounded optimum there needs a new solve.")
+        if (s.ratio != knobs_.rho || s.lambda != absoluteLambda(*it->computed, knobs_.lambda))
+            return tr("The box-constrained z was solved at ρ = %1, λ_rel = %2; the mask re-ranks that z at ρ = %3, "
+                      "λ_rel = %4. The bounded optimum there needs a new solve.")
                 .arg(s.ratio)
-                .arg(s.lambda, 0, 'g', 3)
+                .arg(s.lambda * it->computed->medianC, 0, 'g', 3)
                 .arg(knobs_.rho)
                 .arg(knobs_.lambda, 0, 'g', 3);
     }
@@ -246,8 +253,9 @@ void StudioSession::addScores(npw::ScoreSet scores) {
 
 StudioSession::ScoreEntry StudioSession::entryAt(const ScoreEntry& entry, double lambda) const {
     ScoreEntry out = entry;
-    if (rescoresLive(*entry.computed) && entry.computed->settings.lambda != lambda)
-        out.atLambda = std::make_shared<const npw::ScoreSet>(npw::rescoreNumerical(*entry.computed, lambda));
+    const double absolute = absoluteLambda(*entry.computed, lambda);
+    if (rescoresLive(*entry.computed) && entry.computed->settings.lambda != absolute)
+        out.atLambda = std::make_shared<const npw::ScoreSet>(npw::rescoreNumerical(*entry.computed, absolute));
     else
         out.atLambda = entry.computed;
     out.selector = std::make_shared<const npw::MaskSelector>(*out.atLambda);
@@ -283,7 +291,7 @@ void StudioSession::reselectOrThrow() {
         return;
     }
     ScoreEntry& entry = *it;
-    if (rescoresLive(*entry.computed) && entry.atLambda->settings.lambda != knobs_.lambda)
+    if (rescoresLive(*entry.computed) && entry.atLambda->settings.lambda != absoluteLambda(*entry.computed, knobs_.lambda))
         entry = entryAt(entry, knobs_.lambda);  // closed form from the stored solves
     const npw::ScoreSet& scores = *entry.atLambda;
     SelectionView v;
@@ -347,7 +355,10 @@ bool StudioSession::runSweep(const SweepRequest& request) {
             spec.calibSeqlens.clear();
             for (int64_t L : request.calibSeqlens.empty() ? std::vector<int64_t>{calibration.seqlen} : request.calibSeqlens)
                 spec.calibSeqlens.push_back(npw::effectiveSeqlen(L, lm.model->config()));
-            spec.lambdas = request.lambdas.empty() ? std::vector<double>{knobs.lambda} : request.lambdas;
+            // The sweep page's λ list is absolute (an ablation axis); without one, the knob's λ_rel.
+            spec.lambdas = request.lambdas.empty() ? std::vector<double>{std::numeric_limits<double>::quiet_NaN()}
+                                                   : request.lambdas;
+            spec.lambdaRel = knobs.lambda;
             spec.seeds = request.seeds;
             spec.calibSource = calibration.source.empty() ? studio::defaultCalibrationSource() : calibration.source;
             if (const auto dataset = npw::parseTextDatasetRef(spec.calibSource))

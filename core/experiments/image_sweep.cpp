@@ -13,13 +13,20 @@ PruneSettings sweepMethodSettings(const std::string& method, double lambda, Alph
     if (method == "numerical-nocomp") {
         s.method = PruneMethod::Numerical;
         s.compensation = CompensationKind::None;
+    } else if (method == "numerical-z") {
+        s.method = PruneMethod::Numerical;
+        s.crossLayer = CrossLayerRanking::Relaxed;
+    } else if (method == "numerical-lstar" || method == "numerical-lstar-rel") {
+        s.method = PruneMethod::Numerical;
+        s.crossLayer = method == "numerical-lstar" ? CrossLayerRanking::CompensatedError
+                                                   : CrossLayerRanking::RelativeCompensatedError;
     } else if (method == "numerical-box") {
         s.method = PruneMethod::Numerical;
         s.boxConstrained = true;
     } else {
         s.method = parsePruneMethod(method);
     }
-    s.lambda = lambda;
+    s.lambda = lambda;  // NaN: relative (λ_rel / median c, the default)
     s.alphaMode = mode;
     s.alpha = alpha;
     return s;

@@ -25,7 +25,7 @@ struct ImageSweepSpec {
     ImageSamplingOptions calibSampling;  // how the dense model generates its calibration samples
     int64_t evalSamples = 1000;
     ImageSamplingOptions evalSampling;
-    double lambda = kDefaultLambda;
+    double lambda = std::numeric_limits<double>::quiet_NaN();
     AlphaMode alphaMode = AlphaMode::Budget;
     double alpha = std::numeric_limits<double>::quiet_NaN();
     int64_t isSplits = 10;

@@ -53,16 +53,16 @@ public:
     // The scores of a sweep method name ("numerical", "flap", "numerical-nocomp",
     // "numerical-box", ...) at λ, computed on first use (the box-constrained z once per ρ, the
     // others once for every ρ). Throws npw::Error before calibrate().
-    std::shared_ptr<const ScoreSet> scores(const std::string& method, double lambda = kDefaultLambda,
+    std::shared_ptr<const ScoreSet> scores(const std::string& method, double lambda = std::numeric_limits<double>::quiet_NaN(),
                                            const ProgressFn& progress = nullptr, double ratio = 0.2);
     // The pruned checkpoint at ρ (by default the budget reading and the model's α) and what
     // pruning did.
-    PrunedModel prune(const std::string& method, double ratio, double lambda = kDefaultLambda,
+    PrunedModel prune(const std::string& method, double ratio, double lambda = std::numeric_limits<double>::quiet_NaN(),
                       const ProgressFn& progress = nullptr, AlphaMode alphaMode = AlphaMode::Budget,
                       double alpha = std::numeric_limits<double>::quiet_NaN());
     // Dense and pruned images of `classes` with the same seeds (sample i: sampling.seed + i).
     ImageComparison compare(const std::string& method, double ratio, const std::vector<int64_t>& classes,
-                            const ImageSamplingOptions& sampling, double lambda = kDefaultLambda,
+                            const ImageSamplingOptions& sampling, double lambda = std::numeric_limits<double>::quiet_NaN(),
                             const ProgressFn& progress = nullptr);
 
 private:

@@ -21,6 +21,7 @@ struct MethodChoice {
     PruneMethod method;
     CompensationKind compensation;
     bool boxConstrained = false;  // solved again for every ratio
+    CrossLayerRanking crossLayer = kDefaultCrossLayerRanking;
 };
 
 constexpr const char* kSweepRow = "sweep row";
@@ -34,6 +35,12 @@ double optionalNumber(const nlohmann::json& j, const char* name) {
 MethodChoice parseSweepMethod(const std::string& name) {
     if (name == "numerical-nocomp") return {PruneMethod::Numerical, CompensationKind::None};
     if (name == "numerical-box") return {PruneMethod::Numerical, CompensationKind::MethodDefault, true};
+    if (name == "numerical-z")
+        return {PruneMethod::Numerical, CompensationKind::MethodDefault, false, CrossLayerRanking::Relaxed};
+    if (name == "numerical-lstar")
+        return {PruneMethod::Numerical, CompensationKind::MethodDefault, false, CrossLayerRanking::CompensatedError};
+    if (name == "numerical-lstar-rel")
+        return {PruneMethod::Numerical, CompensationKind::MethodDefault, false, CrossLayerRanking::RelativeCompensatedError};
     return {parsePruneMethod(name), CompensationKind::MethodDefault};
 }
 
@@ -161,8 +168,12 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
                         settings.alphaMode = spec.alphaMode;
                         settings.alpha = spec.alpha;
                         settings.seed = static_cast<uint64_t>(seed);
-                        if (numerical) settings.lambda = lambda;
+                        if (numerical) {
+                            settings.lambda = lambda;  // NaN: relative
+                            settings.lambdaRel = spec.lambdaRel;
+                        }
                         settings.boxConstrained = choice.boxConstrained;
+                        settings.crossLayer = choice.crossLayer;
                         // Scores once for every ratio, except the box-constrained z (one solve per ρ).
                         std::optional<ScoreSet> scores;
                         std::optional<MaskSelector> selector;
@@ -185,6 +196,8 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
                             row.calibSamples = samples;
                             row.calibSeqlen = calibSeqlen;
                             row.lambda = lambda;
+                            if (numerical && std::isnan(lambda)) row.lambdaRel = spec.lambdaRel;
+                            if (numerical) row.lambdaUsed = scores->settings.lambda;
                             row.seed = seed;
                             row.achievedRatio = counts.achievedRatio;
                             row.achievedRatioModel = counts.achievedRatioModel;
@@ -210,7 +223,7 @@ std::vector<SweepSummaryRow> summariseOverSeeds(const std::vector<SweepRow>& row
     std::vector<Key> order;
     for (const SweepRow& r : rows) {
         std::ostringstream lambda;
-        lambda << r.lambda;
+        lambda << r.lambda << "/" << r.lambdaRel;
         Key key{r.method, r.ratio, r.calibSamples, r.calibSeqlen, lambda.str(), r.evalSet};
         if (!groups.count(key)) order.push_back(key);
         groups[key].push_back(&r);
@@ -250,7 +263,7 @@ std::vector<SweepSummaryRow> summariseOverSeeds(const std::vector<SweepRow>& row
 std::string sweepRowsCsv(const std::vector<SweepRow>& rows) {
     std::ostringstream out;
     out.precision(10);
-    out << "method,ratio,calib_samples,calib_seqlen,lambda,seed,eval,achieved_ratio,achieved_ratio_model,ppl,nll,"
+    out << "method,ratio,calib_samples,calib_seqlen,lambda,lambda_rel,lambda_used,seed,eval,achieved_ratio,achieved_ratio_model,ppl,nll,"
            "bits_per_byte,eval_tokens,acc,acc_norm,parameters,weights_mib,kv_cache_mib,prefill_tokens_per_s,"
            "decode_tokens_per_s\n";
     auto finiteCell = [&out](double x) {
@@ -260,6 +273,10 @@ std::string sweepRowsCsv(const std::vector<SweepRow>& rows) {
     for (const SweepRow& r : rows) {
         out << r.method << "," << r.ratio << "," << r.calibSamples << "," << r.calibSeqlen << ",";
         if (std::isfinite(r.lambda)) out << r.lambda;
+        out << ",";
+        if (std::isfinite(r.lambdaRel)) out << r.lambdaRel;
+        out << ",";
+        if (std::isfinite(r.lambdaUsed)) out << r.lambdaUsed;
         out << "," << r.seed << "," << r.evalSet << "," << r.achievedRatio << "," << r.achievedRatioModel << "," << r.ppl
             << "," << r.nll << ",";
         if (std::isfinite(r.bitsPerByte)) out << r.bitsPerByte;
@@ -281,7 +298,8 @@ std::string sweepRowsCsv(const std::vector<SweepRow>& rows) {
 nlohmann::json sweepRowJson(const SweepRow& r) {
     return {{"method", r.method},         {"ratio", r.ratio},
             {"calib_samples", r.calibSamples}, {"calib_seqlen", r.calibSeqlen},
-            {"lambda", json_fields::finiteOrNull(r.lambda)}, {"seed", r.seed},
+            {"lambda", json_fields::finiteOrNull(r.lambda)}, {"lambda_rel", json_fields::finiteOrNull(r.lambdaRel)},
+            {"lambda_used", json_fields::finiteOrNull(r.lambdaUsed)}, {"seed", r.seed},
             {"eval", r.evalSet},          {"achieved_ratio", r.achievedRatio},
             {"achieved_ratio_model", r.achievedRatioModel}, {"ppl", json_fields::finiteOrNull(r.ppl)},
             {"nll", json_fields::finiteOrNull(r.nll)}, {"bits_per_byte", json_fields::finiteOrNull(r.bitsPerByte)},
@@ -299,6 +317,8 @@ SweepRow sweepRowFromJson(const nlohmann::json& j) {
     r.calibSamples = json_fields::requiredInt(j, "calib_samples", kSweepRow);
     r.calibSeqlen = json_fields::requiredInt(j, "calib_seqlen", kSweepRow);
     r.lambda = json_fields::numberOrNaN(j, "lambda", kSweepRow);
+    r.lambdaRel = optionalNumber(j, "lambda_rel");  // older workspaces: absolute λ only
+    r.lambdaUsed = optionalNumber(j, "lambda_used");
     r.seed = static_cast<int>(json_fields::requiredInt(j, "seed", kSweepRow));
     r.evalSet = json_fields::requiredString(j, "eval", kSweepRow);
     r.achievedRatio = json_fields::requiredNumber(j, "achieved_ratio", kSweepRow);

@@ -25,12 +25,15 @@ struct SweepEvalSet {
 
 struct SweepSpec {
     // Method names as `npw prune --method` takes them, plus "numerical-nocomp" (the paper's
-    // ablation without compensation).
+    // ablation without compensation), "numerical-box" and "numerical-z" (the paper's exact
+    // cross-layer order, eq. 7 on z; "numerical" uses the default ranking, settings.h).
     std::vector<std::string> methods;
     std::vector<double> ratios;
     std::vector<int64_t> calibSamples = {128};
     std::vector<int64_t> calibSeqlens = {128};
-    std::vector<double> lambdas = {kDefaultLambda};  // numerical only
+    // Numerical only: absolute λ values; NaN = relative, λ = lambdaRel / median c (the default).
+    std::vector<double> lambdas = {std::numeric_limits<double>::quiet_NaN()};
+    double lambdaRel = kDefaultLambdaRel;
     int seeds = 1;                                    // seeds 0..seeds-1: calibration windows, random scores
     std::vector<int32_t> calibStream;
     std::vector<std::vector<int32_t>> calibSequences;  // when set: one window per sequence (its start)
@@ -57,7 +60,9 @@ struct SweepRow {
     std::string method;
     double ratio = 0;  // requested ρ (0 = the dense model)
     int64_t calibSamples = 0, calibSeqlen = 0;
-    double lambda = std::numeric_limits<double>::quiet_NaN();  // numerical only
+    double lambda = std::numeric_limits<double>::quiet_NaN();  // numerical only: as given (NaN: relative)
+    double lambdaRel = std::numeric_limits<double>::quiet_NaN();  // numerical with a relative λ: λ_rel
+    double lambdaUsed = std::numeric_limits<double>::quiet_NaN();  // numerical: the absolute λ scored with
     int seed = 0;
     std::string evalSet;
     double achievedRatio = 0, achievedRatioModel = 0;

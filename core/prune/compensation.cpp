@@ -76,6 +76,40 @@ CompensationResult compensatePrunedChannels(const at::Tensor& weight, const at::
     return out;
 }
 
+std::vector<double> compensatedLossCurve(const at::Tensor& weight, const at::Tensor& gram,
+                                         const std::vector<int64_t>& order, double gamma) {
+    if (gram.dim() != 2 || gram.size(0) != gram.size(1)) throw Error("compensatedLossCurve: gram must be square [D, D]");
+    const int64_t d = gram.size(0);
+    requireShapes("compensatedLossCurve", weight, d, static_cast<size_t>(d));
+    if (!(gamma >= 0) || !std::isfinite(gamma))
+        throw Error("compensatedLossCurve: dampening γ must be ≥ 0, got " + std::to_string(gamma));
+    std::vector<bool> seen(static_cast<size_t>(d), false);
+    for (int64_t j : order) {
+        if (j < 0 || j >= d || seen[static_cast<size_t>(j)])
+            throw Error("compensatedLossCurve: channel " + std::to_string(j) + " is out of range or repeated (D = " +
+                        std::to_string(d) + ")");
+        seen[static_cast<size_t>(j)] = true;
+    }
+    if (order.empty()) return {};
+    const at::Device device = gram.device();
+    const at::Tensor h2 = 2.0 * gram.to(at::kDouble);
+    const double dampening = gamma * h2.diagonal().mean().item<double>();
+    const at::Tensor h = h2 + dampening * at::eye(d, h2.options());
+    auto [factor, info] = at::linalg_cholesky_ex(h, /*upper=*/false, /*check_errors=*/false);
+    if (info.item<int64_t>() != 0)
+        throw Error("compensatedLossCurve: 2G + γ·mean(diag 2G)·I is not positive definite (γ = " + std::to_string(gamma) +
+                    ", D = " + std::to_string(d) + "); use γ > 0");
+    const at::Tensor hinv = at::cholesky_inverse(factor, /*upper=*/false);
+    const at::Tensor idx = at::tensor(order, at::kLong).to(device);
+    const at::Tensor hinvOO = hinv.index_select(0, idx).index_select(1, idx);
+    const at::Tensor r = at::linalg_cholesky(hinvOO);  // lower: Hinv[o, o] = R Rᵀ
+    const at::Tensor w = weight.to(device, at::kDouble).t().index_select(0, idx);  // W[order, :]
+    const at::Tensor y = at::linalg_solve_triangular(r, w, /*upper=*/false);       // R⁻¹ W[order, :]
+    const at::Tensor cumulative = (0.5 * (y * y).sum(1)).cumsum(0).to(at::kCPU).contiguous();
+    const double* p = cumulative.data_ptr<double>();
+    return std::vector<double>(p, p + cumulative.numel());
+}
+
 at::Tensor flapBiasCompensation(const at::Tensor& weight, const at::Tensor& inputMean,
                                 const std::vector<bool>& keepChannel) {
     if (weight.dim() != 2) throw Error("flapBiasCompensation: weight must be [out, D]");

@@ -10,6 +10,7 @@
 // (By the block-inverse identity this is the ridge-regularised least-squares refit of the
 // kept rows, W_k + H_kk⁻¹ H_kp W_p with H = 2G + γ'I: with γ = 0 the exact refit.)
 #include <ATen/core/Tensor.h>
+#include <cstdint>
 #include <vector>
 
 namespace npw {
@@ -33,6 +34,15 @@ struct CompensationResult {
 // γ = 0: fewer calibration tokens than channels, or a dead channel; use γ > 0).
 CompensationResult compensatePrunedChannels(const at::Tensor& weight, const at::Tensor& gram,
                                             const std::vector<bool>& keepChannel, double gamma = 0.01);
+
+// L* of removing the first k channels of `order` (k = 1 … order.size()), each as Theorem 3
+// would compensate it: element k−1 is compensatePrunedChannels(weight, gram, mask of the first k,
+// gamma).optimalLoss, all of them from one Cholesky factorisation of Hinv[order, order] (its
+// leading k×k block is Hinv[p, p] of the first k, so ½‖R_k⁻¹ W_p‖² = ½ Σ_{i<k} ‖(R⁻¹ W[order])_i‖²,
+// the sequential trick of OBS/SparseGPT). O(D³ + D²·out), float64. `order` lists distinct
+// channels (not necessarily all of them); npw::Error otherwise, and as compensatePrunedChannels.
+std::vector<double> compensatedLossCurve(const at::Tensor& weight, const at::Tensor& gram,
+                                         const std::vector<int64_t>& order, double gamma = 0.01);
 
 // FLAP's bias compensation: the pruned channels' mean contribution moves into the bias,
 // bias = (mean ∘ (1 − keep)) @ weightᵀ, [out] in the weight's dtype. FLAP assigns it as the

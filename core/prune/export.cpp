@@ -59,6 +59,11 @@ std::string pruneManifestJson(const PruneReport& report, const PruneSettings& s,
                      : (s.iters > 0 ? "Algorithm 1, " + std::to_string(s.iters) + " Newton steps from z0 = " + std::to_string(s.z0)
                                     : std::string("closed form z = 1 - rho*lambda*D*A^-1 1/(1 + lambda*c)"))
                      : methodName(s.method);
+    if (s.method == PruneMethod::Numerical)
+        j["cross_layer_meaning"] = s.crossLayer == CrossLayerRanking::Relaxed
+                                       ? "z: the paper's eq. 7 on z itself"
+                                       : "each layer's units in z-order; across layers by the convex-hull slope of Theorem "
+                                         "3's L* per parameter (lstar-rel: L* over the residual stream's energy)";
     j["damp"] = s.damp;
     j["damp_meaning"] = "gamma relative to mean(diag 2G): 2G + gamma*mean(diag 2G)*I";
     j["attention_unit"] = attentionUnitName(s.attentionUnit);

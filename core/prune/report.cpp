@@ -30,7 +30,13 @@ PruneReport makePruneReport(const PruneSettings& settings, double defaultAlpha, 
     report.ratio = settings.ratio;
     report.alpha = std::isnan(settings.alpha) ? defaultAlpha : settings.alpha;
     report.alphaMode = settings.alphaMode;
-    report.lambda = settings.lambda;
+    report.lambda = settings.method == PruneMethod::Numerical ? scores.settings.lambda : settings.lambda;
+    if (settings.method == PruneMethod::Numerical) {
+        report.medianC = scores.medianC;
+        report.lambdaRel = scores.settings.lambda * scores.medianC;
+        report.lambdaGiven = settings.lambdaIsRelative() ? "relative" : "absolute";
+        report.crossLayer = crossLayerRankingName(settings.crossLayer);
+    }
     report.compensation = pruned.compensation;
     const PruneCounts counts = countPrunedParameters(dense, pruned.checkpoint);
     report.paramsBefore = counts.paramsBefore;
@@ -68,7 +74,7 @@ json pruneReportJson(const PruneReport& r) {
               {"ratio", r.ratio},
               {"alpha", r.alpha},
               {"alpha_mode", alphaModeName(r.alphaMode)},
-              {"lambda", r.lambda},
+              {"lambda", json_fields::finiteOrNull(r.lambda)},
               {"compensation", compensationName(r.compensation)},
               {"params_before", r.paramsBefore},
               {"params_after", r.paramsAfter},
@@ -85,6 +91,12 @@ json pruneReportJson(const PruneReport& r) {
                            {"score_s", r.timings.scoreSeconds},
                            {"select_s", r.timings.selectSeconds},
                            {"apply_s", r.timings.applySeconds}}}};
+    if (!r.crossLayer.empty()) {
+        j["lambda_rel"] = json_fields::finiteOrNull(r.lambdaRel);
+        j["lambda_given"] = r.lambdaGiven;
+        j["median_c"] = json_fields::finiteOrNull(r.medianC);
+        j["cross_layer_ranking"] = r.crossLayer;
+    }
     if (r.newtonMaxDeviation >= 0) j["newton_max_deviation"] = r.newtonMaxDeviation;
     if (r.boxKktViolation >= 0) j["box_kkt_violation"] = r.boxKktViolation;
     return j;

@@ -9,6 +9,7 @@
 #include "core/prune/settings.h"
 
 #include <cstdint>
+#include <limits>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
@@ -33,7 +34,11 @@ struct PruneTimings {
 
 struct PruneReport {
     std::string method;
-    double ratio = 0, alpha = 0, lambda = 0;
+    double ratio = 0, alpha = 0, lambda = 0;  // numerical: the λ used (resolved from λ_rel when relative)
+    // Numerical: λ_rel = λ·median c (what a relative default fixes), whether λ was given as
+    // relative ("relative") or absolute ("absolute"), median c, and the cross-layer ranking.
+    double lambdaRel = std::numeric_limits<double>::quiet_NaN(), medianC = std::numeric_limits<double>::quiet_NaN();
+    std::string lambdaGiven, crossLayer;
     AlphaMode alphaMode = AlphaMode::Budget;
     CompensationKind compensation = CompensationKind::None;
     int64_t paramsBefore = 0, paramsAfter = 0;        // every tensor (FLAP's biases count after)

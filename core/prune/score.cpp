@@ -2,6 +2,7 @@
 #include "core/prune/score.h"
 
 #include "core/prune/baseline_metrics.h"
+#include "core/prune/compensation.h"
 #include "core/util/error.h"
 #include "core/util/number_text.h"
 
@@ -59,13 +60,20 @@ struct ChannelScore {
 
 // One scored layer's channel scores by the chosen method. isAttention: o_proj (FLAP squares
 // its metric there); weight: torch layout [out, D].
+// `solved`: the layer's solve when a pre-pass already made it (relative λ), else D = 0.
 ChannelScore scoreChannels(const PruneSettings& s, const at::Tensor& weight, const LayerStats& stats, bool isAttention,
-                           std::mt19937_64& rng) {
+                           std::mt19937_64& rng, const NumericalSolve& solved) {
     ChannelScore out;
     switch (s.method) {
     case PruneMethod::Numerical: {
-        const at::Tensor A = numericalScoreMatrix(weight, stats.gramPerToken());
-        out.solve = solveNumericalScore(A);
+        at::Tensor A;
+        if (solved.D > 0) {
+            out.solve = solved;
+        } else {
+            A = numericalScoreMatrix(weight, stats.gramPerToken());
+            out.solve = solveNumericalScore(A);
+        }
+        if (!A.defined() && (s.boxConstrained || s.iters > 0)) A = numericalScoreMatrix(weight, stats.gramPerToken());
         out.scores = numericalSlope(out.solve, s.lambda);
         if (s.boxConstrained) {
             // z itself, solved at this ρ and λ: the set ranks z (rankingIsNumericalW is false).
@@ -113,20 +121,164 @@ void rankUnits(ScoreSet& set) {
     }
 }
 
+// One site's units in removal order (lowest channel-score unit first) with their cumulative L*
+// (compensatedLossCurve) → the convex-minorant slope of each unit per parameter (higher = keep). unitChannels[u]: the o_proj input channels (or the one MLP channel) of unit u.
+// scale: what the site's L* is divided by (1, or the residual stream's energy).
+std::vector<double> compensatedErrorScores(const std::vector<double>& unitScores,
+                                           const std::vector<std::vector<int64_t>>& unitChannels, int64_t unitParams,
+                                           const at::Tensor& weight, const LayerStats& stats, double damp, double scale) {
+    const size_t n = unitScores.size();
+    std::vector<size_t> order(n);
+    for (size_t i = 0; i < n; ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return unitScores[a] < unitScores[b]; });
+    std::vector<int64_t> channelOrder;
+    std::vector<size_t> ends;  // cumulative channel count after each unit
+    for (size_t u : order) {
+        channelOrder.insert(channelOrder.end(), unitChannels[u].begin(), unitChannels[u].end());
+        ends.push_back(channelOrder.size());
+    }
+    // A singular G with γ = 0 (fewer tokens than channels, a dead channel) cannot be inverted; the
+    // ranking then copes as the score does (solveNumericalScore's jitter): the smallest relative
+    // dampening from 1e-10 up that factorises. applyMask still refuses γ = 0 there, naming it.
+    std::vector<double> curve;
+    for (double gamma = damp;; gamma = gamma > 0 ? gamma * 100 : 1e-10) {
+        try {
+            curve = compensatedLossCurve(weight, stats.gramPerToken(), channelOrder, gamma);
+            break;
+        } catch (const Error&) {
+            if (gamma >= 1e-2) throw;
+        }
+    }
+    std::vector<double> increments(n), weights(n, static_cast<double>(std::max<int64_t>(unitParams, 1)));
+    double previous = 0;
+    for (size_t k = 0; k < n; ++k) {
+        const double atK = ends[k] > 0 ? curve[ends[k] - 1] / scale : 0.0;
+        increments[k] = atK - previous;
+        previous = atK;
+    }
+    const std::vector<double> slopes = convexMinorantSlopes(increments, weights);
+    // Higher = keep: a unit's score is the L* per parameter its removal costs (on the hull).
+    // Pooled steps share a slope; they stay in their order (nextafter), so a budget that ends
+    // inside a pooled run removes a prefix of it, not the whole run.
+    std::vector<double> out(n);
+    double last = -std::numeric_limits<double>::infinity();
+    for (size_t k = 0; k < n; ++k) {
+        double v = slopes[k];
+        if (v <= last) v = std::nextafter(last, std::numeric_limits<double>::infinity());
+        last = v;
+        out[order[k]] = v;
+    }
+    return out;
+}
+
+// Replaces the ranking by the L* slopes per site, keeping each site's order of its unit scores.
+void rankByCompensatedError(ScoreSet& set, const LlamaCheckpoint& checkpoint, const ModelStats& stats) {
+    const bool relative = set.settings.crossLayer == CrossLayerRanking::RelativeCompensatedError;
+    // The residual stream's energy per token where each site adds its output: the embedding's mean
+    // squared row norm, then every block's output energy tr(W G Wᵀ) in order (cross terms
+    // neglected). Only the relative variant uses it.
+    double residual = relative ? checkpoint.weights.embed.to(at::kDouble).pow(2).sum(1).mean().item<double>() : 1.0;
+    auto outputEnergy = [](const at::Tensor& weight, const LayerStats& s) {
+        const at::Tensor w = weight.to(at::kDouble);
+        return at::trace(at::matmul(w, at::matmul(s.gramPerToken().to(w.device()), w.t()))).item<double>();
+    };
+    for (size_t l = 0; l < set.ranking.size(); ++l) {
+        const LlamaLayerWeights& w = checkpoint.weights.layers.at(l);
+        const int64_t layer = static_cast<int64_t>(l);
+        const std::string where = " of layer " + std::to_string(l);
+        try {
+            if (!set.ranking[l].heads.empty()) {
+                const AttentionUnits units(set.config, layer, set.settings.attentionUnit);
+                std::vector<std::vector<int64_t>> channels(set.ranking[l].heads.size());
+                for (size_t u = 0; u < channels.size(); ++u) {
+                    std::vector<bool> keep(channels.size(), true);
+                    keep[u] = false;
+                    const std::vector<bool> queries = units.keptQueryHeads(keep);
+                    for (size_t h = 0; h < queries.size(); ++h)
+                        if (!queries[h])
+                            for (int64_t j = 0; j < set.config.head_dim; ++j)
+                                channels[u].push_back(static_cast<int64_t>(h) * set.config.head_dim + j);
+                }
+                if (relative) residual += outputEnergy(w.wo, stats.attn.at(l));
+                set.ranking[l].heads = compensatedErrorScores(set.ranking[l].heads, channels, set.costs[l].headParams, w.wo,
+                                                              stats.attn.at(l), set.settings.damp, relative ? residual : 1.0);
+            }
+            if (!set.ranking[l].channels.empty()) {
+                std::vector<std::vector<int64_t>> channels(set.ranking[l].channels.size());
+                for (size_t j = 0; j < channels.size(); ++j) channels[j] = {static_cast<int64_t>(j)};
+                if (relative) residual += outputEnergy(w.w_down, stats.mlp.at(l));
+                set.ranking[l].channels = compensatedErrorScores(set.ranking[l].channels, channels,
+                                                                 set.costs[l].channelParams, w.w_down, stats.mlp.at(l),
+                                                                 set.settings.damp, relative ? residual : 1.0);
+            }
+        } catch (const Error& e) {
+            throw Error("ranking by the compensated error L*" + where + ": " + e.what());
+        }
+    }
+}
+
 } // namespace
 
-bool ScoreSet::rankingIsNumericalW() const {
+std::vector<double> convexMinorantSlopes(const std::vector<double>& increments, const std::vector<double>& weights) {
+    if (increments.size() != weights.size())
+        throw Error("convexMinorantSlopes: " + std::to_string(increments.size()) + " increments but " +
+                    std::to_string(weights.size()) + " weights");
+    struct Block {
+        double cost, weight;
+        size_t steps;
+    };
+    std::vector<Block> blocks;
+    for (size_t i = 0; i < increments.size(); ++i) {
+        if (!(weights[i] > 0) || !std::isfinite(weights[i]) || !std::isfinite(increments[i]))
+            throw Error("convexMinorantSlopes: step " + std::to_string(i) + " has a non-finite cost or a non-positive weight");
+        blocks.push_back({increments[i], weights[i], 1});
+        // Pool while the last block's slope is below its predecessor's (a violation of convexity).
+        while (blocks.size() >= 2) {
+            const Block& b = blocks.back();
+            const Block& a = blocks[blocks.size() - 2];
+            if (b.cost * a.weight >= a.cost * b.weight) break;
+            const Block merged{a.cost + b.cost, a.weight + b.weight, a.steps + b.steps};
+            blocks.pop_back();
+            blocks.back() = merged;
+        }
+    }
+    std::vector<double> out;
+    out.reserve(increments.size());
+    for (const Block& b : blocks) out.insert(out.end(), b.steps, b.cost / b.weight);
+    return out;
+}
+
+double medianNumericalC(const std::vector<NumericalSolve>& attention, const std::vector<NumericalSolve>& mlp) {
+    std::vector<double> cs;
+    for (const auto* solves : {&attention, &mlp})
+        for (const NumericalSolve& s : *solves)
+            if (s.D > 0) cs.push_back(s.c);
+    if (cs.empty()) throw Error("a relative λ needs at least one scored layer (the model has no heads or channels)");
+    std::sort(cs.begin(), cs.end());
+    const size_t n = cs.size();
+    return n % 2 == 1 ? cs[n / 2] : 0.5 * (cs[n / 2 - 1] + cs[n / 2]);
+}
+
+bool ScoreSet::channelsAreNumericalW() const {
     return settings.method == PruneMethod::Numerical && !settings.standardisedGlobal && !settings.boxConstrained;
+}
+
+bool ScoreSet::rankingIsNumericalW() const {
+    return channelsAreNumericalW() && !rankingIsCompensatedError();
+}
+
+bool ScoreSet::rankingIsCompensatedError() const {
+    return settings.method == PruneMethod::Numerical && settings.crossLayer != CrossLayerRanking::Relaxed;
 }
 
 at::Tensor ScoreSet::attentionChannelScoresAt(size_t layer, double rho) const {
     const at::Tensor& s = attentionChannels.at(layer);
-    return s.defined() && rankingIsNumericalW() ? 1 + rho * s : s;
+    return s.defined() && channelsAreNumericalW() ? 1 + rho * s : s;
 }
 
 at::Tensor ScoreSet::mlpChannelScoresAt(size_t layer, double rho) const {
     const at::Tensor& s = mlpChannels.at(layer);
-    return s.defined() && rankingIsNumericalW() ? 1 + rho * s : s;
+    return s.defined() && channelsAreNumericalW() ? 1 + rho * s : s;
 }
 
 LayerScores ScoreSet::unitScoresAt(size_t layer, double rho) const {
@@ -161,15 +313,40 @@ ScoreSet computeScores(const LlamaCheckpoint& checkpoint, const ModelStats& stat
     std::mt19937_64 rng(settings.seed);
     const bool needsStats = settings.method != PruneMethod::Magnitude && settings.method != PruneMethod::Random;
     const LayerStats none;
+    // A relative λ needs every layer's c before any z: solve first, then score with the λ found.
+    std::vector<NumericalSolve> attnSolved(layers), mlpSolved(layers);
+    if (settings.method == PruneMethod::Numerical && settings.lambdaIsRelative()) {
+        for (size_t l = 0; l < layers; ++l) {
+            reportProgress(progress, "score", 0.5 * static_cast<double>(l), static_cast<double>(layers));
+            const LlamaLayerWeights& w = checkpoint.weights.layers.at(l);
+            auto solve = [&](const at::Tensor& weight, const std::vector<LayerStats>& sites, const char* what) {
+                try {
+                    return solveNumericalScore(numericalScoreMatrix(weight, statsOf(sites, l, weight.size(1), what).gramPerToken()));
+                } catch (const Error& e) {
+                    throw Error("scoring " + std::string(what) + " of layer " + std::to_string(l) + ": " + e.what());
+                }
+            };
+            if (config.num_heads[l] > 0) attnSolved[l] = solve(w.wo, stats.attn, "o_proj");
+            if (config.intermediate_size[l] > 0) mlpSolved[l] = solve(w.w_down, stats.mlp, "down_proj");
+        }
+        set.medianC = medianNumericalC(attnSolved, mlpSolved);
+        set.settings.lambda = settings.lambdaRel / set.medianC;
+        if (!(set.settings.lambda > 0) || !std::isfinite(set.settings.lambda))
+            throw Error("the relative λ = " + shortNumber(settings.lambdaRel) + " / median c = " + shortNumber(set.medianC) +
+                        " is not a positive number; give an absolute --lambda");
+    } else if (settings.method == PruneMethod::Numerical) {
+        set.medianC = std::nan("");  // filled below from the solves
+    }
+    const PruneSettings& effective = set.settings;  // λ resolved
     for (size_t l = 0; l < layers; ++l) {
         reportProgress(progress, "score", static_cast<double>(l), static_cast<double>(layers));
         const LlamaLayerWeights& w = checkpoint.weights.layers.at(l);
         auto score = [&](const at::Tensor& weight, const std::vector<LayerStats>& sites, bool isAttention,
-                         at::Tensor& channelsOut, NumericalSolve& solveOut) {
+                         at::Tensor& channelsOut, NumericalSolve& solveOut, const NumericalSolve& solved) {
             const char* what = isAttention ? "o_proj" : "down_proj";
             const LayerStats& s = needsStats ? statsOf(sites, l, weight.size(1), what) : none;
             try {
-                ChannelScore c = scoreChannels(settings, weight, s, isAttention, rng);
+                ChannelScore c = scoreChannels(effective, weight, s, isAttention, rng, solved);
                 channelsOut = c.scores;
                 solveOut = c.solve;
                 set.newtonMaxDeviation = std::max(set.newtonMaxDeviation, c.newtonDeviation);
@@ -182,11 +359,16 @@ ScoreSet computeScores(const LlamaCheckpoint& checkpoint, const ModelStats& stat
                 throw Error("scoring " + std::string(what) + " of layer " + std::to_string(l) + ": " + e.what());
             }
         };
-        if (config.num_heads[l] > 0) score(w.wo, stats.attn, true, set.attentionChannels[l], set.attentionSolves[l]);
-        if (config.intermediate_size[l] > 0) score(w.w_down, stats.mlp, false, set.mlpChannels[l], set.mlpSolves[l]);
+        if (config.num_heads[l] > 0)
+            score(w.wo, stats.attn, true, set.attentionChannels[l], set.attentionSolves[l], attnSolved[l]);
+        if (config.intermediate_size[l] > 0)
+            score(w.w_down, stats.mlp, false, set.mlpChannels[l], set.mlpSolves[l], mlpSolved[l]);
     }
-    reportProgress(progress, "score", static_cast<double>(layers), static_cast<double>(layers));
+    if (settings.method == PruneMethod::Numerical && std::isnan(set.medianC))
+        set.medianC = medianNumericalC(set.attentionSolves, set.mlpSolves);
     rankUnits(set);
+    if (set.rankingIsCompensatedError()) rankByCompensatedError(set, checkpoint, stats);
+    reportProgress(progress, "score", static_cast<double>(layers), static_cast<double>(layers));
     return set;
 }
 
@@ -210,7 +392,9 @@ ScoreSet rescoreNumerical(const ScoreSet& scores, double lambda) {
         rescore(out.attentionSolves[l], out.attentionChannels[l]);
         rescore(out.mlpSolves[l], out.mlpChannels[l]);
     }
-    rankUnits(out);
+    // The L* ranking follows each layer's z-order, which λ does not change (a positive factor
+    // per layer): it stays as computed.
+    if (!out.rankingIsCompensatedError()) rankUnits(out);
     return out;
 }
 

@@ -14,6 +14,7 @@
 #include "core/prune/units.h"
 #include "core/util/progress.h"
 
+#include <limits>
 #include <vector>
 
 namespace npw {
@@ -29,11 +30,19 @@ struct ScoreSet {
     std::vector<LayerScores> ranking;           // unit scores from the above; higher = keep
     std::vector<NumericalSolve> attentionSolves, mlpSolves;  // numerical only (D = 0: none)
     std::vector<LayerUnitCost> costs;
+    // Numerical: the median of c = 1ᵀA⁻¹1 over every scored layer, from which a relative λ was
+    // resolved (settings.lambda then holds λ_rel / medianC); NaN for the other methods.
+    double medianC = std::numeric_limits<double>::quiet_NaN();
     double newtonMaxDeviation = -1;  // iters > 0: max |z_Algorithm1 − z_closed form| at settings.ratio
     double boxKktViolation = -1;     // boxConstrained: the largest relative KKT residual of the layers' solves
     int64_t boxAtZero = 0, boxAtOne = 0;  // boxConstrained: channels whose z sits on a bound
 
-    bool rankingIsNumericalW() const;  // ranking holds s = −w (z = 1 + ρ·s): numerical, not standardised or boxed
+    // The channel tensors hold s = −w (z = 1 + ρ·s): numerical, not standardised or boxed.
+    bool channelsAreNumericalW() const;
+    // The ranking holds unit means of s as well (the paper's relaxed cross-layer order).
+    bool rankingIsNumericalW() const;
+    // The ranking holds L*-per-parameter slopes (CrossLayerRanking::CompensatedError).
+    bool rankingIsCompensatedError() const;
     // The scores a user reads at ρ: numerical z (channels, and unit means), the baselines' metric.
     LayerScores unitScoresAt(size_t layer, double rho) const;
     at::Tensor attentionChannelScoresAt(size_t layer, double rho) const;
@@ -45,6 +54,17 @@ struct ScoreSet {
 // tensor), missing statistics, or Algorithm 1 with ρ = 0.
 ScoreSet computeScores(const LlamaCheckpoint& checkpoint, const ModelStats& stats, const PruneSettings& settings,
                        const ProgressFn& progress = nullptr);
+// The slopes of the greatest convex minorant of a cumulative cost curve, step by step: step i
+// adds increments[i] of cost and weights[i] > 0 of weight, in this order; the result is, per
+// step, the slope of the lower convex hull over it (pooling adjacent violators), nondecreasing.
+// A threshold on these slopes takes a prefix of the steps, and the prefix that minimises
+// cost − μ·weight for every μ (the Lagrangian of a budget over several such curves).
+std::vector<double> convexMinorantSlopes(const std::vector<double>& increments, const std::vector<double>& weights);
+
+// The median of c over every numerical solve with D > 0 (attention and MLP): what a relative
+// λ is measured against. npw::Error when there is none.
+double medianNumericalC(const std::vector<NumericalSolve>& attention, const std::vector<NumericalSolve>& mlp);
+
 // The numerical score at another λ from the stored solves (closed form, no solve). npw::Error for
 // box-constrained scores, which need computeScores again.
 ScoreSet rescoreNumerical(const ScoreSet& scores, double lambda);

@@ -20,7 +20,10 @@ bool isFiniteNumber(double x) { return std::isfinite(x); }
 } // namespace
 
 std::string scoreSetName(const PruneSettings& settings) {
-    return methodName(settings.method) + (settings.boxConstrained ? "-box" : "");
+    // As the sweep names them: numerical (the default ranking), numerical-z, numerical-lstar, ...
+    const bool other = settings.method == PruneMethod::Numerical && settings.crossLayer != kDefaultCrossLayerRanking;
+    return methodName(settings.method) + (other ? "-" + crossLayerRankingName(settings.crossLayer) : "") +
+           (settings.boxConstrained ? "-box" : "");
 }
 
 std::string methodName(PruneMethod method) {
@@ -64,8 +67,10 @@ void PruneSettings::validate() const {
         throw Error("the pruning ratio ρ must lie in [0, 1), got " + shortNumber(ratio));
     if (!std::isnan(alpha) && !(alpha > 0 && isFiniteNumber(alpha)))
         throw Error("α must be a positive number, got " + shortNumber(alpha));
-    if (!(lambda > 0 && isFiniteNumber(lambda)))
+    if (!lambdaIsRelative() && !(lambda > 0 && isFiniteNumber(lambda)))
         throw Error("λ must be a positive number, got " + shortNumber(lambda));
+    if (lambdaIsRelative() && !(lambdaRel > 0 && isFiniteNumber(lambdaRel)))
+        throw Error("the relative λ (λ_rel, λ = λ_rel / median c) must be a positive number, got " + shortNumber(lambdaRel));
     if (!(damp >= 0 && isFiniteNumber(damp)))
         throw Error("the dampening γ must be ≥ 0, got " + shortNumber(damp));
     if (iters < 0) throw Error("the Newton iterations T must be ≥ 0, got " + std::to_string(iters));
@@ -118,6 +123,24 @@ AttentionUnitKind parseAttentionUnit(const std::string& name) {
     for (AttentionUnitKind kind : {AttentionUnitKind::KvGroup, AttentionUnitKind::QuerySlot})
         if (name == attentionUnitName(kind)) return kind;
     throw Error("unknown attention unit '" + name + "' (expected kv-group or query-slot)");
+}
+
+std::string crossLayerRankingName(CrossLayerRanking ranking) {
+    switch (ranking) {
+    case CrossLayerRanking::Relaxed: return "z";
+    case CrossLayerRanking::CompensatedError: return "lstar";
+    case CrossLayerRanking::RelativeCompensatedError: return "lstar-rel";
+    }
+    return "?";
+}
+
+CrossLayerRanking parseCrossLayerRanking(const std::string& name) {
+    for (CrossLayerRanking r :
+         {CrossLayerRanking::Relaxed, CrossLayerRanking::CompensatedError, CrossLayerRanking::RelativeCompensatedError})
+        if (name == crossLayerRankingName(r)) return r;
+    throw Error("unknown cross-layer ranking '" + name +
+                "' (expected lstar: by the compensated error L*; lstar-rel: L* relative to the residual stream; or z: "
+                "the paper's relaxed score)");
 }
 
 } // namespace npw

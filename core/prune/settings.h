@@ -14,6 +14,7 @@
 //   random     seeded uniform random scores, uniform per layer.
 // standardisedGlobal is the explicitly labelled option that standardises any method's channel
 // metric per layer and site and ranks it globally like FLAP (flap already is that).
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -28,6 +29,21 @@ enum class CompensationKind { MethodDefault, Theorem3, FlapBias, None };
 // The two readings of α (core/prune/select.h): eq. 7 as written, or FLAP's parameter budget.
 enum class AlphaMode { Paper, Budget };
 enum class SelectionScope { AttentionAndMlp, AttentionOnly, MlpOnly };
+// How the numerical score compares units of different layers (README, "Choosing λ" and the
+// diagnosis there). Inside a layer all of them keep the paper's order (that of z, i.e. of −A⁻¹1).
+//   Relaxed ("z"): the paper's exact form, eq. 7 on z itself. The cross-layer order then rests
+//     on λ·c: for λc ≪ 1 on the relaxed per-channel cost 1/(A⁻¹1)_j (a layer's absolute output
+//     error), for λc ≫ 1 on nothing (every layer's mean z is 1 − ρ).
+//   CompensatedError ("lstar"): every layer removes the prefix of its z-order that minimises
+//     L*(k) + μ·(parameters kept), L*(k) = Theorem 3's output error after compensation of the
+//     first k units (the paper's remark), μ set by the budget: units are ranked by the slopes of
+//     the lower convex hull of each layer's L* curve per parameter. λ plays no part.
+//   RelativeCompensatedError ("lstar-rel"): the same with each site's L* divided by the energy
+//     of the residual stream it is added to, E‖h‖² ≈ the embedding's mean ‖e‖² plus the output
+//     energies tr(WᵀGW) of every block up to and including it: every later RMSNorm divides the
+//     stream by its scale, so an error δ reaches the rest of the model as δ/‖h‖. Absolute errors
+//     of early layers (small ‖h‖) count more, those of late layers (large ‖h‖) less.
+enum class CrossLayerRanking { Relaxed, CompensatedError, RelativeCompensatedError };
 
 std::string methodName(PruneMethod method);          // "numerical", "flap", "wanda-sp", ...
 PruneMethod parsePruneMethod(const std::string& name);  // npw::Error listing the choices
@@ -46,15 +62,28 @@ std::string compensationSettingName(CompensationKind kind);
 // "kv-group" or "query-slot".
 std::string attentionUnitName(AttentionUnitKind kind);
 AttentionUnitKind parseAttentionUnit(const std::string& name);
+// "z" (Relaxed, the paper's exact form), "lstar" (CompensatedError), "lstar-rel".
+std::string crossLayerRankingName(CrossLayerRanking ranking);
+CrossLayerRanking parseCrossLayerRanking(const std::string& name);
 
-// λ of the numerical score when none is given. With G normalised per token (G/N), each layer's
-// mean z is 1 − ρ·λc/(1 + λc), c = 1ᵀA⁻¹1: for λc ≫ 1 every layer is held to a mean of 1 − ρ
-// (the absolute error scale is ignored), for λc ≪ 1 only the absolute scale of A⁻¹1 ranks
-// channels across layers (layers with tiny errors get emptied). Measured (README, "Choosing
-// λ"): c spans 10³…2·10⁶ on the demo models, and λ = 10⁻⁴ (typical λc ≈ 1…10) gave the lowest
-// KL after pruning 30% of them, 3-7× lower than the saturated λc ≫ 1 end; stories260K (c 4·10²
-// …10⁴) preferred the saturated end. Exposed as --lambda and recorded in every manifest.
+// λ of the numerical score when none is given, relative to the model's own scale: λ = λ_rel /
+// median_l c_l over every scored layer (attention and MLP), c = 1ᵀA⁻¹1. With G normalised per
+// token each layer's mean z is 1 − ρ·λc/(1 + λc): for λc ≫ 1 every layer is held to a mean of
+// 1 − ρ (the absolute error scale ignored), for λc ≪ 1 only the absolute scale of A⁻¹1 ranks
+// channels across layers. c scales like 1/(weight² · activation²), so an absolute λ means
+// different things on different models (c spans 10³…2·10⁶ on the demo models, 4·10²…10⁴ on
+// stories260K); λ_rel fixes the median layer's λc and is invariant to rescaling the model.
+// λ_rel = 4: the absolute 10⁻⁴ tuned on the demo models is λ·median c = 2.5 on demo:lm and ≈ 4
+// with their geometric-mean c (README, "Choosing λ"). With the default ranking (lstar-rel) λ no
+// longer changes the mask; it does for --ranking z, the box and Algorithm 1. An absolute λ
+// (--lambda) overrides it; manifests record both.
+constexpr double kDefaultLambdaRel = 4.0;
+// The absolute λ that was the default before issue 15 (the bench's solver timings use it).
 constexpr double kDefaultLambda = 1e-4;
+// How units of different layers compete by default (settings above; README "Choosing λ").
+// lstar-rel: the only ranking that beat FLAP at ρ 0.3 and 0.5 on every model of the study
+// (README, "Choosing λ"); λ then only changes the z shown.
+constexpr CrossLayerRanking kDefaultCrossLayerRanking = CrossLayerRanking::RelativeCompensatedError;
 
 struct PruneSettings {
     PruneMethod method = PruneMethod::Numerical;
@@ -65,7 +94,11 @@ struct PruneSettings {
     // at most one unit more), as the paper's tables compare methods; eq. 7 read literally with
     // α ≫ 1 hardly ever removes a head (measured: none on the demo models, README).
     AlphaMode alphaMode = AlphaMode::Budget;
-    double lambda = kDefaultLambda;
+    // The absolute λ; NaN (the default): λ = lambdaRel / median c, resolved by computeScores
+    // (its ScoreSet's settings hold the λ it used).
+    double lambda = std::numeric_limits<double>::quiet_NaN();
+    double lambdaRel = kDefaultLambdaRel;
+    CrossLayerRanking crossLayer = kDefaultCrossLayerRanking;  // numerical only
     int iters = 0;         // 0: closed form; T > 0: Algorithm 1 with T Newton steps (same z)
     // Numerical only: z ∈ [0, 1]^D (numericalScoreBoxed), solved at this ratio and λ. Another
     // ρ or λ needs a new solve: the set ranks its own z and rescoreNumerical refuses it.
@@ -80,7 +113,8 @@ struct PruneSettings {
     AttentionUnitKind attentionUnit = AttentionUnitKind::KvGroup;
     bool standardisedGlobal = false;
 
-    // npw::Error naming the setting: ρ outside [0, 1), λ ≤ 0, γ < 0, α ≤ 0, iters < 0, a box
+    bool lambdaIsRelative() const { return std::isnan(lambda); }
+    // npw::Error naming the setting: ρ outside [0, 1), λ ≤ 0 (or λ_rel ≤ 0), γ < 0, α ≤ 0, iters < 0, a box
     // constraint on another method, with iters, or at ρ = 0.
     void validate() const;
     CompensationKind effectiveCompensation() const;
@@ -88,7 +122,8 @@ struct PruneSettings {
 };
 
 // What a score set is called where several are kept side by side (the studio, sweeps):
-// methodName, with "-box" for the box-constrained numerical score.
+// methodName, with "-" + crossLayerRankingName for a numerical score ranked across layers other
+// than by default ("numerical-z": the paper's eq. 7) and "-box" for the box-constrained score.
 std::string scoreSetName(const PruneSettings& settings);
 
 } // namespace npw
