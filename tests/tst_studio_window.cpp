@@ -453,6 +453,9 @@ void TestStudioWindow::hostileFilesShowTheErrorInLogAndDialog() {
     ws.close();
     QMimeData mime;
     mime.setUrls({QUrl::fromLocalFile(workspace)});
+    QDragEnterEvent enter(QPoint(10, 10), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+    QApplication::sendEvent(&window, &enter);  // Qt delivers a drop only after its drag entered
+    QVERIFY(enter.isAccepted());
     QDropEvent drop(QPointF(10, 10), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
     QApplication::sendEvent(&window, &drop);
     QVERIFY(waitIdle(*window.session()));
