@@ -21,10 +21,12 @@
 #include "widgets/sparsitycontrols.h"
 #include "widgets/sweepplotwidget.h"
 
+#include "core/util/error.h"
 #include "core/util/paths.h"
 
 #include <QApplication>
 #include <QComboBox>
+#include <QDir>
 #include <QMimeData>
 #include <QElapsedTimer>
 #include <QFile>
@@ -37,6 +39,8 @@
 #include <QSignalSpy>
 #include <QSvgRenderer>
 #include <QTemporaryDir>
+#include <QMessageBox>
+#include <QRegularExpression>
 #include <QTreeWidget>
 #include <QtTest>
 #include <cmath>
@@ -83,6 +87,7 @@ private slots:
     void sweepPlotsZeroShotAccuracyBesidePerplexity();
     void newCalibrationOffersRecompute();
     void sweepDrawsOneCurvePerMethodAndText();
+    void hostileFilesShowTheErrorInLogAndDialog();
 
 private:
     void scoreWith(npw::PruneMethod method);
@@ -398,6 +403,71 @@ void TestStudioWindow::sweepDrawsOneCurvePerMethodAndText() {
     QCOMPARE(window_->sweepPage()->sweepPlot()->pointCount(curves[1]), 2);
     QVERIFY(!window_->sweepPage()->sweepPlot()->denseBaselineShown());
     window_->sweepPage()->setSweepRequest(SweepRequest{});
+}
+
+
+void TestStudioWindow::hostileFilesShowTheErrorInLogAndDialog() {
+    // A model whose config.json holds 1e999, opened from the menu's path, and a workspace nested
+    // 400,000 deep, dropped on the window: each error reaches the log and the error dialog in
+    // core's words (the CLI's), and the window goes on with the model it had.
+    QTemporaryDir dir;
+    const QString source = QString::fromStdString(npw::resolveModelPath("demo:lm"));
+    const QString model = dir.filePath(QStringLiteral("spoilt"));
+    QDir().mkpath(model);
+    for (const QString& file : QDir(source).entryList(QDir::Files)) QVERIFY(QFile::copy(source + "/" + file, model + "/" + file));
+    QFile config(model + "/config.json");
+    QVERIFY(config.open(QIODevice::ReadOnly));
+    QString text = QString::fromUtf8(config.readAll());
+    config.close();
+    text.replace(QRegularExpression(QStringLiteral("\"vocab_size\"\\s*:\\s*\\d+")), QStringLiteral("\"vocab_size\": 1e999"));
+    QVERIFY(config.open(QIODevice::WriteOnly | QIODevice::Truncate));
+    config.write(text.toUtf8());
+    config.close();
+    QString cli;
+    try {
+        npw::openLanguageModel(model.toStdString(), npw::chooseRuntime("cpu"));
+    } catch (const npw::Error& e) {
+        cli = QString::fromUtf8(e.what());
+    }
+    QVERIFY2(cli.contains(QStringLiteral("out of range")) && cli.contains(QStringLiteral("vocab_size")), qPrintable(cli));
+
+    StudioWindow window(/*persistSettings=*/false);
+    window.show();
+    window.openModel(QStringLiteral("demo:lm"));
+    QVERIFY(waitIdle(*window.session()));
+    QVERIFY(window.errorDialog() == nullptr);  // no error, no dialog
+    window.openModel(model);
+    QVERIFY(waitIdle(*window.session()));
+    QTRY_VERIFY(window.errorDialog() != nullptr && window.errorDialog()->isVisible());
+    QCOMPARE(window.errorDialog()->informativeText(), cli);
+    QVERIFY(window.errorDialog()->text().contains(QStringLiteral("spoilt")));
+    QVERIFY(window.log()->toPlainText().contains(cli));
+    QCOMPARE(window.session()->modelReference(), QStringLiteral("demo:lm"));
+    const QImage shot = window.grabWithDialogs();
+    QVERIFY(!shot.isNull());
+    QVERIFY(shot != window.grab().toImage());  // the dialog is in the picture
+    window.errorDialog()->hide();
+
+    const QString workspace = dir.filePath(QStringLiteral("deep.npw.json"));
+    QFile ws(workspace);
+    QVERIFY(ws.open(QIODevice::WriteOnly));
+    ws.write("{\"format\": " + QByteArray(400000, '[') + QByteArray(400000, ']') + "}");
+    ws.close();
+    QMimeData mime;
+    mime.setUrls({QUrl::fromLocalFile(workspace)});
+    QDragEnterEvent enter(QPoint(10, 10), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+    QApplication::sendEvent(&window, &enter);  // Qt delivers a drop only after its drag entered
+    QVERIFY(enter.isAccepted());
+    QDropEvent drop(QPointF(10, 10), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+    QApplication::sendEvent(&window, &drop);
+    QVERIFY(waitIdle(*window.session()));
+    QTRY_VERIFY(window.errorDialog()->isVisible());
+    QVERIFY2(window.errorDialog()->informativeText().contains(workspace) &&
+                 window.errorDialog()->informativeText().contains(QStringLiteral("nested deeper than 512")),
+             qPrintable(window.errorDialog()->informativeText()));
+    QVERIFY(window.log()->toPlainText().contains(QStringLiteral("nested deeper than 512")));
+    QCOMPARE(window.session()->modelReference(), QStringLiteral("demo:lm"));
+    QVERIFY(window.session()->hasModel());
 }
 
 QTEST_MAIN(TestStudioWindow)

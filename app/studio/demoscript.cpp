@@ -120,7 +120,7 @@ void DemoScript::finish() {
     meter_->stop();
     int code = 0;
     if (!screenshot_.isEmpty()) {
-        const bool saved = window_->grab().save(screenshot_);
+        const bool saved = window_->grabWithDialogs().save(screenshot_);
         std::fprintf(stderr, "%s %s\n", saved ? "saved" : "could not save", qPrintable(screenshot_));
         if (!saved) code = 1;
     }

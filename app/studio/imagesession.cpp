@@ -3,6 +3,7 @@
 #include "core/eval/metrics_run.h"
 #include "core/io/image_png.h"
 #include "core/models/vq_model.h"
+#include "core/prune/export.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
 #include "core/util/paths.h"
@@ -165,11 +166,14 @@ bool ImageSession::exportPrunedModel(const QString& dir) {
     if (!hasModel() || !comparison_) return false;
     auto workbench = workbench_;
     const std::string method = comparison_->method, source = reference_.toStdString(), target = dir.toStdString();
+    const std::string sourcePath = workbench_->dense().checkpoint().source;
     const double ratio = comparison_->ratio, lambda = comparisonLambda_;
     const std::vector<std::string> names = readClassNames(source);
     return jobs_->start<int>(
         tr("Export %1 at ρ = %2").arg(QString::fromStdString(method)).arg(ratio),
         [=](const npw::ProgressFn& progress) {
+            // Refused before the pruning (minutes on a real model), as savePrunedImageModel will.
+            npw::checkExportTarget(sourcePath, target);
             npw::PrunedModel pruned = workbench->prune(method, ratio, lambda, progress);
             const npw::LlamaGenCheckpoint ck = workbench->dense().checkpoint().withTransformer(pruned.checkpoint);
             npw::savePrunedImageModel(ck, &workbench->vq(), target,

@@ -8,7 +8,6 @@
 #include <QDoubleSpinBox>
 #include <QFileDialog>
 #include <QFileInfo>
-#include <QMessageBox>
 #include <QFormLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
@@ -203,7 +202,7 @@ ImagesPage::ImagesPage(ImageSession* session, QWidget* parent) : QWidget(parent)
         const QString path = QFileDialog::getSaveFileName(this, tr("Save the comparison"), QStringLiteral("comparison.png"),
                                                           tr("PNG images (*.png)"));
         if (!path.isEmpty() && !saveComparison(path))
-            QMessageBox::warning(this, tr("Save"), tr("Could not write %1.").arg(path));
+            emit errorOccurred(tr("Save the comparison"), tr("Could not write %1.").arg(path));
     });
     connect(exportModel_, &QPushButton::clicked, this, [this] {
         const QString dir = QFileDialog::getSaveFileName(this, tr("Export the pruned image model (a new folder)"));
@@ -216,7 +215,7 @@ ImagesPage::ImagesPage(ImageSession* session, QWidget* parent) : QWidget(parent)
         try {
             session_->exportSweepCsv(path);
         } catch (const std::exception& e) {
-            QMessageBox::warning(this, tr("Export CSV"), QString::fromUtf8(e.what()));
+            emit errorOccurred(tr("Export the image sweep CSV"), QString::fromUtf8(e.what()));
         }
     });
     connect(zoom_, &QSpinBox::valueChanged, pair_, &ImagePairWidget::setZoom);

@@ -40,6 +40,10 @@ public:
     bool exportPlot(const QString& path);
     void setBusy(bool busy);  // buttons off while a job runs
 
+signals:
+    // A refused save or export (the window logs it and shows its error dialog).
+    void errorOccurred(const QString& what, const QString& message);
+
 private:
     void onModelChanged();
     void onComparison();

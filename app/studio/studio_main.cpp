@@ -1,6 +1,6 @@
 // npw-studio: the interactive workbench (studiowindow.h).
 //
-//   npw-studio [MODEL | WORKSPACE.npw.json]
+//   npw-studio [MODEL | WORKSPACE.npw.json] [--screenshot FILE]
 //   npw-studio --demo scores|sweep|images|box [--screenshot FILE] [--measure-stalls] [--dark]
 #include "app/studio/demoscript.h"
 #include "app/studio/studiowindow.h"
@@ -8,10 +8,45 @@
 
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QImage>
 #include <QStyleFactory>
 #include <QTimer>
 #include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <memory>
 #include <thread>
+
+namespace {
+
+// The last line of defence of "the studio never crashes": an exception that escapes a slot or
+// an event handler (Qt does not support exceptions through its event loop; uncaught, it ends
+// the process) is reported in the window's log and error dialog instead. Every known path
+// catches its own errors first and names the file; this only catches what slipped through.
+class StudioApplication : public QApplication {
+public:
+    using QApplication::QApplication;
+    std::function<void(const QString&)> onError;
+
+    bool notify(QObject* receiver, QEvent* event) override {
+        try {
+            return QApplication::notify(receiver, event);
+        } catch (const std::exception& e) {
+            report(QString::fromUtf8(e.what()));
+        } catch (...) {
+            report(QStringLiteral("unknown error"));
+        }
+        return false;
+    }
+
+private:
+    void report(const QString& message) {
+        std::fprintf(stderr, "npw-studio: error: %s\n", qPrintable(message));
+        if (onError) onError(message);
+    }
+};
+
+} // namespace
 
 int main(int argc, char** argv) {
     // The GUI thread and the worker share the cores with LibTorch's pool: idle pool threads
@@ -24,7 +59,7 @@ int main(int argc, char** argv) {
         const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
         qputenv("NPW_NUM_THREADS", QByteArray::number(std::max(1u, cores - 1)));
     }
-    QApplication app(argc, argv);
+    StudioApplication app(argc, argv);
     QApplication::setOrganizationName(QStringLiteral("npw"));
     QApplication::setApplicationName(QStringLiteral("npw-studio"));
     QApplication::setStyle(QStyleFactory::create(QStringLiteral("Fusion")));
@@ -39,7 +74,9 @@ int main(int argc, char** argv) {
                                   QStringLiteral("Drive a bundled demo to STATE (scores, sweep, images, box), computed live."),
                                   QStringLiteral("STATE"));
     const QCommandLineOption screenshot(QStringLiteral("screenshot"),
-                                        QStringLiteral("With --demo: save the window to FILE (PNG) and quit."),
+                                        QStringLiteral("Save the window (with an error dialog, if one is open) to FILE "
+                                                       "(PNG) and quit: after --demo, or once MODEL or WORKSPACE has "
+                                                       "opened or failed to (exit 1 then)."),
                                         QStringLiteral("FILE"));
     const QCommandLineOption stalls(QStringLiteral("measure-stalls"),
                                     QStringLiteral("With --demo: print the longest event-loop stall of the run."));
@@ -52,7 +89,9 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "npw-studio: --demo must be scores, sweep, images or box, got '%s'\n", qPrintable(parser.value(demo)));
         return 2;
     }
-    StudioWindow window(/*persistSettings=*/!scripted);
+    const bool shot = parser.isSet(screenshot);
+    StudioWindow window(/*persistSettings=*/!scripted && !shot);
+    app.onError = [&window](const QString& message) { window.showError(QObject::tr("An action"), message); };
     if (parser.isSet(dark)) window.setDark(true);
     window.show();
 
@@ -62,6 +101,21 @@ int main(int argc, char** argv) {
         QTimer::singleShot(0, script, &DemoScript::start);
     } else if (!parser.positionalArguments().isEmpty()) {
         const QString target = parser.positionalArguments().first();
+        if (shot) {
+            // Once the opening job has ended (a moment for the views, and an error dialog, to draw).
+            auto failed = std::make_shared<bool>(false);
+            JobRunner* jobs = window.session()->jobs();
+            QObject::connect(jobs, &JobRunner::failed, &window, [failed] { *failed = true; });
+            QObject::connect(jobs, &JobRunner::runningChanged, &window, [&window, failed, jobs, file = parser.value(screenshot)](bool running) {
+                if (running) return;
+                QTimer::singleShot(1000, &window, [&window, failed, jobs, file] {
+                    if (jobs->isRunning()) return;  // a workspace's next job: its own end comes
+                    const bool saved = window.grabWithDialogs().save(file);
+                    std::fprintf(stderr, "%s %s\n", saved ? "saved" : "could not save", qPrintable(file));
+                    QApplication::exit(!saved || *failed ? 1 : 0);
+                });
+            });
+        }
         if (target.endsWith(QStringLiteral(".npw.json"))) window.session()->openWorkspace(target);
         else window.openModel(target);
     }

@@ -473,10 +473,13 @@ void StudioSession::exportSweepCsv(const QString& path) const {
     npw::writeTextAtomically(path.toStdString(), npw::sweepRowsCsv(sweepRows_));
 }
 
-void StudioSession::saveWorkspace(const QString& path, const nlohmann::json& images) const {
+void StudioSession::saveWorkspace(const QString& path, const nlohmann::json& images, const std::string& imageSource) const {
     if (!hasModel() && images.is_null()) throw npw::Error("no model is open: nothing to save");
-    if (hasModel()) {
-        const std::vector<std::string> sources = {model_.model->checkpoint().source};
+    // Both files are checked before either is written: a refused path leaves nothing behind.
+    std::vector<std::string> sources;
+    if (hasModel()) sources.push_back(model_.model->checkpoint().source);
+    if (!imageSource.empty()) sources.push_back(imageSource);
+    if (!sources.empty()) {
         npw::checkOutputPath(sources, path.toStdString(), "the workspace");
         npw::checkOutputPath(sources, studio::workspaceStatsPath(path.toStdString()), "the workspace's statistics");
     }
@@ -544,11 +547,19 @@ void StudioSession::applyRestored(Restored r) {
     if (scores_.contains(current)) current_ = current;
     reselect();
     if (view_ && !r.file.mask.is_null()) {
-        const npw::Mask saved = studio::maskFromJson(r.file.mask, view_->selection.mask);
-        const bool same = saved.keepHeads == view_->selection.mask.keepHeads &&
-                          saved.keepChannels == view_->selection.mask.keepChannels;
-        emit logMessage(same ? tr("Workspace reopened: the selection matches the saved mask.")
-                             : tr("Workspace reopened, but the recomputed selection differs from the saved mask."));
+        // The model, statistics and scores are in place and consistent by now: a saved mask that
+        // does not fit this model (an edited file, another checkpoint at that path) is reported,
+        // not thrown, so the reopened session stays usable.
+        try {
+            const npw::Mask saved = studio::maskFromJson(r.file.mask, view_->selection.mask);
+            const bool same = saved.keepHeads == view_->selection.mask.keepHeads &&
+                              saved.keepChannels == view_->selection.mask.keepChannels;
+            emit logMessage(same ? tr("Workspace reopened: the selection matches the saved mask.")
+                                 : tr("Workspace reopened, but the recomputed selection differs from the saved mask."));
+        } catch (const npw::Error& e) {
+            emit logMessage(tr("Workspace reopened, but its saved mask does not fit %1: %2")
+                                .arg(modelRef_, QString::fromUtf8(e.what())));
+        }
     }
     for (const npw::SweepRow& row : r.file.sweepRows) {
         sweepRows_.push_back(row);

@@ -97,7 +97,10 @@ public:
     bool openWorkspace(const QString& path);
     // Quick and synchronous; throw npw::Error naming the file. `images`: the Images tab's part
     // (ImageSession::workspaceState), null when none; a workspace needs a model in either.
-    void saveWorkspace(const QString& path, const nlohmann::json& images = nullptr) const;
+    // `imageSource`: the image model's checkpoint path, never written over (as the language
+    // model's). Nothing is written when a path is refused.
+    void saveWorkspace(const QString& path, const nlohmann::json& images = nullptr,
+                       const std::string& imageSource = {}) const;
     void exportSweepCsv(const QString& path) const;
 
 public slots:

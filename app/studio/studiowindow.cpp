@@ -24,6 +24,7 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QMimeData>
+#include <QPainter>
 #include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
@@ -223,9 +224,14 @@ void StudioWindow::connectSession() {
         }
         updateRunState();
     });
+    // The session logs a failed job ("Open X failed: …"); the dialog shows it too.
+    connect(jobs, &JobRunner::failed, this, [this](const QString& title, const QString& message) {
+        showErrorDialog(title, message);
+    });
     connect(&session_, &StudioSession::logMessage, this, &StudioWindow::appendLog);
     connect(scoresPage_, &ScoresPage::logMessage, this, &StudioWindow::appendLog);
     connect(imageSession_, &ImageSession::logMessage, this, &StudioWindow::appendLog);
+    connect(imagesPage_, &ImagesPage::errorOccurred, this, &StudioWindow::showError);
     connect(imageSession_, &ImageSession::modelChanged, this, &StudioWindow::showArchitecture);
     imageSession_->setDevice(device_->currentText());
     connect(device_, &QComboBox::currentTextChanged, imageSession_, &ImageSession::setDevice);
@@ -292,7 +298,12 @@ bool StudioWindow::exportPlot(const QString& path) {
 }
 
 void StudioWindow::openModel(const QString& reference) {
-    if (npw::isLlamaGenModel(reference.toStdString())) {  // an image model: the Images tab
+    bool imageModel = false;
+    try {  // a quick look at the file on this thread; reading it properly is the job's
+        imageModel = npw::isLlamaGenModel(reference.toStdString());
+    } catch (const std::exception&) {
+    }
+    if (imageModel) {  // an image model: the Images tab
         showTab(2);
         imageSession_->setDevice(device_->currentText());
         if (!imagesPage_->openModel(reference))
@@ -305,6 +316,44 @@ void StudioWindow::openModel(const QString& reference) {
 
 void StudioWindow::appendLog(const QString& text) {
     log_->appendPlainText(QStringLiteral("%1  %2").arg(QTime::currentTime().toString(QStringLiteral("HH:mm:ss")), text));
+}
+
+void StudioWindow::showError(const QString& what, const QString& message) {
+    appendLog(tr("%1 failed: %2").arg(what, message));
+    showErrorDialog(what, message);
+}
+
+void StudioWindow::showErrorDialog(const QString& what, const QString& message) {
+    if (!errorDialog_) {
+        errorDialog_ = new QMessageBox(QMessageBox::Warning, tr("npw-studio"), QString(), QMessageBox::Ok, this);
+        errorDialog_->setObjectName(QStringLiteral("errorDialog"));
+        errorDialog_->setWindowModality(Qt::NonModal);
+        // Paths and JSON field names in npw's messages are long words: let them wrap, and let
+        // the user copy the message into a bug report.
+        errorDialog_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    }
+    errorDialog_->setText(tr("%1 failed.").arg(what));
+    errorDialog_->setInformativeText(message);
+    errorDialog_->show();
+    errorDialog_->raise();
+}
+
+QMessageBox* StudioWindow::errorDialog() const { return errorDialog_; }
+
+QImage StudioWindow::grabWithDialogs() {
+    QImage image = grab().toImage();
+    if (errorDialog_ && errorDialog_->isVisible()) {
+        QPainter painter(&image);
+        const QImage dialog = errorDialog_->grab().toImage();
+        // Where the dialog stands over the window; centred when the platform places it elsewhere.
+        QPoint at = errorDialog_->geometry().topLeft() - geometry().topLeft();
+        if (!QRect(QPoint(0, 0), image.size()).contains(QRect(at, dialog.size())))
+            at = QPoint((image.width() - dialog.width()) / 2, (image.height() - dialog.height()) / 2);
+        painter.drawImage(at, dialog);
+        painter.setPen(palette().color(QPalette::Shadow));
+        painter.drawRect(QRect(at, dialog.size()).adjusted(0, 0, -1, -1));
+    }
+    return image;
 }
 
 void StudioWindow::closeEvent(QCloseEvent* event) {
@@ -411,11 +460,14 @@ void StudioWindow::chooseWorkspaceToSave() {
         appendLog(tr("Saved the workspace to %1.").arg(file));
         addRecent(file);
     } catch (const std::exception& e) {
-        QMessageBox::warning(this, tr("Save workspace"), QString::fromStdString(e.what()));
+        showError(tr("Save workspace"), QString::fromUtf8(e.what()));
     }
 }
 
-void StudioWindow::saveWorkspace(const QString& path) { session_.saveWorkspace(path, imageSession_->workspaceState()); }
+void StudioWindow::saveWorkspace(const QString& path) {
+    session_.saveWorkspace(path, imageSession_->workspaceState(),
+                           imageSession_->hasModel() ? imageSession_->workbench()->dense().checkpoint().source : std::string());
+}
 
 void StudioWindow::chooseExportDir() {
     if (!session_.selection()) {
@@ -440,6 +492,6 @@ void StudioWindow::chooseCsvFile() {
         session_.exportSweepCsv(file);
         appendLog(tr("Wrote %1 sweep rows to %2.").arg(session_.sweepRows().size()).arg(file));
     } catch (const std::exception& e) {
-        QMessageBox::warning(this, tr("Export sweep CSV"), QString::fromStdString(e.what()));
+        showError(tr("Export sweep CSV"), QString::fromUtf8(e.what()));
     }
 }

@@ -14,6 +14,7 @@ class QAction;
 class QComboBox;
 class QLabel;
 class QMenu;
+class QMessageBox;
 class QPlainTextEdit;
 class QProgressBar;
 class QPushButton;
@@ -46,10 +47,19 @@ public:
     void saveWorkspace(const QString& path);
     // Writes the current tab's plots: .png, .pdf or .svg by suffix. False when it could not.
     bool exportPlot(const QString& path);
+    // The window as shown, with an open error dialog painted over it where it stands (a
+    // screenshot of what a user sees; grab() alone leaves out the dialog's own window).
+    QImage grabWithDialogs();
+    // The dialog of the last error (null when none was shown): not modal, so that the log,
+    // the tests and a running job go on; a new error replaces its text.
+    QMessageBox* errorDialog() const;
 
 public slots:
     void openModel(const QString& reference);
     void appendLog(const QString& text);
+    // An error the user must see: in the log and in the error dialog, the message as core (and
+    // the CLI) words it. Failed jobs, refused saves and exports come here.
+    void showError(const QString& what, const QString& message);
 
 protected:
     void closeEvent(QCloseEvent* event) override;
@@ -76,6 +86,7 @@ private:
     void chooseExportDir();
     void choosePlotFile();
     void chooseCsvFile();
+    void showErrorDialog(const QString& what, const QString& message);  // the dialog half of showError
 
     StudioSession session_;
     bool persist_;
@@ -95,4 +106,5 @@ private:
     QMenu* recentMenu_;
     QAction* darkAction_;
     QStringList recent_;
+    QMessageBox* errorDialog_ = nullptr;
 };

@@ -41,6 +41,26 @@ std::vector<std::vector<bool>> keepFromIndices(const nlohmann::json& j, const st
     return keep;
 }
 
+// The mask's shape before any model is open: two lists of per-layer lists of unit indices.
+void checkMaskTypes(const nlohmann::json& mask) {
+    if (!mask.is_object()) throw npw::Error("field 'mask' must be an object");
+    for (const char* field : {"pruned_units", "pruned_channels"}) {
+        const auto it = mask.find(field);
+        if (it == mask.end() || !it->is_array())
+            throw npw::Error(std::string("field 'mask.") + field + "' must be a list of per-layer lists");
+        for (size_t l = 0; l < it->size(); ++l) {
+            const nlohmann::json& layer = (*it)[l];
+            if (!layer.is_array())
+                throw npw::Error(std::string("field 'mask.") + field + "[" + std::to_string(l) + "]' must be a list");
+            for (const auto& index : layer)
+                if (!index.is_number_unsigned())
+                    throw npw::Error(std::string("field 'mask.") + field + "[" + std::to_string(l) +
+                                     "]' must hold unit indices (integers >= 0), got " +
+                                     npw::json_fields::preview(index));
+        }
+    }
+}
+
 } // namespace
 
 std::string workspaceStatsPath(const std::string& workspacePath) {
@@ -113,7 +133,10 @@ WorkspaceFile readWorkspace(const std::string& path) {
             w.statsCalibration = summary;
             w.calibration = c;  // the statistics define what the scores were computed from
         }
-        if (j.contains("mask")) w.mask = j["mask"];  // resolved against the model by maskFromJson
+        if (j.contains("mask")) {  // resolved against the model by maskFromJson; its types checked here
+            w.mask = j["mask"];
+            checkMaskTypes(w.mask);
+        }
         if (j.contains("images")) w.images = j["images"];  // read by ImageSession::restoreWorkspaceState
         if (w.model.empty() && w.images.is_null())
             throw npw::Error("it names neither a language model nor an image model");

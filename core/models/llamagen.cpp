@@ -437,7 +437,9 @@ bool isLlamaGenModel(const std::string& model) {
                 o.stateDictPath = key;
                 return TorchCheckpoint::open(path, o)->has("cls_embedding.embedding_table.weight");
             }
-    } catch (const Error&) {
+    } catch (const std::exception&) {
+        // Not readable as a LlamaGen checkpoint (a hostile or foreign file): not one. The loader
+        // that opens it next reports why, with the file named.
     }
     return false;
 }
