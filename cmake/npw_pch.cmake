@@ -30,10 +30,9 @@ function(npw_target_kind target out)
 endfunction()
 
 # Makes `target` reuse the header of `owner`, creating the owner (of the target's kind, linking
-# LIBS, precompiling HEADERS) the first time it is asked for. TEST_SUITES: the owner compiles as
-# the test suites do (npw_debug_info_of_tests), so that its header matches theirs.
+# LIBS, precompiling HEADERS) the first time it is asked for.
 function(npw_share_pch target owner)
-  cmake_parse_arguments(PCH "TEST_SUITES" "" "LIBS;HEADERS" ${ARGN})
+  cmake_parse_arguments(PCH "" "" "LIBS;HEADERS" ${ARGN})
   if(NOT NPW_PCH)
     return()
   endif()
@@ -41,9 +40,6 @@ function(npw_share_pch target owner)
     npw_target_kind(${target} kind)
     npw_pch_owner(${owner} ${kind} ${PCH_LIBS})
     target_precompile_headers(${owner} PRIVATE ${PCH_HEADERS})
-    if(PCH_TEST_SUITES)
-      npw_debug_info_of_tests(${owner})
-    endif()
   endif()
   target_precompile_headers(${target} REUSE_FROM ${owner})
   target_compile_options(${target} PRIVATE -Winvalid-pch)
@@ -59,7 +55,7 @@ endfunction()
 
 # The Qt Test suites: ATen and Qt Test (Qt6::Core + Qt6::Test, as most suites link).
 function(npw_use_test_pch target)
-  npw_share_pch(${target} npw_pch_test TEST_SUITES
+  npw_share_pch(${target} npw_pch_test
     LIBS ${TORCH_LIBRARIES} nlohmann_json::nlohmann_json Qt6::Core Qt6::Test
     HEADERS <ATen/ATen.h> <nlohmann/json.hpp> <QtTest/QtTest> <QObject> <QString> <string> <vector> <memory>
             <functional> <algorithm> <map>)
@@ -76,7 +72,7 @@ function(npw_use_widgets_pch target)
       <memory> <functional> <algorithm> <map> <cmath>)
   npw_target_kind(${target} kind)
   if(kind STREQUAL "EXECUTABLE")  # the test suites
-    npw_share_pch(${target} npw_pch_widgets_test TEST_SUITES LIBS ${libs} Qt6::Test HEADERS ${headers} <QtTest/QtTest>)
+    npw_share_pch(${target} npw_pch_widgets_test LIBS ${libs} Qt6::Test HEADERS ${headers} <QtTest/QtTest>)
   else()
     npw_share_pch(${target} npw_pch_widgets_LIBRARY LIBS ${libs} HEADERS ${headers})
   endif()
@@ -88,13 +84,4 @@ endfunction()
 function(npw_skip_pch_in_moc_file target)
   set_source_files_properties(${CMAKE_CURRENT_BINARY_DIR}/${target}_autogen/mocs_compilation.cpp
                               TARGET_DIRECTORY ${target} PROPERTIES SKIP_PRECOMPILE_HEADERS ON)
-endfunction()
-
-# Test suites carry line tables only (-g1: file:line in a backtrace, which is what a failing
-# suite needs): full debug information made each suite ~25 % slower to compile and 10× larger
-# to link. Libraries and applications keep the build type's -g (perf, gdb).
-function(npw_debug_info_of_tests target)
-  if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
-    target_compile_options(${target} PRIVATE -g1)
-  endif()
 endfunction()
