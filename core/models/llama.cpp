@@ -111,7 +111,8 @@ at::Tensor attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
     const int64_t g = nh / nkv;
     const at::Tensor qg = g == 1 ? q : q.reshape({B, nkv, g * T, hd});
     at::Tensor scores = at::matmul(qg, k.transpose(-2, -1)) * scale;  // [B, kv_heads, g·T, S]
-    if (mask.defined()) scores = scores + (g == 1 ? mask : mask.repeat({g, 1}));
+    if (mask.defined())  // [T, S], broadcast over each group's g blocks of T rows (no g-fold copy per layer)
+        scores = g == 1 ? scores + mask : (scores.view({B, nkv, g, T, -1}) + mask).view({B, nkv, g * T, -1});
     at::Tensor probs = at::softmax(scores.to(at::kFloat), -1).to(q.scalar_type());
     at::Tensor out = at::matmul(probs, v);  // [B, kv_heads, g·T, hd]
     return g == 1 ? out : out.reshape({B, nh, T, hd});
