@@ -5,6 +5,7 @@
 #include "core/eval/image_eval.h"
 #include "core/eval/image_generate.h"
 #include "core/models/llama_weights.h"
+#include "core/prune/baselines.h"
 #include "core/prune/pruner.h"
 #include "core/util/progress.h"
 
@@ -64,6 +65,8 @@ ImageSamplingOptions samplingFromArgs(const Args& args);                    // -
 // `npw prune` / `npw sweep` on an image model (commands_image_prune.cpp).
 int runImagePrune(const Args& args, const std::string& model, const PruneSettings& settings);
 int runImageSweep(const Args& args, const std::string& model);
+// `npw prune --method llm-pruner|slicegpt|block-influence` (commands_baselines.cpp).
+int runBaselinePrune(const Args& args, const std::string& model, BaselineMethod method);
 // The image-metric table rows the image commands print (FID, sFID, IS, precision, recall,
 // class accuracy, tokens/s, parameters) and their JSON.
 nlohmann::json evaluationJson(const ImageEvaluation& e);

@@ -4,6 +4,7 @@
 #include "core/eval/generate.h"
 #include "core/eval/perplexity.h"
 #include "core/models/language_model.h"
+#include "core/models/sliced_llama.h"
 #include "core/text/token_ids.h"
 #include "core/text/tokenizer_files.h"
 #include "core/util/atomic_file.h"
@@ -98,12 +99,26 @@ int runEval(const Args& args) {
     std::optional<TextDatasetRef> datasetRef;
     if (args.has("dataset") && !(datasetRef = parseTextDatasetRef(args.get("dataset"))))
         throw Error("--dataset: '" + args.get("dataset") + "' is not " + textDatasetSyntax());
-    LanguageModel lm = openFromArgs(args, model);
+    // A SliceGPT export (core/models/sliced_llama.h) is no LLaMA: it is evaluated through its logits.
+    std::shared_ptr<SlicedLlama> sliced;
+    LanguageModel lm;
+    if (SlicedLlama::isSlicedDirectory(model)) {
+        sliced = std::make_shared<SlicedLlama>(SlicedLlama::load(model, chooseRuntime(args.get("device"), args.get("dtype"))));
+        LlamaCheckpoint tokenizerOnly;
+        tokenizerOnly.config = sliced->config();
+        tokenizerOnly.tokenizerPath = sliced->tokenizerPath();
+        if (args.has("tokenizer")) useTokenizerFile(tokenizerOnly, args.get("tokenizer"));
+        lm.tokenizer = openTokenizerOf(tokenizerOnly);
+        lm.name = model;
+    } else {
+        lm = openFromArgs(args, model);
+    }
+    const LlamaConfig& modelConfig = sliced ? sliced->config() : lm.model->config();
     std::unique_ptr<LanguageModel> reference;
     if (args.has("reference"))
         reference = std::make_unique<LanguageModel>(openFromArgs(args, args.get("reference")));
     PerplexityOptions opt;
-    opt.seqlen = effectiveSeqlen(args.has("seqlen") ? args.getInt("seqlen") : 0, lm.model->config());  // ≥ 2: flag table
+    opt.seqlen = effectiveSeqlen(args.has("seqlen") ? args.getInt("seqlen") : 0, modelConfig);  // ≥ 2: flag table
     opt.maxWindows = args.getInt("max-windows");
     opt.batchWindows = args.getInt("batch");
     std::vector<int32_t> ids;
@@ -126,12 +141,17 @@ int runEval(const Args& args) {
         ids = lm.encode(text, /*addBos=*/true);  // the protocol: tokenize once, BOS once at the start
     } else {
         source = args.get("ids");
-        ids = readTokenIdFile(source, lm.model->config().vocab_size);
+        ids = readTokenIdFile(source, modelConfig.vocab_size);
     }
     DecodeFn decode;
     if (!args.has("ids")) decode = [&lm](const std::vector<int32_t>& v) { return lm.decode(v); };
-    PerplexityResult r = evaluatePerplexity(*lm.model, ids, opt, reference ? reference->model.get() : nullptr,
-                                            decode, terminalProgress());
+    const LogitsSource logitsSource = sliced ? LogitsSource{&sliced->config(), sliced->runtime().device,
+                                                      [&sliced](const at::Tensor& x) { return sliced->logits(x, true); }}
+                                       : logitsSourceOf(*lm.model);
+    std::optional<LogitsSource> referenceSource;
+    if (reference) referenceSource = logitsSourceOf(*reference->model);
+    PerplexityResult r = evaluatePerplexity(logitsSource, ids, opt, referenceSource ? &*referenceSource : nullptr, decode,
+                                            terminalProgress());
     nlohmann::json j = {{"model", model}, {"input", source}, {"ppl", r.ppl}, {"nll", r.nll}, {"tokens", r.tokens},
                         {"windows", r.windows}, {"seqlen", r.seqlen}, {"corpus_tokens", ids.size()},
                         {"stride", r.seqlen}, {"bits_per_byte", jsonOrNull(r.bitsPerByte)}, {"bytes", r.bytes}};

@@ -135,6 +135,9 @@ int runPrune(const Args& args) {
         if (!args.has("out")) throw Error("--out DIR is required (the pruned model's directory)");
         return runImagePrune(args, model, settingsFromArgs(args));
     }
+    // The baselines in their own structure (commands_baselines.cpp).
+    if (const std::optional<BaselineMethod> baseline = parseBaselineMethod(args.get("method")))
+        return runBaselinePrune(args, model, *baseline);
     if (args.has("calib") == args.has("stats"))
         throw Error("give --calib FILE (text, or token ids with --calib-ids) or --stats FILE (from --save-stats)");
     if (args.has("stats-on-disk") && !args.has("calib"))

@@ -10,6 +10,7 @@
 #include "core/eval/zeroshot.h"
 #include "core/models/gguf_export.h"
 #include "core/experiments/image_sweep.h"
+#include "core/prune/baselines.h"
 #include "core/prune/pruner.h"
 #include "core/experiments/sweep.h"
 #include "core/text/bpe_trainer.h"
@@ -112,12 +113,16 @@ std::vector<FlagEntry> buildTable() {
           {"metrics"});
 
     // ---- Pruning settings (PruneSettings) ---------------------------------------------------------
-    t.add(Flag::choice("method", "M", "numerical, flap, wanda-sp, magnitude or random",
-                       [](const std::string& v) { parsePruneMethod(v); }, "numerical, flap, wanda-sp, magnitude or random")
+    t.add(Flag::choice("method", "M", "numerical, flap, wanda-sp, magnitude, random, llm-pruner, slicegpt or block-influence",
+                       [](const std::string& v) {
+                           if (!parseBaselineMethod(v)) parsePruneMethod(v);
+                       },
+                       "numerical, flap, wanda-sp, magnitude, random; the baselines in their own structure (README, "
+                       "Baselines): llm-pruner, slicegpt, block-influence")
               .byDefault(methodName(prune.method)),
           {"prune"});
     t.add(Flag::text("methods", "A,B", "numerical, numerical-z (the paper's cross-layer order), numerical-lstar, numerical-lstar-rel, numerical-nocomp, numerical-box, flap, wanda-sp, "
-                                          "magnitude, random"),
+                                          "magnitude, random, llm-pruner, slicegpt, block-influence"),
           {"sweep"});
     const Flag ratio = Flag::real("ratio", "R", "pruning ratio rho in [0, 1)").atLeast(0).below(1);
     t.add(ratio.byDefault(number(prune.ratio)), {"prune"});
@@ -175,6 +180,18 @@ std::vector<FlagEntry> buildTable() {
     t.add(Flag::choice("unit", "KIND", "kv-group or query-slot", [](const std::string& v) { parseAttentionUnit(v); },
                        "GQA attention unit: kv-group (KV head + its query heads) or query-slot")
               .byDefault(attentionUnitName(prune.attentionUnit)),
+          {"prune"});
+    // ---- The baselines' own knobs (core/prune/baselines.h) ----------------------------------------
+    t.add(Flag::choice("taylor", "KIND", "param_first, param_mix or vectorize", [](const std::string& v) { parseTaylorKind(v); },
+                       "llm-pruner: first-order Taylor importance per group, param_first (sum of |w dL/dw|), param_mix "
+                       "(with the Fisher second-order term) or vectorize")
+              .byDefault("param_first"),
+          {"prune"});
+    t.add(Flag::text("llm-pruner-layers", "A-B", "llm-pruner: the layers pruned, A to B inclusive (default: all but the "
+                                                 "first ceil(L/8) and the last ceil(L/16))"),
+          {"prune"});
+    t.add(Flag::real("layer-ratio", "R", "llm-pruner: the per-layer ratio as given (LLM-Pruner's own knob) instead of the one "
+                                         "that reaches --ratio").atLeast(0).below(1),
           {"prune"});
     t.add(Flag::toggle("standardised-global",
                        "labelled option: standardise any method's metric per layer and rank globally (FLAP's structure)"),

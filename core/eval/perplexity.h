@@ -42,6 +42,18 @@ PerplexityResult evaluatePerplexity(const LlamaModel& model, const std::vector<i
                                     const PerplexityOptions& options, const LlamaModel* reference = nullptr,
                                     const DecodeFn& decode = nullptr, const ProgressFn& progress = nullptr);
 
+// Any model that turns ids [B, T] (on `device`) into logits [B, T, vocab] (any float dtype, any
+// device); `config` gives the vocabulary, the context and the attention span. A SliceGPT-sliced
+// model (core/models/sliced_llama.h) is evaluated through it.
+struct LogitsSource {
+    const LlamaConfig* config = nullptr;
+    c10::Device device{c10::kCPU};
+    std::function<at::Tensor(const at::Tensor& ids)> logits;
+};
+LogitsSource logitsSourceOf(const LlamaModel& model);
+PerplexityResult evaluatePerplexity(const LogitsSource& model, const std::vector<int32_t>& ids,
+                                    const PerplexityOptions& options, const LogitsSource* reference = nullptr,
+                                    const DecodeFn& decode = nullptr, const ProgressFn& progress = nullptr);
 // min(requested, model context); requested <= 0 means the default 2048.
 int64_t effectiveSeqlen(int64_t requested, const LlamaConfig& config);
 

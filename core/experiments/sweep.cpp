@@ -1,7 +1,9 @@
 #include "core/experiments/sweep.h"
 #include "core/eval/generate.h"
 #include "core/eval/perplexity.h"
+#include "core/prune/baselines.h"
 #include "core/prune/calibration.h"
+#include "core/models/sliced_llama.h"
 #include "core/text/json_fields.h"
 #include "core/util/error.h"
 
@@ -55,7 +57,8 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
     if (spec.seeds < 1) throw Error("sweep: the number of seeds must be at least 1, got " + std::to_string(spec.seeds));
     if (spec.measureSpeed && (spec.speedPromptTokens < 1 || spec.speedDecodeTokens < 1 || spec.speedRepeats < 1))
         throw Error("sweep: speed needs at least one prompt token, one decode token and one repeat");
-    for (const auto& m : spec.methods) parseSweepMethod(m);  // reject typos before any work
+    for (const auto& m : spec.methods)
+        if (!parseBaselineMethod(m)) parseSweepMethod(m);  // reject typos before any work
     for (double r : spec.ratios) {
         if (!(r >= 0 && r < 1)) throw Error("sweep: ratio " + std::to_string(r) + " is outside [0, 1)");
         if (r == 0 && std::find(spec.methods.begin(), spec.methods.end(), "numerical-box") != spec.methods.end())
@@ -69,7 +72,8 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
         if (onRow) onRow(row);
     };
     size_t lambdaRuns = 0;
-    for (const auto& m : spec.methods) lambdaRuns += parseSweepMethod(m).method == PruneMethod::Numerical ? spec.lambdas.size() : 1;
+    for (const auto& m : spec.methods)
+        lambdaRuns += !parseBaselineMethod(m) && parseSweepMethod(m).method == PruneMethod::Numerical ? spec.lambdas.size() : 1;
     const double totalSteps = 1.0 + double(spec.seeds) * spec.calibSamples.size() * spec.calibSeqlens.size() *
                                         lambdaRuns * spec.ratios.size();
     double done = 0;
@@ -137,6 +141,26 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
             }
         }
     };
+    // A SliceGPT model is no LlamaModel: perplexity only (no zero-shot or speed rows for it).
+    auto evaluateSliced = [&](const SlicedLlama& m, const SweepRow& base) {
+        LogitsSource source{&m.config(), m.runtime().device,
+                            [&m](const at::Tensor& ids) { return m.logits(ids, true); }};
+        for (const auto& set : spec.evalSets) {
+            PerplexityOptions o;
+            o.seqlen = effectiveSeqlen(spec.evalSeqlen, m.config());
+            o.maxWindows = spec.evalMaxWindows;
+            DecodeFn decode;
+            if (set.isText && lm.tokenizer) decode = [&lm](const std::vector<int32_t>& v) { return lm.decode(v); };
+            const PerplexityResult r = evaluatePerplexity(source, set.ids, o, nullptr, decode, within("evaluate " + set.name));
+            SweepRow row = base;
+            row.evalSet = set.name;
+            row.ppl = r.ppl;
+            row.nll = r.nll;
+            row.bitsPerByte = r.bitsPerByte;
+            row.evalTokens = r.tokens;
+            emitRow(row);
+        }
+    };
     SweepRow denseRow;
     denseRow.method = "dense";
     evaluateAll(lm.model, denseRow);
@@ -155,8 +179,34 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
                         ? drawCalibrationSet(spec.calibStream, samples, calibSeqlen, calibSeed, spec.calibSource)
                         : drawCalibrationSetFromSequences(spec.calibSequences, samples, calibSeqlen, calibSeed,
                                                           spec.calibSource);
-                const ModelStats stats = calibrate(model, calibration, within("calibrate"));
+                // The baselines (baselines.h) calibrate in their own way: statistics only for the others.
+                const bool needStats = std::any_of(spec.methods.begin(), spec.methods.end(),
+                                                   [](const std::string& m) { return !parseBaselineMethod(m); });
+                const ModelStats stats = needStats ? calibrate(model, calibration, within("calibrate")) : ModelStats{};
                 for (const std::string& methodName : spec.methods) {
+                    // ---- Baselines in their own structure (llm-pruner, slicegpt, block-influence) ----
+                    if (const std::optional<BaselineMethod> baseline = parseBaselineMethod(methodName)) {
+                        for (double ratio : spec.ratios) {
+                            BaselineOptions options;
+                            options.ratio = ratio;
+                            const BaselineRun run =
+                                runBaseline(*baseline, model, calibration, options, within("prune " + methodName));
+                            SweepRow row;
+                            row.method = methodName;
+                            row.ratio = ratio;
+                            row.calibSamples = samples;
+                            row.calibSeqlen = calibSeqlen;
+                            row.seed = seed;
+                            row.achievedRatio = run.report.achievedRatio;
+                            row.achievedRatioModel = run.report.achievedRatioModel;
+                            if (run.sliced)
+                                evaluateSliced(*run.sliced, row);
+                            else
+                                evaluateAll(std::make_shared<const LlamaModel>(run.pruned, model.runtime()), row);
+                            reportProgress(progress, "sweep", ++done, totalSteps);
+                        }
+                        continue;
+                    }
                     const MethodChoice choice = parseSweepMethod(methodName);
                     const bool numerical = choice.method == PruneMethod::Numerical;
                     const std::vector<double> lambdas =

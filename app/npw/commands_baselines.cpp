@@ -1,0 +1,125 @@
+// prune --method llm-pruner | slicegpt | block-influence: the baselines in their own structure
+// (core/prune/baselines.h). Kept apart from commands_prune.cpp: runPrune hands over here first.
+#include "app/npw/commands.h"
+#include "core/eval/perplexity.h"
+#include "core/experiments/dataset_inputs.h"
+#include "core/models/language_model.h"
+#include "core/models/sliced_llama.h"
+#include "core/prune/baselines.h"
+#include "core/prune/slicegpt.h"
+#include "core/util/error.h"
+
+#include <chrono>
+#include <iomanip>
+#include <iostream>
+
+namespace npw::cli {
+
+namespace {
+
+// "4-29": the first and last layer pruned (inclusive) → [first, last + 1).
+std::pair<int64_t, int64_t> parseLayerRange(const std::string& text) {
+    const size_t dash = text.find('-');
+    try {
+        if (dash == std::string::npos || dash == 0) throw std::invalid_argument(text);
+        size_t a = 0, b = 0;
+        const std::string head = text.substr(0, dash), tail = text.substr(dash + 1);
+        const long long first = std::stoll(head, &a), last = std::stoll(tail, &b);
+        if (a != head.size() || b != tail.size() || first < 0 || last < first) throw std::invalid_argument(text);
+        return {first, last + 1};
+    } catch (const std::exception&) {
+        throw Error("--llm-pruner-layers: '" + text + "' is not a layer range A-B (e.g. 4-29)");
+    }
+}
+
+void printBaselineHuman(const BaselineRun& run, const std::string& model, const std::string& out) {
+    const PruneReport& r = run.report;
+    std::cout << "pruned    " << model << " -> " << out << "\n"
+              << "method    " << r.method << ", ratio " << r.ratio << ", " << run.native.value("knob", std::string()) << " "
+              << run.native.at(run.native.value("knob", std::string("knob"))).dump() << "\n"
+              << "params    " << r.paramsBefore << " -> " << r.paramsAfter << std::fixed << std::setprecision(1)
+              << "  (removed " << 100 * r.achievedRatio << "% of attention+MLP, " << 100 * r.achievedRatioModel
+              << "% of the model)\n";
+    if (run.sliced) {
+        std::cout << "widths    ";
+        for (int64_t d : run.sliced->residualWidths()) std::cout << d << " ";
+        std::cout << "(residual stream: embedding, then after each attention and MLP)\n";
+    } else {
+        std::cout << "\nlayer  heads    kv      channels\n";
+        for (size_t l = 0; l < r.layers.size(); ++l) {
+            const LayerPruneReport& p = r.layers[l];
+            auto arrow = [](int64_t a, int64_t b) { return std::to_string(a) + "->" + std::to_string(b); };
+            std::cout << std::left << std::setw(7) << l << std::setw(9) << arrow(p.headsBefore, p.headsAfter) << std::setw(8)
+                      << arrow(p.kvHeadsBefore, p.kvHeadsAfter) << arrow(p.channelsBefore, p.channelsAfter) << "\n"
+                      << std::right;
+        }
+    }
+    std::cout << std::setprecision(2) << "\ntimings   " << r.timings.scoreSeconds << " s\n";
+}
+
+} // namespace
+
+int runBaselinePrune(const Args& args, const std::string& model, BaselineMethod method) {
+    if (!args.has("calib")) throw Error("--method " + std::string(baselineMethodName(method)) +
+                                        " needs --calib FILE (it calibrates in its own way: --stats does not apply)");
+    if (!args.has("out")) throw Error("--out DIR is required (the pruned model's directory)");
+    for (const char* numericalOnly : {"stats", "save-stats", "save-scores", "stats-on-disk", "box", "protect", "only"})
+        if (args.has(numericalOnly))
+            throw Error("--" + std::string(numericalOnly) + " does not apply to --method " + baselineMethodName(method));
+    BaselineOptions options;
+    options.ratio = args.getDouble("ratio");
+    options.taylor = parseTaylorKind(args.get("taylor"));
+    if (args.has("llm-pruner-layers")) std::tie(options.layerStart, options.layerEnd) = parseLayerRange(args.get("llm-pruner-layers"));
+    if (args.has("layer-ratio")) options.layerRatio = args.getDouble("layer-ratio");
+    if (method != BaselineMethod::LlmPruner)
+        for (const char* flag : {"taylor", "llm-pruner-layers", "layer-ratio"})
+            if (args.has(flag)) throw Error("--" + std::string(flag) + " is an llm-pruner option");
+    const std::optional<TextDatasetRef> calibDataset = parseTextDatasetRef(args.get("calib"));
+    if (calibDataset && (args.flag("calib-ids") || args.flag("calib-per-line")))
+        throw Error("--calib " + args.get("calib") + " is a data set (text): --calib-ids and --calib-per-line do not apply");
+
+    LanguageModel lm = openLanguageModel(model, chooseRuntime(args.get("device"), args.get("dtype")), args.get("tokenizer"));
+    const LlamaConfig& config = lm.model->config();
+    const std::string out = args.get("out");
+    checkExportTarget(lm.model->checkpoint().source, out);
+    if (method == BaselineMethod::LlmPruner && options.layerEnd > config.num_layers)
+        throw Error("--llm-pruner-layers: the model has layers 0-" + std::to_string(config.num_layers - 1));
+
+    const std::string calibPath = args.get("calib");
+    const bool perLine = args.flag("calib-per-line");
+    const bool idFile = args.flag("calib-ids") || perLine;
+    const int64_t seqlen = args.has("seqlen") ? args.getInt("seqlen") : effectiveSeqlen(0, config);
+    const auto seed = static_cast<uint64_t>(args.getInt("seed"));
+    CalibrationSet set =
+        calibDataset ? datasetCalibrationSet(*calibDataset, lm, args.getInt("nsamples"), seqlen, seed)
+        : perLine    ? drawCalibrationSetFromSequences(readTokenIdLines(calibPath, config.vocab_size), args.getInt("nsamples"),
+                                                  seqlen, seed, calibPath)
+                  : drawCalibrationSet(readCalibrationStream(calibPath, idFile, lm), args.getInt("nsamples"), seqlen, seed,
+                                       calibPath);
+    set.sourceIsIds = idFile;
+    const CalibrationSummary calibration = CalibrationSummary::of(set);
+
+    BaselineRun run = runBaseline(method, *lm.model, set, options, terminalProgress());
+    const auto saveStart = std::chrono::steady_clock::now();
+    const std::string manifest = baselineManifestJson(run, calibration, model);
+    if (run.sliced)
+        saveSlicedModel(*run.sliced, out, manifest, lm.model->checkpoint().source);
+    else
+        savePrunedModel(run.pruned, out, manifest);
+    const double saveSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - saveStart).count();
+
+    nlohmann::json j = pruneReportJson(run.report);
+    j.erase("loss_unit");
+    j.erase("threshold");
+    j["model"] = model;
+    j["out"] = out;
+    j["native"] = run.native;
+    j["format"] = run.sliced ? kSlicedModelFormat : "npw-pruned-model";
+    j["timings"] = {{"prune_s", run.report.timings.scoreSeconds}, {"save_s", saveSeconds}};
+    j["calibration"] = {{"source", calibration.source}, {"samples", calibration.samples},
+                        {"seqlen", calibration.seqlen}, {"tokens", calibration.tokens}};
+    printResult(args, j, [&] { printBaselineHuman(run, model, out); });
+    return 0;
+}
+
+} // namespace npw::cli
