@@ -1,4 +1,5 @@
 #include "core/models/model_loader.h"
+#include "core/models/sliced_llama.h"
 
 #include "core/io/safetensors.h"
 #include "core/io/shape_text.h"
@@ -323,6 +324,11 @@ std::string tokenizerFileOfModel(const std::string& model) {
     std::error_code ec;
     const fs::file_status status = fs::status(path, ec);
     if (fs::is_directory(status)) {
+        // SliceGPT's structure is no LLaMA (sliced_llama.h): only `npw eval` runs it, through SlicedLlama.
+        if (SlicedLlama::isSlicedDirectory(path))
+            throw Error("model '" + model + "' is a SliceGPT-sliced model (" + kSlicedModelFormat +
+                        "): its residual stream is rotated and sliced, with shortcut matrices no LLaMA loader, GGUF "
+                        "or llama.cpp has a place for; npw eval runs it, other commands need a LLaMA");
         if (!fs::is_regular_file(fs::path(path) / "config.json") && isMetaCheckpointDirectory(path))
             return metaTokenizerFile(path);
         return findTokenizerFile(path);
@@ -345,6 +351,11 @@ LlamaCheckpoint loadLlamaCheckpoint(const std::string& model) {
     std::error_code ec;
     const fs::file_status status = fs::status(path, ec);
     if (fs::is_directory(status)) {
+        // SliceGPT's structure is no LLaMA (sliced_llama.h): only `npw eval` runs it, through SlicedLlama.
+        if (SlicedLlama::isSlicedDirectory(path))
+            throw Error("model '" + model + "' is a SliceGPT-sliced model (" + kSlicedModelFormat +
+                        "): its residual stream is rotated and sliced, with shortcut matrices no LLaMA loader, GGUF "
+                        "or llama.cpp has a place for; npw eval runs it, other commands need a LLaMA");
         if (!fs::is_regular_file(fs::path(path) / "config.json") && isMetaCheckpointDirectory(path))
             return loadMetaCheckpoint(path);
         return loadHfLlamaDirectory(path);
