@@ -11,6 +11,7 @@
 // reports the suite as skipped, label "llamacpp").
 #include "core/eval/generate.h"
 #include "core/models/gguf_export.h"
+#include "core/prune/baselines.h"
 #include "core/text/tokenizer.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
@@ -350,7 +351,33 @@ private slots:
         compareGreedy(prunedUniformly(c, 1, /*mlp=*/true), "qwen3-pruned-uniformly", GgufDtype::F32, 1e-4);
     }
 
+    // The baselines (issue 19): ShortGPT's depth pruning leaves a plain `llama` with fewer blocks;
+    // LLM-Pruner prunes its layer range alike and leaves the others whole (`deci`).
+    void blockInfluenceFewerBlocks() {
+        const LlamaCheckpoint c = baselineDemo("demo:lm", BaselineMethod::BlockInfluence);
+        QVERIFY(c.config.num_layers < 6);
+        QCOMPARE(planGgufExport(c, {}).report.architecture, std::string("llama"));
+        compareGreedy(c, "block-influence-0.3", GgufDtype::F32, 1e-4);
+    }
+    void llmPrunerGqa() {
+        const LlamaCheckpoint c = baselineDemo("demo:lm-gqa", BaselineMethod::LlmPruner);
+        QVERIFY(!c.config.isUniform());
+        compareGreedy(c, "llm-pruner-gqa-0.3", GgufDtype::F32, 1e-4);
+    }
+
 private:
+    static LlamaCheckpoint baselineDemo(const std::string& name, BaselineMethod method) {
+        const LlamaCheckpoint c = loadLlamaCheckpoint(name);
+        const LlamaModel model(c, chooseRuntime("cpu", "float32"));
+        const LanguageModel lm{std::make_shared<LlamaModel>(c, chooseRuntime("cpu", "float32")),
+                               Tokenizer::fromFile(c.tokenizerPath), c.source};
+        const std::vector<int32_t> stream = readCalibrationStream(resourcesDir() + "/demo/data/kjv-ot.txt", false, lm);
+        const std::vector<int32_t> head(stream.begin(), stream.begin() + std::min<size_t>(stream.size(), 40000));
+        BaselineOptions options;
+        options.ratio = 0.3;
+        BaselineRun run = runBaseline(method, model, drawCalibrationSet(head, 8, 128, 0, "kjv-ot.txt"), options);
+        return run.pruned;
+    }
     static LlamaCheckpoint prunedDemoAs(const LlamaCheckpoint& c, PruneMethod method) {
         const LlamaModel model(c, chooseRuntime("cpu", "float32"));
         const LanguageModel lm{std::make_shared<LlamaModel>(c, chooseRuntime("cpu", "float32")),
