@@ -164,8 +164,12 @@ private slots:
         QVERIFY(std::abs(loss.item<double>() - g.loss) < 1e-5);
         double scale = 0;
         for (size_t l = 1; l < 3; ++l) scale = std::max(scale, w.layers[l].wq.grad().abs().max().item<double>());
+        // param_first's path (the leaves' .grad accumulates) and param_mix's (per-window gradients).
+        const TaylorGradients plain = taylorGradients(model, set, 1, /*fisher=*/false);
+        QVERIFY(plain.fisher.empty());
+        for (const TaylorGradients* which : {&g, &plain})
         for (size_t l = 1; l < 3; ++l) {
-            const LlamaLayerWeights& G = g.grad[l];
+            const LlamaLayerWeights& G = which->grad[l];
             const LlamaLayerWeights& A = w.layers[l];
             for (auto [mine, ref] : std::vector<std::pair<const at::Tensor*, const at::Tensor*>>{
                      {&G.wq, &A.wq}, {&G.wk, &A.wk}, {&G.wv, &A.wv}, {&G.wo, &A.wo}, {&G.w_gate, &A.w_gate},

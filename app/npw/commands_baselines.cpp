@@ -100,6 +100,10 @@ int runBaselinePrune(const Args& args, const std::string& model, BaselineMethod 
     const CalibrationSummary calibration = CalibrationSummary::of(set);
 
     BaselineRun run = runBaseline(method, *lm.model, set, options, terminalProgress());
+    if (!run.native.value("target_reached", true))
+        std::cerr << "note: " << baselineMethodName(method) << " cannot remove " << options.ratio
+                  << " of the attention + MLP parameters of this model; it removes " << run.report.achievedRatio
+                  << " (reported as achieved)\n";
     const auto saveStart = std::chrono::steady_clock::now();
     const std::string manifest = baselineManifestJson(run, calibration, model);
     if (run.sliced)

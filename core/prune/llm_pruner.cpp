@@ -20,9 +20,11 @@ std::vector<at::Tensor*> prunable(LlamaLayerWeights& L) {
     return {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down};
 }
 
-at::Tensor floatCopy(const at::Tensor& t) { return t.defined() ? t.detach().to(at::kFloat).clone() : t; }
+// float32 (a copy only when the runtime's dtype is another); detach() makes a new autograd leaf
+// that shares the weights' storage, so a float32 model is not copied.
+at::Tensor floatCopy(const at::Tensor& t) { return t.defined() ? t.detach().to(at::kFloat).detach() : t; }
 
-// A float32 copy of a block whose prunable weights are autograd leaves.
+// A float32 view (or copy) of a block whose prunable weights are autograd leaves.
 LlamaLayerWeights leafCopy(const LlamaLayerWeights& src) {
     LlamaLayerWeights L = src;
     for (at::Tensor* t : {&L.attn_norm, &L.wq, &L.wk, &L.wv, &L.wq_bias, &L.wk_bias, &L.wv_bias, &L.q_norm, &L.k_norm,
@@ -62,14 +64,18 @@ TaylorGradients taylorGradients(const LlamaModel& model, const CalibrationSet& s
     out.grad.resize(static_cast<size_t>(L));
     if (fisher) out.fisher.resize(static_cast<size_t>(L));
     std::vector<LlamaLayerWeights> leaves(static_cast<size_t>(L));
+    // param_first: the leaves' .grad accumulates ∂(L_i/n)/∂w over the windows (one float32 copy of
+    // the pruned layers' weights). param_mix needs each window's own gradient for F: it is moved
+    // into two accumulators block by block and the block's .grad freed again.
     for (int64_t l = firstLayer; l < L; ++l) {
         const auto i = static_cast<size_t>(l);
         leaves[i] = leafCopy(w.layers[i]);
-        std::vector<at::Tensor*> src = prunable(leaves[i]), g = prunable(out.grad[i]);
-        for (size_t k = 0; k < src.size(); ++k) *g[k] = at::zeros_like(src[k]->detach());
         if (fisher) {
-            std::vector<at::Tensor*> f = prunable(out.fisher[i]);
-            for (size_t k = 0; k < src.size(); ++k) *f[k] = at::zeros_like(src[k]->detach());
+            std::vector<at::Tensor*> src = prunable(leaves[i]), g = prunable(out.grad[i]), f = prunable(out.fisher[i]);
+            for (size_t k = 0; k < src.size(); ++k) {
+                *g[k] = at::zeros_like(src[k]->detach());
+                *f[k] = at::zeros_like(src[k]->detach());
+            }
         }
     }
     const at::Tensor finalNorm = floatCopy(w.final_norm), head = floatCopy(w.lm_head);
@@ -108,7 +114,8 @@ TaylorGradients taylorGradients(const LlamaModel& model, const CalibrationSet& s
         at::Tensor logits = at::linear(normed, head);
         at::Tensor loss = at::cross_entropy_loss(logits[0].narrow(0, 0, T - 1), ids[0].narrow(0, 1, T - 1));
         lossSum += loss.item<double>();
-        loss.backward();
+        // The gradient of the mean over windows is the mean of the windows' gradients (equal lengths).
+        (fisher ? loss : loss / static_cast<double>(n)).backward();
         at::Tensor gradOut = top.grad();
         // Backward one block at a time, recomputed from its input (activation checkpointing).
         for (int64_t l = L - 1; l >= firstLayer; --l) {
@@ -118,21 +125,27 @@ TaylorGradients taylorGradients(const LlamaModel& model, const CalibrationSet& s
             y.backward(gradOut);
             if (l > firstLayer) gradOut = in.grad();
             inputs[i] = at::Tensor();
-            std::vector<at::Tensor*> src = prunable(leaves[i]), g = prunable(out.grad[i]);
-            std::vector<at::Tensor*> f = fisher ? prunable(out.fisher[i]) : std::vector<at::Tensor*>{};
+            if (!fisher) continue;
+            std::vector<at::Tensor*> src = prunable(leaves[i]), g = prunable(out.grad[i]), f = prunable(out.fisher[i]);
             for (size_t k = 0; k < src.size(); ++k) {
-                at::Tensor gi = src[k]->grad();
+                const at::Tensor gi = src[k]->grad();
                 if (!gi.defined()) continue;
                 at::NoGradGuard noGrad;
-                // The gradient of the mean over windows is the mean of the windows' gradients
-                // (equal lengths); F as hf_prune.py accumulates it: grad² / n per example.
+                // F as hf_prune.py accumulates it: grad² / n per example.
                 g[k]->add_(gi, 1.0 / static_cast<double>(n));
-                if (fisher) f[k]->add_(gi * gi, 1.0 / static_cast<double>(n));
-                gi.zero_();
+                f[k]->add_(gi * gi, 1.0 / static_cast<double>(n));
+                src[k]->mutable_grad() = at::Tensor();
             }
         }
         reportProgress(progress, "taylor gradients", static_cast<double>(b + 1), static_cast<double>(n));
     }
+    if (!fisher)
+        for (int64_t l = firstLayer; l < L; ++l) {
+            const auto i = static_cast<size_t>(l);
+            std::vector<at::Tensor*> src = prunable(leaves[i]), g = prunable(out.grad[i]);
+            for (size_t k = 0; k < src.size(); ++k)
+                *g[k] = src[k]->grad().defined() ? src[k]->grad() : at::zeros_like(src[k]->detach());
+        }
     out.loss = lossSum / static_cast<double>(n);
     return out;
 }

@@ -36,8 +36,9 @@ at::Tensor slicegptBasis(const std::vector<at::Tensor>& batches, at::Tensor* val
 // of embedding + classifier (V·d when tied, else 0): what the ratio counts.
 int64_t slicedPrunableParameters(const LlamaConfig& config, int64_t d);
 int64_t untyingExtraParameters(const LlamaConfig& config, int64_t d);
-// The d of SliceGPT for ρ (see the top); npw::Error when even the smallest d misses ρ.
-int64_t slicegptWidthForRatio(const LlamaConfig& config, double ratio, int64_t roundInterval);
+// The d of SliceGPT for ρ (see the top). When even the narrowest width (one round interval)
+// misses ρ, that width, and *reached = false.
+int64_t slicegptWidthForRatio(const LlamaConfig& config, double ratio, int64_t roundInterval, bool* reached = nullptr);
 
 // Slices `model` to width d at every residual location (d = D: a rotation only, the same
 // function up to rounding). Progress "slicegpt", locations done / locations.
