@@ -18,6 +18,7 @@
 #include "core/models/parameter_count.h"
 #include "core/models/runtime.h"
 #include "core/models/sliced_llama.h"
+#include "core/prune/baseline_pruner.h"
 #include "core/prune/block_influence.h"
 #include "core/prune/export.h"
 #include "core/prune/llm_pruner.h"
@@ -286,6 +287,26 @@ private slots:
         o.layerRatio = run.native.at("per_layer_ratio").get<double>() - 1e-3;
         const BaselineRun less = runBaseline(BaselineMethod::LlmPruner, model, set, o);
         QVERIFY(less.report.achievedRatio < 0.3);
+    }
+
+    void reusedScoresGiveWhatAFreshRunGives() {
+        LlamaModel model(tinyLlama({4, 4, 4, 4, 4, 4, 4, 4, 4}, {2, 2, 2, 2, 2, 2, 2, 2, 2},
+                                   {16, 16, 16, 16, 16, 16, 16, 16, 16}, 53),
+                         chooseRuntime("cpu"));
+        const CalibrationSet set = calibrationFor(59, 3, 12);
+        for (BaselineMethod method : {BaselineMethod::BlockInfluence, BaselineMethod::LlmPruner, BaselineMethod::SliceGpt}) {
+            BaselinePruner pruner(method, model, set, BaselineOptions{});
+            for (double ratio : {0.0, 0.3, 0.1}) {
+                BaselineOptions o;
+                o.ratio = ratio;
+                const BaselineRun fresh = runBaseline(method, model, set, o), reused = pruner.prune(ratio);
+                QCOMPARE(reused.report.achievedRatio, fresh.report.achievedRatio);
+                const at::Tensor ids = idsTensor(set.windows);
+                const at::Tensor a = fresh.sliced ? fresh.sliced->logits(ids) : LlamaModel(fresh.pruned, chooseRuntime("cpu")).logits(ids);
+                const at::Tensor b = reused.sliced ? reused.sliced->logits(ids) : LlamaModel(reused.pruned, chooseRuntime("cpu")).logits(ids);
+                QVERIFY2(maxAbsDiff(a, b) == 0, baselineMethodName(method));
+            }
+        }
     }
 
     void slicegptBasisIsOrthonormalAndSorted() {

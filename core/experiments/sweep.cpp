@@ -1,7 +1,7 @@
 #include "core/experiments/sweep.h"
 #include "core/eval/generate.h"
 #include "core/eval/perplexity.h"
-#include "core/prune/baselines.h"
+#include "core/prune/baseline_pruner.h"
 #include "core/prune/calibration.h"
 #include "core/models/sliced_llama.h"
 #include "core/text/json_fields.h"
@@ -186,11 +186,10 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
                 for (const std::string& methodName : spec.methods) {
                     // ---- Baselines in their own structure (llm-pruner, slicegpt, block-influence) ----
                     if (const std::optional<BaselineMethod> baseline = parseBaselineMethod(methodName)) {
+                        // Scores once per calibration (block influence, Taylor importances), any ρ from them.
+                        BaselinePruner pruner(*baseline, model, calibration, BaselineOptions{}, within("prune " + methodName));
                         for (double ratio : spec.ratios) {
-                            BaselineOptions options;
-                            options.ratio = ratio;
-                            const BaselineRun run =
-                                runBaseline(*baseline, model, calibration, options, within("prune " + methodName));
+                            const BaselineRun run = pruner.prune(ratio);
                             SweepRow row;
                             row.method = methodName;
                             row.ratio = ratio;

@@ -2,6 +2,7 @@
 #include "core/prune/baselines.h"
 
 #include "core/models/sliced_llama.h"
+#include "core/prune/baseline_pruner.h"
 #include "core/prune/block_influence.h"
 #include "core/prune/llm_pruner.h"
 #include "core/prune/slicegpt.h"
@@ -98,8 +99,8 @@ std::string baselineManifestJson(const BaselineRun& run, const CalibrationSummar
 }
 
 BaselineRun pruneBlockInfluence(const LlamaModel& model, const CalibrationSet& set, const BaselineOptions& options,
-                                const ProgressFn& progress) {
-    const BlockInfluence bi = blockInfluence(model, set, progress);
+                                const ProgressFn& progress, const BlockInfluence* scores) {
+    const BlockInfluence bi = scores ? *scores : blockInfluence(model, set, progress);
     const std::vector<int64_t> removed = blocksToRemove(model.config(), bi.influence, options.ratio);
     BaselineRun run;
     run.method = baselineMethodName(BaselineMethod::BlockInfluence);
@@ -125,6 +126,39 @@ BaselineRun pruneBlockInfluence(const LlamaModel& model, const CalibrationSet& s
                   {"influence_tokens", bi.tokens},
                   {"layers_after", run.pruned.config.num_layers},
                   {"score", "ShortGPT Block Influence: 1 - mean over calibration tokens of cos(block input, block output)"}};
+    return run;
+}
+
+} // namespace npw
+
+// ---- BaselinePruner (baseline_pruner.h) ----------------------------------------------------------
+
+namespace npw {
+
+BaselinePruner::BaselinePruner(BaselineMethod method, const LlamaModel& model, const CalibrationSet& set,
+                               BaselineOptions options, ProgressFn progress)
+    : method_(method), model_(model), set_(set), options_(options), progress_(std::move(progress)) {}
+
+BaselineRun BaselinePruner::prune(double ratio) {
+    BaselineOptions o = options_;
+    o.ratio = ratio;
+    if (!(ratio >= 0 && ratio < 1))
+        throw Error(std::string(baselineMethodName(method_)) + ": ratio " + std::to_string(ratio) + " is outside [0, 1)");
+    const auto start = std::chrono::steady_clock::now();
+    BaselineRun run;
+    switch (method_) {
+    case BaselineMethod::BlockInfluence:
+        if (!blocks_) blocks_ = blockInfluence(model_, set_, progress_);
+        run = pruneBlockInfluence(model_, set_, o, progress_, &*blocks_);
+        break;
+    case BaselineMethod::LlmPruner:
+        // Gradients only when some unit goes (ρ = 0 and an empty range need none).
+        if (!groups_ && ratio > 0) groups_ = llmPrunerScores(model_, set_, o, progress_);
+        run = pruneLlmPruner(model_, set_, o, progress_, groups_ ? &*groups_ : nullptr);
+        break;
+    case BaselineMethod::SliceGpt: run = pruneSliceGpt(model_, set_, o, progress_); break;
+    }
+    run.report.timings.scoreSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return run;
 }
 

@@ -34,7 +34,8 @@ std::vector<int64_t> blocksToRemove(const LlamaConfig& config, const std::vector
 LlamaCheckpoint removeBlocks(const LlamaCheckpoint& checkpoint, const std::vector<int64_t>& blocks);
 
 // The whole run: scores, the blocks for ρ, the checkpoint without them, report and native knob.
+// scores: blockInfluence(model, set) computed earlier (nullptr: computed here).
 BaselineRun pruneBlockInfluence(const LlamaModel& model, const CalibrationSet& set, const BaselineOptions& options,
-                                const ProgressFn& progress = nullptr);
+                                const ProgressFn& progress = nullptr, const BlockInfluence* scores = nullptr);
 
 } // namespace npw

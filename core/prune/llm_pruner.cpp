@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
+#include <tuple>
 
 namespace npw {
 
@@ -200,15 +202,31 @@ GroupImportance llmPrunerImportance(const LlamaWeights& weights, const LlamaConf
     return out;
 }
 
-BaselineRun pruneLlmPruner(const LlamaModel& model, const CalibrationSet& set, const BaselineOptions& options,
-                           const ProgressFn& progress) {
-    const LlamaConfig& cfg = model.config();
+std::pair<int64_t, int64_t> llmPrunerLayers(const LlamaConfig& cfg, const BaselineOptions& options) {
     auto [start, end] = llmPrunerDefaultLayers(cfg.num_layers);
     if (options.layerStart >= 0) start = options.layerStart;
     if (options.layerEnd >= 0) end = options.layerEnd;
     if (start < 0 || end > cfg.num_layers || start > end)
         throw Error("llm-pruner: layer range [" + std::to_string(start) + ", " + std::to_string(end) +
                     ") does not fit the model's " + std::to_string(cfg.num_layers) + " layers");
+    return {start, end};
+}
+
+LlmPrunerScores llmPrunerScores(const LlamaModel& model, const CalibrationSet& set, const BaselineOptions& options,
+                                const ProgressFn& progress) {
+    LlmPrunerScores out;
+    std::tie(out.start, out.end) = llmPrunerLayers(model.config(), options);
+    out.taylor = options.taylor;
+    const TaylorGradients grads = taylorGradients(model, set, out.start, options.taylor == TaylorKind::ParamMix, progress);
+    out.loss = grads.loss;
+    out.importance = llmPrunerImportance(model.deviceWeights(), model.config(), grads, options.taylor, out.start, out.end);
+    return out;
+}
+
+BaselineRun pruneLlmPruner(const LlamaModel& model, const CalibrationSet& set, const BaselineOptions& options,
+                           const ProgressFn& progress, const LlmPrunerScores* given) {
+    const LlamaConfig& cfg = model.config();
+    const auto [start, end] = llmPrunerLayers(cfg, options);
     const int64_t D = cfg.hidden_size, hd = cfg.head_dim;
     auto headCost = [&](size_t l) {
         const int64_t g = cfg.num_kv_heads[l] > 0 ? cfg.num_heads[l] / cfg.num_kv_heads[l] : 0;
@@ -253,13 +271,12 @@ BaselineRun pruneLlmPruner(const LlamaModel& model, const CalibrationSet& set, c
         mask.keepHeads[i].assign(static_cast<size_t>(cfg.num_kv_heads[i]), true);
         mask.keepChannels[i].assign(static_cast<size_t>(cfg.intermediate_size[i]), true);
     }
-    GroupImportance importance;
-    double loss = std::nan("");
+    std::optional<LlmPrunerScores> computed;
+    const LlmPrunerScores* scores = given;
     if (r > 0 && end > start) {
-        const TaylorGradients grads =
-            taylorGradients(model, set, start, options.taylor == TaylorKind::ParamMix, progress);
-        loss = grads.loss;
-        importance = llmPrunerImportance(model.deviceWeights(), cfg, grads, options.taylor, start, end);
+        if (!scores) scores = &computed.emplace(llmPrunerScores(model, set, options, progress));
+        if (scores->start != start || scores->end != end || scores->taylor != options.taylor)
+            throw Error("llm-pruner: the scores were computed for another layer range or importance");
         auto dropLowest = [](const std::vector<double>& score, int64_t count, std::vector<bool>& keep) {
             std::vector<size_t> order(score.size());
             std::iota(order.begin(), order.end(), size_t(0));
@@ -268,8 +285,8 @@ BaselineRun pruneLlmPruner(const LlamaModel& model, const CalibrationSet& set, c
         };
         for (int64_t l = start; l < end; ++l) {
             const auto i = static_cast<size_t>(l);
-            dropLowest(importance.heads[i], llmPrunerRemoved(cfg.num_kv_heads[i], r), mask.keepHeads[i]);
-            dropLowest(importance.channels[i], llmPrunerRemoved(cfg.intermediate_size[i], r), mask.keepChannels[i]);
+            dropLowest(scores->importance.heads[i], llmPrunerRemoved(cfg.num_kv_heads[i], r), mask.keepHeads[i]);
+            dropLowest(scores->importance.channels[i], llmPrunerRemoved(cfg.intermediate_size[i], r), mask.keepChannels[i]);
         }
     }
     PruneSettings settings;
@@ -291,9 +308,9 @@ BaselineRun pruneLlmPruner(const LlamaModel& model, const CalibrationSet& set, c
                   {"target_reached", reached},
                   {"layers_pruned", {start, end}},
                   {"taylor", taylorKindName(options.taylor)},
-                  {"calibration_loss", std::isnan(loss) ? nlohmann::json(nullptr) : nlohmann::json(loss)},
+                  {"calibration_loss", scores ? nlohmann::json(scores->loss) : nlohmann::json(nullptr)},
                   {"attention_unit", "kv-group (its query heads' q rows and o columns, its k and v rows)"},
-                  {"head_importance", importance.heads},
+                  {"head_importance", scores ? nlohmann::json(scores->importance.heads) : nlohmann::json::array()},
                   {"recovery", "none (LoRA recovery is out of scope)"}};
     return run;
 }

@@ -51,7 +51,20 @@ std::pair<int64_t, int64_t> llmPrunerDefaultLayers(int64_t layers);
 // Units removed per layer at per-layer ratio r: units − ⌊(1 − r)·units⌋ (never every unit of a layer).
 int64_t llmPrunerRemoved(int64_t units, double r);
 
+// The importances of a run (gradients once per calibration set; any ρ re-selects from them).
+struct LlmPrunerScores {
+    int64_t start = 0, end = 0;  // the layer range scored
+    TaylorKind taylor = TaylorKind::ParamFirst;
+    GroupImportance importance;
+    double loss = 0;  // mean next-token NLL on the calibration windows
+};
+// The layer range of `options` (default or given), checked against the model.
+std::pair<int64_t, int64_t> llmPrunerLayers(const LlamaConfig& config, const BaselineOptions& options);
+LlmPrunerScores llmPrunerScores(const LlamaModel& model, const CalibrationSet& set, const BaselineOptions& options,
+                                const ProgressFn& progress = nullptr);
+
+// scores: from llmPrunerScores with the same options (nullptr: computed here when ρ > 0).
 BaselineRun pruneLlmPruner(const LlamaModel& model, const CalibrationSet& set, const BaselineOptions& options,
-                           const ProgressFn& progress = nullptr);
+                           const ProgressFn& progress = nullptr, const LlmPrunerScores* scores = nullptr);
 
 } // namespace npw
