@@ -261,6 +261,9 @@ private slots:
         QCOMPARE(llmPrunerDefaultLayers(6), std::make_pair(int64_t(1), int64_t(5)));
         QCOMPARE(llmPrunerRemoved(8, 0.25), int64_t(2));
         QCOMPARE(llmPrunerRemoved(8, 0.99), int64_t(7));  // one unit stays
+        // Heads: channels first, then whole heads (6 heads of 32 at r 0.42: 192 − 111 = 81 → 2 heads).
+        QCOMPARE(llmPrunerRemoved(6, 0.42, 32), int64_t(2));
+        QCOMPARE(llmPrunerRemoved(6, 0.5, 32), int64_t(3));
         LlamaModel model(tinyLlama({4, 4, 4, 4, 4, 4, 4, 4, 4}, {4, 4, 4, 4, 4, 4, 4, 4, 4},
                                    {16, 16, 16, 16, 16, 16, 16, 16, 16}, 13),
                          chooseRuntime("cpu"));
@@ -287,6 +290,32 @@ private slots:
         o.layerRatio = run.native.at("per_layer_ratio").get<double>() - 1e-3;
         const BaselineRun less = runBaseline(BaselineMethod::LlmPruner, model, set, o);
         QVERIFY(less.report.achievedRatio < 0.3);
+
+        // Global (LLM-Pruner's --global_pruning): the removed units of the range are the least
+        // important of all of them, whatever their layer or kind, and ρ is reached.
+        BaselineOptions g;
+        g.ratio = 0.3;
+        g.llmPrunerGlobal = true;
+        const BaselineRun global = runBaseline(BaselineMethod::LlmPruner, model, set, g);
+        QVERIFY(global.report.achievedRatio >= 0.3);
+        QCOMPARE(global.native.at("knob").get<std::string>(), std::string("global_unit_ratio"));
+        const LlmPrunerScores scores = llmPrunerScores(model, set, g);
+        double highestRemoved = -1, lowestKept = 1e300;
+        for (int64_t l = scores.start; l < scores.end; ++l) {
+            const auto i = size_t(l);
+            const LayerPruneReport& p = global.report.layers[i];
+            // Which units went: compare the kept counts with the importance order of that layer.
+            std::vector<double> heads = scores.importance.heads[i], channels = scores.importance.channels[i];
+            std::sort(heads.begin(), heads.end());
+            std::sort(channels.begin(), channels.end());
+            const auto goneHeads = size_t(p.kvHeadsBefore - p.kvHeadsAfter), goneChannels = size_t(p.channelsBefore - p.channelsAfter);
+            if (goneHeads > 0) highestRemoved = std::max(highestRemoved, heads[goneHeads - 1]);
+            if (goneHeads < heads.size()) lowestKept = std::min(lowestKept, heads[goneHeads]);
+            if (goneChannels > 0) highestRemoved = std::max(highestRemoved, channels[goneChannels - 1]);
+            if (goneChannels < channels.size()) lowestKept = std::min(lowestKept, channels[goneChannels]);
+        }
+        QVERIFY(highestRemoved >= 0);
+        QVERIFY(highestRemoved <= lowestKept);
     }
 
     void reusedScoresGiveWhatAFreshRunGives() {

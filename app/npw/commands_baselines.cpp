@@ -71,8 +71,9 @@ int runBaselinePrune(const Args& args, const std::string& model, BaselineMethod 
     options.taylor = parseTaylorKind(args.get("taylor"));
     if (args.has("llm-pruner-layers")) std::tie(options.layerStart, options.layerEnd) = parseLayerRange(args.get("llm-pruner-layers"));
     if (args.has("layer-ratio")) options.layerRatio = args.getDouble("layer-ratio");
+    options.llmPrunerGlobal = args.flag("llm-pruner-global");
     if (method != BaselineMethod::LlmPruner)
-        for (const char* flag : {"taylor", "llm-pruner-layers", "layer-ratio"})
+        for (const char* flag : {"taylor", "llm-pruner-layers", "layer-ratio", "llm-pruner-global"})
             if (args.has(flag)) throw Error("--" + std::string(flag) + " is an llm-pruner option");
     const std::optional<TextDatasetRef> calibDataset = parseTextDatasetRef(args.get("calib"));
     if (calibDataset && (args.flag("calib-ids") || args.flag("calib-per-line")))

@@ -190,6 +190,9 @@ std::vector<FlagEntry> buildTable() {
     t.add(Flag::text("llm-pruner-layers", "A-B", "llm-pruner: the layers pruned, A to B inclusive (default: all but the "
                                                  "first ceil(L/8) and the last ceil(L/16))"),
           {"prune"});
+    t.add(Flag::toggle("llm-pruner-global", "llm-pruner: rank every unit of the layer range by its importance across "
+                                            "layers (LLM-Pruner's --global_pruning) instead of a uniform ratio per layer"),
+          {"prune"});
     t.add(Flag::real("layer-ratio", "R", "llm-pruner: the per-layer ratio as given (LLM-Pruner's own knob) instead of the one "
                                          "that reaches --ratio").atLeast(0).below(1),
           {"prune"});

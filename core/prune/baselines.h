@@ -45,6 +45,9 @@ struct BaselineOptions {
     TaylorKind taylor = TaylorKind::ParamFirst;
     // Layers pruned: [first, last) ; −1 = LLM-Pruner's default, first ⌈L/8⌉ and last ⌈L/16⌉ skipped.
     int64_t layerStart = -1, layerEnd = -1;
+    // LLM-Pruner's --global_pruning: every unit of the range ranked by its raw importance across
+    // layers and kinds (torch-pruning's prune_global), the lowest removed; else uniform per layer.
+    bool llmPrunerGlobal = false;
     // The per-layer ratio r as given (LLM-Pruner's own knob) instead of the r that reaches ρ; NaN: solve.
     double layerRatio = std::numeric_limits<double>::quiet_NaN();
     // slicegpt: dimensions kept are rounded down to a multiple of this (SliceGPT's round interval 8;

@@ -45,12 +45,14 @@ std::pair<int64_t, int64_t> llmPrunerDefaultLayers(int64_t layers) {
     return {skipFirst, std::max(skipFirst, layers - skipLast)};
 }
 
-int64_t llmPrunerRemoved(int64_t units, double r) {
+int64_t llmPrunerRemoved(int64_t units, double r, int64_t width) {
     if (units <= 1 || r <= 0) return 0;
-    // keep ⌊(1 − r)·units⌋ (torch-pruning's rounding), at least one unit; the epsilon keeps
-    // exact products such as 0.75·8 from rounding down to 5.
-    const auto keep = static_cast<int64_t>(std::floor((1.0 - r) * static_cast<double>(units) + 1e-9));
-    return units - std::max<int64_t>(1, keep);
+    // torch-pruning's MetaPruner (LLM-Pruner's copy): n = C − int(C·(1 − r)) of the C = units·width
+    // output channels of the root layer, then n // width whole units (heads: width = the q rows of
+    // one unit). The epsilon keeps exact products such as 0.75·8 from rounding down to 5.
+    const int64_t channels = units * width;
+    const auto kept = static_cast<int64_t>(std::floor((1.0 - r) * static_cast<double>(channels) + 1e-9));
+    return std::min(units - 1, (channels - kept) / width);  // one unit stays
 }
 
 TaylorGradients taylorGradients(const LlamaModel& model, const CalibrationSet& set, int64_t firstLayer, bool fisher,
@@ -232,11 +234,13 @@ BaselineRun pruneLlmPruner(const LlamaModel& model, const CalibrationSet& set, c
         const int64_t g = cfg.num_kv_heads[l] > 0 ? cfg.num_heads[l] / cfg.num_kv_heads[l] : 0;
         return D * (2 * g * hd + 2 * hd);
     };
+    // A unit's q rows: the channels torch-pruning counts on the root layer (q_proj) before dividing.
+    auto headWidth = [&](size_t l) { return cfg.num_kv_heads[l] > 0 ? cfg.num_heads[l] / cfg.num_kv_heads[l] * hd : 1; };
     auto removedAt = [&](double r) {
         int64_t removed = 0;
         for (int64_t l = start; l < end; ++l) {
             const auto i = static_cast<size_t>(l);
-            removed += llmPrunerRemoved(cfg.num_kv_heads[i], r) * headCost(i) +
+            removed += llmPrunerRemoved(cfg.num_kv_heads[i], r, headWidth(i)) * headCost(i) +
                        llmPrunerRemoved(cfg.intermediate_size[i], r) * 3 * D;
         }
         return removed;
@@ -273,7 +277,37 @@ BaselineRun pruneLlmPruner(const LlamaModel& model, const CalibrationSet& set, c
     }
     std::optional<LlmPrunerScores> computed;
     const LlmPrunerScores* scores = given;
-    if (r > 0 && end > start) {
+    if (options.llmPrunerGlobal && end > start && (target > 0 || !std::isnan(options.layerRatio))) {
+        // Global: one ranking of every unit in the range by raw importance; the fewest lowest
+        // units whose parameters reach ρ (or, with layerRatio, n − ⌊n(1 − r)⌋ of the n units).
+        if (!scores) scores = &computed.emplace(llmPrunerScores(model, set, options, progress));
+        struct Unit { double importance; size_t layer; bool head; size_t index; };
+        std::vector<Unit> units;
+        for (int64_t l = start; l < end; ++l) {
+            const auto i = static_cast<size_t>(l);
+            for (size_t u = 0; u < scores->importance.heads[i].size(); ++u) units.push_back({scores->importance.heads[i][u], i, true, u});
+            for (size_t u = 0; u < scores->importance.channels[i].size(); ++u) units.push_back({scores->importance.channels[i][u], i, false, u});
+        }
+        std::stable_sort(units.begin(), units.end(), [](const Unit& a, const Unit& b) { return a.importance < b.importance; });
+        const auto n = static_cast<int64_t>(units.size());
+        int64_t count = 0;
+        if (!std::isnan(options.layerRatio)) {
+            count = n - static_cast<int64_t>(std::floor((1.0 - options.layerRatio) * static_cast<double>(n) + 1e-9));
+            reached = true;
+        } else {
+            double removed = 0;
+            while (count < n && removed < target) {
+                const Unit& u = units[static_cast<size_t>(count++)];
+                removed += static_cast<double>(u.head ? headCost(u.layer) : 3 * D);
+            }
+            reached = removed >= target;
+        }
+        for (int64_t k = 0; k < count; ++k) {
+            const Unit& u = units[static_cast<size_t>(k)];
+            (u.head ? mask.keepHeads : mask.keepChannels)[u.layer][u.index] = false;
+        }
+        r = n > 0 ? static_cast<double>(count) / static_cast<double>(n) : 0.0;
+    } else if (r > 0 && end > start) {
         if (!scores) scores = &computed.emplace(llmPrunerScores(model, set, options, progress));
         if (scores->start != start || scores->end != end || scores->taylor != options.taylor)
             throw Error("llm-pruner: the scores were computed for another layer range or importance");
@@ -285,7 +319,7 @@ BaselineRun pruneLlmPruner(const LlamaModel& model, const CalibrationSet& set, c
         };
         for (int64_t l = start; l < end; ++l) {
             const auto i = static_cast<size_t>(l);
-            dropLowest(scores->importance.heads[i], llmPrunerRemoved(cfg.num_kv_heads[i], r), mask.keepHeads[i]);
+            dropLowest(scores->importance.heads[i], llmPrunerRemoved(cfg.num_kv_heads[i], r, headWidth(i)), mask.keepHeads[i]);
             dropLowest(scores->importance.channels[i], llmPrunerRemoved(cfg.intermediate_size[i], r), mask.keepChannels[i]);
         }
     }
@@ -302,8 +336,9 @@ BaselineRun pruneLlmPruner(const LlamaModel& model, const CalibrationSet& set, c
         run.report.removedUnits += p.kvHeadsBefore - p.kvHeadsAfter;
         run.report.removedChannels += p.channelsBefore - p.channelsAfter;
     }
-    run.native = {{"knob", "per_layer_ratio"},
-                  {"per_layer_ratio", r},
+    run.native = {{"knob", options.llmPrunerGlobal ? "global_unit_ratio" : "per_layer_ratio"},
+                  {options.llmPrunerGlobal ? "global_unit_ratio" : "per_layer_ratio", r},
+                  {"selection", options.llmPrunerGlobal ? "global (raw importance across layers and kinds)" : "uniform per layer"},
                   {"per_layer_ratio_given", !std::isnan(options.layerRatio)},
                   {"target_reached", reached},
                   {"layers_pruned", {start, end}},

@@ -10,7 +10,7 @@
 //    F = mean over windows of (∂L_i/∂w)², as hf_prune.py accumulates it.
 //  - Layers [start, end) pruned, by default LLM-Pruner's LLaMA-7B range 4…30 of 32 generalised:
 //    the first ⌈L/8⌉ and the last ⌈L/16⌉ layers are skipped; every pruned layer removes the same
-//    fraction r of its units (keeps ⌊(1 − r)·units⌋, the least important removed). r is LLM-Pruner's
+//    fraction r of its units (llmPrunerRemoved's rounding; the least important removed). r is LLM-Pruner's
 //    native knob; by default it is scaled up (the smallest r whose removal reaches ρ of all
 //    attention + MLP parameters), or given as is (layerRatio).
 //  - No recovery (LoRA) and no compensation: heads and channels are removed as they are.
@@ -48,8 +48,10 @@ GroupImportance llmPrunerImportance(const LlamaWeights& weights, const LlamaConf
 // LLM-Pruner's default layer range for L layers: [⌈L/8⌉, L − ⌈L/16⌉).
 std::pair<int64_t, int64_t> llmPrunerDefaultLayers(int64_t layers);
 
-// Units removed per layer at per-layer ratio r: units − ⌊(1 − r)·units⌋ (never every unit of a layer).
-int64_t llmPrunerRemoved(int64_t units, double r);
+// Units removed per layer at per-layer ratio r, rounded as torch-pruning rounds a root layer of
+// units·width channels: (C − ⌊(1 − r)·C⌋) // width with C = units·width (MLP channels: width 1;
+// heads: the unit's q rows); never every unit of a layer.
+int64_t llmPrunerRemoved(int64_t units, double r, int64_t width = 1);
 
 // The importances of a run (gradients once per calibration set; any ρ re-selects from them).
 struct LlmPrunerScores {
