@@ -67,7 +67,8 @@ SweepPage::SweepPage(StudioSession* session, QWidget* parent) : QWidget(parent),
     // What to sweep, and the plot that grows as rows arrive.
     methods_ = new QLineEdit(QStringLiteral("numerical,flap,wanda-sp"));
     methods_->setToolTip(tr("Methods, comma-separated: numerical, numerical-nocomp, numerical-box (z in [0, 1],\n"
-                            "one solve per ratio), flap, wanda-sp, magnitude, random"));
+                            "one solve per ratio), flap, wanda-sp, magnitude, random; the baselines in their own\n"
+                            "structure: llm-pruner, slicegpt, block-influence (no per-unit scores: curves only)"));
     ratios_ = new QLineEdit(QStringLiteral("0.1,0.2,0.3"));
     ratios_->setToolTip(tr("Pruning ratios ρ in [0, 1), comma-separated: each only re-selects"));
     seeds_ = new QSpinBox;
