@@ -133,6 +133,8 @@ int runPrune(const Args& args) {
     const std::string& model = args.positional()[0];
     if (isImageModelRequest(args, model)) {
         if (!args.has("out")) throw Error("--out DIR is required (the pruned model's directory)");
+        if (parseBaselineMethod(args.get("method")))
+            throw Error("--method " + args.get("method") + " prunes language models only (README, Baselines)");
         return runImagePrune(args, model, settingsFromArgs(args));
     }
     // The baselines in their own structure (commands_baselines.cpp).
