@@ -29,6 +29,7 @@
 #include "tiny_llama.h"
 
 #include <ATen/ATen.h>
+#include <c10/core/InferenceMode.h>
 #include <QTemporaryDir>
 #include <QtTest>
 #include <cmath>
@@ -208,6 +209,23 @@ private slots:
             gradScale = std::max(gradScale, grad->abs().max().item<double>());
         }
         QVERIFY2(worst < 1e-3 * gradScale, qPrintable(QString("finite differences off by %1 (scale %2)").arg(worst).arg(gradScale)));
+    }
+
+    void gradientsWorkFromInsideInferenceMode() {
+        // A model built inside InferenceMode (its weights are inference tensors) and a caller
+        // still inside it: the gradients are those of a plain model.
+        LlamaCheckpoint ckpt = tinyLlama({2, 2}, {2, 2}, {8, 8}, 61);
+        const CalibrationSet set = calibrationFor(67, 2, 10);
+        LlamaModel plain(ckpt, chooseRuntime("cpu"));
+        const TaylorGradients expected = taylorGradients(plain, set, 0, false);
+        c10::InferenceMode guard;
+        LlamaCheckpoint copy = ckpt;
+        for (auto& [name, t] : namedTensors(copy.weights, true))
+            if (t->defined()) *t = t->clone();  // inference tensors
+        QVERIFY(copy.weights.layers[1].w_up.is_inference());
+        LlamaModel inference(copy, chooseRuntime("cpu"));
+        const TaylorGradients g = taylorGradients(inference, set, 0, false);
+        QVERIFY(maxAbsDiff(g.grad[1].w_up, expected.grad[1].w_up) < 1e-7);
     }
 
     void groupImportancesAreSumsOverTheGroup() {

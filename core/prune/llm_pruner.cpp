@@ -7,6 +7,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
+#include <c10/core/InferenceMode.h>
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -24,7 +25,11 @@ std::vector<at::Tensor*> prunable(LlamaLayerWeights& L) {
 
 // float32 (a copy only when the runtime's dtype is another); detach() makes a new autograd leaf
 // that shares the weights' storage, so a float32 model is not copied.
-at::Tensor floatCopy(const at::Tensor& t) { return t.defined() ? t.detach().to(at::kFloat).detach() : t; }
+// A weight made inside InferenceMode cannot take part in autograd: it is copied instead.
+at::Tensor floatCopy(const at::Tensor& t) {
+    if (!t.defined()) return t;
+    return t.is_inference() ? t.to(at::kFloat).clone() : t.detach().to(at::kFloat).detach();
+}
 
 // A float32 view (or copy) of a block whose prunable weights are autograd leaves.
 LlamaLayerWeights leafCopy(const LlamaLayerWeights& src) {
@@ -57,6 +62,8 @@ int64_t llmPrunerRemoved(int64_t units, double r, int64_t width) {
 
 TaylorGradients taylorGradients(const LlamaModel& model, const CalibrationSet& set, int64_t firstLayer, bool fisher,
                                 const ProgressFn& progress) {
+    // Autograd on even when a caller runs inside InferenceMode (a GUI worker, a test).
+    c10::InferenceMode autogradAllowed(false);
     const LlamaConfig& cfg = model.config();
     const LlamaWeights& w = model.deviceWeights();
     const int64_t L = cfg.num_layers, T = set.seqlen, n = static_cast<int64_t>(set.windows.size());
