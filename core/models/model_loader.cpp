@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -84,7 +85,12 @@ std::vector<ZeroBias> zeroMlpBiases(const LlamaConfig& config, size_t layer) {
 }
 
 void checkFinite(const at::Tensor& tensor, const std::string& file, const std::string& name) {
-    if (at::isfinite(tensor).all().item<bool>()) return;
+    // A float64 sum is finite exactly when every element is (float32/16 values cannot overflow
+    // it; a NaN or ±inf propagates), and it allocates nothing the size of the tensor: at::isfinite
+    // builds four tensor-sized temporaries, which measured +1.4 GB of anonymous memory left in the
+    // heap after checking a 4 GB mapped model tensor by tensor (fragmentation). The exact check
+    // runs only to name the first bad element.
+    if (std::isfinite(tensor.sum(at::kDouble).item<double>())) return;
     at::Tensor bad = at::logical_not(at::isfinite(tensor)).flatten();
     throw Error("tensor '" + name + "' in '" + file + "' has " + std::to_string(bad.sum().item<int64_t>()) +
                 " NaN or infinite values (the first at flat index " +
