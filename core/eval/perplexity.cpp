@@ -47,9 +47,15 @@ at::Tensor evaluationWindowIds(const std::vector<int32_t>& ids, int64_t seqlen, 
 
 double windowsNll(const at::Tensor& logits, const at::Tensor& ids) {
     const int64_t seqlen = ids.size(1);
-    // Position t predicts token t+1: seqlen-1 predictions per window.
-    at::Tensor logp = at::log_softmax(logits.narrow(1, 0, seqlen - 1).to(at::kDouble), -1);
-    return -logp.gather(-1, ids.narrow(1, 1, seqlen - 1).unsqueeze(-1)).sum().item<double>();
+    // Position t predicts token t+1: seqlen-1 predictions per window. One window at a time: the
+    // float64 log-softmax of a whole batch is 16 bytes per logit (4 × 2048 × 32000 × 16 B = 4 GiB),
+    // more than the rest of a layer-wise evaluation holds.
+    double nll = 0;
+    for (int64_t b = 0; b < logits.size(0); ++b) {
+        at::Tensor logp = at::log_softmax(logits[b].narrow(0, 0, seqlen - 1).to(at::kDouble), -1);
+        nll -= logp.gather(-1, ids[b].narrow(0, 1, seqlen - 1).unsqueeze(-1)).sum().item<double>();
+    }
+    return nll;
 }
 
 int64_t windowsScoredBytes(const DecodeFn& decode, const std::vector<int32_t>& ids, int64_t seqlen, int64_t first,
