@@ -1,8 +1,9 @@
 // `npw eval` chooses layer-wise evaluation by itself when the model exceeds half of the
 // (pretended, NPW_PHYSICAL_MEMORY_BYTES) physical memory and says so on stderr; --layerwise forces
 // it; the JSON says which path ran and its tokens/s. Both paths give the same perplexity (1e-6
-// relative; tst_layerwise_perplexity holds the core to it on more models). Bad input: a truncated
-// safetensors file, --reference with layer-wise evaluation, a malformed memory size.
+// relative; tst_layerwise_perplexity holds the core to it on more models), and the same as the
+// eager PyTorch reference script. Bad input: a truncated safetensors file, --reference with
+// layer-wise evaluation, a malformed memory size.
 #include "core/util/paths.h"
 
 #include <nlohmann/json.hpp>
@@ -106,6 +107,40 @@ private slots:
         const Run r = run(evalArgs(QString::fromStdString(copy.string())) << "--layerwise");
         QCOMPARE(r.rc, 1);
         QVERIFY2(r.err.contains(QString::fromStdString(file.string())) && r.err.contains("truncated"), qPrintable(r.err));
+    }
+
+    // The eager PyTorch reference (tests/fixtures/eager_llama_eval.py, Hugging Face's forward
+    // re-written) on a synthetic model written by the fixture script: the same perplexity as both
+    // of npw's paths (1e-5 relative; it computes RoPE frequencies in float32, npw in float64), so
+    // their tokens/s compare the same computation.
+    void eagerPyTorchReferenceAgrees() {
+        const QString python = "/usr/bin/python3";
+        QProcess probe;
+        probe.start(python, {"-c", "import torch, numpy"});
+        if (!probe.waitForFinished(60000) || probe.exitStatus() != QProcess::NormalExit || probe.exitCode() != 0)
+            QSKIP("/usr/bin/python3 with python3-torch and python3-numpy is not installed");
+        const QString fixtures = QStringLiteral(NPW_TEST_DATA "/../fixtures/");
+        const QString model = dir_.filePath("synthetic-tiny");
+        QProcess make;
+        make.start(python, {fixtures + "make_synthetic_hf_llama.py", "tiny", model, "1100"});
+        QVERIFY(make.waitForFinished(120000) && make.exitCode() == 0);
+        const QStringList window = {"--ids", model + "/ids.txt", "--seqlen", "128", "--max-windows", "8", "--batch", "3"};
+        QProcess eager;
+        eager.start(python, QStringList{fixtures + "eager_llama_eval.py", model} + window);
+        QVERIFY(eager.waitForFinished(120000));
+        QVERIFY2(eager.exitCode() == 0, eager.readAllStandardError().constData());
+        const Json reference = Json::parse(eager.readAllStandardOutput().toStdString());
+        QCOMPARE(reference["windows"].get<int64_t>(), int64_t(8));
+        QVERIFY(reference["tokens_per_second"].get<double>() > 0);
+        const double expected = reference["ppl"].get<double>();
+        for (const QStringList& extra : {QStringList{}, QStringList{"--layerwise"}}) {
+            const Run r = run(QStringList{"eval", model} + window + extra + QStringList{"--json"});
+            QVERIFY2(r.rc == 0, qPrintable(r.err));
+            const double ppl = r.json()["ppl"].get<double>();
+            QVERIFY2(std::abs(ppl - expected) <= 1e-5 * expected,
+                     qPrintable(QString("npw %1 vs eager PyTorch %2").arg(ppl, 0, 'g', 17).arg(expected, 0, 'g', 17)));
+            QVERIFY(expected > 100);  // random weights, vocabulary 512: far from trivial
+        }
     }
 
     void malformedMemorySizeIsRefused() {
