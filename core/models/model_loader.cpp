@@ -85,12 +85,12 @@ std::vector<ZeroBias> zeroMlpBiases(const LlamaConfig& config, size_t layer) {
 }
 
 void checkFinite(const at::Tensor& tensor, const std::string& file, const std::string& name) {
-    // The smallest and largest element are finite exactly when every element is (a NaN or ±inf
-    // propagates into them), and the reduction allocates nothing the size of the tensor:
-    // at::isfinite builds four tensor-sized temporaries (and a float64 sum a float64 copy), which
-    // measured +1.4 GB of anonymous memory left in the heap after checking a 4 GB memory-mapped
-    // model tensor by tensor. The exact check runs only to name the first bad element.
-    // Half and bfloat16 have no aminmax on the CPU: they go through float32 a chunk at a time.
+    // Chunks of 4M elements, each reduced to its smallest and largest element: those are finite
+    // exactly when every element is (NaN and ±inf propagate), and nothing the size of the tensor
+    // is allocated. at::isfinite on the whole tensor builds four tensor-sized temporaries, which
+    // left +1.4 GB of anonymous memory in the heap after checking a 4 GB memory-mapped model
+    // tensor by tensor. Half and bfloat16 (no aminmax on the CPU) go through float32 per chunk.
+    // The exact check below runs only to name the first bad element.
     const at::Tensor flat = tensor.reshape({-1});
     constexpr int64_t kChunk = int64_t(1) << 22;
     bool finite = true;
