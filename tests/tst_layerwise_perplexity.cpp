@@ -157,7 +157,9 @@ private slots:
         // Copy loads, and copyWeightsIntoMemory makes owned copies of the same numbers.
         const LlamaCheckpoint copied = loadLlamaCheckpoint(model.toStdString());
         QVERIFY(!insideMappingOf(copied.weights.layers.at(0).w_up.data_ptr(), 4, file.toStdString()));
+        QVERIFY(mapped.weightsMapped && !copied.weightsMapped);
         copyWeightsIntoMemory(mapped);
+        QVERIFY(!mapped.weightsMapped);
         QVERIFY(!insideMappingOf(mapped.weights.layers.at(0).w_up.data_ptr(), 4, file.toStdString()));
         QVERIFY(at::equal(mapped.weights.layers.at(0).w_up, copied.weights.layers.at(0).w_up));
         QVERIFY(at::equal(mapped.weights.embed, copied.weights.embed));

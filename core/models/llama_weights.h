@@ -41,6 +41,9 @@ struct LlamaCheckpoint {
     LlamaWeights weights;
     std::string source;         // path it came from
     std::string tokenizerPath;  // tokenizer.json beside it, or empty
+    // Loaded with WeightStorage::Mapped from a format that maps (model_loader.h): the tensors are
+    // read-only views of the file, in its stored dtype, until copyWeightsIntoMemory.
+    bool weightsMapped = false;
 };
 
 // Every tensor with its Hugging Face name, in a fixed order (embedding, layers, norm, head).

@@ -427,6 +427,7 @@ LlamaCheckpoint loadHfLlamaDirectory(const std::string& dir, WeightStorage stora
     store.rejectUntaken();
 
     checkpoint.tokenizerPath = findTokenizerFile(dir);
+    checkpoint.weightsMapped = storage == WeightStorage::Mapped;
     return checkpoint;
 }
 
@@ -549,10 +550,13 @@ LlamaCheckpoint loadLlama2cCheckpoint(const std::string& binPath, WeightStorage 
         layer.w_up = own(byName["w3"][i]);
     }
     checkpoint.tokenizerPath = llama2cTokenizerFile(binPath);
+    checkpoint.weightsMapped = storage == WeightStorage::Mapped;
     return checkpoint;
 }
 
 void copyWeightsIntoMemory(LlamaCheckpoint& checkpoint) {
+    if (!checkpoint.weightsMapped) return;  // already owned float32: a copy would double the memory
+    checkpoint.weightsMapped = false;
     LlamaWeights& weights = checkpoint.weights;
     const bool tied = weights.lm_head.defined() && weights.lm_head.is_same(weights.embed);
     for (auto& [name, tensor] : namedTensors(weights))

@@ -30,8 +30,9 @@ LlamaCheckpoint loadLlamaCheckpoint(const std::string& model, WeightStorage stor
 LlamaCheckpoint loadHfLlamaDirectory(const std::string& dir, WeightStorage storage = WeightStorage::Copy);
 LlamaCheckpoint loadLlama2cCheckpoint(const std::string& binPath, WeightStorage storage = WeightStorage::Copy);
 
-// Every tensor replaced by an owned, contiguous float32 copy (a Mapped checkpoint becomes what
-// Copy would have loaded; a tied classifier stays the embedding).
+// A Mapped checkpoint (checkpoint.weightsMapped) becomes what Copy would have loaded: every
+// tensor replaced by an owned, contiguous float32 copy (a tied classifier stays the embedding).
+// Any other checkpoint is left as it is.
 void copyWeightsIntoMemory(LlamaCheckpoint& checkpoint);
 
 // The tokenizer file loadLlamaCheckpoint(model) takes as the model's own, found without loading
