@@ -46,6 +46,11 @@ struct LlamaCheckpoint {
     bool weightsMapped = false;
 };
 
+// A Mapped checkpoint (weightsMapped; model_loader.h) becomes what WeightStorage::Copy would have
+// loaded: every tensor replaced by an owned, contiguous float32 copy (a tied classifier stays the
+// embedding). Any other checkpoint is left as it is.
+void copyWeightsIntoMemory(LlamaCheckpoint& checkpoint);
+
 // Every tensor with its Hugging Face name, in a fixed order (embedding, layers, norm, head).
 // A tied classifier is left out unless includeTiedHead (it is the embedding).
 std::vector<std::pair<std::string, at::Tensor*>> namedTensors(LlamaWeights& weights, bool includeTiedHead = false);

@@ -554,16 +554,6 @@ LlamaCheckpoint loadLlama2cCheckpoint(const std::string& binPath, WeightStorage 
     return checkpoint;
 }
 
-void copyWeightsIntoMemory(LlamaCheckpoint& checkpoint) {
-    if (!checkpoint.weightsMapped) return;  // already owned float32: a copy would double the memory
-    checkpoint.weightsMapped = false;
-    LlamaWeights& weights = checkpoint.weights;
-    const bool tied = weights.lm_head.defined() && weights.lm_head.is_same(weights.embed);
-    for (auto& [name, tensor] : namedTensors(weights))
-        *tensor = tensor->scalar_type() == at::kFloat ? tensor->clone(at::MemoryFormat::Contiguous) : tensor->to(at::kFloat).contiguous();
-    if (tied) weights.lm_head = weights.embed;
-}
-
 void saveHfLlamaDirectory(const LlamaCheckpoint& checkpoint, const std::string& dir, const std::string& extraConfigJson) {
     if (!checkpoint.source.empty()) ensureNotOverwritingSource(checkpoint.source, dir);
     const LlamaConfig& config = checkpoint.config;

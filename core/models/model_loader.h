@@ -30,10 +30,7 @@ LlamaCheckpoint loadLlamaCheckpoint(const std::string& model, WeightStorage stor
 LlamaCheckpoint loadHfLlamaDirectory(const std::string& dir, WeightStorage storage = WeightStorage::Copy);
 LlamaCheckpoint loadLlama2cCheckpoint(const std::string& binPath, WeightStorage storage = WeightStorage::Copy);
 
-// A Mapped checkpoint (checkpoint.weightsMapped) becomes what Copy would have loaded: every
-// tensor replaced by an owned, contiguous float32 copy (a tied classifier stays the embedding).
-// Any other checkpoint is left as it is.
-void copyWeightsIntoMemory(LlamaCheckpoint& checkpoint);
+// copyWeightsIntoMemory (llama_weights.h) turns a Mapped checkpoint into what Copy loads.
 
 // The tokenizer file loadLlamaCheckpoint(model) takes as the model's own, found without loading
 // the weights ("" when there is none; npw::Error when the model does not exist). One lookup for
