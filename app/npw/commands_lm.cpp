@@ -2,15 +2,20 @@
 #include "app/npw/commands.h"
 #include "core/data/text_datasets.h"
 #include "core/eval/generate.h"
+#include "core/eval/layerwise_perplexity.h"
 #include "core/eval/perplexity.h"
 #include "core/models/language_model.h"
+#include "core/models/model_loader.h"
 #include "core/models/sliced_llama.h"
 #include "core/text/token_ids.h"
 #include "core/text/tokenizer_files.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
+#include "core/util/number_text.h"
+#include "core/util/system_memory.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -92,6 +97,10 @@ int runInfo(const Args& args) {
     return 0;
 }
 
+// The model is opened mapped (model_loader.h), which costs no memory, so that its size is known
+// before anything is copied: a model bigger than kModelRamFraction of the RAM is evaluated layer
+// by layer from the mapping (layerwise_perplexity.h), any other is copied into memory and run
+// whole, as npw always has.
 int runEval(const Args& args) {
     const std::string& model = modelArgument(args, "eval");
     if (int(args.has("text")) + int(args.has("ids")) + int(args.has("dataset")) != 1)
@@ -99,26 +108,51 @@ int runEval(const Args& args) {
     std::optional<TextDatasetRef> datasetRef;
     if (args.has("dataset") && !(datasetRef = parseTextDatasetRef(args.get("dataset"))))
         throw Error("--dataset: '" + args.get("dataset") + "' is not " + textDatasetSyntax());
-    // A SliceGPT export (core/models/sliced_llama.h) is no LLaMA: it is evaluated through its logits.
+    const Runtime runtime = chooseRuntime(args.get("device"), args.get("dtype"));
+    // A SliceGPT export (core/models/sliced_llama.h) is no LLaMA: it is evaluated whole, through its logits.
     std::shared_ptr<SlicedLlama> sliced;
+    LlamaCheckpoint checkpoint;
     LanguageModel lm;
+    lm.name = model;
+    bool layerwise = false;
     if (SlicedLlama::isSlicedDirectory(model)) {
-        sliced = std::make_shared<SlicedLlama>(SlicedLlama::load(model, chooseRuntime(args.get("device"), args.get("dtype"))));
+        if (args.flag("layerwise"))
+            throw Error("--layerwise: '" + model + "' is a SliceGPT export, which npw evaluates whole");
+        sliced = std::make_shared<SlicedLlama>(SlicedLlama::load(model, runtime));
         LlamaCheckpoint tokenizerOnly;
         tokenizerOnly.config = sliced->config();
         tokenizerOnly.tokenizerPath = sliced->tokenizerPath();
         if (args.has("tokenizer")) useTokenizerFile(tokenizerOnly, args.get("tokenizer"));
         lm.tokenizer = openTokenizerOf(tokenizerOnly);
-        lm.name = model;
     } else {
-        lm = openFromArgs(args, model);
+        checkpoint = loadLlamaCheckpoint(model, WeightStorage::Mapped);
+        useTokenizerFile(checkpoint, args.get("tokenizer"));
+        lm.tokenizer = openTokenizerOf(checkpoint);
+        const LlamaConfig& config = checkpoint.config;
+        const int64_t physical = physicalMemoryBytes();
+        const bool chosen = !args.flag("layerwise") && evaluationBelongsLayerwise(config, runtime, physical);
+        layerwise = args.flag("layerwise") || chosen;
+        if (layerwise && args.has("reference"))
+            throw Error(std::string("--reference needs both models in memory, which layer-wise evaluation avoids") +
+                        (chosen ? " (chosen because the model needs " + byteSizeText(modelRuntimeBytes(config, runtime)) +
+                                      ", more than half of the " + byteSizeText(physical) + " of RAM)"
+                                : std::string(" (--layerwise)")));
+        if (chosen)
+            std::cerr << "note: the model needs " << byteSizeText(modelRuntimeBytes(config, runtime)) << " in "
+                      << runtime.describe() << ", more than " << 100 * kModelRamFraction << "% of this machine's "
+                      << byteSizeText(physical) << " of RAM" << (std::getenv("NPW_PHYSICAL_MEMORY_BYTES") ? " (NPW_PHYSICAL_MEMORY_BYTES)" : "")
+                      << ": evaluating layer by layer, weights memory-mapped from the checkpoint (--layerwise forces it)\n";
+        if (!layerwise) {
+            copyWeightsIntoMemory(checkpoint);
+            lm.model = std::make_shared<LlamaModel>(checkpoint, runtime);
+        }
     }
-    const LlamaConfig& modelConfig = sliced ? sliced->config() : lm.model->config();
+    const LlamaConfig config = sliced ? sliced->config() : checkpoint.config;
     std::unique_ptr<LanguageModel> reference;
     if (args.has("reference"))
         reference = std::make_unique<LanguageModel>(openFromArgs(args, args.get("reference")));
     PerplexityOptions opt;
-    opt.seqlen = effectiveSeqlen(args.has("seqlen") ? args.getInt("seqlen") : 0, modelConfig);  // ≥ 2: flag table
+    opt.seqlen = effectiveSeqlen(args.has("seqlen") ? args.getInt("seqlen") : 0, config);  // ≥ 2: flag table
     opt.maxWindows = args.getInt("max-windows");
     opt.batchWindows = args.getInt("batch");
     std::vector<int32_t> ids;
@@ -141,20 +175,28 @@ int runEval(const Args& args) {
         ids = lm.encode(text, /*addBos=*/true);  // the protocol: tokenize once, BOS once at the start
     } else {
         source = args.get("ids");
-        ids = readTokenIdFile(source, modelConfig.vocab_size);
+        ids = readTokenIdFile(source, config.vocab_size);
     }
     DecodeFn decode;
     if (!args.has("ids")) decode = [&lm](const std::vector<int32_t>& v) { return lm.decode(v); };
-    const LogitsSource logitsSource = sliced ? LogitsSource{&sliced->config(), sliced->runtime().device,
-                                                      [&sliced](const at::Tensor& x) { return sliced->logits(x, true); }}
-                                       : logitsSourceOf(*lm.model);
-    std::optional<LogitsSource> referenceSource;
-    if (reference) referenceSource = logitsSourceOf(*reference->model);
-    PerplexityResult r = evaluatePerplexity(logitsSource, ids, opt, referenceSource ? &*referenceSource : nullptr, decode,
-                                            terminalProgress());
+    PerplexityResult r;
+    if (layerwise) {
+        r = evaluatePerplexityLayerwise(checkpoint, runtime, ids, opt, decode, terminalProgress());
+    } else {
+        const LogitsSource logitsSource =
+            sliced ? LogitsSource{&sliced->config(), sliced->runtime().device,
+                                  [&sliced](const at::Tensor& x) { return sliced->logits(x, true); }}
+                   : logitsSourceOf(*lm.model);
+        std::optional<LogitsSource> referenceSource;
+        if (reference) referenceSource = logitsSourceOf(*reference->model);
+        r = evaluatePerplexity(logitsSource, ids, opt, referenceSource ? &*referenceSource : nullptr, decode,
+                               terminalProgress());
+    }
     nlohmann::json j = {{"model", model}, {"input", source}, {"ppl", r.ppl}, {"nll", r.nll}, {"tokens", r.tokens},
                         {"windows", r.windows}, {"seqlen", r.seqlen}, {"corpus_tokens", ids.size()},
-                        {"stride", r.seqlen}, {"bits_per_byte", jsonOrNull(r.bitsPerByte)}, {"bytes", r.bytes}};
+                        {"stride", r.seqlen}, {"bits_per_byte", jsonOrNull(r.bitsPerByte)}, {"bytes", r.bytes},
+                        {"path", r.path}, {"eval_seconds", r.seconds}, {"tokens_per_second", r.tokensPerSecond()},
+                        {"device", runtime.describe()}};
     if (!dataset.is_null()) j["dataset"] = dataset;
     if (reference) {
         j["kl"] = r.kl;
@@ -167,6 +209,8 @@ int runEval(const Args& args) {
         if (reference) std::cout << "kl        " << r.kl << " nats/token (reference " << args.get("reference") << ")\n";
         std::cout << "scored    " << r.tokens << " tokens in " << r.windows << " windows of " << r.seqlen << " (corpus "
                   << ids.size() << " tokens)\n";
+        std::cout << std::setprecision(1) << "speed     " << r.tokensPerSecond() << " tokens/s through the model ("
+                  << r.path << ", " << runtime.describe() << ", loading excluded)\n";
         if (!dataset.is_null())
             std::cout << "dataset   " << dataset["name"].get<std::string>() << ", " << dataset["split"].get<std::string>()
                       << " split, " << dataset["rows"] << " rows (" << dataset["form"].get<std::string>() << ")\n";
@@ -271,7 +315,7 @@ void addLanguageModelCommands(std::vector<Command>& out) {
     out.push_back({"info", "MODEL|FILE.gguf [--gpt-model B|L|XL|XXL|3B --image-size 256|384] [--json]",
                    "Show a model's architecture and parameter count (language or LlamaGen image model), or a GGUF file's metadata and tensors.",
                    flagsFor("info"), runInfo});
-    out.push_back({"eval", "MODEL (--text FILE | --ids FILE | --dataset NAME:FILE) [--seqlen N] [--max-windows K] [--reference MODEL]",
+    out.push_back({"eval", "MODEL (--text FILE | --ids FILE | --dataset NAME:FILE) [--seqlen N] [--max-windows K] [--reference MODEL] [--layerwise]",
                    "Perplexity (GPTQ/FLAP protocol), bits per byte and KL divergence from a reference.",
                    flagsFor("eval"), runEval});
     out.push_back({"generate",

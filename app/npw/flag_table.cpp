@@ -243,6 +243,9 @@ std::vector<FlagEntry> buildTable() {
                                                           "IDX file, or statistics (.safetensors)");
     t.add(reference.valueNamed("MODEL").described("also report KL(reference || model) per token"), {"eval"});
     t.add(reference.byDefault("fashion-mnist-test"), {"prune", "sweep", "metrics"});
+    t.add(Flag::toggle("layerwise", "one decoder block at a time over every window, weights memory-mapped (chosen by "
+                                    "itself when the model exceeds half of the RAM; not with --reference)"),
+          {"eval"});
     t.add(Flag::text("zeroshot", "NAME:FILE,…", "also zero-shot accuracy on these tasks (see npw zeroshot)"), {"sweep"});
     const Flag limit = Flag::integer("limit", "N", 0, kNoLimit, "score only the first N items of each task (0 = all)");
     t.add(limit.byDefault(std::to_string(zeroShot.limit)), {"zeroshot"});

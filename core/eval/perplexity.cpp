@@ -1,16 +1,82 @@
 #include "core/eval/perplexity.h"
+#include "core/eval/perplexity_windows.h"
 #include "core/util/error.h"
 
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
+#include <chrono>
 #include <cmath>
-#include <fstream>
 
 namespace npw {
 
 int64_t effectiveSeqlen(int64_t requested, const LlamaConfig& config) {
     const int64_t want = requested > 0 ? requested : 2048;
     return std::min(want, config.max_position_embeddings);
+}
+
+double PerplexityResult::tokensPerSecond() const {
+    return seconds > 0 ? static_cast<double>(windows * seqlen) / seconds : 0.0;
+}
+
+int64_t evaluationWindowCount(const LlamaConfig& config, const std::vector<int32_t>& ids, const PerplexityOptions& options) {
+    const int64_t seqlen = options.seqlen;
+    if (seqlen < 2) throw Error("sequence length must be at least 2 (got " + std::to_string(seqlen) + ")");
+    if (seqlen > config.max_position_embeddings)
+        throw Error("sequence length " + std::to_string(seqlen) + " exceeds the model's context of " +
+                    std::to_string(config.max_position_embeddings));
+    config.checkAttentionSpan(seqlen, "the evaluation window");
+    int64_t windows = static_cast<int64_t>(ids.size()) / seqlen;
+    if (windows == 0)
+        throw Error("the evaluation text has " + std::to_string(ids.size()) + " tokens, fewer than one window of " +
+                    std::to_string(seqlen) + " (use a longer text or shorter windows)");
+    if (options.maxWindows > 0) windows = std::min(windows, options.maxWindows);
+    for (int64_t i = 0; i < windows * seqlen; ++i)
+        if (ids[i] < 0 || ids[i] >= config.vocab_size)
+            throw Error("token id " + std::to_string(ids[i]) + " at position " + std::to_string(i) +
+                        " is outside the vocabulary of " + std::to_string(config.vocab_size));
+    return windows;
+}
+
+at::Tensor evaluationWindowIds(const std::vector<int32_t>& ids, int64_t seqlen, int64_t first, int64_t count) {
+    at::Tensor input = at::empty({count, seqlen}, at::kLong);
+    auto acc = input.accessor<int64_t, 2>();
+    for (int64_t b = 0; b < count; ++b)
+        for (int64_t t = 0; t < seqlen; ++t) acc[b][t] = ids[(first + b) * seqlen + t];
+    return input;
+}
+
+double windowsNll(const at::Tensor& logits, const at::Tensor& ids) {
+    const int64_t seqlen = ids.size(1);
+    // Position t predicts token t+1: seqlen-1 predictions per window. One window at a time: the
+    // float64 log-softmax of a whole batch is 16 bytes per logit (4 × 2048 × 32000 × 16 B = 4 GiB),
+    // more than the rest of a layer-wise evaluation holds.
+    double nll = 0;
+    for (int64_t b = 0; b < logits.size(0); ++b) {
+        at::Tensor logp = at::log_softmax(logits[b].narrow(0, 0, seqlen - 1).to(at::kDouble), -1);
+        nll -= logp.gather(-1, ids[b].narrow(0, 1, seqlen - 1).unsqueeze(-1)).sum().item<double>();
+    }
+    return nll;
+}
+
+int64_t windowsScoredBytes(const DecodeFn& decode, const std::vector<int32_t>& ids, int64_t seqlen, int64_t first,
+                           int64_t count) {
+    int64_t bytes = 0;
+    for (int64_t b = 0; b < count; ++b) {
+        const auto begin = ids.begin() + (first + b) * seqlen;
+        // Bytes of tokens 1..seqlen-1 = bytes(decode(window)) - bytes(decode(first token)):
+        // decoding with the context token keeps the predicted text's leading space.
+        bytes += static_cast<int64_t>(decode(std::vector<int32_t>(begin, begin + seqlen)).size()) -
+                 static_cast<int64_t>(decode(std::vector<int32_t>(begin, begin + 1)).size());
+    }
+    return bytes;
+}
+
+void finishPerplexity(PerplexityResult& r, double totalKl) {
+    r.tokens = r.windows * (r.seqlen - 1);
+    r.nll = r.totalNll / r.tokens;
+    r.ppl = std::exp(r.nll);
+    if (std::isfinite(totalKl)) r.kl = totalKl / r.tokens;
+    if (r.bytes > 0) r.bitsPerByte = r.totalNll / std::log(2.0) / r.bytes;
 }
 
 LogitsSource logitsSourceOf(const LlamaModel& model) {
@@ -31,65 +97,38 @@ PerplexityResult evaluatePerplexity(const LogitsSource& model, const std::vector
                                     const PerplexityOptions& options, const LogitsSource* reference,
                                     const DecodeFn& decode, const ProgressFn& progress) {
     const int64_t seqlen = options.seqlen;
-    if (seqlen < 2) throw Error("sequence length must be at least 2 (got " + std::to_string(seqlen) + ")");
-    if (seqlen > model.config->max_position_embeddings)
-        throw Error("sequence length " + std::to_string(seqlen) + " exceeds the model's context of " +
-                    std::to_string(model.config->max_position_embeddings));
-    model.config->checkAttentionSpan(seqlen, "the evaluation window");
-    int64_t windows = static_cast<int64_t>(ids.size()) / seqlen;
-    if (windows == 0)
-        throw Error("the evaluation text has " + std::to_string(ids.size()) + " tokens, fewer than one window of " +
-                    std::to_string(seqlen) + " (use a longer text or shorter windows)");
-    if (options.maxWindows > 0) windows = std::min(windows, options.maxWindows);
+    const int64_t windows = evaluationWindowCount(*model.config, ids, options);
     if (reference && reference->config->vocab_size != model.config->vocab_size)
         throw Error("the reference model's vocabulary (" + std::to_string(reference->config->vocab_size) +
                     ") differs from the model's (" + std::to_string(model.config->vocab_size) + ")");
-    for (int64_t i = 0; i < windows * seqlen; ++i)
-        if (ids[i] < 0 || ids[i] >= model.config->vocab_size)
-            throw Error("token id " + std::to_string(ids[i]) + " at position " + std::to_string(i) +
-                        " is outside the vocabulary of " + std::to_string(model.config->vocab_size));
 
     c10::InferenceMode guard;
     PerplexityResult r;
     r.seqlen = seqlen;
     r.windows = windows;
+    r.path = "whole-model";
     double totalKl = 0;
     const int64_t batch = std::max<int64_t>(1, options.batchWindows);
     for (int64_t w0 = 0; w0 < windows; w0 += batch) {
         const int64_t nb = std::min(batch, windows - w0);
-        at::Tensor input = at::empty({nb, seqlen}, at::kLong);
-        auto acc = input.accessor<int64_t, 2>();
-        for (int64_t b = 0; b < nb; ++b)
-            for (int64_t t = 0; t < seqlen; ++t) acc[b][t] = ids[(w0 + b) * seqlen + t];
+        const auto start = std::chrono::steady_clock::now();
+        at::Tensor input = evaluationWindowIds(ids, seqlen, w0, nb);
         at::Tensor inputDev = input.to(model.device);
-        // Position t predicts token t+1: seqlen-1 predictions per window.
-        at::Tensor logp = at::log_softmax(model.logits(inputDev).narrow(1, 0, seqlen - 1).to(at::kDouble), -1);
-        at::Tensor targets = inputDev.narrow(1, 1, seqlen - 1).unsqueeze(-1);
-        r.totalNll += -logp.gather(-1, targets).sum().item<double>();
+        at::Tensor logits = model.logits(inputDev);
+        r.totalNll += windowsNll(logits, inputDev);
+        r.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         if (reference) {
+            at::Tensor logp = at::log_softmax(logits.narrow(1, 0, seqlen - 1).to(at::kDouble), -1);
             at::Tensor refLogp = at::log_softmax(
                 reference->logits(input.to(reference->device))
                     .narrow(1, 0, seqlen - 1).to(at::kDouble).to(logp.device()), -1);
             totalKl += (refLogp.exp() * (refLogp - logp)).sum().item<double>();
         }
-        if (decode) {
-            for (int64_t b = 0; b < nb; ++b) {
-                const auto begin = ids.begin() + (w0 + b) * seqlen;
-                // Bytes of tokens 1..seqlen-1 = bytes(decode(window)) - bytes(decode(first token)):
-                // decoding with the context token keeps the predicted text's leading space.
-                r.bytes += static_cast<int64_t>(decode(std::vector<int32_t>(begin, begin + seqlen)).size()) -
-                           static_cast<int64_t>(decode(std::vector<int32_t>(begin, begin + 1)).size());
-            }
-        }
+        if (decode) r.bytes += windowsScoredBytes(decode, ids, seqlen, w0, nb);
         reportProgress(progress, "perplexity", static_cast<double>(w0 + nb), static_cast<double>(windows));
     }
-    r.tokens = windows * (seqlen - 1);
-    r.nll = r.totalNll / r.tokens;
-    r.ppl = std::exp(r.nll);
-    if (reference) r.kl = totalKl / r.tokens;
-    if (decode && r.bytes > 0) r.bitsPerByte = r.totalNll / std::log(2.0) / r.bytes;
+    finishPerplexity(r, reference ? totalKl : std::numeric_limits<double>::quiet_NaN());
     return r;
 }
-
 
 } // namespace npw

@@ -30,6 +30,10 @@ struct PerplexityResult {
     int64_t bytes = 0;       // UTF-8 bytes of the scored text (0 when no tokenizer)
     double bitsPerByte = std::numeric_limits<double>::quiet_NaN();
     double kl = std::numeric_limits<double>::quiet_NaN();  // mean KL(reference || model), nats
+    double seconds = 0;      // forward passes and scoring (no loading, no reference, no decoding)
+    std::string path;        // "whole-model" or "layerwise" (layerwise_perplexity.h)
+    // Tokens through the model (windows · seqlen) per second of `seconds`; 0 when not timed.
+    double tokensPerSecond() const;
 };
 
 // Decodes a token span to text; used to count the bytes of the scored text.

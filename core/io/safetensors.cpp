@@ -265,6 +265,13 @@ at::Tensor SafeTensorsFile::view(const std::string& name) const {
                          at::TensorOptions().dtype(spec->torchType));
 }
 
+bool SafeTensorsFile::canView(const std::string& name) const {
+    const TensorInfo& tensorInfo = info(name);
+    const DtypeSpec* spec = findDtype(tensorInfo.dtype);
+    return spec->torchType != at::ScalarType::Undefined &&
+           reinterpret_cast<uintptr_t>(data_ + tensorInfo.begin) % spec->bytes == 0;
+}
+
 at::Tensor SafeTensorsFile::loadFloat(const std::string& name) const {
     const std::string& dtype = info(name).dtype;
     if (dtype != "F32" && dtype != "F16" && dtype != "BF16" && dtype != "F64")

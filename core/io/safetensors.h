@@ -43,6 +43,8 @@ public:
     // aligned to the element size (writers that pad the header to 8 bytes, as the reference
     // writer and writeSafeTensors do, always align).
     at::Tensor view(const std::string& name) const;
+    // Whether view(name) can serve the tensor: a dtype LibTorch holds, aligned in the file.
+    bool canView(const std::string& name) const;
 
 private:
     SafeTensorsFile() = default;

@@ -193,8 +193,12 @@ at::Tensor llamaForwardEmbeddings(const LlamaConfig& cfg, const LlamaWeights& w,
     at::Tensor x = embeddings;  // [B, T, D]
     for (int64_t l = 0; l < cfg.num_layers; ++l) x = llamaBlockForward(cfg, w.layers[l], l, x, tables, cache, tap);
     if (cache) cache->length = start + T;
-    x = rmsNorm(x, w.final_norm, cfg.rms_norm_eps);
-    return denseLayer(x, w.lm_head);
+    return llamaOutputLogits(cfg, w.final_norm, w.lm_head, x);
+}
+
+at::Tensor llamaOutputLogits(const LlamaConfig& cfg, const at::Tensor& finalNorm, const at::Tensor& lmHead,
+                             const at::Tensor& x) {
+    return denseLayer(rmsNorm(x, finalNorm, cfg.rms_norm_eps), lmHead);
 }
 
 namespace {
@@ -206,6 +210,27 @@ at::Tensor toRuntime(const at::Tensor& t, const Runtime& rt) {
 
 } // namespace
 
+LlamaLayerWeights llamaLayerOnRuntime(const LlamaLayerWeights& L, const Runtime& runtime) {
+    LlamaLayerWeights d;
+    d.attn_norm = toRuntime(L.attn_norm, runtime);
+    d.wq = toRuntime(L.wq, runtime);
+    d.wk = toRuntime(L.wk, runtime);
+    d.wv = toRuntime(L.wv, runtime);
+    d.wq_bias = toRuntime(L.wq_bias, runtime);
+    d.wk_bias = toRuntime(L.wk_bias, runtime);
+    d.wv_bias = toRuntime(L.wv_bias, runtime);
+    d.q_norm = toRuntime(L.q_norm, runtime);
+    d.k_norm = toRuntime(L.k_norm, runtime);
+    d.wo = toRuntime(L.wo, runtime);
+    d.wo_bias = toRuntime(L.wo_bias, runtime);
+    d.ffn_norm = toRuntime(L.ffn_norm, runtime);
+    d.w_gate = toRuntime(L.w_gate, runtime);
+    d.w_up = toRuntime(L.w_up, runtime);
+    d.w_down = toRuntime(L.w_down, runtime);
+    d.w_down_bias = toRuntime(L.w_down_bias, runtime);
+    return d;
+}
+
 LlamaModel::LlamaModel(LlamaCheckpoint checkpoint, Runtime runtime)
     : checkpoint_(std::move(checkpoint)), runtime_(runtime) {
     const LlamaWeights& src = checkpoint_.weights;
@@ -214,26 +239,7 @@ LlamaModel::LlamaModel(LlamaCheckpoint checkpoint, Runtime runtime)
     weights_.final_norm = toRuntime(src.final_norm, runtime_);
     weights_.lm_head = tied ? weights_.embed : toRuntime(src.lm_head, runtime_);
     weights_.layers.reserve(src.layers.size());
-    for (const LlamaLayerWeights& L : src.layers) {
-        LlamaLayerWeights d;
-        d.attn_norm = toRuntime(L.attn_norm, runtime_);
-        d.wq = toRuntime(L.wq, runtime_);
-        d.wk = toRuntime(L.wk, runtime_);
-        d.wv = toRuntime(L.wv, runtime_);
-        d.wq_bias = toRuntime(L.wq_bias, runtime_);
-        d.wk_bias = toRuntime(L.wk_bias, runtime_);
-        d.wv_bias = toRuntime(L.wv_bias, runtime_);
-        d.q_norm = toRuntime(L.q_norm, runtime_);
-        d.k_norm = toRuntime(L.k_norm, runtime_);
-        d.wo = toRuntime(L.wo, runtime_);
-        d.wo_bias = toRuntime(L.wo_bias, runtime_);
-        d.ffn_norm = toRuntime(L.ffn_norm, runtime_);
-        d.w_gate = toRuntime(L.w_gate, runtime_);
-        d.w_up = toRuntime(L.w_up, runtime_);
-        d.w_down = toRuntime(L.w_down, runtime_);
-        d.w_down_bias = toRuntime(L.w_down_bias, runtime_);
-        weights_.layers.push_back(std::move(d));
-    }
+    for (const LlamaLayerWeights& L : src.layers) weights_.layers.push_back(llamaLayerOnRuntime(L, runtime_));
 }
 
 at::Tensor LlamaModel::logits(const at::Tensor& ids, KvCache* cache, bool keepOnDevice,

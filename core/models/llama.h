@@ -41,6 +41,16 @@ at::Tensor llamaBlockForward(const LlamaConfig& config, const LlamaLayerWeights&
                              const LlamaPositionTables& tables, KvCache* cache = nullptr,
                              const ActivationTap& tap = nullptr);
 
+// The classifier on the last block's output: final RMSNorm, then lm_head (logits [B, T, vocab]
+// in the weights' dtype). llamaForward ends with it; layer-wise evaluation calls it on its own.
+at::Tensor llamaOutputLogits(const LlamaConfig& config, const at::Tensor& finalNorm, const at::Tensor& lmHead,
+                             const at::Tensor& x);
+
+// One layer's weights as the forward runs them on `runtime` (device, dtype, contiguous): what
+// LlamaModel does to every layer up front, and layer-wise evaluation to one block at a time. A
+// tensor already there (float32 CPU weights, or a float32 view of a mapped file) is not copied.
+LlamaLayerWeights llamaLayerOnRuntime(const LlamaLayerWeights& weights, const Runtime& runtime);
+
 // Functional forward over any weights (also used by the trainer with autograd on).
 // ids: [B, T] int64 on the weights' device. Returns logits [B, T, vocab] in the weights'
 // dtype. With a cache, positions start at cache->length and the cache is extended.

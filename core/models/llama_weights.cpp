@@ -1,5 +1,7 @@
 #include "core/models/llama_weights.h"
 
+#include <ATen/ATen.h>
+
 namespace npw {
 
 std::vector<std::pair<std::string, at::Tensor*>> namedTensors(LlamaWeights& w, bool includeTiedHead) {
@@ -29,6 +31,16 @@ std::vector<std::pair<std::string, at::Tensor*>> namedTensors(LlamaWeights& w, b
     const bool tied = w.lm_head.defined() && w.lm_head.is_same(w.embed);
     if (!tied || includeTiedHead) out.emplace_back("lm_head.weight", &w.lm_head);
     return out;
+}
+
+void copyWeightsIntoMemory(LlamaCheckpoint& checkpoint) {
+    if (!checkpoint.weightsMapped) return;  // already owned float32: a copy would double the memory
+    checkpoint.weightsMapped = false;
+    LlamaWeights& weights = checkpoint.weights;
+    const bool tied = weights.lm_head.defined() && weights.lm_head.is_same(weights.embed);
+    for (auto& [name, tensor] : namedTensors(weights))
+        *tensor = tensor->scalar_type() == at::kFloat ? tensor->clone(at::MemoryFormat::Contiguous) : tensor->to(at::kFloat).contiguous();
+    if (tied) weights.lm_head = weights.embed;
 }
 
 } // namespace npw

@@ -41,7 +41,15 @@ struct LlamaCheckpoint {
     LlamaWeights weights;
     std::string source;         // path it came from
     std::string tokenizerPath;  // tokenizer.json beside it, or empty
+    // Loaded with WeightStorage::Mapped from a format that maps (model_loader.h): the tensors are
+    // read-only views of the file, in its stored dtype, until copyWeightsIntoMemory.
+    bool weightsMapped = false;
 };
+
+// A Mapped checkpoint (weightsMapped; model_loader.h) becomes what WeightStorage::Copy would have
+// loaded: every tensor replaced by an owned, contiguous float32 copy (a tied classifier stays the
+// embedding). Any other checkpoint is left as it is.
+void copyWeightsIntoMemory(LlamaCheckpoint& checkpoint);
 
 // Every tensor with its Hugging Face name, in a fixed order (embedding, layers, norm, head).
 // A tied classifier is left out unless includeTiedHead (it is the embedding).

@@ -1,6 +1,7 @@
 #include "core/models/model_loader.h"
 #include "core/models/sliced_llama.h"
 
+#include "core/io/mapped_file.h"
 #include "core/io/safetensors.h"
 #include "core/io/shape_text.h"
 #include "core/models/torch_llama.h"
@@ -14,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -84,7 +86,22 @@ std::vector<ZeroBias> zeroMlpBiases(const LlamaConfig& config, size_t layer) {
 }
 
 void checkFinite(const at::Tensor& tensor, const std::string& file, const std::string& name) {
-    if (at::isfinite(tensor).all().item<bool>()) return;
+    // Chunks of 4M elements, each reduced to its smallest and largest element: those are finite
+    // exactly when every element is (NaN and ±inf propagate), and nothing the size of the tensor
+    // is allocated. at::isfinite on the whole tensor builds four tensor-sized temporaries, which
+    // left +1.4 GB of anonymous memory in the heap after checking a 4 GB memory-mapped model
+    // tensor by tensor. Half and bfloat16 (no aminmax on the CPU) go through float32 per chunk.
+    // The exact check below runs only to name the first bad element.
+    const at::Tensor flat = tensor.reshape({-1});
+    constexpr int64_t kChunk = int64_t(1) << 22;
+    bool finite = true;
+    for (int64_t i = 0; finite && i < flat.numel(); i += kChunk) {
+        at::Tensor chunk = flat.narrow(0, i, std::min(kChunk, flat.numel() - i));
+        if (chunk.scalar_type() != at::kFloat && chunk.scalar_type() != at::kDouble) chunk = chunk.to(at::kFloat);
+        const auto [low, high] = at::aminmax(chunk);
+        finite = std::isfinite(low.item<double>()) && std::isfinite(high.item<double>());
+    }
+    if (finite) return;
     at::Tensor bad = at::logical_not(at::isfinite(tensor)).flatten();
     throw Error("tensor '" + name + "' in '" + file + "' has " + std::to_string(bad.sum().item<int64_t>()) +
                 " NaN or infinite values (the first at flat index " +
@@ -96,7 +113,8 @@ void checkFinite(const at::Tensor& tensor, const std::string& file, const std::s
 // rather than run wrong.
 class HfTensorStore {
 public:
-    HfTensorStore(const fs::path& dir, std::string configPath) : configPath_(std::move(configPath)) {
+    HfTensorStore(const fs::path& dir, std::string configPath, WeightStorage storage)
+        : configPath_(std::move(configPath)), storage_(storage) {
         const fs::path single = dir / "model.safetensors";
         const fs::path index = dir / "model.safetensors.index.json";
         if (fs::exists(single)) {  // transformers prefers it over an index too
@@ -114,7 +132,8 @@ public:
 
     bool has(const std::string& name) const { return fileOf_.count(name) != 0; }
 
-    // The tensor as float32, after checking dtype, shape and finiteness.
+    // The tensor as float32 (Mapped: a view of the file in its stored dtype), after checking
+    // dtype, shape and finiteness.
     at::Tensor take(const std::string& name, const Shape& expected) {
         auto it = fileOf_.find(name);
         if (it == fileOf_.end())
@@ -128,7 +147,8 @@ public:
         if (info.shape != expected)
             throw Error("tensor '" + name + "' in '" + file.path() + "' has shape " + formatShape(info.shape) +
                         " but config '" + configPath_ + "' implies " + formatShape(expected));
-        at::Tensor tensor = file.loadFloat(name);
+        at::Tensor tensor =
+            storage_ == WeightStorage::Mapped && file.canView(name) ? file.view(name) : file.loadFloat(name);
         checkFinite(tensor, file.path(), name);
         taken_.insert(name);
         return tensor;
@@ -196,6 +216,7 @@ private:
     }
 
     std::string configPath_;
+    WeightStorage storage_;
     std::string listing_;  // where the tensors are listed: model.safetensors or the index
     std::map<std::string, std::shared_ptr<SafeTensorsFile>> fileOf_;
     std::set<std::string> taken_;
@@ -346,7 +367,7 @@ std::string tokenizerFileOfModel(const std::string& model) {
     throw Error("model '" + model + "' not found: there is no file or directory '" + path + "'");
 }
 
-LlamaCheckpoint loadLlamaCheckpoint(const std::string& model) {
+LlamaCheckpoint loadLlamaCheckpoint(const std::string& model, WeightStorage storage) {
     const std::string path = resolveModelPath(model);
     std::error_code ec;
     const fs::file_status status = fs::status(path, ec);
@@ -358,12 +379,12 @@ LlamaCheckpoint loadLlamaCheckpoint(const std::string& model) {
                         "or llama.cpp has a place for; npw eval runs it, other commands need a LLaMA");
         if (!fs::is_regular_file(fs::path(path) / "config.json") && isMetaCheckpointDirectory(path))
             return loadMetaCheckpoint(path);
-        return loadHfLlamaDirectory(path);
+        return loadHfLlamaDirectory(path, storage);
     }
     if (fs::is_regular_file(status)) {
         const fs::path file(path);
         const std::string ext = file.extension().string();
-        if (ext == ".bin") return loadLlama2cCheckpoint(path);
+        if (ext == ".bin") return loadLlama2cCheckpoint(path, storage);
         if (ext == ".pt" || ext == ".pth" || ext == ".ckpt") {
             // consolidated.NN.pth of Meta's release: the whole directory is the model.
             const fs::path dir = file.has_parent_path() ? file.parent_path() : fs::path(".");
@@ -378,7 +399,7 @@ LlamaCheckpoint loadLlamaCheckpoint(const std::string& model) {
                 "(params.json + consolidated.NN.pth), a llama2.c .bin checkpoint, llama2.c's training ckpt.pt");
 }
 
-LlamaCheckpoint loadHfLlamaDirectory(const std::string& dir) {
+LlamaCheckpoint loadHfLlamaDirectory(const std::string& dir, WeightStorage storage) {
     const fs::path root(dir);
     const std::string configPath = (root / "config.json").string();
     if (!fs::is_regular_file(configPath))
@@ -390,7 +411,7 @@ LlamaCheckpoint loadHfLlamaDirectory(const std::string& dir) {
     const LlamaConfig& config = checkpoint.config;
     config.validate(configPath);
 
-    HfTensorStore store(root, configPath);
+    HfTensorStore store(root, configPath, storage);
     LlamaWeights& weights = checkpoint.weights;
     weights.layers.resize(static_cast<size_t>(config.num_layers));
     forEachRequiredHfTensor(config, weights, [&](const std::string& name, const Shape& shape, at::Tensor& target) {
@@ -417,10 +438,11 @@ LlamaCheckpoint loadHfLlamaDirectory(const std::string& dir) {
     store.rejectUntaken();
 
     checkpoint.tokenizerPath = findTokenizerFile(dir);
+    checkpoint.weightsMapped = storage == WeightStorage::Mapped;
     return checkpoint;
 }
 
-LlamaCheckpoint loadLlama2cCheckpoint(const std::string& binPath) {
+LlamaCheckpoint loadLlama2cCheckpoint(const std::string& binPath, WeightStorage storage) {
     auto fail = [&](const std::string& problem) { throw Error("llama2.c checkpoint '" + binPath + "': " + problem); };
     std::ifstream in(binPath, std::ios::binary);
     if (!in) fail(std::string("cannot open: ") + std::strerror(errno));
@@ -495,9 +517,18 @@ LlamaCheckpoint loadLlama2cCheckpoint(const std::string& binPath) {
     config.bos_token_id = 1;
     config.eos_token_id = 2;
 
-    at::Tensor floats = at::empty({totalFloats}, at::kFloat);
-    in.read(reinterpret_cast<char*>(floats.data_ptr<float>()), static_cast<std::streamsize>(totalFloats * 4));
-    if (!in) fail("reading the weights failed");
+    at::Tensor floats;
+    if (storage == WeightStorage::Mapped) {
+        // The floats start at byte 28 of a page-aligned mapping: aligned for float32 views.
+        std::shared_ptr<const MappedFile> mapping = MappedFile::open(binPath, "llama2.c checkpoint");
+        if (mapping->size() != fileBytes) fail("the file changed size while it was opened");
+        floats = at::from_blob(const_cast<uint8_t*>(mapping->bytes() + kHeaderBytes), {totalFloats},
+                               [mapping](void*) {}, at::TensorOptions().dtype(at::kFloat));
+    } else {
+        floats = at::empty({totalFloats}, at::kFloat);
+        in.read(reinterpret_cast<char*>(floats.data_ptr<float>()), static_cast<std::streamsize>(totalFloats * 4));
+        if (!in) fail("reading the weights failed");
+    }
 
     std::map<std::string, at::Tensor> byName;
     int64_t offset = 0;
@@ -508,26 +539,29 @@ LlamaCheckpoint loadLlama2cCheckpoint(const std::string& binPath) {
         offset += count;
     }
 
-    // Per-layer tensors are copied out of the blocks so that no tensor pins the whole file.
+    // Copy: per-layer tensors are copied out of the blocks so that no tensor pins the whole file.
+    // Mapped: views of the mapping, which every tensor shares anyway.
+    auto own = [&](const at::Tensor& t) { return storage == WeightStorage::Mapped ? t : t.clone(); };
     LlamaWeights& weights = checkpoint.weights;
-    weights.embed = byName["token_embedding_table"].clone();
-    weights.final_norm = byName["rms_final_weight"].clone();
-    weights.lm_head = tied ? weights.embed : byName["wcls"].clone();
+    weights.embed = own(byName["token_embedding_table"]);
+    weights.final_norm = own(byName["rms_final_weight"]);
+    weights.lm_head = tied ? weights.embed : own(byName["wcls"]);
     weights.layers.resize(static_cast<size_t>(numLayers));
     for (int64_t i = 0; i < numLayers; ++i) {
         LlamaLayerWeights& layer = weights.layers[static_cast<size_t>(i)];
         // llama2.c stores matrices as [out, in] like nn.Linear; w1 is the gate, w3 the up, w2 the down projection.
-        layer.attn_norm = byName["rms_att_weight"][i].clone();
-        layer.wq = byName["wq"][i].clone();
-        layer.wk = byName["wk"][i].clone();
-        layer.wv = byName["wv"][i].clone();
-        layer.wo = byName["wo"][i].clone();
-        layer.ffn_norm = byName["rms_ffn_weight"][i].clone();
-        layer.w_gate = byName["w1"][i].clone();
-        layer.w_down = byName["w2"][i].clone();
-        layer.w_up = byName["w3"][i].clone();
+        layer.attn_norm = own(byName["rms_att_weight"][i]);
+        layer.wq = own(byName["wq"][i]);
+        layer.wk = own(byName["wk"][i]);
+        layer.wv = own(byName["wv"][i]);
+        layer.wo = own(byName["wo"][i]);
+        layer.ffn_norm = own(byName["rms_ffn_weight"][i]);
+        layer.w_gate = own(byName["w1"][i]);
+        layer.w_down = own(byName["w2"][i]);
+        layer.w_up = own(byName["w3"][i]);
     }
     checkpoint.tokenizerPath = llama2cTokenizerFile(binPath);
+    checkpoint.weightsMapped = storage == WeightStorage::Mapped;
     return checkpoint;
 }
 

@@ -13,10 +13,24 @@ namespace npw {
 // demo name ("demo:lm").
 // Checks every tensor's presence, shape and finiteness; throws npw::Error naming the file,
 // the tensor and what was expected.
-LlamaCheckpoint loadLlamaCheckpoint(const std::string& model);
+//
+// How the weights are held:
+//  - Copy: float32 tensors in the process's own (anonymous) memory, what every command uses and
+//    what LlamaCheckpoint's comment promises.
+//  - Mapped: where the format allows it, each tensor is a read-only view of the memory-mapped
+//    file in its stored dtype (safetensors F32/F16/BF16 aligned as every writer aligns them; a
+//    llama2.c .bin, float32): no copy, pages are read from the file when touched and the kernel
+//    can drop them again, so a model larger than RAM can be run a block at a time (layer-wise
+//    evaluation). The views keep the mapping alive. Other formats (Meta's .pth, llama2.c's
+//    ckpt.pt) are copied as with Copy. Read-only: writing through a view faults, so only code
+//    that never changes weights in place takes Mapped (copyWeightsIntoMemory makes them owned).
+enum class WeightStorage { Copy, Mapped };
+LlamaCheckpoint loadLlamaCheckpoint(const std::string& model, WeightStorage storage = WeightStorage::Copy);
 
-LlamaCheckpoint loadHfLlamaDirectory(const std::string& dir);
-LlamaCheckpoint loadLlama2cCheckpoint(const std::string& binPath);
+LlamaCheckpoint loadHfLlamaDirectory(const std::string& dir, WeightStorage storage = WeightStorage::Copy);
+LlamaCheckpoint loadLlama2cCheckpoint(const std::string& binPath, WeightStorage storage = WeightStorage::Copy);
+
+// copyWeightsIntoMemory (llama_weights.h) turns a Mapped checkpoint into what Copy loads.
 
 // The tokenizer file loadLlamaCheckpoint(model) takes as the model's own, found without loading
 // the weights ("" when there is none; npw::Error when the model does not exist). One lookup for

@@ -338,18 +338,6 @@ int64_t modelStatsBytes(const LlamaConfig& config) {
     return bytes;
 }
 
-int64_t physicalMemoryBytes() {
-    if (const char* forced = std::getenv("NPW_PHYSICAL_MEMORY_BYTES")) {
-        char* end = nullptr;
-        const long long bytes = std::strtoll(forced, &end, 10);
-        if (end == forced || *end != '\0' || bytes < 0)
-            throw Error("NPW_PHYSICAL_MEMORY_BYTES must be a number of bytes, got '" + std::string(forced) + "'");
-        return bytes;
-    }
-    const long pages = ::sysconf(_SC_PHYS_PAGES), pageSize = ::sysconf(_SC_PAGESIZE);
-    return pages > 0 && pageSize > 0 ? static_cast<int64_t>(pages) * pageSize : 0;
-}
-
 bool statsBelongOnDisk(const LlamaConfig& config, int64_t physicalBytes) {
     return physicalBytes > 0 && static_cast<double>(modelStatsBytes(config)) > kStatsRamFraction * static_cast<double>(physicalBytes);
 }

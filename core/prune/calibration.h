@@ -28,6 +28,7 @@
 #include "core/models/llama.h"
 #include "core/prune/layer_stats.h"
 #include "core/util/progress.h"
+#include "core/util/system_memory.h"
 
 #include <cstdint>
 #include <functional>
@@ -138,9 +139,7 @@ ModelStats calibrateWithForward(const LlamaConfig& config, c10::Device statsDevi
 int64_t modelStatsBytes(const LlamaConfig& config);
 // Statistics bigger than this fraction of physical RAM are computed layer-wise and kept on disk.
 constexpr double kStatsRamFraction = 0.5;
-// Physical RAM of this machine (sysconf), 0 when unknown; the environment variable
-// NPW_PHYSICAL_MEMORY_BYTES overrides it (to try the layer-wise path on a small model).
-int64_t physicalMemoryBytes();
+// Physical RAM: physicalMemoryBytes() (core/util/system_memory.h, NPW_PHYSICAL_MEMORY_BYTES).
 // modelStatsBytes(config) > kStatsRamFraction · physicalBytes (never when physicalBytes is 0).
 bool statsBelongOnDisk(const LlamaConfig& config, int64_t physicalBytes);
 // The hidden states calibrateLayerwise() keeps for all windows: tokens · hidden · element size.

@@ -1,5 +1,6 @@
 #include "core/util/number_text.h"
 
+#include <iomanip>
 #include <sstream>
 
 namespace npw {
@@ -7,6 +8,14 @@ namespace npw {
 std::string shortNumber(double x) {
     std::ostringstream out;
     out << x;
+    return out.str();
+}
+
+std::string byteSizeText(int64_t bytes) {
+    std::ostringstream out;
+    out << std::fixed << std::setprecision(1);
+    if (bytes >= (int64_t(1) << 30)) out << bytes / 1073741824.0 << " GiB";
+    else out << bytes / 1048576.0 << " MiB";
     return out.str();
 }
 
