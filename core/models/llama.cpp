@@ -1,4 +1,5 @@
 #include "core/models/llama.h"
+#include "core/models/gemv.h"
 #include "core/util/error.h"
 
 #include <ATen/ATen.h>
@@ -46,7 +47,9 @@ at::Tensor applyRope(const at::Tensor& x, const at::Tensor& cos, const at::Tenso
 // unconditional pair) go through matrix-vector products: at::linear hands every shape to the
 // BLAS's GEMM, which (OpenBLAS 0.3.21, Debian bookworm) first packs the whole weight into a
 // buffer — an extra copy of every weight per token, measured 2–5× slower than GEMV at one row.
-// From three rows on GEMM's blocking pays for the packing.
+// From three rows on GEMM's blocking pays for the packing. On the CPU in float32 the rows go
+// through npw's own kernel (gemv.h): OpenBLAS's single-thread sgemv_n streamed the weights at
+// about half the rate llama2.c's plain loop does (issue 17).
 at::Tensor denseLayer(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias = {}) {
     const int64_t width = x.size(-1);
     const int64_t rows = width > 0 ? x.numel() / width : 0;
@@ -55,7 +58,11 @@ at::Tensor denseLayer(const at::Tensor& x, const at::Tensor& w, const at::Tensor
     std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end());
     shape.back() = w.size(0);
     const at::Tensor flat = x.reshape({rows, width});
-    at::Tensor out = rows == 1 ? at::mv(w, flat[0]).unsqueeze(0) : at::stack({at::mv(w, flat[0]), at::mv(w, flat[1])});
+    at::Tensor out;
+    if (gemvF32Applies(flat, w))  // npw's own kernel: CPU float32 without autograd (gemv_kernel.h)
+        out = gemvF32(flat, w);
+    else  // CUDA, half precision, training
+        out = rows == 1 ? at::mv(w, flat[0]).unsqueeze(0) : at::stack({at::mv(w, flat[0]), at::mv(w, flat[1])});
     if (bias.defined()) out = out + bias;
     return out.view(shape);
 }
