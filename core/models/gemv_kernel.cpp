@@ -11,9 +11,12 @@ namespace npw {
 
 namespace {
 
-// Each version computes R rows (4, or 1 for the last rows) against NV vectors. The column loop
-// keeps R·NV·U accumulators (8 in the main case) so that consecutive FMAs do not wait on each
-// other's latency; every weight element is loaded once per call, whatever NV is.
+// Each version computes R rows against NV vectors; the column loop keeps R·NV·U accumulators
+// so that consecutive FMAs do not wait on each other's latency, and every weight is loaded once
+// per call whatever NV is. The rows are taken one at a time (R = 1, U = 4 / NV): a single
+// front-to-back stream measured faster than four interleaved row streams (AMD EPYC, one thread,
+// 393 MB of weights: 9–11 against 6–7.5 GB/s under the same load), the hardware prefetcher
+// following one stream best — which is also how llama2.c's loop reads.
 
 // Portable version: GCC/Clang vector extensions (SSE2 on baseline x86-64, NEON elsewhere);
 // plain scalar code for other compilers.
@@ -30,7 +33,7 @@ inline float sum4(F4 v) { return (v[0] + v[1]) + (v[2] + v[3]); }
 template <int R, int NV>
 void blockPortable(const float* W, int64_t ldw, int64_t cols, const float* x, int64_t ldx, float* y, int64_t ldy,
                    int64_t r) {
-    constexpr int U = NV == 1 ? 2 : 1;
+    constexpr int U = (R == 1 ? 4 : 2) / NV;
     F4 acc[R][NV][U];
     for (int i = 0; i < R; ++i)
         for (int v = 0; v < NV; ++v)
@@ -80,7 +83,6 @@ template <int NV>
 void rowsPortable(const float* W, int64_t ldw, int64_t cols, const float* x, int64_t ldx, float* y, int64_t ldy,
                   int64_t begin, int64_t end) {
     int64_t r = begin;
-    for (; r + 4 <= end; r += 4) blockPortable<4, NV>(W, ldw, cols, x, ldx, y, ldy, r);
     for (; r < end; ++r) blockPortable<1, NV>(W, ldw, cols, x, ldx, y, ldy, r);
 }
 
@@ -96,7 +98,7 @@ __attribute__((target("avx2,fma"))) inline float sum8(__m256 v) {
 template <int R, int NV>
 __attribute__((target("avx2,fma"))) void blockAvx2(const float* W, int64_t ldw, int64_t cols, const float* x,
                                                    int64_t ldx, float* y, int64_t ldy, int64_t r) {
-    constexpr int U = NV == 1 ? 2 : 1;
+    constexpr int U = (R == 1 ? 4 : 2) / NV;
     __m256 acc[R][NV][U];
 #pragma GCC unroll 4
     for (int i = 0; i < R; ++i)
@@ -126,7 +128,7 @@ __attribute__((target("avx2,fma"))) void blockAvx2(const float* W, int64_t ldw, 
         const float* w = W + (r + i) * ldw;
         for (int v = 0; v < NV; ++v) {
             __m256 a = acc[i][v][0];
-            if constexpr (U == 2) a = _mm256_add_ps(a, acc[i][v][1]);
+            for (int u = 1; u < U; ++u) a = _mm256_add_ps(a, acc[i][v][u]);
             float s = sum8(a);
             for (int64_t c = k; c < cols; ++c) s += w[c] * x[v * ldx + c];
             y[v * ldy + r + i] = s;
@@ -138,7 +140,6 @@ template <int NV>
 __attribute__((target("avx2,fma"))) void rowsAvx2(const float* W, int64_t ldw, int64_t cols, const float* x,
                                                   int64_t ldx, float* y, int64_t ldy, int64_t begin, int64_t end) {
     int64_t r = begin;
-    for (; r + 4 <= end; r += 4) blockAvx2<4, NV>(W, ldw, cols, x, ldx, y, ldy, r);
     for (; r < end; ++r) blockAvx2<1, NV>(W, ldw, cols, x, ldx, y, ldy, r);
 }
 
