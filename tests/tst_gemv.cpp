@@ -1,6 +1,7 @@
 // npw's float32 matrix-vector kernel (core/models/gemv*.h, the decode path) against a float64
 // product and against at::mv, over odd shapes (tails of 1–15 columns, 1–3 leftover rows), one
-// and two vectors, one and two threads, non-contiguous operands, and the inputs it refuses.
+// and two vectors, one and two threads, non-contiguous operands, and the inputs it refuses; and
+// the streaming-read kernel of the runtime benchmark's roofline.
 #include "core/models/gemv.h"
 #include "core/models/gemv_kernel.h"
 #include "error_of.h"
@@ -95,6 +96,18 @@ private slots:
         QVERIFY(!gemvF32Applies(x, w.clone().requires_grad_(true)));
         QVERIFY(!gemvF32Applies(x.view({5}), w));
         QVERIFY(test::errorOf([&] { gemvF32(at::randn({1, 4}), w); }).contains("expected x [1 or 2, in]"));
+    }
+
+    // The roofline's read kernel: a sum of n floats against float64 (n covering the 64- and
+    // 32-float main loops' tails).
+    void streamSum() {
+        for (int64_t n : {0, 1, 31, 63, 64, 65, 1000, 100003}) {
+            at::manual_seed(n);
+            const at::Tensor v = at::rand({n});
+            const double exact = v.to(at::kDouble).sum().item<double>();
+            const double bound = double(n + 2) * std::ldexp(1.0, -24) * exact;  // all terms ≥ 0
+            QVERIFY2(std::abs(streamSumF32(v.data_ptr<float>(), n) - exact) <= bound + 1e-30, qPrintable(QString::number(n)));
+        }
     }
 
     void isaIsNamed() {

@@ -213,6 +213,9 @@ std::vector<FlagEntry> buildTable() {
           {"sweep"});
     t.add(Flag::integer("eval-seqlen", "N", 2, kMaxSeqlen, "evaluation window length").byDefault(std::to_string(sweep.evalSeqlen)),
           {"sweep"});
+    // (declared here, beside sweep's: a name's declarations stand together)
+    t.add(Flag::integer("eval-seqlen", "L", 1, kMaxSeqlen, "runtime suite: tokens per evaluation window").byDefault("256"),
+          {"bench"});
     const Flag maxWindows = Flag::integer("max-windows", "K", 0, kNoLimit, "evaluate only the first K windows of each set (0 = all)");
     t.add(maxWindows.byDefault(std::to_string(perplexity.maxWindows)).described("score only the first K windows (0 = all)"),
           {"eval"});
@@ -334,8 +337,6 @@ std::vector<FlagEntry> buildTable() {
           {"bench"});
     t.add(Flag::integer("eval-windows", "N", 1, kMaxWindows, "runtime suite: windows of the evaluation figure")
               .byDefault("4"),
-          {"bench"});
-    t.add(Flag::integer("eval-seqlen", "L", 1, kMaxSeqlen, "runtime suite: tokens per evaluation window").byDefault("256"),
           {"bench"});
     t.add(Flag::integer("layers", "N", 0, 100000,
                         "calibration-memory: only the first N layers of the synthetic model (0 = all)")
