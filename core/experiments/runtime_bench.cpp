@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <ostream>
 #include <random>
 #include <vector>
@@ -227,7 +228,7 @@ RuntimeBenchReport runRuntimeBench(const RuntimeBenchOptions& o, const ProgressF
     if (context >= config.max_position_embeddings || o.evalSeqlen > config.max_position_embeddings)
         throw Error("--suite runtime: prompt + decode tokens and the evaluation windows must fit the synthetic model's "
                     "context of " + std::to_string(config.max_position_embeddings));
-    const double steps = 7;
+    const double steps = 5;
     reportProgress(progress, "runtime: building the model", 0, steps);
     r.checkpoint = syntheticCheckpoint(config, 1);
     r.parameters = config.parameterCount();
@@ -240,48 +241,81 @@ RuntimeBenchReport runRuntimeBench(const RuntimeBenchOptions& o, const ProgressF
     r.llama2cPath = (fs::path(o.workDir) / ("synthetic-" + o.size + ".bin")).string();
     writeLlama2cCheckpoint(r.checkpoint, r.llama2cPath);
 
-    reportProgress(progress, "runtime: bandwidth and GEMM", 1, steps);
-    r.bandwidthGBs = measureStreamBandwidth(int64_t{1} << 30, o.repeats + 1);
-    r.gemmGflops = measureGemmRate(o.evalSeqlen * o.evalWindows, config.hidden_size, config.intermediate_size[0],
-                                   o.repeats + 1);
-
-    reportProgress(progress, "runtime: npw", 2, steps);
-    {
-        const LlamaModel model(r.checkpoint, Runtime{});
-        const BenchResult b = benchmarkGeneration(model, o.promptTokens, o.decodeTokens, o.repeats);
-        r.npw.prefill = b.bestPrefillTokensPerSecond;
-        r.npw.decode = b.bestDecodeTokensPerSecond;
-        r.npw.eval = evalTokensPerSecond(model, o.evalWindows, o.evalSeqlen, o.repeats);
-    }
-
-    reportProgress(progress, "runtime: run.c", 3, steps);
+    // run.c's binary first, so that its rounds can alternate with npw's below.
+    std::string runcExe;
     if (o.runcSource.empty() || !fs::exists(o.runcSource)) {
         r.runc.skipped = "no run.c at '" + o.runcSource + "'";
     } else {
-        const std::string exe = (fs::path(o.workDir) / "run").string();
+        runcExe = (fs::path(o.workDir) / "run").string();
         std::string out;
         const std::string build = "gcc -Ofast -march=native " + std::string(o.threads > 1 ? "-fopenmp " : "") + "-o " +
-                                  shellQuote(exe) + " " + shellQuote(o.runcSource) + " -lm";
+                                  shellQuote(runcExe) + " " + shellQuote(o.runcSource) + " -lm";
         if (runCommand(build, out) != 0) {
-            r.runc.skipped = "cannot build run.c: " + out;
-        } else {
-            const std::string tok = r.llama2cPath.substr(0, r.llama2cPath.size() - 4) + ".tokenizer.bin";
-            for (int i = 0; i < o.repeats; ++i) {
-                out.clear();
-                // -n counts the prompt's token: one prompt token, then decodeTokens; run.c's
-                // figure excludes its first step.
-                const std::string cmd = "OMP_NUM_THREADS=" + std::to_string(o.threads) + " " + shellQuote(exe) + " " +
-                                        shellQuote(r.llama2cPath) + " -z " + shellQuote(tok) + " -t 0 -n " +
-                                        std::to_string(o.decodeTokens + 2) + " -i t";
-                const int status = runCommand(cmd, out);
-                const size_t at = out.find("achieved tok/s: ");
-                if (status != 0 || at == std::string::npos) {
-                    r.runc.skipped = "run.c failed: " + out.substr(0, 400);
-                    break;
-                }
-                r.runc.decode = std::max(r.runc.decode, std::stod(out.substr(at + 16)));
-            }
+            r.runc.skipped = "cannot build run.c: " + out.substr(0, 400);
+            runcExe.clear();
         }
+    }
+    const auto runcRound = [&] {
+        if (runcExe.empty()) return;
+        const std::string tok = r.llama2cPath.substr(0, r.llama2cPath.size() - 4) + ".tokenizer.bin";
+        // -n counts the prompt's token: one prompt token, then decodeTokens; run.c's figure
+        // excludes its first step.
+        const std::string cmd = "OMP_NUM_THREADS=" + std::to_string(o.threads) + " " + shellQuote(runcExe) + " " +
+                                shellQuote(r.llama2cPath) + " -z " + shellQuote(tok) + " -t 0 -n " +
+                                std::to_string(o.decodeTokens + 2) + " -i t";
+        std::string out;
+        const int status = runCommand(cmd, out);
+        const size_t at = out.find("achieved tok/s: ");
+        if (status != 0 || at == std::string::npos) {
+            r.runc.skipped = "run.c failed: " + out.substr(0, 400);
+            runcExe.clear();
+            return;
+        }
+        r.runc.decode = std::max(r.runc.decode, std::stod(out.substr(at + 16)));
+    };
+    // On a shared machine the load changes from second to second: the figures that form a
+    // ratio are taken in alternating rounds (bandwidth, npw dense, npw pruned, run.c), each the
+    // best of its rounds, so that each ratio compares the least disturbed run of both sides.
+    const auto bandwidthRound = [&] {
+        r.bandwidthGBs = std::max(r.bandwidthGBs, measureStreamBandwidth(int64_t{1} << 30, 2));
+    };
+
+    reportProgress(progress, "runtime: decode rounds", 1, steps);
+    {
+        const LlamaModel dense(r.checkpoint, Runtime{});
+        std::unique_ptr<LlamaModel> pruned;
+        if (o.prunedRatio > 0) {
+            r.prunedRatio = o.prunedRatio;
+            LlamaCheckpoint ck = syntheticCheckpoint(prunedByShape(config, o.prunedRatio), 2);
+            r.prunedBytesPerToken = decodeBytesPerToken(ck.config, o.promptTokens + o.decodeTokens / 2);
+            pruned = std::make_unique<LlamaModel>(std::move(ck), Runtime{});
+        }
+        std::mt19937_64 rng(1234);  // a fixed pseudo-random prompt, as benchmarkGeneration's
+        std::vector<int32_t> prompt(static_cast<size_t>(o.promptTokens));
+        for (auto& id : prompt) id = static_cast<int32_t>(rng() % static_cast<uint64_t>(config.vocab_size));
+        SamplingOptions greedy;
+        greedy.maxNewTokens = o.decodeTokens;
+        const auto decodeRate = [&](const GenerationResult& g) {
+            return g.tokens.size() > 1 ? double(g.tokens.size() - 1) / g.decodeSeconds : 0.0;
+        };
+        generate(dense, prompt, greedy);  // warm-up: allocator, caches
+        if (pruned) generate(*pruned, prompt, greedy);
+        for (int i = 0; i < o.repeats; ++i) {
+            bandwidthRound();
+            const GenerationResult g = generate(dense, prompt, greedy);
+            r.npw.prefill = std::max(r.npw.prefill, double(o.promptTokens) / g.prefillSeconds);
+            r.npw.decode = std::max(r.npw.decode, decodeRate(g));
+            if (pruned) r.prunedDecode = std::max(r.prunedDecode, decodeRate(generate(*pruned, prompt, greedy)));
+            runcRound();
+            reportProgress(progress, "runtime: decode rounds", 1 + double(i + 1) / o.repeats, steps);
+        }
+        bandwidthRound();
+        reportProgress(progress, "runtime: evaluation and GEMM", 3, steps);
+        r.gemmGflops = measureGemmRate(o.evalSeqlen * o.evalWindows, config.hidden_size, config.intermediate_size[0],
+                                       o.repeats + 1);
+        r.npw.eval = evalTokensPerSecond(dense, o.evalWindows, o.evalSeqlen, o.repeats);
+        r.gemmGflops = std::max(r.gemmGflops, measureGemmRate(o.evalSeqlen * o.evalWindows, config.hidden_size,
+                                                              config.intermediate_size[0], o.repeats + 1));
     }
 
     reportProgress(progress, "runtime: eager PyTorch", 4, steps);
@@ -307,14 +341,6 @@ RuntimeBenchReport runRuntimeBench(const RuntimeBenchOptions& o, const ProgressF
         }
     }
 
-    reportProgress(progress, "runtime: pruned model", 5, steps);
-    if (o.prunedRatio > 0) {
-        r.prunedRatio = o.prunedRatio;
-        LlamaCheckpoint pruned = syntheticCheckpoint(prunedByShape(config, o.prunedRatio), 2);
-        r.prunedBytesPerToken = decodeBytesPerToken(pruned.config, o.promptTokens + o.decodeTokens / 2);
-        const LlamaModel model(std::move(pruned), Runtime{});
-        r.prunedDecode = benchmarkGeneration(model, o.promptTokens, o.decodeTokens, o.repeats).bestDecodeTokensPerSecond;
-    }
     reportProgress(progress, "runtime", steps, steps);
     return r;
 }
