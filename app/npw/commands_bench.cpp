@@ -1,7 +1,9 @@
-// npw bench --suite pruning|calibration-memory / --synthetic SIZE: the pruning engine's figures.
+// npw bench --suite pruning|calibration-memory|runtime / --synthetic SIZE: the pruning engine's
+// figures, and the runtime against run.c, llama.cpp and eager PyTorch (core/experiments/runtime_bench.h).
 #include "app/npw/commands.h"
 #include "core/eval/generate.h"
 #include "core/experiments/pruning_bench.h"
+#include "core/experiments/runtime_bench.h"
 #include "core/models/language_model.h"
 #include "core/prune/calibration.h"
 #include "core/prune/pruner.h"
@@ -11,7 +13,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -20,6 +24,13 @@
 namespace npw::cli {
 
 namespace {
+
+std::string loadAverage() {
+    std::ifstream in("/proc/loadavg");
+    std::string a, b, c;
+    in >> a >> b >> c;
+    return in ? a + " " + b + " " + c : "unknown";
+}
 
 nlohmann::json solverSuite(bool json) {
     nlohmann::json rows = nlohmann::json::array();
@@ -192,12 +203,121 @@ nlohmann::json calibrationMemorySuite(const Args& args, bool json) {
     return rows;
 }
 
+// --suite runtime: every figure of issue 17 side by side, one run, one machine load.
+nlohmann::json runtimeSuite(const Args& args, bool json) {
+    namespace fs = std::filesystem;
+    RuntimeBenchOptions o;
+    o.size = args.has("synthetic") ? args.get("synthetic") : "110m";
+    o.threads = static_cast<int>(args.getInt("threads"));
+    o.promptTokens = args.getInt("prompt-tokens");
+    o.decodeTokens = args.getInt("decode-tokens");
+    o.repeats = static_cast<int>(args.getInt("repeats"));
+    o.evalWindows = args.getInt("eval-windows");
+    o.evalSeqlen = args.getInt("eval-seqlen");
+    o.workDir = (fs::temp_directory_path() / ("npw-runtime-bench-" + std::to_string(::getpid()))).string();
+    struct Cleanup {
+        std::string dir;
+        ~Cleanup() { std::error_code ec; fs::remove_all(dir, ec); }
+    } cleanup{o.workDir};
+    const fs::path repo = (fs::path(resourcesDir()) / "..").lexically_normal();
+    const char* runc = std::getenv("NPW_RUNC");
+    o.runcSource = runc && *runc ? runc : (repo / ".." / "shared" / "fixtures" / "llama2c-run" / "run.c").lexically_normal().string();
+    o.eagerScript = (fs::path(resourcesDir()) / "bench" / "eager_llama.py").string();
+    const RuntimeBenchReport r = runRuntimeBench(o, terminalProgress());
+
+    nlohmann::json llama = {{"skipped", ""}};
+    double llamaPrefill = 0, llamaDecode = 0;
+    try {
+        llama = benchLlamaCpp(r.checkpoint, o.promptTokens, o.decodeTokens, o.repeats, o.threads);
+        llamaPrefill = llama.at("prefill_tokens_per_s").get<double>();
+        llamaDecode = llama.at("decode_tokens_per_s").get<double>();
+    } catch (const Error& e) {
+        llama = {{"skipped", e.what()}};
+    }
+    const auto ratio = [](double a, double b) { return a > 0 && b > 0 ? nlohmann::json(a / b) : nlohmann::json(nullptr); };
+    const auto figures = [](const ReferenceFigures& f) {
+        nlohmann::json j = {{"prefill_tokens_per_s", f.prefill}, {"decode_tokens_per_s", f.decode},
+                            {"eval_tokens_per_s", f.eval}};
+        if (!f.skipped.empty()) j["skipped"] = f.skipped;
+        return j;
+    };
+    const double predicted = r.prunedBytesPerToken > 0 ? r.bytesPerToken / r.prunedBytesPerToken : 0;
+    const double measured = r.npw.decode > 0 ? r.prunedDecode / r.npw.decode : 0;
+    nlohmann::json out = {
+        {"synthetic", o.size}, {"parameters", r.parameters}, {"threads", o.threads}, {"gemv_kernel", r.gemvIsa},
+        {"prompt_tokens", o.promptTokens}, {"decode_tokens", o.decodeTokens}, {"eval_windows", o.evalWindows},
+        {"eval_seqlen", o.evalSeqlen}, {"repeats", o.repeats},
+        {"read_bandwidth_gb_s", r.bandwidthGBs}, {"gemm_gflop_s", r.gemmGflops},
+        {"decode_bytes_per_token", r.bytesPerToken}, {"eval_flops_per_token", r.flopsPerToken},
+        {"roofline_decode_tokens_per_s", r.roofline()}, {"gemm_bound_eval_tokens_per_s", r.gemmBound()},
+        {"npw", figures(r.npw)}, {"runc", figures(r.runc)}, {"eager_pytorch", figures(r.eager)}, {"llamacpp", llama},
+        {"ratios",
+         {{"decode_vs_runc", ratio(r.npw.decode, r.runc.decode)}, {"decode_vs_llamacpp", ratio(r.npw.decode, llamaDecode)},
+          {"decode_vs_roofline", ratio(r.npw.decode, r.roofline())},
+          {"decode_vs_eager", ratio(r.npw.decode, r.eager.decode)},
+          {"prefill_vs_llamacpp", ratio(r.npw.prefill, llamaPrefill)},
+          {"prefill_vs_eager", ratio(r.npw.prefill, r.eager.prefill)},
+          {"eval_vs_eager", ratio(r.npw.eval, r.eager.eval)}, {"eval_vs_gemm_bound", ratio(r.npw.eval, r.gemmBound())}}},
+        {"pruned",
+         {{"ratio", r.prunedRatio}, {"decode_tokens_per_s", r.prunedDecode}, {"bytes_per_token", r.prunedBytesPerToken},
+          {"speedup_measured", measured}, {"speedup_predicted_from_bytes", predicted},
+          {"measured_vs_predicted", ratio(measured, predicted)}}},
+        {"load_average", loadAverage()}};
+    if (!json) {
+        const auto fig = [](double v) {
+            std::ostringstream s;
+            if (v > 0) s << std::fixed << std::setprecision(1) << v; else s << "—";
+            return s.str();
+        };
+        const auto rat = [](const nlohmann::json& v) {
+            std::ostringstream s;
+            if (v.is_number()) s << std::fixed << std::setprecision(2) << v.get<double>() << "×"; else s << "—";
+            return s.str();
+        };
+        const nlohmann::json& q = out["ratios"];
+        std::cout << "runtime, synthetic " << o.size << " LLaMA (" << r.parameters << " parameters, random weights), "
+                  << o.threads << " thread(s), GEMV kernel " << r.gemvIsa << ", load average " << loadAverage() << "\n"
+                  << "  read bandwidth " << std::fixed << std::setprecision(1) << r.bandwidthGBs
+                  << " GB/s (streaming 1 GiB); GEMM " << r.gemmGflops << " GFLOP/s (LibTorch's BLAS)\n"
+                  << "  decode reads " << std::setprecision(1) << r.bytesPerToken / 1e6 << " MB/token -> roofline "
+                  << fig(r.roofline()) << " tokens/s; evaluation " << r.flopsPerToken / 1e9
+                  << " GFLOP/token -> GEMM bound " << fig(r.gemmBound()) << " tokens/s\n"
+                  << std::left << std::setw(16) << "  runtime" << std::right << std::setw(14) << "prefill t/s"
+                  << std::setw(13) << "decode t/s" << std::setw(12) << "eval t/s" << "\n";
+        const auto row = [&](const std::string& name, const ReferenceFigures& f) {
+            std::cout << std::left << std::setw(16) << ("  " + name) << std::right << std::setw(14) << fig(f.prefill)
+                      << std::setw(13) << fig(f.decode) << std::setw(12) << fig(f.eval)
+                      << (f.skipped.empty() ? "" : "  (skipped: " + f.skipped.substr(0, 120) + ")") << "\n";
+        };
+        row("npw", r.npw);
+        row("run.c", r.runc);
+        row("eager PyTorch", r.eager);
+        ReferenceFigures lc{llamaPrefill, llamaDecode, 0,
+                            llama.contains("skipped") ? llama["skipped"].get<std::string>() : std::string()};
+        row("llama.cpp", lc);
+        std::cout << "  npw decode: " << rat(q["decode_vs_runc"]) << " run.c, " << rat(q["decode_vs_llamacpp"])
+                  << " llama.cpp, " << rat(q["decode_vs_roofline"]) << " roofline, " << rat(q["decode_vs_eager"])
+                  << " eager PyTorch\n"
+                  << "  npw prefill: " << rat(q["prefill_vs_llamacpp"]) << " llama.cpp, " << rat(q["prefill_vs_eager"])
+                  << " eager PyTorch; eval: " << rat(q["eval_vs_eager"]) << " eager PyTorch, "
+                  << rat(q["eval_vs_gemm_bound"]) << " GEMM bound\n";
+        if (r.prunedRatio > 0)
+            std::cout << "  pruned " << std::setprecision(0) << r.prunedRatio * 100 << " % by shape: decode "
+                      << fig(r.prunedDecode) << " tokens/s, speed-up " << std::setprecision(2) << measured
+                      << "× measured vs " << predicted << "× predicted from bytes (" << rat(out["pruned"]["measured_vs_predicted"])
+                      << ")\n";
+    }
+    return out;
+}
+
 } // namespace
 
 int runPruningBench(const Args& args) {
     const bool json = args.flag("json");
     nlohmann::json out;
-    if (args.get("suite") == "calibration-memory") {
+    if (args.get("suite") == "runtime") {
+        out = runtimeSuite(args, json);
+    } else if (args.get("suite") == "calibration-memory") {
         const nlohmann::json rows = calibrationMemorySuite(args, json);
         if (args.has("mode")) return 0;
         out["calibration_memory"] = rows;
@@ -209,7 +329,7 @@ int runPruningBench(const Args& args) {
         out["reselection"] = reselectionSuite(json);
         out["demo_prune"] = demoPruneSuite(args, json);
     } else {
-        throw Error("unknown --suite '" + args.get("suite") + "' (expected pruning or calibration-memory)");
+        throw Error("unknown --suite '" + args.get("suite") + "' (expected pruning, calibration-memory or runtime)");
     }
     if (json) std::cout << out.dump(2) << std::endl;
     return 0;

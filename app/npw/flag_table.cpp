@@ -233,6 +233,9 @@ std::vector<FlagEntry> buildTable() {
           {"sweep"});
     t.add(Flag::integer("eval-seqlen", "N", 2, kMaxSeqlen, "evaluation window length").byDefault(std::to_string(sweep.evalSeqlen)),
           {"sweep"});
+    // (declared here, beside sweep's: a name's declarations stand together)
+    t.add(Flag::integer("eval-seqlen", "L", 1, kMaxSeqlen, "runtime suite: tokens per evaluation window").byDefault("256"),
+          {"bench"});
     const Flag maxWindows = Flag::integer("max-windows", "K", 0, kNoLimit, "evaluate only the first K windows of each set (0 = all)");
     t.add(maxWindows.byDefault(std::to_string(perplexity.maxWindows)).described("score only the first K windows (0 = all)"),
           {"eval"});
@@ -346,9 +349,17 @@ std::vector<FlagEntry> buildTable() {
           {"bench"});
     t.add(Flag::integer("repeats", "R", 1, kMaxRepeats, "timed runs (median reported) after one warm-up").byDefault("3"),
           {"bench"});
-    t.add(Flag::choice("suite", "NAME", "pruning or calibration-memory", oneOf({"pruning", "calibration-memory"}),
+    t.add(Flag::choice("suite", "NAME", "pruning, calibration-memory or runtime",
+                       oneOf({"pruning", "calibration-memory", "runtime"}),
                        "pruning: solver timings, re-selection latency, prune time on the demos; calibration-memory: peak "
-                       "memory of in-RAM vs layer-wise calibration of a --synthetic model (default 1b)"),
+                       "memory of in-RAM vs layer-wise calibration of a --synthetic model (default 1b); runtime: npw's "
+                       "decode/prefill/eval against run.c, llama.cpp, eager PyTorch, the read-bandwidth roofline and the "
+                       "GEMM bound on a --synthetic model (default 110m)"),
+          {"bench"});
+    t.add(Flag::integer("threads", "N", 1, 1024, "runtime suite: threads of every runtime it times").byDefault("1"),
+          {"bench"});
+    t.add(Flag::integer("eval-windows", "N", 1, kMaxWindows, "runtime suite: windows of the evaluation figure")
+              .byDefault("4"),
           {"bench"});
     t.add(Flag::integer("layers", "N", 0, 100000,
                         "calibration-memory: only the first N layers of the synthetic model (0 = all)")
@@ -361,7 +372,7 @@ std::vector<FlagEntry> buildTable() {
     t.add(Flag::choice("mode", "in-ram|layerwise", "in-ram or layerwise", oneOf({"in-ram", "layerwise"}),
                        "calibration-memory: run one mode in this process (internal)"),
           {"bench"});
-    t.add(Flag::text("synthetic", "SIZE", "1b or tiny: decode speed and memory of a random LLaMA pruned to each --ratios"),
+    t.add(Flag::text("synthetic", "SIZE", "110m, 1b or tiny: decode speed and memory of a random LLaMA pruned to each --ratios (with --suite: that suite's model)"),
           {"bench"});
     t.add(Flag::toggle("llamacpp", "also time llama.cpp on the same weights (GGUF f32; Node + tests/fixtures/llamacpp)"),
           {"bench"});

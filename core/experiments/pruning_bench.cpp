@@ -104,13 +104,18 @@ LlamaConfig syntheticLlamaConfig(const std::string& size) {
         c.head_dim = 64;
         c.vocab_size = 32000;
         layers = 22, heads = 32, kv = 4, inter = 5632;
+    } else if (size == "110m") {  // GPT-2-small's shape (issue 17): 110M without the embedding table
+        c.hidden_size = 768;
+        c.head_dim = 64;
+        c.vocab_size = 32000;
+        layers = 12, heads = 12, kv = 12, inter = 2048;
     } else if (size == "tiny") {
         c.hidden_size = 128;
         c.head_dim = 32;
         c.vocab_size = 512;
         layers = 4, heads = 4, kv = 2, inter = 384;
     } else {
-        throw Error("unknown synthetic size '" + size + "' (expected 1b or tiny)");
+        throw Error("unknown synthetic size '" + size + "' (expected 110m, 1b or tiny)");
     }
     c.num_layers = layers;
     c.num_heads.assign(layers, heads);

@@ -38,7 +38,7 @@ ReselectionTiming benchmarkReselection(int64_t layers = 32, int64_t heads = 32, 
                                        int repeats = 50);
 
 // "1b" (~1.1B parameters: 22 layers, hidden 2048, 32 heads × 64, 4 KV heads, MLP 5632, as
-// TinyLlama) or "tiny" (a few M, for tests). Random weights: speed does not depend on them.
+// TinyLlama), "110m" (GPT-2-small's shape: 12 layers, hidden 768, 12 heads × 64, MLP 2048) or "tiny" (a few M, for tests). Random weights: speed does not depend on them.
 LlamaConfig syntheticLlamaConfig(const std::string& size);
 
 // The config with a fraction ρ of every layer's KV groups and MLP channels removed (by shape,

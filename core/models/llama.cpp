@@ -1,4 +1,5 @@
 #include "core/models/llama.h"
+#include "core/models/gemv.h"
 #include "core/util/error.h"
 
 #include <ATen/ATen.h>
@@ -14,6 +15,24 @@ namespace {
 
 at::Tensor rmsNorm(const at::Tensor& x, const at::Tensor& weight, double eps) {
     // Computed in float32 whatever the model dtype, as LLaMA and LlamaGen do.
+    const int64_t n = x.size(-1);
+    if (n > 0 && x.numel() <= 2 * n && x.device().is_cpu() && x.scalar_type() == at::kFloat &&
+        weight.scalar_type() == at::kFloat && weight.numel() == n && weight.is_contiguous() && !x.requires_grad() &&
+        !weight.requires_grad()) {
+        // Decoding (one or two rows): one pass instead of six ATen ops and their allocations;
+        // the same formula, the mean of squares summed in float64 (within float32 rounding of ATen's).
+        const at::Tensor xc = x.contiguous();
+        at::Tensor out = at::empty_like(xc);
+        const float *px = xc.data_ptr<float>(), *pw = weight.data_ptr<float>();
+        float* po = out.data_ptr<float>();
+        for (int64_t r = 0; r < xc.numel() / n; ++r, px += n, po += n) {
+            double ss = 0;
+            for (int64_t i = 0; i < n; ++i) ss += double(px[i]) * double(px[i]);
+            const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(static_cast<float>(ss / double(n))) + eps));
+            for (int64_t i = 0; i < n; ++i) po[i] = (px[i] * scale) * pw[i];
+        }
+        return out;
+    }
     at::Tensor xf = x.to(at::kFloat);
     at::Tensor normed = xf * at::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps);
     return (normed.to(x.scalar_type())) * weight;
@@ -33,6 +52,34 @@ std::pair<at::Tensor, at::Tensor> ropeTables(const LlamaConfig& cfg, int64_t sta
 // x: [B, H, T, D]. Rotates pairs of dimensions by position-dependent angles.
 at::Tensor applyRope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin, RopeLayout layout) {
     const int64_t half = x.size(-1) / 2;
+    if (x.dim() == 4 && x.size(0) * x.size(2) <= 2 && x.device().is_cpu() && x.scalar_type() == at::kFloat &&
+        cos.scalar_type() == at::kFloat && sin.scalar_type() == at::kFloat && cos.dim() == 2 && !x.requires_grad()) {
+        // Decoding: one loop over the heads instead of eight ATen ops and their temporaries; the
+        // same products and sums, in the same order, as the tensor expressions below.
+        const int64_t B = x.size(0), H = x.size(1), T = x.size(2);
+        at::Tensor out = at::empty({B, H, T, 2 * half}, x.options());
+        const auto xa = x.accessor<float, 4>();
+        const auto ca = cos.accessor<float, 2>(), sa = sin.accessor<float, 2>();
+        float* po = out.data_ptr<float>();
+        for (int64_t b = 0; b < B; ++b)
+            for (int64_t h = 0; h < H; ++h)
+                for (int64_t t = 0; t < T; ++t, po += 2 * half) {
+                    const auto row = xa[b][h][t];
+                    for (int64_t i = 0; i < half; ++i) {
+                        const float c = ca[t][i], sn = sa[t][i];
+                        if (layout == RopeLayout::HalfSplit) {
+                            const float x1 = row[i], x2 = row[half + i];
+                            po[i] = x1 * c - x2 * sn;
+                            po[half + i] = x2 * c + x1 * sn;
+                        } else {
+                            const float x0 = row[2 * i], x1 = row[2 * i + 1];
+                            po[2 * i] = x0 * c - x1 * sn;
+                            po[2 * i + 1] = x0 * sn + x1 * c;
+                        }
+                    }
+                }
+        return out;
+    }
     if (layout == RopeLayout::HalfSplit) {
         at::Tensor x1 = x.narrow(-1, 0, half), x2 = x.narrow(-1, half, half);
         return at::cat({x1 * cos - x2 * sin, x2 * cos + x1 * sin}, -1);
@@ -46,7 +93,9 @@ at::Tensor applyRope(const at::Tensor& x, const at::Tensor& cos, const at::Tenso
 // unconditional pair) go through matrix-vector products: at::linear hands every shape to the
 // BLAS's GEMM, which (OpenBLAS 0.3.21, Debian bookworm) first packs the whole weight into a
 // buffer — an extra copy of every weight per token, measured 2–5× slower than GEMV at one row.
-// From three rows on GEMM's blocking pays for the packing.
+// From three rows on GEMM's blocking pays for the packing. On the CPU in float32 the rows go
+// through npw's own kernel (gemv.h): OpenBLAS's single-thread sgemv_n streamed the weights at
+// about half the rate llama2.c's plain loop does (issue 17).
 at::Tensor denseLayer(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias = {}) {
     const int64_t width = x.size(-1);
     const int64_t rows = width > 0 ? x.numel() / width : 0;
@@ -55,7 +104,11 @@ at::Tensor denseLayer(const at::Tensor& x, const at::Tensor& w, const at::Tensor
     std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end());
     shape.back() = w.size(0);
     const at::Tensor flat = x.reshape({rows, width});
-    at::Tensor out = rows == 1 ? at::mv(w, flat[0]).unsqueeze(0) : at::stack({at::mv(w, flat[0]), at::mv(w, flat[1])});
+    at::Tensor out;
+    if (gemvF32Applies(flat, w))  // npw's own kernel: CPU float32 without autograd (gemv_kernel.h)
+        out = gemvF32(flat, w);
+    else  // CUDA, half precision, training
+        out = rows == 1 ? at::mv(w, flat[0]).unsqueeze(0) : at::stack({at::mv(w, flat[0]), at::mv(w, flat[1])});
     if (bias.defined()) out = out + bias;
     return out.view(shape);
 }
@@ -170,7 +223,20 @@ at::Tensor llamaForward(const LlamaConfig& cfg, const LlamaWeights& w, const at:
     if (ids.dim() != 2) throw Error("llamaForward: ids must be [batch, tokens]");
     const int64_t start = cache ? cache->length : 0;
     cfg.checkAttentionSpan(start + ids.size(1), "a sequence");
-    auto [cos, sin] = ropeTables(cfg, start, ids.size(1), w.embed.options());
+    const int64_t T = ids.size(1);
+    at::Tensor cos, sin;
+    if (cache) {
+        at::Tensor& tc = cache->ropeCos;
+        if (!tc.defined() || tc.size(0) < start + T || tc.dtype() != w.embed.dtype() || tc.device() != w.embed.device()) {
+            const int64_t grown = tc.defined() ? 2 * tc.size(0) : 256;
+            const int64_t capacity = std::max(start + T, std::min(grown, cfg.max_position_embeddings));
+            std::tie(cache->ropeCos, cache->ropeSin) = ropeTables(cfg, 0, capacity, w.embed.options());
+        }
+        cos = cache->ropeCos.narrow(0, start, T);
+        sin = cache->ropeSin.narrow(0, start, T);
+    } else {
+        std::tie(cos, sin) = ropeTables(cfg, start, T, w.embed.options());
+    }
     return llamaForwardEmbeddings(cfg, w, at::embedding(w.embed, ids), cos, sin, cache, tap);
 }
 

@@ -23,7 +23,11 @@ struct KvCache {
     // grows by doubling (llama.cpp), so a decode step writes one row instead of copying the cache.
     std::vector<at::Tensor> k, v;
     int64_t length = 0;  // positions already cached
-    void clear() { k.clear(); v.clear(); length = 0; }
+    // Rotary cos/sin [capacity, head_dim/2] of positions 0.. (llamaForward's 1D tables), grown by
+    // doubling like the cache, so that a decoded token slices them instead of rebuilding them
+    // in float64 (six ops and three allocations per token).
+    at::Tensor ropeCos, ropeSin;
+    void clear() { k.clear(); v.clear(); length = 0; ropeCos = ropeSin = at::Tensor(); }
 };
 
 // What every block of one forward shares: rotary cos/sin [T, head_dim/2] for positions

@@ -1,0 +1,42 @@
+#include "core/models/gemv.h"
+#include "core/models/gemv_kernel.h"
+#include "core/util/error.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+
+namespace npw {
+
+bool gemvF32Applies(const at::Tensor& x, const at::Tensor& w) {
+    if (!x.defined() || !w.defined() || w.dim() != 2 || x.dim() != 2) return false;
+    if (!x.device().is_cpu() || !w.device().is_cpu()) return false;
+    if (x.scalar_type() != at::kFloat || w.scalar_type() != at::kFloat) return false;
+    if (x.requires_grad() || w.requires_grad()) return false;
+    return (x.size(0) == 1 || x.size(0) == 2) && x.size(1) == w.size(1);
+}
+
+at::Tensor gemvF32(const at::Tensor& x, const at::Tensor& w) {
+    if (!gemvF32Applies(x, w))
+        throw Error("gemvF32: expected x [1 or 2, in] and w [out, in], both CPU float32 without gradients");
+    const at::Tensor xc = x.contiguous();
+    // Rows of w must be contiguous; a row stride larger than the width (a row slice) is fine.
+    const at::Tensor wc = (w.stride(1) == 1 && w.stride(0) >= w.size(1)) ? w : w.contiguous();
+    const int64_t rows = wc.size(0), cols = wc.size(1), nvec = xc.size(0);
+    at::Tensor y = at::empty({nvec, rows}, xc.options());
+    const float* W = wc.data_ptr<float>();
+    const float* X = xc.data_ptr<float>();
+    float* Y = y.data_ptr<float>();
+    const int64_t ldw = wc.stride(0);
+    // Blocks of 16 rows (the kernel works four at a time); at least ~256 KiB of weights per task
+    // so that a thread's start-up is small against its share of the stream.
+    constexpr int64_t kBlock = 16;
+    const int64_t blocks = (rows + kBlock - 1) / kBlock;
+    const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(1, cols * kBlock));
+    at::parallel_for(0, blocks, grain, [&](int64_t b0, int64_t b1) {
+        gemvF32Rows(W, ldw, cols, X, cols, static_cast<int>(nvec), Y, rows, b0 * kBlock,
+                    std::min(rows, b1 * kBlock));
+    });
+    return y;
+}
+
+} // namespace npw

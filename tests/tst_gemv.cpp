@@ -1,0 +1,120 @@
+// npw's float32 matrix-vector kernel (core/models/gemv*.h, the decode path) against a float64
+// product and against at::mv, over odd shapes (tails of 1–15 columns, 1–3 leftover rows), one
+// and two vectors, one and two threads, non-contiguous operands, and the inputs it refuses; and
+// the streaming-read kernel of the runtime benchmark's roofline.
+#include "core/models/gemv.h"
+#include "core/models/gemv_kernel.h"
+#include "error_of.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <QtTest>
+
+using namespace npw;
+
+namespace {
+
+// The rounding bound of a float32 dot product of n terms, whatever the summation order:
+// |fl(Σ wx) − Σ wx| ≤ γ_n Σ|w||x| with γ_n ≈ n·2⁻²⁴ (Higham, Numerical Stability, §3.1), plus
+// the rounding of the float32 products' operands being exact. An indexing mistake gives errors
+// of the order of Σ|w||x| itself, far above it.
+void checkAgainstFloat64(const at::Tensor& y, const at::Tensor& x, const at::Tensor& w, const char* what) {
+    const at::Tensor xd = x.to(at::kDouble), wd = w.to(at::kDouble);
+    const at::Tensor exact = at::matmul(xd, wd.t());
+    const at::Tensor scale = at::matmul(xd.abs(), wd.abs().t());
+    const double gamma = double(w.size(1) + 2) * std::ldexp(1.0, -24);
+    const at::Tensor excess = (y.to(at::kDouble) - exact).abs() - gamma * scale;
+    QVERIFY2(excess.max().item<double>() <= 0, what);
+}
+
+at::Tensor portable(const at::Tensor& x, const at::Tensor& w) {
+    at::Tensor y = at::empty({x.size(0), w.size(0)});
+    gemvF32RowsPortable(w.data_ptr<float>(), w.size(1), w.size(1), x.data_ptr<float>(), x.size(1),
+                        static_cast<int>(x.size(0)), y.data_ptr<float>(), w.size(0), 0, w.size(0));
+    return y;
+}
+
+} // namespace
+
+class TestGemv : public QObject {
+    Q_OBJECT
+private slots:
+    void init() { at::set_num_threads(1); }
+
+    void shapes_data() {
+        QTest::addColumn<int>("rows");
+        QTest::addColumn<int>("cols");
+        QTest::addColumn<int>("nvec");
+        for (int nvec : {1, 2}) {
+            for (auto [r, c] : std::vector<std::pair<int, int>>{
+                     {1, 1}, {7, 13}, {4, 16}, {5, 17}, {3, 8}, {33, 31}, {768, 2048}, {2048, 768}, {11, 1}})
+                QTest::newRow(qPrintable(QString("%1x%2, %3 vector(s)").arg(r).arg(c).arg(nvec))) << r << c << nvec;
+        }
+    }
+    void shapes() {
+        QFETCH(int, rows);
+        QFETCH(int, cols);
+        QFETCH(int, nvec);
+        at::manual_seed(rows * 1000 + cols + nvec);
+        const at::Tensor w = at::randn({rows, cols}), x = at::randn({nvec, cols});
+        QVERIFY(gemvF32Applies(x, w));
+        const at::Tensor y = gemvF32(x, w);
+        QCOMPARE(y.sizes().vec(), (std::vector<int64_t>{nvec, rows}));
+        checkAgainstFloat64(y, x, w, "dispatched kernel vs float64");
+        checkAgainstFloat64(portable(x, w), x, w, "portable kernel vs float64");
+        // at::mv (OpenBLAS) sums in another order: both lie within the bound of the exact value,
+        // so within twice the bound of each other.
+        const at::Tensor mv = at::matmul(x, w.t());
+        const at::Tensor scale = at::matmul(x.abs(), w.abs().t()).to(at::kDouble);
+        const double gamma = 2.0 * double(cols + 2) * std::ldexp(1.0, -24);
+        QVERIFY(((y - mv).abs().to(at::kDouble) - gamma * scale).max().item<double>() <= 0);
+        // Rows split across two threads: each row is still one thread's sum in the same order.
+        at::set_num_threads(2);
+        QVERIFY(at::equal(gemvF32(x, w), y));
+    }
+
+    // Operands that are not contiguous rows are copied (the result is the product of what the
+    // tensors hold); a row slice of a wider matrix is read in place.
+    void nonContiguous() {
+        at::manual_seed(3);
+        const at::Tensor wt = at::randn({40, 24});          // w = wtᵀ: [24, 40], column-major
+        const at::Tensor xs = at::randn({40, 2}).t();        // [2, 40], row stride 1
+        const at::Tensor wide = at::randn({24, 56});
+        const at::Tensor slice = wide.narrow(1, 8, 40);      // rows of 40 at a stride of 56
+        QVERIFY(!xs.is_contiguous() && !slice.is_contiguous());
+        checkAgainstFloat64(gemvF32(xs, wt.t()), xs, wt.t(), "transposed operands");
+        checkAgainstFloat64(gemvF32(xs, slice), xs, slice, "row slice");
+        QVERIFY(at::equal(gemvF32(xs, slice), gemvF32(xs.contiguous(), slice.contiguous())));
+    }
+
+    void refused() {
+        const at::Tensor w = at::randn({6, 5}), x = at::randn({1, 5});
+        QVERIFY(!gemvF32Applies(x.to(at::kDouble), w));
+        QVERIFY(!gemvF32Applies(x, w.to(at::kHalf)));
+        QVERIFY(!gemvF32Applies(at::randn({3, 5}), w));  // three rows: GEMM's case
+        QVERIFY(!gemvF32Applies(at::randn({1, 4}), w));  // width mismatch
+        QVERIFY(!gemvF32Applies(x, w.clone().requires_grad_(true)));
+        QVERIFY(!gemvF32Applies(x.view({5}), w));
+        QVERIFY(test::errorOf([&] { gemvF32(at::randn({1, 4}), w); }).contains("expected x [1 or 2, in]"));
+    }
+
+    // The roofline's read kernel: a sum of n floats against float64 (n covering the 64- and
+    // 32-float main loops' tails).
+    void streamSum() {
+        for (int64_t n : {0, 1, 31, 63, 64, 65, 1000, 100003}) {
+            at::manual_seed(n);
+            const at::Tensor v = at::rand({n});
+            const double exact = v.to(at::kDouble).sum().item<double>();
+            const double bound = double(n + 2) * std::ldexp(1.0, -24) * exact;  // all terms ≥ 0
+            QVERIFY2(std::abs(streamSumF32(v.data_ptr<float>(), n) - exact) <= bound + 1e-30, qPrintable(QString::number(n)));
+        }
+    }
+
+    void isaIsNamed() {
+        const QString isa = gemvF32Isa();
+        QVERIFY(isa == "avx2+fma" || isa == "portable");
+    }
+};
+
+QTEST_GUILESS_MAIN(TestGemv)
+#include "tst_gemv.moc"

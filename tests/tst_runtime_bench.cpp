@@ -1,0 +1,94 @@
+// The runtime benchmark's pieces that are not timings (no timed pass/fail here): the llama2.c
+// .bin writer read back by npw's own llama2.c loader (every tensor equal, same logits), what
+// the format refuses, and the roofline's byte count against a count by hand.
+#include "core/experiments/runtime_bench.h"
+#include "core/models/llama.h"
+#include "core/models/llama_init.h"
+#include "core/models/model_loader.h"
+#include "error_of.h"
+
+#include <ATen/ATen.h>
+#include <QTemporaryDir>
+#include <QtTest>
+
+using namespace npw;
+
+namespace {
+
+LlamaCheckpoint smallModel(int64_t kvHeads) {
+    LlamaCheckpoint ck;
+    LlamaConfig& c = ck.config;
+    c.vocab_size = 300;  // the tokenizer.bin needs ≥ 259 pieces for its byte tokens
+    c.hidden_size = 32;
+    c.head_dim = 8;
+    c.num_layers = 3;
+    c.num_heads.assign(3, 4);
+    c.num_kv_heads.assign(3, kvHeads);
+    c.intermediate_size.assign(3, 40);
+    c.max_position_embeddings = 64;
+    c.rope_layout = RopeLayout::AdjacentPairs;
+    c.tie_word_embeddings = false;
+    ck.weights = initLlamaWeights(c, 11);
+    return ck;
+}
+
+} // namespace
+
+class TestRuntimeBench : public QObject {
+    Q_OBJECT
+private slots:
+    void llama2cRoundTrip_data() {
+        QTest::addColumn<int>("kv");
+        QTest::newRow("multi-head") << 4;
+        QTest::newRow("grouped-query") << 2;
+    }
+    void llama2cRoundTrip() {
+        QFETCH(int, kv);
+        QTemporaryDir dir;
+        const LlamaCheckpoint ck = smallModel(kv);
+        const std::string path = (dir.path() + "/m.bin").toStdString();
+        writeLlama2cCheckpoint(ck, path);
+        QVERIFY(QFile::exists(dir.path() + "/m.tokenizer.bin"));
+        const LlamaCheckpoint back = loadLlama2cCheckpoint(path);
+        QCOMPARE(back.config.num_layers, ck.config.num_layers);
+        QCOMPARE(back.config.num_kv_heads, ck.config.num_kv_heads);
+        QCOMPARE(back.config.intermediate_size, ck.config.intermediate_size);
+        QVERIFY(back.config.rope_layout == RopeLayout::AdjacentPairs);
+        QVERIFY(at::equal(back.weights.embed, ck.weights.embed));
+        QVERIFY(at::equal(back.weights.lm_head, ck.weights.lm_head));
+        for (int64_t l = 0; l < ck.config.num_layers; ++l) {
+            const LlamaLayerWeights &a = ck.weights.layers[l], &b = back.weights.layers[l];
+            for (auto [x, y] : {std::pair{a.wq, b.wq}, {a.wk, b.wk}, {a.wv, b.wv}, {a.wo, b.wo}, {a.w_gate, b.w_gate},
+                                {a.w_up, b.w_up}, {a.w_down, b.w_down}, {a.attn_norm, b.attn_norm}})
+                QVERIFY(at::equal(x, y));
+        }
+        const at::Tensor ids = at::arange(0, 20, at::kLong).unsqueeze(0) * 7 % 300;
+        QVERIFY(at::equal(LlamaModel(ck, Runtime{}).logits(ids), LlamaModel(back, Runtime{}).logits(ids)));
+    }
+
+    void llama2cRefuses() {
+        QTemporaryDir dir;
+        const std::string path = (dir.path() + "/m.bin").toStdString();
+        LlamaCheckpoint ck = smallModel(4);
+        ck.config.intermediate_size[1] = 20;
+        QVERIFY(test::errorOf([&] { writeLlama2cCheckpoint(ck, path); }).contains("same heads, KV heads and MLP width"));
+        ck = smallModel(4);
+        ck.config.rope_layout = RopeLayout::HalfSplit;
+        QVERIFY(test::errorOf([&] { writeLlama2cCheckpoint(ck, path); }).contains("adjacent pairs"));
+        ck = smallModel(4);
+        ck.weights.layers[0].wq_bias = at::zeros({32});
+        QVERIFY(test::errorOf([&] { writeLlama2cCheckpoint(ck, path); }).contains("no biases"));
+        QVERIFY(!QFile::exists(dir.path() + "/m.bin"));
+    }
+
+    // Per token: 3 layers × (q, k, v, o: 32·(32 + 16 + 16 + 32); MLP 3·32·40; norms 2·32;
+    // K and V of 10 positions: 2·16·10) + lm_head 300·32, float32 (GQA, 2 KV heads of 8).
+    void decodeBytes() {
+        const LlamaConfig c = smallModel(2).config;
+        const double perLayer = 32.0 * (32 + 16 + 16 + 32) + 3.0 * 32 * 40 + 2 * 32 + 2.0 * 16 * 10;
+        QCOMPARE(decodeBytesPerToken(c, 10), 4.0 * (3 * perLayer + 300.0 * 32));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestRuntimeBench)
+#include "tst_runtime_bench.moc"
