@@ -119,6 +119,36 @@ private slots:
             }
     }
 
+    void workbenchPruneIsTheEngineFlow() {
+        // The workbench adds no numbers of its own: on the same statistics its prune() gives the
+        // mask and report of core's pruneModelWithStats (the flow the engine's tests check
+        // against the Python references), for a relative and an absolute λ.
+        const npw::LanguageModel lm = npw::openLanguageModel("demo:lm", npw::chooseRuntime("cpu"));
+        npw::LanguagePruningWorkbench workbench(lm);
+        npw::CalibrationRequest request;
+        request.source = studio::defaultCalibrationSource();
+        request.samples = 8;
+        request.seqlen = 64;
+        workbench.setCalibration(npw::LanguagePruningWorkbench::calibrate(lm, request));
+        QCOMPARE(workbench.calibration().summary.tokens, int64_t(8 * 64));
+        for (const double absoluteLambda : {std::nan(""), 1e-4}) {
+            npw::PruneSettings settings;
+            settings.ratio = 0.25;
+            settings.lambda = absoluteLambda;
+            const npw::WorkbenchPrune mine = workbench.prune(settings);
+            const npw::PruneRun engine = npw::pruneModelWithStats(*lm.model, *workbench.calibration().stats, settings);
+            const npw::WorkbenchSelection selected =
+                workbench.select(workbench.scoreSetNames().back(), settings.ratio, settings.alpha, settings.alphaMode,
+                                 std::isnan(absoluteLambda) ? settings.lambdaRel : std::nan(""));
+            QVERIFY(selected.selection.mask.keepHeads == engine.selection.mask.keepHeads);
+            QVERIFY(selected.selection.mask.keepChannels == engine.selection.mask.keepChannels);
+            Json a = npw::pruneReportJson(mine.report), b = npw::pruneReportJson(engine.report);
+            a.erase("timings");
+            b.erase("timings");
+            QCOMPARE(QString::fromStdString(a.dump()), QString::fromStdString(b.dump()));
+        }
+    }
+
     void seqlenBeyondTheContextIsCappedAndSaid() {
         // demo:lm's context is 512 tokens: both ask for 1000.
         QTemporaryDir dir;
