@@ -9,6 +9,7 @@
 #include "core/eval/metrics_run.h"
 #include "core/io/image_png.h"
 #include "core/experiments/image_workbench.h"
+#include "core/experiments/language_workbench.h"
 #include "core/eval/perplexity.h"
 #include "core/models/language_model.h"
 #include "core/prune/calibration.h"
@@ -115,9 +116,13 @@ int runDemo(const Args& args) {
         LanguageModel lm = openLanguageModel(name, runtime);
         std::vector<std::vector<int32_t>> evalIds;
         for (const auto& set : evalSets) evalIds.push_back(lm.encode(readTextFile(set.path), true));
-        const CalibrationSet calibration =
-            drawCalibrationSet(readCalibrationStream(calibPath, false, lm), 128, 128, 0, calibPath);
-        const ModelStats stats = calibrate(*lm.model, calibration, terminalProgress());
+        // The workbench of `npw prune` and the studio: calibrated once, scored per method.
+        LanguagePruningWorkbench workbench(lm);
+        CalibrationRequest request;
+        request.source = calibPath;
+        request.samples = 128;
+        request.seqlen = 128;
+        workbench.setCalibration(LanguagePruningWorkbench::calibrate(lm, request, terminalProgress()));
 
         auto evaluateVariant = [&](const LlamaModel& model, const std::string& variant, double achieved) {
             for (size_t e = 0; e < evalSets.size(); ++e)
@@ -146,11 +151,11 @@ int runDemo(const Args& args) {
             PruneSettings settings;
             settings.method = method;
             settings.ratio = ratio;
-            PruneRun run = pruneModelWithStats(*lm.model, stats, settings);
+            const WorkbenchPrune run = workbench.prune(settings);
             const std::string variant = methodName(method);
             const fs::path dir = out / (name.substr(5) + "-" + variant + "-" + std::to_string(int(ratio * 100)));
             savePrunedModel(run.pruned.checkpoint, dir.string(),
-                            pruneManifestJson(run.report, settings, CalibrationSummary::of(calibration), name));
+                            pruneManifestJson(run.report, settings, workbench.calibration().summary, name));
             LlamaModel pruned(run.pruned.checkpoint, runtime);
             evaluateVariant(pruned, variant, run.report.achievedRatio);
         }

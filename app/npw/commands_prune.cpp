@@ -2,6 +2,7 @@
 #include "app/npw/commands.h"
 #include "core/eval/perplexity.h"
 #include "core/experiments/dataset_inputs.h"
+#include "core/experiments/language_workbench.h"
 #include "core/models/language_model.h"
 #include "core/prune/pruner.h"
 #include "core/util/atomic_file.h"
@@ -160,22 +161,19 @@ int runPrune(const Args& args) {
     for (const char* flag : {"save-stats", "save-scores", "stats-on-disk"})
         if (args.has(flag)) checkOutputPath(inputs, args.get(flag), std::string("--") + flag);
 
-    PruneRun run;
-    CalibrationSummary calibration;
+    // The same workbench as `npw sweep`, `npw demo` and the studio: one calibration builder
+    // (one rule for --seqlen: capped at the model's context, said in the report), one place
+    // where a method's scores are computed, one selection and one report.
+    LanguagePruningWorkbench workbench(lm);
     std::string statsOnDisk;  // where a layer-wise calibration kept the statistics
     if (args.has("calib")) {
-        const std::string calibPath = args.get("calib");
-        const bool perLine = args.flag("calib-per-line");
-        const bool idFile = args.flag("calib-ids") || perLine;
-        const int64_t seqlen = args.has("seqlen") ? args.getInt("seqlen") : effectiveSeqlen(0, config);
-        CalibrationSet set =
-            calibDataset ? datasetCalibrationSet(*calibDataset, lm, args.getInt("nsamples"), seqlen, settings.seed)
-            : perLine    ? drawCalibrationSetFromSequences(readTokenIdLines(calibPath, config.vocab_size), args.getInt("nsamples"),
-                                                      seqlen, settings.seed, calibPath)
-                    : drawCalibrationSet(readCalibrationStream(calibPath, idFile, lm), args.getInt("nsamples"), seqlen,
-                                         settings.seed, calibPath);
-        set.sourceIsIds = idFile;
-        calibration = CalibrationSummary::of(set);
+        CalibrationRequest request;
+        request.source = args.get("calib");
+        request.perLine = args.flag("calib-per-line");
+        request.sourceIsIds = args.flag("calib-ids") || request.perLine;
+        request.samples = args.getInt("nsamples");
+        request.seqlen = args.has("seqlen") ? args.getInt("seqlen") : 0;
+        request.seed = settings.seed;
         std::string statsFile = args.has("stats-on-disk") ? args.get("stats-on-disk") : "";
         bool temporary = false;
         if (statsFile.empty() && statsBelongOnDisk(config, physicalMemoryBytes())) {
@@ -190,37 +188,45 @@ int runPrune(const Args& args) {
                       << " of RAM: calibrating layer by layer, statistics memory-mapped from a temporary file "
                       << statsFile << " (removed when done; keep them with --stats-on-disk FILE)\n";
         }
+        settings.validate();  // before the expensive calibration
         if (statsFile.empty()) {
-            run = pruneModel(*lm.model, set, settings, terminalProgress());
+            workbench.setCalibration(LanguagePruningWorkbench::calibrate(lm, request, terminalProgress()));
         } else {
             if (!temporary) ensureNotOverwritingSource(lm.model->checkpoint().source, statsFile);
-            settings.validate();  // before the expensive calibration
-            std::map<std::string, std::string> metadata = calibration.toMetadata();
+            LanguagePruningWorkbench::Calibration c;
+            const CalibrationSet set = buildCalibrationSet(lm, request, &c.note);
+            c.summary = CalibrationSummary::of(set);
+            std::map<std::string, std::string> metadata = c.summary.toMetadata();
             metadata["model"] = model;
             const auto start = std::chrono::steady_clock::now();
-            ModelStats stats = calibrateLayerwise(*lm.model, set, statsFile, metadata, terminalProgress());
+            c.stats = std::make_shared<const ModelStats>(
+                calibrateLayerwise(*lm.model, set, statsFile, metadata, terminalProgress()));
             // The mapping keeps the data of an unlinked file until the last view goes.
             if (temporary) std::filesystem::remove(statsFile);
-            const double calibrateSeconds =
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-            run = pruneModelWithStats(*lm.model, std::move(stats), settings, terminalProgress());
-            run.report.timings.calibrateSeconds = calibrateSeconds;
+            c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            workbench.setCalibration(std::move(c));
             statsOnDisk = temporary ? "temporary file (removed)" : statsFile;
         }
+        if (!workbench.calibration().note.empty()) std::cerr << "note: " << workbench.calibration().note << "\n";
     } else {
         std::map<std::string, std::string> metadata;
-        ModelStats stats = loadModelStats(args.get("stats"), config.num_layers, &metadata, StatsStorage::Mapped);
-        calibration = CalibrationSummary::fromMetadata(metadata, args.get("stats"));
-        run = pruneModelWithStats(*lm.model, std::move(stats), settings, terminalProgress());
+        LanguagePruningWorkbench::Calibration c;
+        c.stats = std::make_shared<const ModelStats>(
+            loadModelStats(args.get("stats"), config.num_layers, &metadata, StatsStorage::Mapped));
+        c.summary = CalibrationSummary::fromMetadata(metadata, args.get("stats"));
+        workbench.setCalibration(std::move(c));
     }
+    const WorkbenchPrune run = workbench.prune(settings, terminalProgress());
+    const CalibrationSummary& calibration = workbench.calibration().summary;
 
     const auto saveStart = std::chrono::steady_clock::now();
     if (args.has("save-stats")) {
         std::map<std::string, std::string> metadata = calibration.toMetadata();
         metadata["model"] = model;
-        saveModelStats(run.stats, args.get("save-stats"), metadata);
+        saveModelStats(*workbench.calibration().stats, args.get("save-stats"), metadata);
     }
-    if (args.has("save-scores")) saveScoreSet(run.scores, settings.ratio, args.get("save-scores"));
+    if (args.has("save-scores"))
+        saveScoreSet(*workbench.computedScores(workbench.scoreSetNames().back()), settings.ratio, args.get("save-scores"));
     savePrunedModel(run.pruned.checkpoint, out, pruneManifestJson(run.report, settings, calibration, model));
     const double saveSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - saveStart).count();
 
@@ -232,6 +238,7 @@ int runPrune(const Args& args) {
                         {"seqlen", calibration.seqlen}, {"tokens", calibration.tokens}};
     if (!calibration.statsFile.empty()) j["calibration"]["statistics_file"] = calibration.statsFile;
     j["calibration"]["layerwise"] = !statsOnDisk.empty();
+    if (!workbench.calibration().note.empty()) j["calibration"]["note"] = workbench.calibration().note;
     if (!statsOnDisk.empty()) j["calibration"]["statistics_on_disk"] = statsOnDisk;
     printResult(args, j, [&] { printHuman(run.report, model, out); });
     return 0;

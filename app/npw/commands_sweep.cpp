@@ -2,6 +2,7 @@
 #include "app/npw/commands.h"
 #include "core/eval/perplexity.h"
 #include "core/prune/calibration.h"
+#include "core/experiments/language_workbench.h"
 #include "core/experiments/dataset_inputs.h"
 #include "core/experiments/sweep.h"
 #include "core/text/json_fields.h"
@@ -42,15 +43,11 @@ int runSweepCommand(const Args& args) {
     spec.evalMaxWindows = args.getInt("max-windows");
     spec.alphaMode = parseAlphaMode(args.get("alpha-mode"));
     if (args.has("alpha")) spec.alpha = args.getDouble("alpha");
-    spec.calibSource = args.get("calib");
-    if (const std::optional<TextDatasetRef> dataset = parseTextDatasetRef(spec.calibSource)) {
-        if (args.flag("calib-ids") || args.flag("calib-per-line"))
-            throw Error("--calib " + spec.calibSource + " is a data set (text): --calib-ids and --calib-per-line do not apply");
-        setSweepCalibration(spec, *dataset, lm);
-    } else if (args.flag("calib-per-line"))
-        spec.calibSequences = readTokenIdLines(spec.calibSource, lm.model->config().vocab_size);
-    else
-        spec.calibStream = readCalibrationStream(spec.calibSource, args.flag("calib-ids"), lm);
+    const std::string calib = args.get("calib");
+    if (parseTextDatasetRef(calib) && (args.flag("calib-ids") || args.flag("calib-per-line")))
+        throw Error("--calib " + calib + " is a data set (text): --calib-ids and --calib-per-line do not apply");
+    // The workbench's one calibration builder (its pool; the sweep draws each seed's windows).
+    setSweepCalibrationPool(spec, readCalibrationPool(lm, calib, args.flag("calib-ids"), args.flag("calib-per-line")));
     if (args.has("zeroshot")) spec.zeroShotTasks = loadZeroShotTasks(args.get("zeroshot"), args.getInt("zeroshot-limit"));
     spec.measureSpeed = args.flag("speed");
     spec.speedPromptTokens = spec.speedDecodeTokens = args.getInt("speed-tokens");

@@ -218,11 +218,14 @@ std::vector<FlagEntry> buildTable() {
     // --seqlen, the window length, defaults differently per command, as it always has:
     //   eval   none given: 2048, capped at the model's context (effectiveSeqlen); at least 2 tokens,
     //          since a window scores its tokens after the first
-    //   prune  none given: the model's context, at most 2048 (effectiveSeqlen)
+    //   prune  none given: the model's context, at most 2048; more than the context: capped at it,
+    //          with a note (calibrationSeqlen, core/experiments/language_workbench.h)
     //   sweep  128 (SweepSpec::calibSeqlens), a list: the sequence-length ablation
     const Flag seqlen = Flag::integer("seqlen", "L", 1, kMaxSeqlen, "tokens per window (default: the model's context, at most 2048)");
     t.add(seqlen.atLeast(2).described("window length (default 2048, capped at the model's context)"), {"eval"});
-    t.add(seqlen, {"prune"});
+    t.add(seqlen.described("tokens per window (default: the model's context, at most 2048; a longer one is capped at "
+                           "the context, with a note)"),
+          {"prune"});
     t.add(seqlen.asList("L1,L2")
               .byDefault(std::to_string(sweep.calibSeqlens.at(0)))
               .described("calibration window length (a list: the sequence-length ablation)"),

@@ -18,16 +18,6 @@ namespace {
 
 QString qs(const std::string& s) { return QString::fromStdString(s); }
 
-// Numerical scores follow λ in closed form; box-constrained ones need a new solve (Recompute).
-bool rescoresLive(const npw::ScoreSet& s) {
-    return s.settings.method == npw::PruneMethod::Numerical && !s.settings.boxConstrained;
-}
-
-// The knob is λ_rel (runsettings.h): the absolute λ of a score set is λ_rel / its median c.
-double absoluteLambda(const npw::ScoreSet& s, double lambdaRel) {
-    return std::isfinite(s.medianC) && s.medianC > 0 ? lambdaRel / s.medianC : s.settings.lambda;
-}
-
 QString unitNameFor(const npw::LlamaConfig& config, npw::AttentionUnitKind kind) {
     for (int64_t l = 0; l < config.num_layers; ++l)
         if (config.num_kv_heads[l] > 0 && config.num_kv_heads[l] != config.num_heads[l])
@@ -35,16 +25,15 @@ QString unitNameFor(const npw::LlamaConfig& config, npw::AttentionUnitKind kind)
     return QStringLiteral("head");
 }
 
-// The calibration windows of `settings` for `lm` (the text read and tokenized once).
-npw::CalibrationSet calibrationSetFor(const npw::LanguageModel& lm, const studio::CalibrationSettings& settings) {
-    const std::string source = settings.source.empty() ? studio::defaultCalibrationSource() : settings.source;
-    const int64_t seqlen = npw::effectiveSeqlen(settings.seqlen, lm.model->config());
-    if (const std::optional<npw::TextDatasetRef> dataset = npw::parseTextDatasetRef(source))  // wikitext2:FILE, c4:FILE, …
-        return npw::datasetCalibrationSet(*dataset, lm, settings.samples, seqlen, settings.seed);
-    const std::vector<int32_t> stream = npw::readCalibrationStream(source, settings.sourceIsIds, lm);
-    npw::CalibrationSet set = npw::drawCalibrationSet(stream, settings.samples, seqlen, settings.seed, source);
-    set.sourceIsIds = settings.sourceIsIds;
-    return set;
+// The Run settings' calibration as the workbench takes it (empty source: the demo corpus).
+npw::CalibrationRequest calibrationRequest(const studio::CalibrationSettings& settings) {
+    npw::CalibrationRequest request;
+    request.source = settings.source.empty() ? studio::defaultCalibrationSource() : settings.source;
+    request.sourceIsIds = settings.sourceIsIds;
+    request.samples = settings.samples;
+    request.seqlen = settings.seqlen;
+    request.seed = settings.seed;
+    return request;
 }
 
 } // namespace
@@ -52,7 +41,7 @@ npw::CalibrationSet calibrationSetFor(const npw::LanguageModel& lm, const studio
 struct StudioSession::Restored {
     studio::WorkspaceFile file;
     npw::LanguageModel model;
-    std::shared_ptr<const npw::ModelStats> stats;
+    npw::LanguagePruningWorkbench::Calibration calibration;
     std::vector<npw::ScoreSet> scoreSets;
 };
 
@@ -79,24 +68,26 @@ void StudioSession::setSettings(const studio::RunSettings& settings) {
 }
 
 bool StudioSession::calibrationStale() const {
-    return !stats_ || !statsCalibration_ || *statsCalibration_ != settings_.calibration;
+    return !workbench_.isCalibrated() || !statsCalibration_ || *statsCalibration_ != settings_.calibration;
 }
 
-QStringList StudioSession::scoreMethods() const { return methodOrder_; }
+QStringList StudioSession::scoreMethods() const {
+    QStringList names;
+    for (const std::string& name : workbench_.scoreSetNames()) names << qs(name);
+    return names;
+}
 
 std::shared_ptr<const npw::ScoreSet> StudioSession::currentScores() const {
-    const auto it = scores_.find(current_);
-    return it == scores_.end() ? nullptr : it->atLambda;
+    if (selected_ && selected_->method == current_.toStdString()) return selected_->scores;
+    return workbench_.computedScores(current_.toStdString());
 }
 
 void StudioSession::resetModelState() {
-    stats_.reset();
+    workbench_ = npw::LanguagePruningWorkbench(workbench_.model());
     statsCalibration_.reset();
-    calibrationSummary_ = {};
-    scores_.clear();
-    methodOrder_.clear();
     current_.clear();
     view_.reset();
+    selected_.reset();
     layerReports_.clear();
     ++reportGeneration_;
     sweepRows_.clear();
@@ -110,14 +101,14 @@ bool StudioSession::openModel(const QString& reference, const QString& device) {
         tr("Open %1").arg(reference),
         [ref, dev](const npw::ProgressFn&) { return npw::openLanguageModel(ref, npw::chooseRuntime(dev)); },
         [this, reference, device](npw::LanguageModel lm) {
-            model_ = std::move(lm);
+            workbench_ = npw::LanguagePruningWorkbench(std::move(lm));
             modelRef_ = reference;
             device_ = device;
             resetModelState();
             emit logMessage(tr("Opened %1 on %2: %3 layers, %4 parameters.")
-                                .arg(reference, qs(model_.model->runtime().describe()))
-                                .arg(model_.model->config().num_layers)
-                                .arg(QLocale().toString(qlonglong(model_.model->config().parameterCount()))));
+                                .arg(reference, qs(workbench_.model().model->runtime().describe()))
+                                .arg(workbench_.model().model->config().num_layers)
+                                .arg(QLocale().toString(qlonglong(workbench_.model().model->config().parameterCount()))));
             emit modelChanged();
         });
 }
@@ -132,15 +123,14 @@ bool StudioSession::recompute() {
     // Every score set shown, with the Run settings' calibration; box-constrained sets at the
     // knobs' ρ and λ. The current set stays current.
     std::vector<npw::PruneSettings> list;
-    for (const QString& m : methodOrder_) list.push_back(scores_[m].computed->settings);
+    for (const std::string& m : workbench_.scoreSetNames()) list.push_back(workbench_.computedScores(m)->settings);
     if (list.empty()) list.push_back(settings_.prune);
     return runScoringFor(list, current_);
 }
 
 bool StudioSession::runScoringFor(std::vector<npw::PruneSettings> list, const QString& keepCurrent) {
     struct Result {
-        std::shared_ptr<const npw::ModelStats> stats;
-        npw::CalibrationSummary summary;
+        npw::LanguagePruningWorkbench::Calibration calibration;
         bool recalibrated = false;
         std::vector<npw::ScoreSet> scores;
     };
@@ -155,40 +145,37 @@ bool StudioSession::runScoringFor(std::vector<npw::PruneSettings> list, const QS
     }
     const bool stale = calibrationStale();
     const studio::CalibrationSettings calibration = settings_.calibration;
-    const npw::LanguageModel lm = model_;
-    const auto stats = stale ? nullptr : stats_;
-    const npw::CalibrationSummary summary = calibrationSummary_;
+    const npw::LanguageModel lm = workbench_.model();
+    const auto current = stale ? npw::LanguagePruningWorkbench::Calibration{} : workbench_.calibration();
     const QString method = names.join(QStringLiteral(", "));
     return jobs_.start<Result>(
         stale ? tr("Calibrate and score %1").arg(method) : tr("Score %1").arg(method),
         [=](const npw::ProgressFn& progress) {
             Result r;
-            r.stats = stats;
-            r.summary = summary;
-            if (!r.stats) {
-                const npw::CalibrationSet set = calibrationSetFor(lm, calibration);
+            r.calibration = current;
+            if (!r.calibration.stats) {
                 // Smaller batches than core's default: a Cancel then waits for at most ~2k tokens.
                 npw::CalibrationOptions options;
                 options.batchTokens = 2048;
-                r.stats = std::make_shared<const npw::ModelStats>(npw::calibrate(*lm.model, set, progress, options));
-                r.summary = npw::CalibrationSummary::of(set);
+                r.calibration =
+                    npw::LanguagePruningWorkbench::calibrate(lm, calibrationRequest(calibration), progress, options);
                 r.recalibrated = true;
             }
             for (const npw::PruneSettings& prune : list)
-                r.scores.push_back(npw::computeScores(lm.model->checkpoint(), *r.stats, prune, progress));
+                r.scores.push_back(npw::LanguagePruningWorkbench::score(lm, *r.calibration.stats, prune, progress));
             return r;
         },
         [this, calibration, keepCurrent](Result r) {
             if (r.recalibrated) {
-                scores_.clear();  // scores of other statistics no longer match the new ones
-                methodOrder_.clear();
-                stats_ = r.stats;
+                const npw::CalibrationSummary summary = r.calibration.summary;
+                const std::string note = r.calibration.note;
+                workbench_.setCalibration(std::move(r.calibration));  // scores of other statistics go
                 statsCalibration_ = calibration;
-                calibrationSummary_ = r.summary;
-                emit logMessage(tr("Calibrated on %1 windows of %2 tokens of %3.")
-                                    .arg(r.summary.samples)
-                                    .arg(r.summary.seqlen)
-                                    .arg(QFileInfo(qs(r.summary.source)).fileName()));
+                emit logMessage(tr("Calibrated on %1 windows of %2 tokens of %3%4.")
+                                    .arg(summary.samples)
+                                    .arg(summary.seqlen)
+                                    .arg(QFileInfo(qs(summary.source)).fileName())
+                                    .arg(note.empty() ? QString() : tr(" (%1)").arg(qs(note))));
             }
             for (npw::ScoreSet& set : r.scores) {
                 if (set.settings.boxConstrained)
@@ -201,7 +188,7 @@ bool StudioSession::runScoringFor(std::vector<npw::PruneSettings> list, const QS
                                         .arg(set.boxKktViolation, 0, 'g', 2));
                 addScores(std::move(set));
             }
-            if (!keepCurrent.isEmpty() && scores_.contains(keepCurrent) && current_ != keepCurrent) {
+            if (!keepCurrent.isEmpty() && workbench_.hasScores(keepCurrent.toStdString()) && current_ != keepCurrent) {
                 current_ = keepCurrent;
                 emit scoresChanged();
                 reselect();
@@ -210,8 +197,8 @@ bool StudioSession::runScoringFor(std::vector<npw::PruneSettings> list, const QS
 }
 
 QString StudioSession::recomputeReason() const {
-    if (!hasModel() || scores_.isEmpty()) return QString();
-    if (stats_ && statsCalibration_ && *statsCalibration_ != settings_.calibration) {
+    if (!hasModel() || workbench_.scoreSetNames().empty()) return QString();
+    if (workbench_.isCalibrated() && statsCalibration_ && *statsCalibration_ != settings_.calibration) {
         const studio::CalibrationSettings& was = *statsCalibration_;
         const studio::CalibrationSettings& now = settings_.calibration;
         return tr("The scores shown come from %1 windows × %2 tokens (seed %3)%4; the Run settings now ask for "
@@ -225,14 +212,17 @@ QString StudioSession::recomputeReason() const {
             .arg(now.seed)
             .arg(now.source.empty() ? QString() : tr(" of %1").arg(QFileInfo(qs(now.source)).fileName()));
     }
-    const auto it = scores_.find(current_);
-    if (it != scores_.end() && it->computed->settings.boxConstrained) {
-        const npw::PruneSettings& s = it->computed->settings;
-        if (s.ratio != knobs_.rho || s.lambda != absoluteLambda(*it->computed, knobs_.lambda))
+    const auto computed = workbench_.computedScores(current_.toStdString());
+    if (computed && computed->settings.boxConstrained) {
+        const npw::PruneSettings& s = computed->settings;
+        const bool sameLambda = std::isfinite(computed->medianC) && computed->medianC > 0
+                                    ? s.lambda == knobs_.lambda / computed->medianC
+                                    : true;
+        if (s.ratio != knobs_.rho || !sameLambda)
             return tr("The box-constrained z was solved at ρ = %1, λ_rel = %2; the mask re-ranks that z at ρ = %3, "
                       "λ_rel = %4. The bounded optimum there needs a new solve.")
                 .arg(s.ratio)
-                .arg(s.lambda * it->computed->medianC, 0, 'g', 3)
+                .arg(s.lambda * computed->medianC, 0, 'g', 3)
                 .arg(knobs_.rho)
                 .arg(knobs_.lambda, 0, 'g', 3);
     }
@@ -240,30 +230,13 @@ QString StudioSession::recomputeReason() const {
 }
 
 void StudioSession::addScores(npw::ScoreSet scores) {
-    const QString key = qs(npw::scoreSetName(scores.settings));
-    ScoreEntry entry;
-    entry.computed = std::make_shared<const npw::ScoreSet>(std::move(scores));
-    entry = entryAt(entry, knobs_.lambda);
-    if (!scores_.contains(key)) methodOrder_.push_back(key);
-    scores_[key] = entry;
-    current_ = key;
+    current_ = qs(workbench_.addScores(std::move(scores)));
     emit scoresChanged();
     reselect();
 }
 
-StudioSession::ScoreEntry StudioSession::entryAt(const ScoreEntry& entry, double lambda) const {
-    ScoreEntry out = entry;
-    const double absolute = absoluteLambda(*entry.computed, lambda);
-    if (rescoresLive(*entry.computed) && entry.computed->settings.lambda != absolute)
-        out.atLambda = std::make_shared<const npw::ScoreSet>(npw::rescoreNumerical(*entry.computed, absolute));
-    else
-        out.atLambda = entry.computed;
-    out.selector = std::make_shared<const npw::MaskSelector>(*out.atLambda);
-    return out;
-}
-
 void StudioSession::setCurrentMethod(const QString& method) {
-    if (method == current_ || !scores_.contains(method)) return;
+    if (method == current_ || !workbench_.hasScores(method.toStdString())) return;
     current_ = method;
     reselect();
 }
@@ -285,24 +258,24 @@ void StudioSession::reselect() {
 }
 
 void StudioSession::reselectOrThrow() {
-    const auto it = scores_.find(current_);
-    if (it == scores_.end()) {
+    if (!workbench_.hasScores(current_.toStdString())) {
         view_.reset();
+        selected_.reset();
         return;
     }
-    ScoreEntry& entry = *it;
-    if (rescoresLive(*entry.computed) && entry.atLambda->settings.lambda != absoluteLambda(*entry.computed, knobs_.lambda))
-        entry = entryAt(entry, knobs_.lambda);  // closed form from the stored solves
-    const npw::ScoreSet& scores = *entry.atLambda;
+    // The knob is λ_rel: numerical scores follow it in closed form (the workbench re-scores).
+    npw::WorkbenchSelection selected =
+        workbench_.select(current_.toStdString(), knobs_.rho, knobs_.alpha, knobs_.mode, knobs_.lambda);
+    const npw::ScoreSet& scores = *selected.scores;
     SelectionView v;
     v.method = current_;
     for (size_t l = 0; l < scores.ranking.size(); ++l) v.scores.push_back(scores.unitScoresAt(l, knobs_.rho));
-    v.selection = entry.selector->select(knobs_.rho, knobs_.alpha, knobs_.mode);
-    v.kept = npw::keptPerLayer(v.selection.mask);
-    v.achievedRatio = npw::achievedRatio(v.selection.mask, scores.costs);
-    v.achievedRatioModel =
-        npw::achievedRatioModel(v.selection.mask, scores.costs, model_.model->config().parameterCount());
+    v.selection = selected.selection;
+    v.kept = selected.kept;
+    v.achievedRatio = selected.achievedRatio;
+    v.achievedRatioModel = selected.achievedRatioModel;
     v.unitName = unitNameFor(scores.config, scores.settings.attentionUnit);
+    selected_ = std::move(selected);
     view_ = v;
     emit selectionChanged(*view_);
     startLayerReports();
@@ -310,13 +283,11 @@ void StudioSession::reselectOrThrow() {
 
 void StudioSession::startLayerReports() {
     const quint64 generation = ++reportGeneration_;
-    if (!view_ || !stats_) return;
-    npw::PruneSettings settings = currentScores()->settings;
-    settings.compensation = settings_.prune.compensation;
-    settings.damp = settings_.prune.damp;
-    const auto model = model_.model;
-    const auto stats = stats_;
-    const npw::Mask mask = view_->selection.mask;
+    if (!view_ || !selected_ || !workbench_.isCalibrated()) return;
+    const npw::PruneSettings settings = settings_.prune;  // compensation and damp
+    const auto model = workbench_.model().model;
+    const auto stats = workbench_.calibration().stats;
+    const npw::WorkbenchSelection selection = *selected_;
     auto* watcher = new QFutureWatcher<std::vector<npw::LayerPruneReport>>(this);
     connect(watcher, &QFutureWatcher<std::vector<npw::LayerPruneReport>>::finished, this, [this, watcher, generation] {
         watcher->deleteLater();
@@ -331,40 +302,36 @@ void StudioSession::startLayerReports() {
     });
     // applyMask compensates and slices every layer: milliseconds on the demo models, more on
     // big ones, so never on the GUI thread. Results for superseded masks are dropped above.
-    watcher->setFuture(QtConcurrent::run([model, stats, mask, settings, generation, this] {
+    watcher->setFuture(QtConcurrent::run([model, stats, selection, settings, generation, this] {
         yieldToTheGuiThread();
         if (generation != reportGeneration_) return std::vector<npw::LayerPruneReport>{};  // already stale
-        return npw::applyMask(model->checkpoint(), *stats, mask, settings).layers;
+        return npw::LanguagePruningWorkbench::applySelection(*model, *stats, selection, settings).report.layers;
     }));
 }
 
 bool StudioSession::runSweep(const SweepRequest& request) {
     if (!hasModel()) return false;
-    const npw::LanguageModel lm = model_;
+    const npw::LanguageModel lm = workbench_.model();
     const studio::CalibrationSettings calibration = settings_.calibration;
     const studio::SelectionKnobs knobs = knobs_;
-    QPointer<StudioSession> self(this);
-    const bool started = jobs_.start<int>(
+    const bool started = jobs_.startWithPartials<int, npw::SweepRow>(
         tr("Sweep"),
-        [=](const npw::ProgressFn& progress) {
+        [=](const npw::ProgressFn& progress, const PartialResults<npw::SweepRow>& rowsSoFar) {
             npw::SweepSpec spec;
             for (const QString& m : request.methods) spec.methods.push_back(m.toStdString());
             spec.ratios = request.ratios;
             spec.calibSamples = request.calibSamples.empty() ? std::vector<int64_t>{calibration.samples}
                                                              : request.calibSamples;
             spec.calibSeqlens.clear();
-            for (int64_t L : request.calibSeqlens.empty() ? std::vector<int64_t>{calibration.seqlen} : request.calibSeqlens)
-                spec.calibSeqlens.push_back(npw::effectiveSeqlen(L, lm.model->config()));
+            // Capped at the model's context by the workbench's rule (the rows record the length used).
+            spec.calibSeqlens = request.calibSeqlens.empty() ? std::vector<int64_t>{calibration.seqlen} : request.calibSeqlens;
             // The sweep page's λ list is absolute (an ablation axis); without one, the knob's λ_rel.
             spec.lambdas = request.lambdas.empty() ? std::vector<double>{std::numeric_limits<double>::quiet_NaN()}
                                                    : request.lambdas;
             spec.lambdaRel = knobs.lambda;
             spec.seeds = request.seeds;
-            spec.calibSource = calibration.source.empty() ? studio::defaultCalibrationSource() : calibration.source;
-            if (const auto dataset = npw::parseTextDatasetRef(spec.calibSource))
-                npw::setSweepCalibration(spec, *dataset, lm);
-            else
-                spec.calibStream = npw::readCalibrationStream(spec.calibSource, calibration.sourceIsIds, lm);
+            const npw::CalibrationRequest source = calibrationRequest(calibration);
+            npw::setSweepCalibrationPool(spec, npw::readCalibrationPool(lm, source.source, source.sourceIsIds, false));
             const std::vector<std::string> evalPaths = request.evalSources.empty()
                                                            ? std::vector<std::string>{studio::defaultEvaluationSource()}
                                                            : request.evalSources;
@@ -388,45 +355,11 @@ bool StudioSession::runSweep(const SweepRequest& request) {
             spec.evalMaxWindows = request.evalMaxWindows;
             spec.alphaMode = knobs.mode;
             spec.alpha = knobs.alpha;
-            const auto rows = npw::runSweep(
-                lm, spec,
-                [self](const npw::SweepRow& row) {
-                    // Each row as it is ready: the plot grows while the sweep runs.
-                    QMetaObject::invokeMethod(
-                        self.data(),
-                        [self, row] {
-                            if (!self) return;
-                            self->sweepRows_.push_back(row);
-                            if (row.isSpeedRow())
-                                emit self->logMessage(tr("%1 at ρ = %2: decode %3 tokens/s, prefill %4 tokens/s, "
-                                                         "weights %5 MiB, KV cache %6 MiB")
-                                                          .arg(qs(row.method))
-                                                          .arg(row.ratio)
-                                                          .arg(row.decodeTokensPerSecond, 0, 'f', 0)
-                                                          .arg(row.prefillTokensPerSecond, 0, 'f', 0)
-                                                          .arg(row.weightsMiB, 0, 'f', 2)
-                                                          .arg(row.kvCacheMiB, 0, 'f', 3));
-                            else if (std::isfinite(row.acc))
-                                emit self->logMessage(tr("%1 at ρ = %2: %3 accuracy %4 (%5 items)")
-                                                          .arg(qs(row.method))
-                                                          .arg(row.ratio)
-                                                          .arg(qs(row.evalSet))
-                                                          .arg(row.acc, 0, 'f', 3)
-                                                          .arg(row.evalTokens));
-                            else
-                                emit self->logMessage(
-                                    tr("%1 at ρ = %2: %3% of attention + MLP removed, perplexity %4")
-                                        .arg(qs(row.method))
-                                        .arg(row.ratio)
-                                        .arg(100 * row.achievedRatio, 0, 'f', 1)
-                                        .arg(row.ppl, 0, 'f', 2));
-                            emit self->sweepRowAvailable(row);
-                        },
-                        Qt::QueuedConnection);
-                },
-                progress);
+            // Each row as it is ready: the plot grows while the sweep runs.
+            const auto rows = npw::runSweep(lm, spec, rowsSoFar.callback(), progress);
             return static_cast<int>(rows.size());
         },
+        [this](npw::SweepRow row) { addSweepRow(std::move(row)); },
         [this](int rows) { emit logMessage(tr("Sweep: %1 rows.").arg(rows)); });
     if (started) {
         sweepRows_.clear();
@@ -435,31 +368,51 @@ bool StudioSession::runSweep(const SweepRequest& request) {
     return started;
 }
 
+void StudioSession::addSweepRow(npw::SweepRow row) {
+    sweepRows_.push_back(row);
+    if (row.isSpeedRow())
+        emit logMessage(tr("%1 at ρ = %2: decode %3 tokens/s, prefill %4 tokens/s, weights %5 MiB, KV cache %6 MiB")
+                            .arg(qs(row.method))
+                            .arg(row.ratio)
+                            .arg(row.decodeTokensPerSecond, 0, 'f', 0)
+                            .arg(row.prefillTokensPerSecond, 0, 'f', 0)
+                            .arg(row.weightsMiB, 0, 'f', 2)
+                            .arg(row.kvCacheMiB, 0, 'f', 3));
+    else if (std::isfinite(row.acc))
+        emit logMessage(tr("%1 at ρ = %2: %3 accuracy %4 (%5 items)")
+                            .arg(qs(row.method))
+                            .arg(row.ratio)
+                            .arg(qs(row.evalSet))
+                            .arg(row.acc, 0, 'f', 3)
+                            .arg(row.evalTokens));
+    else
+        emit logMessage(tr("%1 at ρ = %2: %3% of attention + MLP removed, perplexity %4")
+                            .arg(qs(row.method))
+                            .arg(row.ratio)
+                            .arg(100 * row.achievedRatio, 0, 'f', 1)
+                            .arg(row.ppl, 0, 'f', 2));
+    emit sweepRowAvailable(sweepRows_.back());
+}
+
 bool StudioSession::exportPrunedModel(const QString& dir) {
-    if (!view_ || !stats_) return false;
-    npw::PruneSettings settings = currentScores()->settings;
-    settings.compensation = settings_.prune.compensation;
-    settings.damp = settings_.prune.damp;
-    settings.ratio = knobs_.rho;
-    settings.alphaMode = knobs_.mode;
-    settings.alpha = std::isnan(knobs_.alpha) ? scores_[current_].selector->defaultAlpha() : knobs_.alpha;
-    const auto model = model_.model;
-    const auto stats = stats_;
-    const auto scores = currentScores();
-    const npw::SelectionResult selection = view_->selection;
-    const npw::CalibrationSummary calibration = calibrationSummary_;
+    if (!view_ || !selected_ || !workbench_.isCalibrated()) return false;
+    const npw::PruneSettings settings = settings_.prune;  // compensation and damp
+    const auto model = workbench_.model().model;
+    const auto stats = workbench_.calibration().stats;
+    const npw::WorkbenchSelection selection = *selected_;
+    const npw::CalibrationSummary calibration = workbench_.calibration().summary;
     const std::string target = dir.toStdString(), source = modelRef_.toStdString();
     return jobs_.start<QString>(
         tr("Export pruned model"),
         [=](const npw::ProgressFn& progress) {
             npw::checkExportTarget(model->checkpoint().source, target);
-            npw::reportProgress(progress, "apply", 0, 1);
-            npw::PrunedModel pruned = npw::applyMask(model->checkpoint(), *stats, selection.mask, settings);
-            const npw::PruneReport report =
-                npw::makePruneReport(settings, settings.alpha, *scores, selection, model->checkpoint(), pruned);
+            // The same selection, application and report as `npw prune` (the core workbench).
+            const npw::WorkbenchPrune run =
+                npw::LanguagePruningWorkbench::applySelection(*model, *stats, selection, settings, progress);
+            const npw::PruneReport& report = run.report;
             npw::reportProgress(progress, "write", 0, 1);
-            npw::savePrunedModel(pruned.checkpoint, target,
-                                 npw::pruneManifestJson(report, settings, calibration, source));
+            npw::savePrunedModel(run.pruned.checkpoint, target,
+                                 npw::pruneManifestJson(report, run.settings, calibration, source));
             return QObject::tr("Exported %1 → %2 parameters to %3")
                 .arg(report.paramsBefore)
                 .arg(report.paramsAfter)
@@ -469,7 +422,7 @@ bool StudioSession::exportPrunedModel(const QString& dir) {
 }
 
 void StudioSession::exportSweepCsv(const QString& path) const {
-    if (hasModel()) npw::checkOutputPath({model_.model->checkpoint().source}, path.toStdString(), "the sweep CSV");
+    if (hasModel()) npw::checkOutputPath({workbench_.model().model->checkpoint().source}, path.toStdString(), "the sweep CSV");
     npw::writeTextAtomically(path.toStdString(), npw::sweepRowsCsv(sweepRows_));
 }
 
@@ -477,7 +430,7 @@ void StudioSession::saveWorkspace(const QString& path, const nlohmann::json& ima
     if (!hasModel() && images.is_null()) throw npw::Error("no model is open: nothing to save");
     // Both files are checked before either is written: a refused path leaves nothing behind.
     std::vector<std::string> sources;
-    if (hasModel()) sources.push_back(model_.model->checkpoint().source);
+    if (hasModel()) sources.push_back(workbench_.model().model->checkpoint().source);
     if (!imageSource.empty()) sources.push_back(imageSource);
     if (!sources.empty()) {
         npw::checkOutputPath(sources, path.toStdString(), "the workspace");
@@ -494,12 +447,12 @@ void StudioSession::saveWorkspace(const QString& path, const nlohmann::json& ima
     w.calibration = statsCalibration_ ? *statsCalibration_ : settings_.calibration;
     w.prune = settings_.prune;
     w.knobs = knobs_;
-    for (const QString& m : methodOrder_) w.scored.push_back(scores_[m].computed->settings);
+    for (const std::string& m : workbench_.scoreSetNames()) w.scored.push_back(workbench_.computedScores(m)->settings);
     w.currentMethod = current_.toStdString();
-    if (stats_) w.statsCalibration = calibrationSummary_;
+    if (workbench_.isCalibrated()) w.statsCalibration = workbench_.calibration().summary;
     if (view_) w.mask = studio::maskToJson(view_->selection.mask);
     w.sweepRows = sweepRows_;
-    studio::writeWorkspace(path.toStdString(), w, stats_.get());
+    studio::writeWorkspace(path.toStdString(), w, workbench_.calibration().stats.get());
 }
 
 bool StudioSession::openWorkspace(const QString& path) {
@@ -513,11 +466,12 @@ bool StudioSession::openWorkspace(const QString& path) {
             r.model = npw::openLanguageModel(r.file.model, npw::chooseRuntime(r.file.device));
             if (r.file.statsCalibration) {
                 std::map<std::string, std::string> metadata;
-                r.stats = std::make_shared<const npw::ModelStats>(
+                r.calibration.stats = std::make_shared<const npw::ModelStats>(
                     npw::loadModelStats(studio::workspaceStatsPath(file), r.model.model->config().num_layers, &metadata));
+                r.calibration.summary = *r.file.statsCalibration;
                 // The scores are recomputed from the statistics (deterministic), not stored.
                 for (const npw::PruneSettings& s : r.file.scored)
-                    r.scoreSets.push_back(npw::computeScores(r.model.model->checkpoint(), *r.stats, s, progress));
+                    r.scoreSets.push_back(npw::LanguagePruningWorkbench::score(r.model, *r.calibration.stats, s, progress));
             }
             return r;
         },
@@ -528,7 +482,7 @@ void StudioSession::applyRestored(Restored r) {
     // The Images tab's part first: its model opens as the next job, after this one.
     if (!r.file.images.is_null()) emit imageWorkspaceRestored(QByteArray::fromStdString(r.file.images.dump()));
     if (r.file.model.empty()) return;
-    model_ = std::move(r.model);
+    workbench_ = npw::LanguagePruningWorkbench(std::move(r.model));
     modelRef_ = qs(r.file.model);
     device_ = qs(r.file.device);
     resetModelState();
@@ -537,14 +491,13 @@ void StudioSession::applyRestored(Restored r) {
     knobs_ = r.file.knobs;
     emit modelChanged();
     emit settingsChanged();
-    if (r.stats) {
-        stats_ = r.stats;
+    if (r.calibration.stats) {
+        workbench_.setCalibration(std::move(r.calibration));
         statsCalibration_ = r.file.calibration;
-        calibrationSummary_ = *r.file.statsCalibration;
     }
     for (npw::ScoreSet& s : r.scoreSets) addScores(std::move(s));
     const QString current = qs(r.file.currentMethod);
-    if (scores_.contains(current)) current_ = current;
+    if (workbench_.hasScores(current.toStdString())) current_ = current;
     reselect();
     if (view_ && !r.file.mask.is_null()) {
         // The model, statistics and scores are in place and consistent by now: a saved mask that

@@ -9,6 +9,7 @@
 #include "core/models/language_model.h"
 #include "core/prune/pruner.h"
 #include "core/prune/score_view.h"
+#include "core/experiments/language_workbench.h"
 #include "core/experiments/sweep.h"
 
 #include <QByteArray>
@@ -62,8 +63,12 @@ public:
     ~StudioSession() override;
 
     JobRunner* jobs() { return &jobs_; }
-    bool hasModel() const { return model_.model != nullptr; }
-    const npw::LanguageModel& model() const { return model_; }
+    bool hasModel() const { return workbench_.hasModel(); }
+    const npw::LanguageModel& model() const { return workbench_.model(); }
+    // The core workbench this session adapts (calibration, score sets, selection, report).
+    const npw::LanguagePruningWorkbench& workbench() const { return workbench_; }
+    // The current selection as core made it (null before scores).
+    const std::optional<npw::WorkbenchSelection>& workbenchSelection() const { return selected_; }
     QString modelReference() const { return modelRef_; }
     QString device() const { return device_; }
 
@@ -71,7 +76,7 @@ public:
     void setSettings(const studio::RunSettings& settings);
     // True when Run would need a new calibration (no statistics, or other calibration settings).
     bool calibrationStale() const;
-    const npw::ModelStats* stats() const { return stats_.get(); }
+    const npw::ModelStats* stats() const { return workbench_.calibration().stats.get(); }
 
     studio::SelectionKnobs knobs() const { return knobs_; }
     QStringList scoreMethods() const;  // in the order computed
@@ -118,39 +123,34 @@ signals:
     // Per-layer reconstruction losses of the current mask (core's applyMask), a moment later.
     void layerReportsAvailable(const std::vector<npw::LayerPruneReport>& reports);
     void sweepCleared();
+    // Each row as the sweep finishes it (JobRunner's typed channel), then kept in sweepRows().
     void sweepRowAvailable(const npw::SweepRow& row);
     void logMessage(const QString& text);
     // A reopened workspace's Images part (JSON text) for the Images tab to restore.
     void imageWorkspaceRestored(const QByteArray& state);
 
 private:
-    struct ScoreEntry {
-        std::shared_ptr<const npw::ScoreSet> computed;  // as computeScores returned it
-        std::shared_ptr<const npw::ScoreSet> atLambda;  // rescored at knobs_.lambda (numerical)
-        std::shared_ptr<const npw::MaskSelector> selector;
-    };
     struct Restored;  // what openWorkspace's job hands back
     void resetModelState();
     bool runScoringFor(std::vector<npw::PruneSettings> list, const QString& keepCurrent);
     void addScores(npw::ScoreSet scores);
-    ScoreEntry entryAt(const ScoreEntry& entry, double lambda) const;
     void reselect();
     void reselectOrThrow();
     void startLayerReports();
     void applyRestored(Restored restored);
+    void addSweepRow(npw::SweepRow row);  // a row from the sweep's partial-result channel
 
     JobRunner jobs_;
-    npw::LanguageModel model_;
+    // Model, statistics and score sets live in core; this class adds Qt: jobs, signals, and the
+    // Run settings a calibration came from.
+    npw::LanguagePruningWorkbench workbench_;
     QString modelRef_, device_ = QStringLiteral("cpu");
     studio::RunSettings settings_;
     studio::SelectionKnobs knobs_;
-    std::shared_ptr<const npw::ModelStats> stats_;
     std::optional<studio::CalibrationSettings> statsCalibration_;  // what stats_ was computed from
-    npw::CalibrationSummary calibrationSummary_;
-    QMap<QString, ScoreEntry> scores_;
-    QStringList methodOrder_;
     QString current_;
     std::optional<SelectionView> view_;
+    std::optional<npw::WorkbenchSelection> selected_;  // what view_ shows, as core selected it
     std::vector<npw::LayerPruneReport> layerReports_;
     std::atomic<quint64> reportGeneration_{0};  // stale loss results are dropped (read by the loss job)
     std::vector<npw::SweepRow> sweepRows_;

@@ -1,4 +1,5 @@
 #include "core/experiments/sweep.h"
+#include "core/experiments/language_workbench.h"
 #include "core/eval/generate.h"
 #include "core/eval/perplexity.h"
 #include "core/prune/baseline_pruner.h"
@@ -166,19 +167,19 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
     evaluateAll(lm.model, denseRow);
     reportProgress(progress, "sweep", ++done, totalSteps);
 
+    CalibrationPool pool;
+    pool.stream = spec.calibStream;
+    pool.sequences = spec.calibSequences;
+    pool.documents = spec.calibDocuments;
+    pool.source = spec.calibSource;
+    pool.sourceIsIds = !spec.calibSequences.empty();
     for (int seed = 0; seed < spec.seeds; ++seed)
         for (int64_t samples : spec.calibSamples)
             for (int64_t calibSeqlen : spec.calibSeqlens) {
                 const auto calibSeed = static_cast<uint64_t>(seed);
-                const CalibrationSet calibration =
-                    !spec.calibDocuments.empty()
-                        ? drawCalibrationSetFromDocuments(
-                              spec.calibDocuments, [&lm](const std::string& d) { return lm.encode(d, true); },
-                              samples, calibSeqlen, calibSeed, spec.calibSource)
-                    : spec.calibSequences.empty()
-                        ? drawCalibrationSet(spec.calibStream, samples, calibSeqlen, calibSeed, spec.calibSource)
-                        : drawCalibrationSetFromSequences(spec.calibSequences, samples, calibSeqlen, calibSeed,
-                                                          spec.calibSource);
+                // The workbench's one builder and one rule for the window length (capped at the
+                // model's context; the rows record the length used).
+                const CalibrationSet calibration = drawCalibration(pool, lm, samples, calibSeqlen, calibSeed);
                 // The baselines (baselines.h) calibrate in their own way: statistics only for the others.
                 const bool needStats = std::any_of(spec.methods.begin(), spec.methods.end(),
                                                    [](const std::string& m) { return !parseBaselineMethod(m); });
@@ -194,7 +195,7 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
                             row.method = methodName;
                             row.ratio = ratio;
                             row.calibSamples = samples;
-                            row.calibSeqlen = calibSeqlen;
+                            row.calibSeqlen = calibration.seqlen;
                             row.seed = seed;
                             row.achievedRatio = run.report.achievedRatio;
                             row.achievedRatioModel = run.report.achievedRatioModel;
@@ -228,7 +229,7 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
                         std::optional<MaskSelector> selector;
                         auto scoreAt = [&](double ratio) {
                             settings.ratio = ratio;
-                            scores = computeScores(model.checkpoint(), stats, settings, within("score " + methodName));
+                            scores = LanguagePruningWorkbench::score(lm, stats, settings, within("score " + methodName));
                             selector.emplace(*scores);
                         };
                         if (!choice.boxConstrained) scoreAt(settings.ratio);
@@ -243,7 +244,7 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
                             row.method = methodName;
                             row.ratio = ratio;
                             row.calibSamples = samples;
-                            row.calibSeqlen = calibSeqlen;
+                            row.calibSeqlen = calibration.seqlen;
                             row.lambda = lambda;
                             if (numerical && std::isnan(lambda)) row.lambdaRel = spec.lambdaRel;
                             if (numerical) row.lambdaUsed = scores->settings.lambda;

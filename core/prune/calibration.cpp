@@ -44,23 +44,30 @@ void requirePositive(int64_t samples, int64_t seqlen) {
     if (seqlen <= 0) throw Error("calibration: the window length must be positive, got " + std::to_string(seqlen));
 }
 
+// The one place a drawn set's provenance is filled in (the three draws below differ only in
+// where their windows come from).
+CalibrationSet newCalibrationSet(int64_t samples, int64_t seqlen, uint64_t seed, const std::string& source) {
+    requirePositive(samples, seqlen);
+    CalibrationSet set;
+    set.seqlen = seqlen;
+    set.seed = seed;
+    set.source = source;
+    set.windows.reserve(static_cast<size_t>(samples));
+    return set;
+}
+
 } // namespace
 
 CalibrationSet drawCalibrationSet(const std::vector<int32_t>& stream, int64_t samples, int64_t seqlen, uint64_t seed,
                                   const std::string& source) {
     const std::string where = source.empty() ? std::string("the calibration stream") : "calibration file '" + source + "'";
-    requirePositive(samples, seqlen);
+    CalibrationSet set = newCalibrationSet(samples, seqlen, seed, source);
     const auto length = static_cast<int64_t>(stream.size());
     if (length < seqlen)
         throw Error(where + " has " + std::to_string(length) + " tokens, fewer than one calibration window of " +
                     std::to_string(seqlen) + " (use a longer file or shorter windows)");
-    CalibrationSet set;
-    set.seqlen = seqlen;
-    set.seed = seed;
     set.streamTokens = length;
-    set.source = source;
     std::mt19937_64 rng(seed);
-    set.windows.reserve(static_cast<size_t>(samples));
     for (int64_t i = 0; i < samples; ++i) {
         const int64_t start = drawWindowStart(rng, length, seqlen);
         set.windows.emplace_back(stream.begin() + start, stream.begin() + start + seqlen);
@@ -71,7 +78,7 @@ CalibrationSet drawCalibrationSet(const std::vector<int32_t>& stream, int64_t sa
 CalibrationSet drawCalibrationSetFromSequences(const std::vector<std::vector<int32_t>>& sequences, int64_t samples,
                                                int64_t seqlen, uint64_t seed, const std::string& source) {
     const std::string where = source.empty() ? std::string("the calibration sequences") : "calibration file '" + source + "'";
-    requirePositive(samples, seqlen);
+    CalibrationSet set = newCalibrationSet(samples, seqlen, seed, source);
     std::vector<size_t> longEnough;
     int64_t tokens = 0;
     for (size_t i = 0; i < sequences.size(); ++i) {
@@ -84,11 +91,7 @@ CalibrationSet drawCalibrationSetFromSequences(const std::vector<std::vector<int
                     " samples were asked for (one window per sequence)");
     std::mt19937_64 rng(seed);
     for (size_t i = longEnough.size() - 1; i > 0; --i) std::swap(longEnough[i], longEnough[size_t(rng() % (i + 1))]);
-    CalibrationSet set;
-    set.seqlen = seqlen;
-    set.seed = seed;
     set.streamTokens = tokens;
-    set.source = source;
     set.sourceIsIds = true;
     for (int64_t k = 0; k < samples; ++k) {
         const std::vector<int32_t>& sequence = sequences[longEnough[size_t(k)]];
@@ -100,7 +103,7 @@ CalibrationSet drawCalibrationSetFromSequences(const std::vector<std::vector<int
 CalibrationSet drawCalibrationSetFromDocuments(const std::vector<std::string>& documents, const DocumentEncoder& encode,
                                                int64_t samples, int64_t seqlen, uint64_t seed, const std::string& source) {
     const std::string where = source.empty() ? std::string("the calibration documents") : "'" + source + "'";
-    requirePositive(samples, seqlen);
+    CalibrationSet set = newCalibrationSet(samples, seqlen, seed, source);
     const auto count = static_cast<uint64_t>(documents.size());
     if (count == 0) throw Error(where + " holds no documents");
     // What is known of each document: 0 not tokenized yet, 1 shorter than a window, 2 long enough.
@@ -116,10 +119,6 @@ CalibrationSet drawCalibrationSetFromDocuments(const std::vector<std::string>& d
         return Error(where + " has no document of at least " + std::to_string(seqlen) + " tokens (" +
                      std::to_string(count) + " documents; use shorter windows)");
     };
-    CalibrationSet set;
-    set.seqlen = seqlen;
-    set.seed = seed;
-    set.source = source;
     std::mt19937_64 rng(seed);
     for (int64_t k = 0; k < samples; ++k) {
         for (;;) {

@@ -1,0 +1,155 @@
+#pragma once
+// A language model's pruning, the one place where `npw prune`, `npw sweep`, `npw demo` and the
+// studio take their steps (the twin of image_workbench.h): the calibration windows (one builder,
+// one rule for their length), the statistics, the score sets computed so far (one per method,
+// side by side), a selection at any ρ, α, λ_rel, and the pruned model with its report.
+//
+// The expensive steps (calibrate, score, applySelection) are static and pure: the studio runs
+// them on its worker thread with copies and hands the results back to the workbench it keeps
+// on the GUI thread (setCalibration, addScores), so a cancelled job changes nothing. select()
+// is quick (a re-selection, a closed-form re-score for numerical λ) and runs where it is asked.
+// No Qt.
+#include "core/models/language_model.h"
+#include "core/prune/pruner.h"
+#include "core/prune/score_view.h"
+
+#include <limits>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace npw {
+
+struct SweepSpec;
+
+// Where calibration windows are drawn from, read (and tokenized) once: a token stream (a text
+// tokenized with one BOS, or an id file), one sequence per line of an id file (a window at each
+// start), or a data set's documents (C4: a window inside a seeded long-enough document).
+struct CalibrationPool {
+    std::vector<int32_t> stream;
+    std::vector<std::vector<int32_t>> sequences;
+    std::vector<std::string> documents;
+    std::string source;
+    bool sourceIsIds = false;
+};
+
+// A calibration as a user asks for it (CLI flags, the studio's Run settings).
+struct CalibrationRequest {
+    std::string source;        // a text file, an id file (sourceIsIds), or NAME:FILE (wikitext2:, c4:, …)
+    bool sourceIsIds = false;
+    bool perLine = false;      // an id file, one sample per line: a window at each start
+    int64_t samples = 128;
+    int64_t seqlen = 0;        // 0: the model's context, at most 2048 (effectiveSeqlen)
+    uint64_t seed = 0;         // of the window offsets
+};
+
+// The one rule for a calibration window's length: 0 takes the model's context (at most 2048);
+// a length beyond the model's context is capped at it — the windows a model can see — and
+// `note` (when given) says so ("seqlen 4096 capped at the model's context of 512"); empty
+// otherwise. Every caller (CLI, sweep, studio) reports the note where it reports the calibration.
+int64_t calibrationSeqlen(int64_t requested, const LlamaConfig& config, std::string* note = nullptr);
+
+// Reads `source` as CalibrationRequest describes it. npw::Error naming the file.
+CalibrationPool readCalibrationPool(const LanguageModel& lm, const std::string& source, bool sourceIsIds, bool perLine);
+// The windows of a pool (drawCalibrationSet / …FromSequences / …FromDocuments as it holds),
+// seqlen by calibrationSeqlen's rule.
+CalibrationSet drawCalibration(const CalibrationPool& pool, const LanguageModel& lm, int64_t samples, int64_t seqlen,
+                               uint64_t seed, std::string* note = nullptr);
+// readCalibrationPool + drawCalibration: the calibration set of a request.
+CalibrationSet buildCalibrationSet(const LanguageModel& lm, const CalibrationRequest& request, std::string* note = nullptr);
+
+// A sweep's calibration from the same pool (SweepSpec keeps stream, sequences and documents).
+void setSweepCalibrationPool(SweepSpec& spec, CalibrationPool pool);
+
+// A selection and what it removes, for one score set at ρ, α, λ_rel.
+struct WorkbenchSelection {
+    std::string method;                      // the score set's name (scoreSetName)
+    std::shared_ptr<const ScoreSet> scores;  // at the λ selected with (numerical: re-scored in closed form)
+    double lambdaRel = std::numeric_limits<double>::quiet_NaN();  // numerical with a relative λ; NaN: absolute
+    SelectionResult selection;
+    double ratio = 0;
+    double alpha = 0;                        // used: the default resolved
+    AlphaMode alphaMode = AlphaMode::Budget;
+    std::vector<LayerKeptCounts> kept;       // per layer
+    double achievedRatio = 0;                // of attention + MLP parameters
+    double achievedRatioModel = 0;           // of all parameters
+};
+
+// A selection applied: the pruned checkpoint and the one prune report (`npw prune --json`, the
+// studio's export and per-layer losses).
+struct WorkbenchPrune {
+    PruneSettings settings;  // as applied: the scores' settings at the selection's ρ, α, λ (for the manifest)
+    PrunedModel pruned;
+    PruneReport report;
+};
+
+class LanguagePruningWorkbench {
+public:
+    struct Calibration {
+        std::shared_ptr<const ModelStats> stats;
+        CalibrationSummary summary;
+        std::string note;     // calibrationSeqlen's note; empty when the request was taken as given
+        double seconds = 0;
+    };
+
+    LanguagePruningWorkbench() = default;
+    explicit LanguagePruningWorkbench(LanguageModel model);
+
+    bool hasModel() const { return model_.model != nullptr; }
+    const LanguageModel& model() const { return model_; }
+
+    // Builds the request's windows and accumulates the statistics (core's calibrate). Smaller
+    // batches (options.batchTokens) make a cancel prompter.
+    static Calibration calibrate(const LanguageModel& lm, const CalibrationRequest& request,
+                                 const ProgressFn& progress = nullptr, const CalibrationOptions& options = {});
+    // Adopts statistics (computed, read from a file, or calibrated layer-wise); forgets every
+    // score set (they belong to other statistics).
+    void setCalibration(Calibration calibration);
+    bool isCalibrated() const { return calibration_.stats != nullptr; }
+    const Calibration& calibration() const { return calibration_; }
+
+    // The scores of one method: the one place where a method's name becomes its scores (new
+    // methods are dispatched here). The numerical λ as settings give it (NaN: λ_rel / median c).
+    static ScoreSet score(const LanguageModel& lm, const ModelStats& stats, const PruneSettings& settings,
+                          const ProgressFn& progress = nullptr);
+    // Keeps a score set under its scoreSetName (replacing one of that name); returns the name.
+    std::string addScores(ScoreSet scores);
+    // score() on the workbench's statistics, kept; npw::Error before a calibration.
+    std::string scoreAndKeep(const PruneSettings& settings, const ProgressFn& progress = nullptr);
+    std::vector<std::string> scoreSetNames() const { return order_; }  // in the order first added
+    bool hasScores(const std::string& name) const { return entries_.count(name) > 0; }
+    // As computed (null when there is none of that name).
+    std::shared_ptr<const ScoreSet> computedScores(const std::string& name) const;
+    void clearScores();
+
+    // The mask of a kept score set at ρ, α (NaN: the model's default) and reading, with λ_rel:
+    // numerical scores follow λ_rel in closed form (λ = λ_rel / median c); NaN keeps the λ the
+    // set was computed with (an absolute --lambda). Box-constrained sets rank the z of their own
+    // solve (recomputeReason in the studio says when that no longer matches). npw::Error naming
+    // what does not fit.
+    WorkbenchSelection select(const std::string& name, double ratio, double alpha, AlphaMode mode,
+                              double lambdaRel = std::numeric_limits<double>::quiet_NaN());
+    // Compensates and slices (settings: compensation and damp; the selection's ρ, α, reading and
+    // λ are recorded in the report) and reports.
+    static WorkbenchPrune applySelection(const LlamaModel& model, const ModelStats& stats,
+                                         const WorkbenchSelection& selection, PruneSettings settings,
+                                         const ProgressFn& progress = nullptr);
+
+    // What `npw prune` does on a calibrated workbench: score `settings` (kept), select at its ρ,
+    // α, reading (λ as given), apply, report with timings (calibrate: the calibration's seconds).
+    WorkbenchPrune prune(const PruneSettings& settings, const ProgressFn& progress = nullptr);
+
+private:
+    struct Entry {
+        std::shared_ptr<const ScoreSet> computed;
+        std::shared_ptr<const ScoreSet> atLambda;  // what was selected from last
+        std::shared_ptr<const MaskSelector> selector;
+    };
+    LanguageModel model_;
+    Calibration calibration_;
+    std::map<std::string, Entry> entries_;
+    std::vector<std::string> order_;
+};
+
+} // namespace npw

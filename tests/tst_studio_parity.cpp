@@ -1,0 +1,191 @@
+// The command line and the studio reach the same numbers through the same core workbench
+// (core/experiments/language_workbench.h): `npw prune --json` and a StudioSession at the same
+// calibration and knobs select the same mask (kept heads, KV heads and channels per layer, the
+// same count of removed units) and report the same parameters and achieved ratios; and both
+// follow the one rule for a calibration window longer than the model's context (capped at it,
+// and said so). Runs the npw binary of this build tree on demo:lm.
+#include "app/studio/studiosession.h"
+#include "core/experiments/language_workbench.h"
+#include "core/util/paths.h"
+#include "studio_session_helpers.h"
+
+#include <QCoreApplication>
+#include <QFileInfo>
+#include <QProcess>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QtTest>
+#include <nlohmann/json.hpp>
+
+using namespace studio_test;
+using Json = nlohmann::json;
+
+class TestStudioParity : public QObject {
+    Q_OBJECT
+
+    QString npw_;
+
+    Json prune(const QStringList& extra, QString* err = nullptr) {
+        QProcess p;
+        p.start(npw_, QStringList{"prune", "demo:lm", "--calib", QString::fromStdString(studio::defaultCalibrationSource())} +
+                          extra + QStringList{"--json"});
+        p.waitForFinished(600000);
+        const QString stderrText = QString::fromUtf8(p.readAllStandardError());
+        if (err) *err = stderrText;
+        if (p.exitCode() != 0) {
+            qWarning("npw prune failed: %s", qPrintable(stderrText));
+            return nullptr;
+        }
+        return Json::parse(p.readAllStandardOutput().toStdString());
+    }
+
+private slots:
+    void initTestCase() {
+        npw_ = QCoreApplication::applicationDirPath() + "/../app/npw";
+        if (!QFileInfo::exists(npw_)) QSKIP("the npw binary is not built in this tree");
+    }
+
+    void cliAndStudioSelectTheSameMask_data() {
+        QTest::addColumn<QString>("method");
+        QTest::addColumn<double>("ratio");
+        QTest::newRow("numerical 0.3") << "numerical" << 0.3;
+        QTest::newRow("flap 0.2") << "flap" << 0.2;
+        QTest::newRow("wanda-sp 0.25") << "wanda-sp" << 0.25;
+    }
+
+    void cliAndStudioSelectTheSameMask() {
+        QFETCH(QString, method);
+        QFETCH(double, ratio);
+        QTemporaryDir dir;
+        const Json cli = prune({"--method", method, "--ratio", QString::number(ratio), "--nsamples", "16", "--seqlen",
+                                "64", "--out", dir.filePath("pruned")});
+        QVERIFY(!cli.is_null());
+
+        StudioSession session;
+        QVERIFY(session.openModel(QStringLiteral("demo:lm")));
+        QVERIFY(waitIdle(session));
+        studio::RunSettings s = smallSettings(npw::parsePruneMethod(method.toStdString()));  // 16 × 64, seed 0
+        session.setSettings(s);
+        studio::SelectionKnobs knobs;  // α default, budget reading, λ_rel default: the CLI's defaults
+        knobs.rho = ratio;
+        session.setKnobs(knobs);
+        QVERIFY(session.runScoring());
+        QVERIFY(waitIdle(session));
+        QVERIFY(session.selection().has_value());
+        QVERIFY(session.workbenchSelection().has_value());
+
+        // The calibration both saw.
+        QCOMPARE(cli["calibration"]["samples"].get<int64_t>(), int64_t(16));
+        QCOMPARE(cli["calibration"]["seqlen"].get<int64_t>(), int64_t(64));
+        QCOMPARE(session.workbench().calibration().summary.tokens, cli["calibration"]["tokens"].get<int64_t>());
+
+        // The same mask: kept counts per layer, exactly.
+        const SelectionView& view = *session.selection();
+        const Json& layers = cli["layers"];
+        QCOMPARE(layers.size(), view.kept.size());
+        int64_t keptUnitsCli = 0, keptUnitsStudio = 0;
+        for (size_t l = 0; l < view.kept.size(); ++l) {
+            // demo:lm has one KV head per head: an attention unit is a head and a KV group.
+            QCOMPARE(view.kept[l].keptChannels, layers[l]["channels"].get<int64_t>());
+            QCOMPARE(view.kept[l].keptHeads, layers[l]["kv_heads"].get<int64_t>());
+            QCOMPARE(view.kept[l].keptHeads, layers[l]["heads"].get<int64_t>());
+            keptUnitsCli += layers[l]["heads"].get<int64_t>() + layers[l]["channels"].get<int64_t>();
+            keptUnitsStudio += view.kept[l].keptHeads + view.kept[l].keptChannels;
+        }
+        QCOMPARE(keptUnitsStudio, keptUnitsCli);
+        QCOMPARE(view.selection.removedHeads, cli["removed_attention_units"].get<int64_t>());
+        QCOMPARE(view.selection.removedChannels, cli["removed_mlp_channels"].get<int64_t>());
+        // The achieved ratios are the same function of the same mask and costs: equal to the
+        // printed precision of JSON (17 significant digits round-trip a double).
+        QCOMPARE(view.achievedRatio, cli["achieved_ratio"].get<double>());
+        QCOMPARE(view.achievedRatioModel, cli["achieved_ratio_model"].get<double>());
+
+        // The report the studio's export writes: the same parameters and ratios.
+        const npw::WorkbenchPrune run = npw::LanguagePruningWorkbench::applySelection(
+            *session.model().model, *session.stats(), *session.workbenchSelection(), s.prune);
+        QCOMPARE(run.report.paramsBefore, cli["params_before"].get<int64_t>());
+        QCOMPARE(run.report.paramsAfter, cli["params_after"].get<int64_t>());
+        QCOMPARE(run.report.achievedRatio, cli["achieved_ratio"].get<double>());
+        QCOMPARE(run.report.alpha, cli["alpha"].get<double>());
+        // Losses: the same windows, but the studio calibrates in smaller batches (a prompter
+        // cancel), so its float64 sums add in another order: equal to 1e-9 relative.
+        for (size_t l = 0; l < run.report.layers.size(); ++l)
+            for (const char* key : {"attn_loss", "mlp_loss"}) {
+                const double a = std::string(key) == "attn_loss" ? run.report.layers[l].attentionLoss
+                                                                  : run.report.layers[l].mlpLoss;
+                const double b = layers[l][key].get<double>();
+                QVERIFY2(std::abs(a - b) <= 1e-9 * std::max(1.0, std::abs(b)),
+                         qPrintable(QStringLiteral("layer %1 %2: studio %3, CLI %4").arg(l).arg(key).arg(a).arg(b)));
+            }
+    }
+
+    void workbenchPruneIsTheEngineFlow() {
+        // The workbench adds no numbers of its own: on the same statistics its prune() gives the
+        // mask and report of core's pruneModelWithStats (the flow the engine's tests check
+        // against the Python references), for a relative and an absolute λ.
+        const npw::LanguageModel lm = npw::openLanguageModel("demo:lm", npw::chooseRuntime("cpu"));
+        npw::LanguagePruningWorkbench workbench(lm);
+        npw::CalibrationRequest request;
+        request.source = studio::defaultCalibrationSource();
+        request.samples = 8;
+        request.seqlen = 64;
+        workbench.setCalibration(npw::LanguagePruningWorkbench::calibrate(lm, request));
+        QCOMPARE(workbench.calibration().summary.tokens, int64_t(8 * 64));
+        for (const double absoluteLambda : {std::nan(""), 1e-4}) {
+            npw::PruneSettings settings;
+            settings.ratio = 0.25;
+            settings.lambda = absoluteLambda;
+            const npw::WorkbenchPrune mine = workbench.prune(settings);
+            const npw::PruneRun engine = npw::pruneModelWithStats(*lm.model, *workbench.calibration().stats, settings);
+            const npw::WorkbenchSelection selected =
+                workbench.select(workbench.scoreSetNames().back(), settings.ratio, settings.alpha, settings.alphaMode,
+                                 std::isnan(absoluteLambda) ? settings.lambdaRel : std::nan(""));
+            QVERIFY(selected.selection.mask.keepHeads == engine.selection.mask.keepHeads);
+            QVERIFY(selected.selection.mask.keepChannels == engine.selection.mask.keepChannels);
+            Json a = npw::pruneReportJson(mine.report), b = npw::pruneReportJson(engine.report);
+            a.erase("timings");
+            b.erase("timings");
+            QCOMPARE(QString::fromStdString(a.dump()), QString::fromStdString(b.dump()));
+        }
+    }
+
+    void seqlenBeyondTheContextIsCappedAndSaid() {
+        // demo:lm's context is 512 tokens: both ask for 1000.
+        QTemporaryDir dir;
+        QString err;
+        const Json cli = prune({"--method", "numerical", "--ratio", "0.2", "--nsamples", "4", "--seqlen", "1000", "--out",
+                                dir.filePath("pruned")},
+                               &err);
+        QVERIFY(!cli.is_null());
+        QCOMPARE(cli["calibration"]["seqlen"].get<int64_t>(), int64_t(512));
+        const std::string note = cli["calibration"]["note"].get<std::string>();
+        QCOMPARE(note, std::string("seqlen 1000 capped at the model's context of 512"));
+        QVERIFY2(err.contains(QString::fromStdString(note)), qPrintable(err));
+
+        StudioSession session;
+        QSignalSpy log(&session, &StudioSession::logMessage);
+        QVERIFY(session.openModel(QStringLiteral("demo:lm")));
+        QVERIFY(waitIdle(session));
+        studio::RunSettings s = smallSettings();
+        s.calibration.samples = 4;
+        s.calibration.seqlen = 1000;
+        session.setSettings(s);
+        QVERIFY(session.runScoring());
+        QVERIFY(waitIdle(session));
+        QCOMPARE(session.workbench().calibration().summary.seqlen, int64_t(512));
+        QCOMPARE(session.workbench().calibration().note, note);
+        bool said = false;
+        for (const QList<QVariant>& args : log) said = said || args.at(0).toString().contains(QString::fromStdString(note));
+        QVERIFY2(said, "the studio's log says the window was capped");
+
+        // The builder itself: 0 takes the context (at most 2048), a length within it stays.
+        std::string builderNote = "stale";
+        QCOMPARE(npw::calibrationSeqlen(0, session.model().model->config(), &builderNote), int64_t(512));
+        QVERIFY(builderNote.empty());
+        QCOMPARE(npw::calibrationSeqlen(64, session.model().model->config(), &builderNote), int64_t(64));
+        QVERIFY(builderNote.empty());
+    }
+};
+
+QTEST_MAIN(TestStudioParity)
+#include "tst_studio_parity.moc"
