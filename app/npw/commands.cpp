@@ -11,6 +11,7 @@ const std::vector<Command>& allCommands() {
     static const std::vector<Command> commands = [] {
         std::vector<Command> c;
         addLanguageModelCommands(c);
+        addCompareCommand(c);
         addPruneCommand(c);
         addSweepCommand(c);
         addZeroShotCommands(c);

@@ -28,6 +28,7 @@ std::string versionString();
 
 // Each group of commands registers itself here.
 void addLanguageModelCommands(std::vector<Command>& out);  // info, eval, generate, bench
+void addCompareCommand(std::vector<Command>& out);         // compare
 void addTrainingCommands(std::vector<Command>& out);       // train-tokenizer, train-lm
 void addDemoCommand(std::vector<Command>& out);            // demo
 void addPruneCommand(std::vector<Command>& out);           // prune

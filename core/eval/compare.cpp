@@ -57,6 +57,26 @@ at::Tensor teacherForcedLogProbs(const LlamaModel& model, const std::vector<int3
 
 } // namespace
 
+std::vector<std::string> tokenPieces(const std::function<std::string(const std::vector<int32_t>&)>& decode,
+                                     const std::vector<int32_t>& prompt, const std::vector<int32_t>& tokens) {
+    std::vector<std::string> pieces;
+    std::vector<int32_t> ids = prompt;
+    std::string before = decode(ids);
+    for (int32_t t : tokens) {
+        ids.push_back(t);
+        std::string now = decode(ids);
+        // Decoding is not always prefix-stable (a partial UTF-8 sequence becomes U+FFFD until its
+        // last byte arrives): take what follows the longest common prefix.
+        size_t common = 0;
+        while (common < before.size() && common < now.size() && before[common] == now[common]) ++common;
+        while (common > 0 && common < now.size() && (static_cast<unsigned char>(now[common]) & 0xC0) == 0x80)
+            --common;  // never split a UTF-8 character
+        pieces.push_back(now.substr(common));
+        before = std::move(now);
+    }
+    return pieces;
+}
+
 int64_t firstDivergence(const std::vector<int32_t>& dense, const std::vector<int32_t>& other) {
     const size_t n = std::min(dense.size(), other.size());
     for (size_t i = 0; i < n; ++i)

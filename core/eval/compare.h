@@ -54,6 +54,12 @@ TextComparison compareContinuations(const ComparedModel& dense, const std::vecto
                                     const std::vector<int32_t>& prompt, const SamplingOptions& options,
                                     const ComparisonTokenFn& onToken = nullptr);
 
+// The text each continuation token adds, decoded after the prompt and the tokens before it (so
+// SentencePiece's leading spaces and multi-token characters come out as in the whole text; a
+// piece that completes an earlier token's bytes carries them). pieces[i] belongs to tokens[i].
+std::vector<std::string> tokenPieces(const std::function<std::string(const std::vector<int32_t>&)>& decode,
+                                     const std::vector<int32_t>& prompt, const std::vector<int32_t>& tokens);
+
 // The first index where two continuations differ (a shorter one that is a prefix of the other
 // differs where it ends); -1 when equal.
 int64_t firstDivergence(const std::vector<int32_t>& dense, const std::vector<int32_t>& other);
