@@ -73,6 +73,11 @@ void printEvaluationRow(const std::string& name, double ratio, double achieved, 
 // `npw metrics --model`: the images a model generates (balanced classes, seeds seed..seed+n−1).
 ImageSource modelImages(const Args& args, const std::string& model, int64_t n, int64_t* numClasses = nullptr);
 
+// "NAME (numerical ρ=0.30)" for an npw export (NAME: its folder's name; method and ratio from its
+// npw-manifest.json), else the file or folder name (or "demo:lm" as given): what compared outputs
+// (text and pictures) call a model.
+std::string modelLabel(const std::string& model);
+
 // A progress callback drawing a bar on stderr when it is a terminal (silent otherwise).
 ProgressFn terminalProgress();
 // Prints the JSON object (with --json) or calls the human printer. (Not "emit": Qt, which the

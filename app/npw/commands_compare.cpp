@@ -18,23 +18,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// "DIR (numerical ρ=0.30)" for an npw export (its npw-manifest.json), else the path as given.
-std::string labelOf(const std::string& model) {
-    const fs::path manifest = fs::path(model) / "npw-manifest.json";
-    std::error_code ec;
-    if (!fs::is_regular_file(manifest, ec)) return model;
-    try {
-        std::ifstream in(manifest);
-        const nlohmann::json j = nlohmann::json::parse(in);
-        std::ostringstream out;
-        out << model << " (" << j.at("method").get<std::string>() << " ρ=" << std::fixed << std::setprecision(2)
-            << j.at("ratio").get<double>() << ")";
-        return out.str();
-    } catch (const std::exception&) {
-        return model;  // a label only: a manifest npw cannot read does not stop the comparison
-    }
-}
-
 std::vector<std::string> promptsFrom(const Args& args) {
     if (args.has("prompt") && args.has("prompts"))
         throw Error("'npw compare' takes --prompt TEXT or --prompts FILE, not both");
@@ -90,7 +73,7 @@ int runCompare(const Args& args) {
     o.seed = static_cast<uint64_t>(args.getInt("seed"));
     if (!args.flag("no-stop")) o.stopToken = dense.model->config().eos_token_id;
     std::vector<std::string> labels;
-    for (const std::string& m : pos) labels.push_back(labelOf(m));
+    for (const std::string& m : pos) labels.push_back(modelLabel(m));
     std::vector<ComparedModel> pruned;
     for (size_t k = 1; k < models.size(); ++k) pruned.push_back({labels[k], models[k].model.get()});
     auto decode = [&](const std::vector<int32_t>& ids) { return dense.decode(ids); };
