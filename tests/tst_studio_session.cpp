@@ -6,6 +6,7 @@
 #include "app/studio/stallmeter.h"
 #include "app/studio/studiosession.h"
 #include "app/studio/workspacefile.h"
+#include "core/eval/token_step.h"
 #include "core/models/language_model.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
@@ -38,6 +39,7 @@ private slots:
     void jobRunnerDeliversResultAndProgress();
     void jobRunnerCancelStopsAtNextReport();
     void jobRunnerReportsFailure();
+    void jobRunnerStreamsTypedPartialsBeforeTheEnd();
     void stallMeterSeesABlockedLoop();
     void scoringSelectsAndReportsLosses();
     void knobsReselectWithoutRescoring();
@@ -130,6 +132,77 @@ void TestStudioSession::jobRunnerReportsFailure() {
     QTRY_COMPARE_WITH_TIMEOUT(failed.count(), 1, 5000);
     QCOMPARE(failed.first().at(0).toString(), QStringLiteral("broken"));
     QVERIFY(failed.first().at(1).toString().contains(QStringLiteral("tensor 'x'")));
+}
+
+void TestStudioSession::jobRunnerStreamsTypedPartialsBeforeTheEnd() {
+    // A continuation streamed token by token: every step arrives on the GUI thread, in order,
+    // each a copy of what the worker emitted, and all of them before the result.
+    JobRunner runner;
+    QSignalSpy finished(&runner, &JobRunner::finished);
+    std::vector<npw::TokenStep> received;
+    std::vector<Qt::HANDLE> threads;
+    int result = 0;
+    size_t stepsAtResult = 0;
+    QVERIFY((runner.startWithPartials<int, npw::TokenStep>(
+        "continue",
+        [](const npw::ProgressFn& progress, const PartialResults<npw::TokenStep>& steps) {
+            std::string text;
+            for (int i = 0; i < 20; ++i) {
+                npw::TokenStep step;
+                step.index = i;
+                text += "t" + std::to_string(i);
+                step.models.push_back({"dense", 100 + i, "t" + std::to_string(i), text, -0.5 * i, -0.5 * i, i == 19});
+                steps.emitPartial(step);
+                npw::reportProgress(progress, "decode", i + 1, 20);
+            }
+            return 20;
+        },
+        [&](npw::TokenStep step) {
+            threads.push_back(QThread::currentThreadId());
+            received.push_back(std::move(step));
+        },
+        [&](int value) {
+            result = value;
+            stepsAtResult = received.size();
+        })));
+    QVERIFY((!runner.startWithPartials<int, npw::TokenStep>(
+        "second", [](const npw::ProgressFn&, const PartialResults<npw::TokenStep>&) { return 0; },
+        [](npw::TokenStep) {}, [](int) {})));  // one job at a time, whatever its channel
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 10000);
+    QCOMPARE(result, 20);
+    QCOMPARE(stepsAtResult, size_t(20));  // every partial before the result
+    QCOMPARE(received.size(), size_t(20));
+    for (size_t i = 0; i < received.size(); ++i) {
+        QCOMPARE(received[i].index, int64_t(i));
+        QCOMPARE(received[i].models.size(), size_t(1));
+        QCOMPARE(received[i].models[0].token, int32_t(100 + i));
+        QCOMPARE(received[i].models[0].logProb, -0.5 * double(i));
+        QCOMPARE(threads[i], QThread::currentThreadId());  // delivered on the GUI thread
+    }
+    QCOMPARE(received.back().models[0].text.substr(0, 6), std::string("t0t1t2"));
+    QVERIFY(received.back().models[0].stopped);
+
+    // Rows emitted before a cancel still arrive (they were complete); nothing after it.
+    std::atomic<int> emitted{0};
+    std::vector<int> rows;
+    QSignalSpy cancelled(&runner, &JobRunner::cancelled);
+    QVERIFY((runner.startWithPartials<int, int>(
+        "rows",
+        [&emitted](const npw::ProgressFn& progress, const PartialResults<int>& sink) {
+            for (int i = 0;; ++i) {
+                sink.emitPartial(i);
+                ++emitted;
+                npw::reportProgress(progress, "rows", i, 0);
+                QThread::msleep(2);
+            }
+            return 0;
+        },
+        [&](int row) { rows.push_back(row); }, [](int) { QFAIL("no result from a cancelled job"); })));
+    QTRY_VERIFY_WITH_TIMEOUT(emitted > 5, 5000);
+    runner.cancel();
+    QTRY_COMPARE_WITH_TIMEOUT(cancelled.count(), 1, 5000);
+    QCOMPARE(int(rows.size()), emitted.load());
+    for (size_t i = 0; i < rows.size(); ++i) QCOMPARE(rows[i], int(i));
 }
 
 void TestStudioSession::stallMeterSeesABlockedLoop() {

@@ -192,10 +192,9 @@ void ImageSession::exportSweepCsv(const QString& path) const {
 bool ImageSession::runSweep(const ImageSweepRequest& request) {
     if (!hasModel()) return false;
     auto workbench = workbench_;
-    QPointer<ImageSession> self(this);
-    const bool started = jobs_->start<int>(
+    const bool started = jobs_->startWithPartials<int, npw::ImageSweepRow>(
         tr("Image sweep"),
-        [=](const npw::ProgressFn& progress) {
+        [=](const npw::ProgressFn& progress, const PartialResults<npw::ImageSweepRow>& rowsSoFar) {
             npw::ImageSweepSpec spec;
             for (const QString& m : request.methods) spec.methods.push_back(m.toStdString());
             spec.ratios = request.ratios;
@@ -208,27 +207,20 @@ bool ImageSession::runSweep(const ImageSweepRequest& request) {
             auto network = npw::loadFeatureNetwork("demo");
             const npw::ResolvedReference reference =
                 npw::resolveReference("fashion-mnist-test", *network, npw::defaultCacheDir(), 250, progress);
-            const auto rows = npw::runImageSweep(
-                *workbench, *network, reference.stats, spec,
-                [self](const npw::ImageSweepRow& row) {
-                    QMetaObject::invokeMethod(
-                        self.data(),
-                        [self, row] {
-                            if (!self) return;
-                            self->sweepRows_.push_back(row);
-                            emit self->logMessage(tr("%1 at ρ = %2: FID %3, IS %4, class accuracy %5, %6 tokens/s")
-                                                      .arg(qs(row.method))
-                                                      .arg(row.ratio)
-                                                      .arg(row.eval.metrics.fid, 0, 'f', 2)
-                                                      .arg(row.eval.metrics.is.mean, 0, 'f', 2)
-                                                      .arg(row.eval.classAccuracy, 0, 'f', 3)
-                                                      .arg(row.eval.tokensPerSecond, 0, 'f', 0));
-                            emit self->sweepRowAvailable(row);
-                        },
-                        Qt::QueuedConnection);
-                },
-                progress);
+            const auto rows = npw::runImageSweep(*workbench, *network, reference.stats, spec, rowsSoFar.callback(),
+                                                 progress);
             return static_cast<int>(rows.size());
+        },
+        [this](npw::ImageSweepRow row) {
+            sweepRows_.push_back(row);
+            emit logMessage(tr("%1 at ρ = %2: FID %3, IS %4, class accuracy %5, %6 tokens/s")
+                                .arg(qs(row.method))
+                                .arg(row.ratio)
+                                .arg(row.eval.metrics.fid, 0, 'f', 2)
+                                .arg(row.eval.metrics.is.mean, 0, 'f', 2)
+                                .arg(row.eval.classAccuracy, 0, 'f', 3)
+                                .arg(row.eval.tokensPerSecond, 0, 'f', 0));
+            emit sweepRowAvailable(row);
         },
         [this](int rows) { emit logMessage(tr("Image sweep: %1 rows.").arg(rows)); });
     if (started) {

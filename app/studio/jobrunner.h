@@ -3,7 +3,10 @@
 // at a time on a pool thread, turns its ProgressFn calls into queued signals, and asks it to
 // stop through the callback's return value (core then throws npw::Cancelled at a consistent
 // point, so what the job had not finished is simply never delivered). The job's result comes
-// back by value to a continuation on the GUI thread; nothing mutable is shared.
+// back by value to a continuation on the GUI thread; nothing mutable is shared. Results a job
+// has before it ends (a sweep's rows, an image sweep's rows, a continuation's tokens) travel one
+// typed channel: the job's PartialResults<P> sink, whose values arrive in order, queued, on the
+// GUI thread (as KDAB Hotspot's xxxAvailable signals), before the job's end is announced.
 #include "core/util/progress.h"
 
 #include <QElapsedTimer>
@@ -38,6 +41,28 @@ private:
 // only), so that the GUI thread wins the cores when both want them: on a small machine a
 // redraw then waits less behind LibTorch. Threads the worker starts inherit it. No-op elsewhere.
 void yieldToTheGuiThread();
+
+// The worker's end of a job's typed channel: emitPartial(value) from the job's thread; the value
+// reaches the GUI thread by value (copied, never shared). A default-constructed sink drops what
+// it is given (a job run outside a JobRunner: tests, the CLI).
+template <class P>
+class PartialResults {
+public:
+    PartialResults() = default;
+    explicit PartialResults(std::function<void(P)> post) : post_(std::move(post)) {}
+    void emitPartial(P value) const {
+        if (post_) post_(std::move(value));
+    }
+    // As core's callbacks take it (runSweep's onRow, runImageSweep's onRow, a token callback).
+    std::function<void(const P&)> callback() const {
+        return [post = post_](const P& value) {
+            if (post) post(value);
+        };
+    }
+
+private:
+    std::function<void(P)> post_;
+};
 
 class JobRunner : public QObject {
     Q_OBJECT
@@ -79,6 +104,28 @@ public:
             }
         }));
         return true;
+    }
+
+    // The same with a typed channel for partial results: `work` also gets a PartialResults<P>;
+    // each value it emits reaches `partial` on this object's thread, queued, in the order
+    // emitted, before `done` (or `cancelled`/`failed`). Values emitted before a cancel or a
+    // failure are still delivered: they were complete when emitted (a sweep's finished rows).
+    // `partial` may emit the caller's typed signal (e.g. sweepRowAvailable) and keep the value.
+    template <class T, class P>
+    bool startWithPartials(const QString& title,
+                           std::function<T(const npw::ProgressFn&, const PartialResults<P>&)> work,
+                           std::function<void(P)> partial, std::function<void(T)> done) {
+        if (running_) return false;
+        // The sink posts to this object: a runner destroyed meanwhile drops the events with it
+        // (and its destructor waits for the worker first).
+        PartialResults<P> sink([this, partial](P value) {
+            QMetaObject::invokeMethod(
+                this, [partial, value = std::move(value)]() mutable { partial(std::move(value)); },
+                Qt::QueuedConnection);
+        });
+        return start<T>(
+            title, [work = std::move(work), sink](const npw::ProgressFn& progress) { return work(progress, sink); },
+            std::move(done));
     }
 
 public slots:

@@ -343,10 +343,9 @@ bool StudioSession::runSweep(const SweepRequest& request) {
     const npw::LanguageModel lm = model_;
     const studio::CalibrationSettings calibration = settings_.calibration;
     const studio::SelectionKnobs knobs = knobs_;
-    QPointer<StudioSession> self(this);
-    const bool started = jobs_.start<int>(
+    const bool started = jobs_.startWithPartials<int, npw::SweepRow>(
         tr("Sweep"),
-        [=](const npw::ProgressFn& progress) {
+        [=](const npw::ProgressFn& progress, const PartialResults<npw::SweepRow>& rowsSoFar) {
             npw::SweepSpec spec;
             for (const QString& m : request.methods) spec.methods.push_back(m.toStdString());
             spec.ratios = request.ratios;
@@ -388,51 +387,43 @@ bool StudioSession::runSweep(const SweepRequest& request) {
             spec.evalMaxWindows = request.evalMaxWindows;
             spec.alphaMode = knobs.mode;
             spec.alpha = knobs.alpha;
-            const auto rows = npw::runSweep(
-                lm, spec,
-                [self](const npw::SweepRow& row) {
-                    // Each row as it is ready: the plot grows while the sweep runs.
-                    QMetaObject::invokeMethod(
-                        self.data(),
-                        [self, row] {
-                            if (!self) return;
-                            self->sweepRows_.push_back(row);
-                            if (row.isSpeedRow())
-                                emit self->logMessage(tr("%1 at ρ = %2: decode %3 tokens/s, prefill %4 tokens/s, "
-                                                         "weights %5 MiB, KV cache %6 MiB")
-                                                          .arg(qs(row.method))
-                                                          .arg(row.ratio)
-                                                          .arg(row.decodeTokensPerSecond, 0, 'f', 0)
-                                                          .arg(row.prefillTokensPerSecond, 0, 'f', 0)
-                                                          .arg(row.weightsMiB, 0, 'f', 2)
-                                                          .arg(row.kvCacheMiB, 0, 'f', 3));
-                            else if (std::isfinite(row.acc))
-                                emit self->logMessage(tr("%1 at ρ = %2: %3 accuracy %4 (%5 items)")
-                                                          .arg(qs(row.method))
-                                                          .arg(row.ratio)
-                                                          .arg(qs(row.evalSet))
-                                                          .arg(row.acc, 0, 'f', 3)
-                                                          .arg(row.evalTokens));
-                            else
-                                emit self->logMessage(
-                                    tr("%1 at ρ = %2: %3% of attention + MLP removed, perplexity %4")
-                                        .arg(qs(row.method))
-                                        .arg(row.ratio)
-                                        .arg(100 * row.achievedRatio, 0, 'f', 1)
-                                        .arg(row.ppl, 0, 'f', 2));
-                            emit self->sweepRowAvailable(row);
-                        },
-                        Qt::QueuedConnection);
-                },
-                progress);
+            // Each row as it is ready: the plot grows while the sweep runs.
+            const auto rows = npw::runSweep(lm, spec, rowsSoFar.callback(), progress);
             return static_cast<int>(rows.size());
         },
+        [this](npw::SweepRow row) { addSweepRow(std::move(row)); },
         [this](int rows) { emit logMessage(tr("Sweep: %1 rows.").arg(rows)); });
     if (started) {
         sweepRows_.clear();
         emit sweepCleared();
     }
     return started;
+}
+
+void StudioSession::addSweepRow(npw::SweepRow row) {
+    sweepRows_.push_back(row);
+    if (row.isSpeedRow())
+        emit logMessage(tr("%1 at ρ = %2: decode %3 tokens/s, prefill %4 tokens/s, weights %5 MiB, KV cache %6 MiB")
+                            .arg(qs(row.method))
+                            .arg(row.ratio)
+                            .arg(row.decodeTokensPerSecond, 0, 'f', 0)
+                            .arg(row.prefillTokensPerSecond, 0, 'f', 0)
+                            .arg(row.weightsMiB, 0, 'f', 2)
+                            .arg(row.kvCacheMiB, 0, 'f', 3));
+    else if (std::isfinite(row.acc))
+        emit logMessage(tr("%1 at ρ = %2: %3 accuracy %4 (%5 items)")
+                            .arg(qs(row.method))
+                            .arg(row.ratio)
+                            .arg(qs(row.evalSet))
+                            .arg(row.acc, 0, 'f', 3)
+                            .arg(row.evalTokens));
+    else
+        emit logMessage(tr("%1 at ρ = %2: %3% of attention + MLP removed, perplexity %4")
+                            .arg(qs(row.method))
+                            .arg(row.ratio)
+                            .arg(100 * row.achievedRatio, 0, 'f', 1)
+                            .arg(row.ppl, 0, 'f', 2));
+    emit sweepRowAvailable(sweepRows_.back());
 }
 
 bool StudioSession::exportPrunedModel(const QString& dir) {

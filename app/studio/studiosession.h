@@ -118,6 +118,7 @@ signals:
     // Per-layer reconstruction losses of the current mask (core's applyMask), a moment later.
     void layerReportsAvailable(const std::vector<npw::LayerPruneReport>& reports);
     void sweepCleared();
+    // Each row as the sweep finishes it (JobRunner's typed channel), then kept in sweepRows().
     void sweepRowAvailable(const npw::SweepRow& row);
     void logMessage(const QString& text);
     // A reopened workspace's Images part (JSON text) for the Images tab to restore.
@@ -138,6 +139,7 @@ private:
     void reselectOrThrow();
     void startLayerReports();
     void applyRestored(Restored restored);
+    void addSweepRow(npw::SweepRow row);  // a row from the sweep's partial-result channel
 
     JobRunner jobs_;
     npw::LanguageModel model_;
