@@ -83,7 +83,25 @@ private slots:
         LlamaModel m(smallCheckpoint(3), chooseRuntime("cpu"));
         SamplingOptions o;
         o.maxNewTokens = 12;
-        TextComparison c = compareContinuations({"dense", &m}, {{"same", &m}}, {1, 5, 7}, o);
+        // A decoder writing "<id>" per token: the streamed text is the tokens so far.
+        const TokenDecodeFn decode = [](const std::vector<int32_t>& ids) {
+            std::string s;
+            for (int32_t id : ids) s += "<" + std::to_string(id) + ">";
+            return s;
+        };
+        std::vector<TokenStep> steps;
+        TextComparison c = compareContinuations({"dense", &m}, {{"same", &m}}, {1, 5, 7}, o,
+                                                [&](const TokenStep& s) {
+                                                    steps.push_back(s);
+                                                    return true;
+                                                },
+                                                decode);
+        QCOMPARE(steps.size(), c.models[0].tokens.size());
+        std::string expected;
+        for (int32_t id : c.models[0].tokens) expected += "<" + std::to_string(id) + ">";
+        QCOMPARE(steps.back().models[1].text, expected);
+        QCOMPARE(steps.back().models[1].piece, "<" + std::to_string(c.models[0].tokens.back()) + ">");
+        QVERIFY(steps.back().models[0].stopped);
         QCOMPARE(c.models.size(), size_t(2));
         QCOMPARE(c.models[1].tokens, c.models[0].tokens);
         QCOMPARE(c.models[1].divergence, int64_t(-1));
@@ -112,9 +130,13 @@ private slots:
         o.seed = 42;
         const std::vector<int32_t> prompt{1, 4, 9, 2};
         std::vector<std::pair<size_t, int32_t>> streamed;
+        int64_t steps = 0;
         TextComparison c = compareContinuations({"dense", &dense}, {{"a", &a}, {"b", &b}}, prompt, o,
-                                                [&](size_t k, int64_t, int32_t tok, double) {
-                                                    streamed.push_back({k, tok});
+                                                [&](const TokenStep& step) {
+                                                    if (step.index != steps++) return false;
+                                                    for (size_t k = 0; k < step.models.size(); ++k)
+                                                        if (step.models[k].token >= 0)
+                                                            streamed.push_back({k, step.models[k].token});
                                                     return true;
                                                 });
         QCOMPARE(c.models.size(), size_t(3));
@@ -125,12 +147,12 @@ private slots:
             const ComparedContinuation& m = c.models[k];
             // The same tokens generate() gives (same sampler, same seed).
             QCOMPARE(m.tokens, generate(*models[k], prompt, o).tokens);
-            // Streamed in order, every token.
-            for (int32_t tok : m.tokens) {
-                QCOMPARE(streamed[seen].first, k);
-                QCOMPARE(streamed[seen].second, tok);
-                ++seen;
-            }
+            // Streamed in lockstep, every token: the i-th token of model k in step i.
+            std::vector<int32_t> mine;
+            for (const auto& [model, tok] : streamed)
+                if (model == k) mine.push_back(tok);
+            QCOMPARE(mine, m.tokens);
+            seen += mine.size();
             // Own log-probabilities against uncached forwards (float32 logits: 1e-4).
             std::vector<int32_t> prefix = prompt;
             for (size_t i = 0; i < m.tokens.size(); ++i) {
@@ -177,7 +199,7 @@ private slots:
         o.maxNewTokens = 10;
         int calls = 0;
         QVERIFY_THROWS_EXCEPTION(Cancelled, compareContinuations({"dense", &m}, {{"p", &m}}, {1}, o,
-                                                                 [&](size_t, int64_t, int32_t, double) {
+                                                                 [&](const TokenStep&) {
                                                                      return ++calls < 3;
                                                                  }));
         QCOMPARE(calls, 3);

@@ -23,27 +23,16 @@ void checkPrompt(const LlamaModel& model, const std::string& name, const std::ve
                         std::to_string(c.vocab_size) + " of model '" + name + "'");
 }
 
-// The same loop as generate() (same rng use, so the same tokens for the same seed), keeping the
-// log-probability of each chosen token under the model's untempered distribution.
-void generateWithLogProbs(const LlamaModel& model, const std::vector<int32_t>& prompt, const SamplingOptions& o,
-                          size_t index, ComparedContinuation& out, const ComparisonTokenFn& onToken) {
-    std::mt19937_64 rng(o.seed);
+// One model's generation state: the same loop as generate() (same rng use, so the same tokens
+// for the same seed), stepped from outside so that all models advance together.
+struct Generator {
+    const LlamaModel* model;
+    std::mt19937_64 rng;
     KvCache cache;
-    at::Tensor ids = at::tensor(std::vector<int64_t>(prompt.begin(), prompt.end()), at::kLong).unsqueeze(0);
-    at::Tensor last = model.logits(ids, &cache).select(1, -1).squeeze(0);
-    const int64_t budget =
-        std::min(o.maxNewTokens, model.config().attentionSpan() - static_cast<int64_t>(prompt.size()));
-    for (int64_t i = 0; i < budget; ++i) {
-        const int32_t next = sampleToken(last, o, rng);
-        const double lp = at::log_softmax(last.to(at::kDouble), -1)[next].item<double>();
-        out.tokens.push_back(next);
-        out.logProbs.push_back(lp);
-        if (onToken && !onToken(index, i, next, lp)) throw Cancelled();
-        if (next == o.stopToken || i + 1 == budget) break;
-        at::Tensor step = at::full({1, 1}, static_cast<int64_t>(next), at::kLong);
-        last = model.logits(step, &cache).select(1, -1).squeeze(0);
-    }
-}
+    at::Tensor last;  // logits [vocab] for the next token
+    int64_t budget = 0;
+    bool stopped = false;
+};
 
 // Log-softmax rows [n, vocab] (float64) predicting the n continuation tokens after the prompt.
 at::Tensor teacherForcedLogProbs(const LlamaModel& model, const std::vector<int32_t>& prompt,
@@ -57,7 +46,7 @@ at::Tensor teacherForcedLogProbs(const LlamaModel& model, const std::vector<int3
 
 } // namespace
 
-std::vector<std::string> tokenPieces(const std::function<std::string(const std::vector<int32_t>&)>& decode,
+std::vector<std::string> tokenPieces(const TokenDecodeFn& decode,
                                      const std::vector<int32_t>& prompt, const std::vector<int32_t>& tokens) {
     std::vector<std::string> pieces;
     std::vector<int32_t> ids = prompt;
@@ -86,7 +75,7 @@ int64_t firstDivergence(const std::vector<int32_t>& dense, const std::vector<int
 
 TextComparison compareContinuations(const ComparedModel& dense, const std::vector<ComparedModel>& pruned,
                                     const std::vector<int32_t>& prompt, const SamplingOptions& options,
-                                    const ComparisonTokenFn& onToken) {
+                                    const ComparisonStepFn& onStep, const TokenDecodeFn& decode) {
     if (!dense.model) throw Error("compare: no dense model");
     std::vector<ComparedModel> all{dense};
     all.insert(all.end(), pruned.begin(), pruned.end());
@@ -102,11 +91,58 @@ TextComparison compareContinuations(const ComparedModel& dense, const std::vecto
     c10::InferenceMode guard;
     TextComparison r;
     r.prompt = prompt;
-    for (size_t k = 0; k < all.size(); ++k) {
+    const at::Tensor promptIds =
+        at::tensor(std::vector<int64_t>(prompt.begin(), prompt.end()), at::kLong).unsqueeze(0);
+    std::vector<Generator> gens;
+    for (const ComparedModel& m : all) {
+        Generator g{m.model, std::mt19937_64(options.seed), KvCache{}, at::Tensor(), 0, false};
+        g.last = m.model->logits(promptIds, &g.cache).select(1, -1).squeeze(0);
+        g.budget = std::min(options.maxNewTokens,
+                            m.model->config().attentionSpan() - static_cast<int64_t>(prompt.size()));
+        g.stopped = g.budget <= 0;
+        gens.push_back(std::move(g));
         ComparedContinuation c;
-        c.name = all[k].name;
-        generateWithLogProbs(*all[k].model, prompt, options, k, c, onToken);
+        c.name = m.name;
         r.models.push_back(std::move(c));
+    }
+    for (int64_t i = 0;; ++i) {
+        bool any = false;
+        TokenStep step;
+        step.index = i;
+        for (size_t k = 0; k < gens.size(); ++k) {
+            Generator& g = gens[k];
+            ComparedContinuation& c = r.models[k];
+            TokenStep::Continuation sc;
+            sc.model = c.name;
+            if (!g.stopped) {
+                any = true;
+                const int32_t next = sampleToken(g.last, options, g.rng);
+                const double lp = at::log_softmax(g.last.to(at::kDouble), -1)[next].item<double>();
+                c.tokens.push_back(next);
+                c.logProbs.push_back(lp);
+                sc.token = next;
+                sc.logProb = lp;
+                if (next == options.stopToken || int64_t(c.tokens.size()) == g.budget) {
+                    g.stopped = true;
+                } else {
+                    at::Tensor ids = at::full({1, 1}, static_cast<int64_t>(next), at::kLong);
+                    g.last = g.model->logits(ids, &g.cache).select(1, -1).squeeze(0);
+                }
+            }
+            sc.stopped = g.stopped;
+            if (decode && !c.tokens.empty()) {
+                std::vector<int32_t> ids = prompt;
+                const std::string head = decode(ids);
+                ids.insert(ids.end(), c.tokens.begin(), c.tokens.end());
+                const std::string whole = decode(ids);
+                sc.text = whole.rfind(head, 0) == 0 ? whole.substr(head.size()) : decode(c.tokens);
+                if (sc.token >= 0) sc.piece = tokenPieces(decode, std::vector<int32_t>(ids.begin(), ids.end() - 1),
+                                                          {sc.token}).front();
+            }
+            step.models.push_back(std::move(sc));
+        }
+        if (!any) break;
+        if (onStep && !onStep(step)) throw Cancelled();
     }
     const std::vector<int32_t>& reference = r.models[0].tokens;
     if (reference.empty()) return r;

@@ -5,6 +5,7 @@
 // from the dense model's along the dense continuation (KL, teacher-forced) and how well it
 // predicts that continuation (mean NLL). `npw compare` and the studio's Text page share this.
 #include "core/eval/generate.h"
+#include "core/eval/token_step.h"
 #include "core/models/llama.h"
 
 #include <cstdint>
@@ -43,21 +44,24 @@ struct TextComparison {
     std::vector<ComparedContinuation> models;  // [0] is the dense model, then the pruned ones in order
 };
 
-// Called for each generated token: model index (0 = dense), position in the continuation, the
-// token and its log-probability. Returning false stops the comparison (npw::Cancelled).
-using ComparisonTokenFn = std::function<bool(size_t model, int64_t position, int32_t token, double logProb)>;
+using TokenDecodeFn = std::function<std::string(const std::vector<int32_t>&)>;
+// Called after each step, when every model that has not stopped has chosen its next token
+// (TokenStep: one entry per model, dense first; a stopped model's token is -1). Returning false
+// stops the comparison (npw::Cancelled).
+using ComparisonStepFn = std::function<bool(const TokenStep& step)>;
 
 // Every model generates from `prompt` with the same options (and so the same seed: with
-// sampling, identical distributions give identical continuations). All models must share the
-// dense model's vocabulary; otherwise npw::Error naming the model.
+// sampling, identical distributions give identical continuations), all in lockstep so a viewer
+// sees the columns grow together. All models must share the dense model's vocabulary;
+// otherwise npw::Error naming the model. `decode` (optional) fills the steps' piece and text.
 TextComparison compareContinuations(const ComparedModel& dense, const std::vector<ComparedModel>& pruned,
                                     const std::vector<int32_t>& prompt, const SamplingOptions& options,
-                                    const ComparisonTokenFn& onToken = nullptr);
+                                    const ComparisonStepFn& onStep = nullptr, const TokenDecodeFn& decode = nullptr);
 
 // The text each continuation token adds, decoded after the prompt and the tokens before it (so
 // SentencePiece's leading spaces and multi-token characters come out as in the whole text; a
 // piece that completes an earlier token's bytes carries them). pieces[i] belongs to tokens[i].
-std::vector<std::string> tokenPieces(const std::function<std::string(const std::vector<int32_t>&)>& decode,
+std::vector<std::string> tokenPieces(const TokenDecodeFn& decode,
                                      const std::vector<int32_t>& prompt, const std::vector<int32_t>& tokens);
 
 // The first index where two continuations differ (a shorter one that is a prefix of the other
