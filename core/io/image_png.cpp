@@ -147,14 +147,18 @@ at::Tensor titledPanels(const std::vector<at::Tensor>& panels, const std::vector
     std::vector<at::Tensor> rgb;
     std::vector<std::string> text;
     std::vector<int64_t> widths;
+    std::vector<int> scales;
     int64_t height = 0;
     for (size_t i = 0; i < panels.size(); ++i) {
         at::Tensor p = checkedImage(panels[i]).to(at::kFloat).cpu().clamp(0, 1);
         if (p.size(0) == 1) p = p.expand({3, p.size(1), p.size(2)});
         text.push_back(asciiTitle(titles[i]));
         std::string copy = text.back();
-        const int64_t textWidth = int64_t(stb_easy_font_width(copy.data())) * kTitleScale + 4;
-        widths.push_back(std::max(p.size(2), textWidth));
+        // Twice the label size when the title fits over its panel; else the label size, so a
+        // long title does not leave a wide white gap beside a narrow panel.
+        const int64_t plain = int64_t(stb_easy_font_width(copy.data())) + 4;
+        scales.push_back(plain * kTitleScale - 4 <= p.size(2) ? kTitleScale : 1);
+        widths.push_back(std::max(p.size(2), scales.back() == 1 ? plain : plain * kTitleScale - 4));
         height = std::max(height, p.size(1));
         rgb.push_back(p);
     }
@@ -165,7 +169,7 @@ at::Tensor titledPanels(const std::vector<at::Tensor>& panels, const std::vector
     at::Tensor out = at::ones({3, titleHeight + height, width}, at::kFloat);
     int64_t x = 0;
     for (size_t i = 0; i < rgb.size(); ++i) {
-        drawText(out, text[i], x + 2, 4, kTitleScale);
+        drawText(out, text[i], x + 2, scales[i] == 1 ? 12 : 4, scales[i]);
         out.narrow(1, titleHeight, rgb[i].size(1)).narrow(2, x, rgb[i].size(2)).copy_(rgb[i]);
         x += widths[i] + gap;
     }
