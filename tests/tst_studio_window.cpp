@@ -14,6 +14,7 @@
 #include "app/studio/studiowindow.h"
 #include "app/studio/sweeppage.h"
 #include "app/studio/textpage.h"
+#include "app/studio/workspacefile.h"
 #include "core/eval/generate.h"
 #include "widgets/headmapwidget.h"
 #include "widgets/imagepairwidget.h"
@@ -521,6 +522,23 @@ void TestStudioWindow::textTabComparesDenseAndPruned() {
     QVERIFY(!text->stale());
     QVERIFY(waitIdle(session));
     QVERIFY(text->hasResult());
+    // The page's prompts and sampling are kept in the workspace file and read back.
+    request.prompts = {QStringLiteral("Blessed are"), QStringLiteral("In the beginning")};
+    request.temperature = 0.7;
+    request.seed = 9;
+    page->setRequest(request);
+    const QString ws = dir.filePath(QStringLiteral("w.npw.json"));
+    window_->saveWorkspace(ws);
+    const TextRequest back = textRequestFromJson(studio::readWorkspace(ws.toStdString()).text);
+    QCOMPARE(back.prompts, request.prompts);
+    QCOMPARE(back.temperature, 0.7);
+    QCOMPARE(back.seed, quint64(9));
+    try {
+        textRequestFromJson({{"tokens", -3}});
+        QFAIL("expected an error");
+    } catch (const npw::Error& e) {
+        QVERIFY2(QString(e.what()).contains(QStringLiteral("text.tokens")), e.what());
+    }
 }
 
 QTEST_MAIN(TestStudioWindow)

@@ -250,6 +250,14 @@ void StudioWindow::connectSession() {
             appendLog(tr("The workspace's Images part was not restored: %1").arg(QString::fromUtf8(e.what())));
         }
     });
+    connect(&session_, &StudioSession::textWorkspaceRestored, this, [this](const QByteArray& state) {
+        try {
+            textPage_->setRequest(textRequestFromJson(
+                npw::json_fields::parseJsonLimited(state.toStdString(), "the workspace's Text part")));
+        } catch (const std::exception& e) {
+            appendLog(tr("The workspace's Text part was not restored: %1").arg(QString::fromUtf8(e.what())));
+        }
+    });
     connect(&session_, &StudioSession::modelChanged, this, &StudioWindow::onModelChanged);
     connect(&session_, &StudioSession::scoresChanged, this, &StudioWindow::updateRunState);
     connect(&session_, &StudioSession::settingsChanged, this, [this] {
@@ -474,7 +482,8 @@ void StudioWindow::chooseWorkspaceToSave() {
 
 void StudioWindow::saveWorkspace(const QString& path) {
     session_.saveWorkspace(path, imageSession_->workspaceState(),
-                           imageSession_->hasModel() ? imageSession_->workbench()->dense().checkpoint().source : std::string());
+                           imageSession_->hasModel() ? imageSession_->workbench()->dense().checkpoint().source : std::string(),
+                           textRequestJson(textPage_->request()));
 }
 
 void StudioWindow::chooseExportDir() {

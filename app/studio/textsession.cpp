@@ -26,6 +26,55 @@ QString number(double x, int digits = 3) { return std::isfinite(x) ? QString::nu
 
 } // namespace
 
+nlohmann::json textRequestJson(const TextRequest& r) {
+    nlohmann::json prompts = nlohmann::json::array(), exports = nlohmann::json::array();
+    for (const QString& p : r.prompts) prompts.push_back(p.toStdString());
+    for (const QString& e : r.exports) exports.push_back(e.toStdString());
+    return {{"prompts", prompts}, {"tokens", r.tokens},     {"temperature", r.temperature}, {"top_p", r.topP},
+            {"seed", r.seed},     {"current_mask", r.currentMask}, {"exports", exports}};
+}
+
+TextRequest textRequestFromJson(const nlohmann::json& j) {
+    auto fail = [](const std::string& field, const std::string& expected) {
+        throw npw::Error("the workspace's 'text." + field + "': expected " + expected);
+    };
+    if (!j.is_object()) fail("", "an object");
+    TextRequest r;
+    auto strings = [&](const char* field, QStringList& out) {
+        if (!j.contains(field)) return;
+        if (!j[field].is_array()) fail(field, "an array of strings");
+        out.clear();
+        for (const auto& v : j[field]) {
+            if (!v.is_string()) fail(field, "an array of strings");
+            out << qs(v.get<std::string>());
+        }
+    };
+    strings("prompts", r.prompts);
+    strings("exports", r.exports);
+    if (j.contains("tokens")) {
+        if (!j["tokens"].is_number_integer() || j["tokens"].get<int64_t>() < 1 || j["tokens"].get<int64_t>() > 4096)
+            fail("tokens", "an integer in [1, 4096]");
+        r.tokens = j["tokens"].get<int>();
+    }
+    auto real = [&](const char* field, double lo, double hi, double& out) {
+        if (!j.contains(field)) return;
+        if (!j[field].is_number() || !(j[field].get<double>() >= lo && j[field].get<double>() <= hi))
+            fail(field, "a number in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+        out = j[field].get<double>();
+    };
+    real("temperature", 0, 10, r.temperature);
+    real("top_p", 0.01, 1, r.topP);
+    if (j.contains("seed")) {
+        if (!j["seed"].is_number_unsigned()) fail("seed", "a non-negative integer");
+        r.seed = j["seed"].get<quint64>();
+    }
+    if (j.contains("current_mask")) {
+        if (!j["current_mask"].is_boolean()) fail("current_mask", "true or false");
+        r.currentMask = j["current_mask"].get<bool>();
+    }
+    return r;
+}
+
 TextSession::TextSession(StudioSession* session, QObject* parent) : QObject(parent), session_(session) {
     // The knobs moved: the pruned continuations shown were made with another mask.
     connect(session_, &StudioSession::selectionChanged, this, [this](const SelectionView&) {

@@ -29,6 +29,11 @@ struct TextStep {
     npw::TokenStep step;
 };
 
+// The workspace file's "text" part: prompts, tokens, temperature, top_p, seed, current_mask,
+// exports. textRequestFromJson throws npw::Error naming the field and what was expected.
+nlohmann::json textRequestJson(const TextRequest& request);
+TextRequest textRequestFromJson(const nlohmann::json& j);
+
 class TextSession : public QObject {
     Q_OBJECT
 public:
