@@ -107,6 +107,28 @@ private slots:
         QCOMPARE(imageGrid(images, {}, o).size(1), int64_t(2 + 2 * (16 + 2)));
     }
 
+    void titledPanelsCarryTheirTitles() {
+        // Two flat panels of different sizes: each lands at its column under a strip with ink.
+        const at::Tensor a = at::full({3, 10, 100}, 0.5), b = at::full({1, 20, 40}, 0.25);
+        const at::Tensor t = titledPanels({a, b}, {"dense", "numerical ρ=0.30"}, 5);
+        const int64_t strip = 28;
+        QCOMPARE(t.size(1), strip + 20);
+        // "numerical rho=0.30" (ρ spelled out) is wider than panel b, so its column widens.
+        QVERIFY(t.size(2) > 100 + 5 + 40);
+        QVERIFY(at::allclose(t.narrow(1, strip, 10).narrow(2, 0, 100), a));
+        QVERIFY(at::allclose(t.narrow(1, strip, 20).narrow(2, 105, 40), b.expand({3, 20, 40})));
+        QVERIFY(at::allclose(t.narrow(1, strip + 10, 10).narrow(2, 0, 100), at::ones({3, 10, 100})));  // top-aligned
+        // Ink (black) in each title strip above each panel, none elsewhere in the strip's gap.
+        QVERIFY(t.narrow(1, 0, strip).narrow(2, 0, 100).min().item<float>() == 0.0f);
+        QVERIFY(t.narrow(1, 0, strip).narrow(2, 105, t.size(2) - 105).min().item<float>() == 0.0f);
+        QVERIFY(t.narrow(1, 0, strip).narrow(2, 100, 5).min().item<float>() == 1.0f);
+        // Without the title it is the panel's strip of white only.
+        const at::Tensor u = titledPanels({a}, {""}, 0);
+        QVERIFY(u.narrow(1, 0, strip).min().item<float>() == 1.0f);
+        QVERIFY_THROWS_EXCEPTION(Error, titledPanels({a, b}, {"one"}, 5));
+        QCOMPARE(withTitle(a, "x").size(1), strip + 10);
+    }
+
     void generateGridAndInfo() {
         if (!QFileInfo::exists(npw_)) QSKIP("the npw binary is not built in this tree");
         const QString out = dir_.path() + "/grid.png";
@@ -123,9 +145,10 @@ private slots:
         QVERIFY(j["tokens_per_s"].toDouble() > 0);
         Png png = readPng(out);
         QCOMPARE(png.channels, 3);
-        // 8 px tiles enlarged to 64 (×8), 2 per row, labels above each row.
-        QCOMPARE(png.w, 2 + 2 * (64 + 2));
-        QCOMPARE(png.h, 2 + 2 * (12 + 64 + 2));
+        // 8 px tiles enlarged to 64 (×8), 2 per row, labels above each row, under a title strip
+        // (28 px) naming the model; a title wider than the grid widens the picture.
+        QVERIFY(png.w >= 2 + 2 * (64 + 2));
+        QCOMPARE(png.h, 28 + 2 + 2 * (12 + 64 + 2));
 
         QProcess info;
         info.start(npw_, {"info", model_, "--json"});

@@ -13,6 +13,9 @@
 #include "app/studio/scorespage.h"
 #include "app/studio/studiowindow.h"
 #include "app/studio/sweeppage.h"
+#include "app/studio/textpage.h"
+#include "app/studio/workspacefile.h"
+#include "core/eval/generate.h"
 #include "widgets/headmapwidget.h"
 #include "widgets/imagepairwidget.h"
 #include "widgets/layeroverviewwidget.h"
@@ -88,6 +91,7 @@ private slots:
     void newCalibrationOffersRecompute();
     void sweepDrawsOneCurvePerMethodAndText();
     void hostileFilesShowTheErrorInLogAndDialog();
+    void textTabComparesDenseAndPruned();
 
 private:
     void scoreWith(npw::PruneMethod method);
@@ -468,6 +472,73 @@ void TestStudioWindow::hostileFilesShowTheErrorInLogAndDialog() {
     QVERIFY(window.log()->toPlainText().contains(QStringLiteral("nested deeper than 512")));
     QCOMPARE(window.session()->modelReference(), QStringLiteral("demo:lm"));
     QVERIFY(window.session()->hasModel());
+}
+
+void TestStudioWindow::textTabComparesDenseAndPruned() {
+    StudioSession& session = *window_->session();
+    window_->showTab(3);
+    TextPage* page = window_->textPage();
+    TextSession* text = page->session();
+    TextRequest request;
+    request.prompts = {QStringLiteral("And he said")};
+    request.tokens = 12;
+    page->setRequest(request);
+    QCOMPARE(page->request().prompts, request.prompts);
+    QSignalSpy steps(text, &TextSession::stepAvailable);
+    QVERIFY(page->generate());
+    QVERIFY(waitIdle(session));
+    QVERIFY(text->hasResult());
+    const npw::TextComparison& c = text->results().at(0);
+    QCOMPARE(c.models.size(), size_t(2));  // dense and the current mask
+    QVERIFY(c.models[1].name.find("ρ=") != std::string::npos);
+    // Streamed token by token: one step per token of the longest continuation.
+    const size_t longest = std::max(c.models[0].tokens.size(), c.models[1].tokens.size());
+    QCOMPARE(size_t(steps.count()), longest);
+    // The dense continuation is what core's generate() gives for the same prompt.
+    npw::SamplingOptions o;
+    o.maxNewTokens = 12;
+    o.stopToken = session.model().model->config().eos_token_id;
+    QCOMPARE(c.models[0].tokens, npw::generate(*session.model().model, c.prompt, o).tokens);
+    QCOMPARE(c.models[0].kl, 0.0);
+    QVERIFY(std::isfinite(c.models[1].kl) && c.models[1].kl >= 0);
+    const QString html = page->view()->toHtml();
+    QVERIFY(html.contains(QStringLiteral("dense")) && html.contains(QStringLiteral("KL")));
+    // Saved as HTML and plain text; never over the model's own files.
+    QTemporaryDir dir;
+    QVERIFY(page->save(dir.filePath(QStringLiteral("c.html"))));
+    QVERIFY(page->save(dir.filePath(QStringLiteral("c.txt"))));
+    QFile txt(dir.filePath(QStringLiteral("c.txt")));
+    QVERIFY(txt.open(QIODevice::ReadOnly));
+    const QString plain = QString::fromUtf8(txt.readAll());
+    QVERIFY2(plain.contains(QStringLiteral("prompt: ")) && plain.contains(QStringLiteral("dense:")), qPrintable(plain));
+    QSignalSpy errors(page, &TextPage::errorOccurred);
+    QVERIFY(!page->save(QString::fromStdString(session.model().model->checkpoint().source)));
+    QCOMPARE(errors.count(), 1);
+    // Moving ρ makes the pruned continuation stale; Regenerate clears it.
+    QSignalSpy stale(text, &TextSession::staleChanged);
+    window_->scoresPage()->sparsityControls()->setRho(session.knobs().rho + 0.1);
+    QTRY_VERIFY_WITH_TIMEOUT(text->stale(), 2000);
+    QVERIFY(page->generate());
+    QVERIFY(!text->stale());
+    QVERIFY(waitIdle(session));
+    QVERIFY(text->hasResult());
+    // The page's prompts and sampling are kept in the workspace file and read back.
+    request.prompts = {QStringLiteral("Blessed are"), QStringLiteral("In the beginning")};
+    request.temperature = 0.7;
+    request.seed = 9;
+    page->setRequest(request);
+    const QString ws = dir.filePath(QStringLiteral("w.npw.json"));
+    window_->saveWorkspace(ws);
+    const TextRequest back = textRequestFromJson(studio::readWorkspace(ws.toStdString()).text);
+    QCOMPARE(back.prompts, request.prompts);
+    QCOMPARE(back.temperature, 0.7);
+    QCOMPARE(back.seed, quint64(9));
+    try {
+        textRequestFromJson({{"tokens", -3}});
+        QFAIL("expected an error");
+    } catch (const npw::Error& e) {
+        QVERIFY2(QString(e.what()).contains(QStringLiteral("text.tokens")), e.what());
+    }
 }
 
 QTEST_MAIN(TestStudioWindow)

@@ -1,6 +1,10 @@
 #include "app/npw/commands.h"
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <sstream>
 #include <cstdio>
 #include <iostream>
 #include <unistd.h>
@@ -11,6 +15,7 @@ const std::vector<Command>& allCommands() {
     static const std::vector<Command> commands = [] {
         std::vector<Command> c;
         addLanguageModelCommands(c);
+        addCompareCommand(c);
         addPruneCommand(c);
         addSweepCommand(c);
         addZeroShotCommands(c);
@@ -23,6 +28,26 @@ const std::vector<Command>& allCommands() {
         return c;
     }();
     return commands;
+}
+
+std::string modelLabel(const std::string& model) {
+    namespace fs = std::filesystem;
+    const fs::path manifest = fs::path(model) / "npw-manifest.json";
+    std::error_code ec;
+    // The folder's name, not its whole path: a title has to fit above a picture.
+    const std::string name = fs::path(model).filename().empty() ? fs::path(model).parent_path().filename().string()
+                                                                 : fs::path(model).filename().string();
+    if (!fs::is_regular_file(manifest, ec)) return model.find('/') == std::string::npos ? model : name;
+    try {
+        std::ifstream in(manifest);
+        const nlohmann::json j = nlohmann::json::parse(in);
+        std::ostringstream out;
+        out << name << " (" << j.at("method").get<std::string>() << " ρ=" << std::fixed << std::setprecision(2)
+            << j.at("ratio").get<double>() << ")";
+        return out.str();
+    } catch (const std::exception&) {
+        return name;  // a label only: a manifest npw cannot read does not stop the command
+    }
 }
 
 std::string versionString() { return NPW_VERSION_STRING; }

@@ -29,6 +29,7 @@ std::string versionString();
 
 // Each group of commands registers itself here.
 void addLanguageModelCommands(std::vector<Command>& out);  // info, eval, generate, bench
+void addCompareCommand(std::vector<Command>& out);         // compare
 void addTrainingCommands(std::vector<Command>& out);       // train-tokenizer, train-lm
 void addDemoCommand(std::vector<Command>& out);            // demo
 void addPruneCommand(std::vector<Command>& out);           // prune
@@ -74,6 +75,11 @@ void printEvaluationHeader();
 void printEvaluationRow(const std::string& name, double ratio, double achieved, const ImageEvaluation& e);
 // `npw metrics --model`: the images a model generates (balanced classes, seeds seed..seed+n−1).
 ImageSource modelImages(const Args& args, const std::string& model, int64_t n, int64_t* numClasses = nullptr);
+
+// "NAME (numerical ρ=0.30)" for an npw export (NAME: its folder's name; method and ratio from its
+// npw-manifest.json), else the file or folder name (or "demo:lm" as given): what compared outputs
+// (text and pictures) call a model.
+std::string modelLabel(const std::string& model);
 
 // A progress callback drawing a bar on stderr when it is a terminal (silent otherwise).
 ProgressFn terminalProgress();

@@ -23,6 +23,7 @@
 #include <limits>
 #include <iomanip>
 #include <iostream>
+#include <sstream>
 
 namespace fs = std::filesystem;
 
@@ -60,6 +61,7 @@ void runImageDemo(const Args& args, const Runtime& runtime, double ratio, const 
     for (int64_t k = 0; k < classes; ++k)
         for (int i = 0; i < 4; ++i) gridClasses.push_back(k);
     std::vector<at::Tensor> grids;
+    std::vector<std::string> titles;
     auto measure = [&](const LlamaGenModel& model, const std::string& variant, double achieved) {
         const ImageEvaluation e = evaluateImageModel(model, *vq, *network, reference.stats, samples, sampling, terminalProgress());
         printEvaluationRow(variant, variant == "dense" ? 0.0 : ratio, achieved, e);
@@ -69,6 +71,10 @@ void runImageDemo(const Args& args, const Runtime& runtime, double ratio, const 
         row["achieved_ratio"] = achieved;
         results.push_back(row);
         grids.push_back(imageGrid(generateImages(model, *vq, gridClasses, sampling).images, {}, GridOptions{4, 2, 28}));
+        std::ostringstream title;
+        title << name << " " << variant;
+        if (variant != "dense") title << " ρ=" << std::fixed << std::setprecision(2) << ratio;
+        titles.push_back(title.str());
     };
     measure(bench.dense(), "dense", 0.0);
     const LlamaCheckpoint denseTransformer = bench.dense().checkpoint().transformer();
@@ -84,9 +90,9 @@ void runImageDemo(const Args& args, const Runtime& runtime, double ratio, const 
                              nlohmann::json{{"class_names", classNames(name)}}.dump());
         measure(LlamaGenModel(ck, runtime), method, achieved);
     }
-    // dense | numerical | FLAP, a row per class, the same four seeds in each.
-    const at::Tensor gap = at::ones({3, grids[0].size(1), 24});
-    writePng((out / "c2i-dense-numerical-flap.png").string(), at::cat({grids[0], gap, grids[1], gap, grids[2]}, 2));
+    // dense | numerical | FLAP, a row per class, the same four seeds in each, each panel titled
+    // with model, method and ρ.
+    writePng((out / "c2i-dense-numerical-flap.png").string(), titledPanels(grids, titles));
     std::cout << "  samples of every class (dense | numerical | FLAP, same seeds): "
               << (out / "c2i-dense-numerical-flap.png").string() << "\n";
 }

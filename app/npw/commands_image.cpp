@@ -140,8 +140,9 @@ int runImageGenerate(const Args& args, const std::string& model) {
     at::Tensor images = vq->decode(codes);
     const std::string out = args.get("out");
     const std::vector<std::string> names = classNames(model);
+    // Titled with the model (and an export's method and ρ), so a picture says where it came from.
     if (images.size(0) == 1) {
-        writePng(out, images[0]);
+        writePng(out, images[0]);  // one sample, not a comparison: the raw image
     } else {
         std::vector<std::string> labels;
         for (int64_t k : all)
@@ -149,7 +150,7 @@ int runImageGenerate(const Args& args, const std::string& model) {
                                                                     : "class " + std::to_string(k));
         GridOptions g;
         g.columns = n > 1 ? n : std::min<int64_t>(static_cast<int64_t>(all.size()), 8);
-        writePng(out, imageGrid(images, labels, g));
+        writePng(out, withTitle(imageGrid(images, labels, g), modelLabel(model)));
     }
     nlohmann::json j = {{"model", model},
                         {"vq", vq->source()},

@@ -61,9 +61,9 @@ private:
 };
 
 // Commands that load a model for inference take --device and --dtype (metrics: --device only).
-const std::vector<std::string> kModelCommands = {"info", "eval", "generate", "bench", "prune", "sweep", "zeroshot", "demo"};
+const std::vector<std::string> kModelCommands = {"info", "eval", "generate", "compare", "bench", "prune", "sweep", "zeroshot", "demo"};
 // Every command but demo prints one JSON object with --json.
-const std::vector<std::string> kJsonCommands = {"info",     "eval",          "generate",         "bench",
+const std::vector<std::string> kJsonCommands = {"info",     "eval",          "generate",  "compare",  "bench",
                                                 "prune",    "sweep",         "zeroshot",         "make-verse-task",
                                                 "export-gguf", "train-tokenizer", "train-lm",   "train-classifier",
                                                 "metrics",  "train-vq",      "train-c2i", "tokenize"};
@@ -94,6 +94,8 @@ std::vector<FlagEntry> buildTable() {
     t.add(Flag::text("dataset", "NAME:FILE", "a paper's evaluation text prepared as GPTQ does: " + textDatasetSyntax()),
           {"eval"});
     t.add(Flag::text("prompt", "TEXT", "text to continue (BOS is prepended)"), {"generate"});
+    t.add(Flag::text("prompt", "TEXT", "text every model continues (BOS is prepended)"), {"compare"});
+    t.add(Flag::text("prompts", "FILE", "prompts, one per non-empty line (UTF-8)"), {"compare"});
     t.add(Flag::text("prompt-ids", "IDS", "token ids to continue, e.g. \"1 461\" (no tokenizer needed)"), {"generate"});
     t.add(Flag::text("task", "NAME:FILE,…", "tasks as JSONL files: " + zeroShotTaskKinds()), {"zeroshot"});
     const Flag corpus = Flag::text("corpus", "FILE", "training text, one document per line");
@@ -103,7 +105,7 @@ std::vector<FlagEntry> buildTable() {
     t.add(tokenizer, {"train-lm"});
     t.add(tokenizer.described("tokenizer to use instead of the model's own: tokenizer.json, tokenizer.model (SentencePiece, "
                               "or LLaMA-3's tiktoken file) or llama2.c's tokenizer.bin (prune copies it into DIR)"),
-          {"info", "eval", "generate", "bench", "prune", "sweep", "zeroshot", "export-gguf", "tokenize"});
+          {"info", "eval", "generate", "compare", "bench", "prune", "sweep", "zeroshot", "export-gguf", "tokenize"});
     t.add(Flag::text("data", "DIR", "folder of the Fashion-MNIST IDX files (default: Debian's, or $NPW_FASHION_MNIST)"),
           {"train-classifier", "train-vq", "train-c2i"});
     t.add(Flag::text("generated", "DIR", "folder of generated images (PNG/JPEG/BMP, one size)"), {"metrics"});
@@ -267,13 +269,13 @@ std::vector<FlagEntry> buildTable() {
 
     // ---- Text generation (SamplingOptions) ------------------------------------------------------------
     t.add(Flag::integer("tokens", "N", 1, kMaxTokens, "new tokens at most").byDefault(std::to_string(textSampling.maxNewTokens)),
-          {"generate"});
+          {"generate", "compare"});
     t.add(Flag::real("temperature", "T", "sampling temperature; 0 = greedy (default: 0 for text, 1 for images as in LlamaGen)")
               .atLeast(0),
-          {"generate"});
+          {"generate", "compare"});
     t.add(Flag::real("top-p", "P", "nucleus sampling mass").above(0).atMost(1).byDefault(number(textSampling.topP)),
-          {"generate"});
-    t.add(Flag::toggle("no-stop", "do not stop at the end-of-sequence token"), {"generate"});
+          {"generate", "compare"});
+    t.add(Flag::toggle("no-stop", "do not stop at the end-of-sequence token"), {"generate", "compare"});
 
     // ---- Image models (ImageSamplingOptions, LlamaGen checkpoints, image metrics) -----------------------
     t.add(Flag::integer("class", "K[,K...]", 0, kMaxVocabulary, "image models: class id(s) to generate (a row of --n samples each)")
@@ -338,6 +340,8 @@ std::vector<FlagEntry> buildTable() {
           {"prune"});
     t.add(seed.byDefault(std::to_string(textSampling.seed)).described("random seed (images: sample i uses seed + i)"),
           {"generate"});
+    t.add(seed.byDefault(std::to_string(textSampling.seed)).described("sampling seed, the same for every model"),
+          {"compare"});
     t.add(seed.byDefault("0").described("image models: evaluation sample i uses seed S + i (calibration: S + 1000000 + i)"),
           {"sweep"});
     t.add(seed.described("seed of --degrade noise; --model: sample i uses seed S + i"), {"metrics"});

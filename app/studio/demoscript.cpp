@@ -7,6 +7,7 @@
 #include "app/studio/stallmeter.h"
 #include "app/studio/studiowindow.h"
 #include "app/studio/sweeppage.h"
+#include "app/studio/textpage.h"
 #include "widgets/layerselection.h"
 #include "widgets/sparsitycontrols.h"
 
@@ -15,7 +16,7 @@
 
 bool DemoScript::isKnownState(const QString& state) {
     return state == QLatin1String("scores") || state == QLatin1String("sweep") || state == QLatin1String("images") ||
-           state == QLatin1String("box");
+           state == QLatin1String("box") || state == QLatin1String("text");
 }
 
 DemoScript::DemoScript(StudioWindow* window, QString state, QString screenshot, bool measureStalls)
@@ -37,7 +38,7 @@ void DemoScript::start() {
         window_->openModel(QStringLiteral("demo:c2i"));
         return;
     }
-    window_->showTab(state_ == QLatin1String("sweep") ? 1 : 0);
+    window_->showTab(state_ == QLatin1String("sweep") ? 1 : state_ == QLatin1String("text") ? 3 : 0);
     window_->openModel(QStringLiteral("demo:lm"));
 }
 
@@ -66,6 +67,25 @@ void DemoScript::onJobFinished(const QString&) {
             request.cfg = 2.0;
             page->setSweepRequest(request);
             QTimer::singleShot(0, page, [page] { page->runSweep(); });
+            return;
+        }
+    } else if (state_ == QLatin1String("text")) {
+        if (step_ == 1) {  // demo:lm is open: numerical scores
+            studio::RunSettings settings = session->settings();
+            settings.prune.method = npw::PruneMethod::Numerical;
+            session->setSettings(settings);
+            window_->runSettings()->setSettings(settings);
+            window_->scoresPage()->sparsityControls()->setRho(0.3);
+            QTimer::singleShot(0, session, [session] { session->runScoring(); });
+            return;
+        }
+        if (step_ == 2) {  // then two prompts continued by the dense model and the mask at ρ = 0.3
+            TextPage* page = window_->textPage();
+            TextRequest request;
+            request.prompts = {QStringLiteral("And Jesus said unto them"), QStringLiteral("In the beginning")};
+            request.tokens = 40;
+            page->setRequest(request);
+            QTimer::singleShot(300, page, [page] { page->generate(); });
             return;
         }
     } else if (state_ == QLatin1String("scores") || state_ == QLatin1String("box")) {

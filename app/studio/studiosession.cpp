@@ -426,7 +426,8 @@ void StudioSession::exportSweepCsv(const QString& path) const {
     npw::writeTextAtomically(path.toStdString(), npw::sweepRowsCsv(sweepRows_));
 }
 
-void StudioSession::saveWorkspace(const QString& path, const nlohmann::json& images, const std::string& imageSource) const {
+void StudioSession::saveWorkspace(const QString& path, const nlohmann::json& images, const std::string& imageSource,
+                                  const nlohmann::json& text) const {
     if (!hasModel() && images.is_null()) throw npw::Error("no model is open: nothing to save");
     // Both files are checked before either is written: a refused path leaves nothing behind.
     std::vector<std::string> sources;
@@ -438,6 +439,7 @@ void StudioSession::saveWorkspace(const QString& path, const nlohmann::json& ima
     }
     studio::WorkspaceFile w;
     w.images = images;
+    w.text = text;
     if (!hasModel()) {
         studio::writeWorkspace(path.toStdString(), w, nullptr);
         return;
@@ -481,6 +483,7 @@ bool StudioSession::openWorkspace(const QString& path) {
 void StudioSession::applyRestored(Restored r) {
     // The Images tab's part first: its model opens as the next job, after this one.
     if (!r.file.images.is_null()) emit imageWorkspaceRestored(QByteArray::fromStdString(r.file.images.dump()));
+    if (!r.file.text.is_null()) emit textWorkspaceRestored(QByteArray::fromStdString(r.file.text.dump()));
     if (r.file.model.empty()) return;
     workbench_ = npw::LanguagePruningWorkbench(std::move(r.model));
     modelRef_ = qs(r.file.model);

@@ -105,7 +105,7 @@ public:
     // `imageSource`: the image model's checkpoint path, never written over (as the language
     // model's). Nothing is written when a path is refused.
     void saveWorkspace(const QString& path, const nlohmann::json& images = nullptr,
-                       const std::string& imageSource = {}) const;
+                       const std::string& imageSource = {}, const nlohmann::json& text = nullptr) const;
     void exportSweepCsv(const QString& path) const;
 
 public slots:
@@ -128,6 +128,8 @@ signals:
     void logMessage(const QString& text);
     // A reopened workspace's Images part (JSON text) for the Images tab to restore.
     void imageWorkspaceRestored(const QByteArray& state);
+    // A reopened workspace's Text part (JSON text): the Text tab's prompts and sampling.
+    void textWorkspaceRestored(const QByteArray& state);
 
 private:
     struct Restored;  // what openWorkspace's job hands back

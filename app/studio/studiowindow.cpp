@@ -1,6 +1,7 @@
 #include "app/studio/studiowindow.h"
 
 #include "app/studio/architecturepanel.h"
+#include "app/studio/textpage.h"
 #include "app/studio/imagespage.h"
 #include "app/studio/runsettingspanel.h"
 #include "app/studio/scorespage.h"
@@ -69,11 +70,15 @@ void StudioWindow::buildCentral() {
     // The Images tab: class-conditional image models (dense vs pruned samples, image metrics).
     imageSession_ = new ImageSession(session_.jobs(), this);
     imagesPage_ = new ImagesPage(imageSession_);
+    // The Text tab: dense and pruned continuations of the language model side by side.
+    textSession_ = new TextSession(&session_, this);
+    textPage_ = new TextPage(textSession_);
 
     tabs_ = new QTabWidget;
     tabs_->addTab(scoresPage_, tr("Scores and mask"));
     tabs_->addTab(sweepPage_, tr("Perplexity sweep"));
     tabs_->addTab(imagesPage_, tr("Images"));
+    tabs_->addTab(textPage_, tr("Text"));
     setCentralWidget(tabs_);
 }
 
@@ -174,6 +179,7 @@ void StudioWindow::buildActions() {
     sweepTab->setShortcut(QKeySequence(QStringLiteral("Ctrl+2")));
     QAction* imagesTab = view->addAction(tr("&Images"), this, [this] { showTab(2); });
     imagesTab->setShortcut(QKeySequence(QStringLiteral("Ctrl+3")));
+    view->addAction(tr("&Text"), this, [this] { showTab(3); })->setShortcut(QKeySequence(QStringLiteral("Ctrl+4")));
     view->addSeparator();
     darkAction_ = view->addAction(tr("&Dark palette"));
     darkAction_->setCheckable(true);
@@ -232,6 +238,7 @@ void StudioWindow::connectSession() {
     connect(scoresPage_, &ScoresPage::logMessage, this, &StudioWindow::appendLog);
     connect(imageSession_, &ImageSession::logMessage, this, &StudioWindow::appendLog);
     connect(imagesPage_, &ImagesPage::errorOccurred, this, &StudioWindow::showError);
+    connect(textPage_, &TextPage::errorOccurred, this, &StudioWindow::showError);
     connect(imageSession_, &ImageSession::modelChanged, this, &StudioWindow::showArchitecture);
     imageSession_->setDevice(device_->currentText());
     connect(device_, &QComboBox::currentTextChanged, imageSession_, &ImageSession::setDevice);
@@ -241,6 +248,14 @@ void StudioWindow::connectSession() {
             imageSession_->restoreWorkspaceState(npw::json_fields::parseJsonLimited(state.toStdString(), "the workspace's Images part"));
         } catch (const std::exception& e) {
             appendLog(tr("The workspace's Images part was not restored: %1").arg(QString::fromUtf8(e.what())));
+        }
+    });
+    connect(&session_, &StudioSession::textWorkspaceRestored, this, [this](const QByteArray& state) {
+        try {
+            textPage_->setRequest(textRequestFromJson(
+                npw::json_fields::parseJsonLimited(state.toStdString(), "the workspace's Text part")));
+        } catch (const std::exception& e) {
+            appendLog(tr("The workspace's Text part was not restored: %1").arg(QString::fromUtf8(e.what())));
         }
     });
     connect(&session_, &StudioSession::modelChanged, this, &StudioWindow::onModelChanged);
@@ -282,6 +297,7 @@ void StudioWindow::updateRunState() {
     cancel_->setEnabled(busy);
     sweepPage_->setBusy(busy);
     imagesPage_->setBusy(busy);
+    textPage_->setBusy(busy);
 }
 
 void StudioWindow::showTab(int index) { tabs_->setCurrentIndex(index); }
@@ -466,7 +482,8 @@ void StudioWindow::chooseWorkspaceToSave() {
 
 void StudioWindow::saveWorkspace(const QString& path) {
     session_.saveWorkspace(path, imageSession_->workspaceState(),
-                           imageSession_->hasModel() ? imageSession_->workbench()->dense().checkpoint().source : std::string());
+                           imageSession_->hasModel() ? imageSession_->workbench()->dense().checkpoint().source : std::string(),
+                           textRequestJson(textPage_->request()));
 }
 
 void StudioWindow::chooseExportDir() {

@@ -1,5 +1,5 @@
 #pragma once
-// npw-studio's main window: one page per tab (ScoresPage, SweepPage, ImagesPage), the docks
+// npw-studio's main window: one page per tab (ScoresPage, SweepPage, ImagesPage, TextPage), the docks
 // (model, run settings, log), the menus and the toolbar, wired to one StudioSession, and the
 // session's JobRunner to the progress bar and Cancel. Holds no pruning logic; every number it
 // shows comes from core via the sessions.
@@ -10,6 +10,8 @@
 class ArchitecturePanel;
 class ImageSession;
 class ImagesPage;
+class TextPage;
+class TextSession;
 class QAction;
 class QComboBox;
 class QLabel;
@@ -36,6 +38,7 @@ public:
     SweepPage* sweepPage() const { return sweepPage_; }
     ImagesPage* imagesPage() const { return imagesPage_; }
     ImageSession* imageSession() const { return imageSession_; }
+    TextPage* textPage() const { return textPage_; }
     ArchitecturePanel* architecturePanel() const { return architecture_; }
     RunSettingsPanel* runSettings() const { return runSettings_; }
     QProgressBar* progressBar() const { return progress_; }
@@ -95,6 +98,8 @@ private:
     SweepPage* sweepPage_;
     ImageSession* imageSession_;
     ImagesPage* imagesPage_;
+    TextSession* textSession_;
+    TextPage* textPage_;
     ArchitecturePanel* architecture_;
     QComboBox* device_;
     RunSettingsPanel* runSettings_;

@@ -95,6 +95,7 @@ void writeWorkspace(const std::string& path, const WorkspaceFile& w, const npw::
     for (const auto& r : w.sweepRows) j["sweep_rows"].push_back(npw::sweepRowJson(r));
     if (!w.mask.is_null()) j["mask"] = w.mask;
     if (!w.images.is_null()) j["images"] = w.images;
+    if (!w.text.is_null()) j["text"] = w.text;
     if (stats && w.statsCalibration) {
         const std::string statsPath = workspaceStatsPath(path);
         npw::saveModelStats(*stats, statsPath, w.statsCalibration->toMetadata());
@@ -138,6 +139,7 @@ WorkspaceFile readWorkspace(const std::string& path) {
             checkMaskTypes(w.mask);
         }
         if (j.contains("images")) w.images = j["images"];  // read by ImageSession::restoreWorkspaceState
+        if (j.contains("text")) w.text = j["text"];      // read by textRequestFromJson
         if (w.model.empty() && w.images.is_null())
             throw npw::Error("it names neither a language model nor an image model");
         return w;

@@ -29,6 +29,7 @@ struct WorkspaceFile {
     nlohmann::json mask;  // the current selection's (maskToJson), null when none
     std::vector<npw::SweepRow> sweepRows;
     nlohmann::json images;  // the Images tab (ImageSession::workspaceState); null when none
+    nlohmann::json text;    // the Text tab's prompts and sampling (textRequestJson); null when none
 };
 
 // "x.npw.json" → "x.npw.stats.safetensors": where a workspace's statistics live.

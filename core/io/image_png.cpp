@@ -52,8 +52,9 @@ void writePng(const std::string& path, const at::Tensor& image) {
 
 namespace {
 
-// Draws text in black into img [3, H, W] (float, white background) with its top-left at (x, y).
-void drawText(at::Tensor& img, const std::string& text, int64_t x, int64_t y) {
+// Draws text in black into img [3, H, W] (float, white background) with its top-left at (x, y),
+// each font pixel `scale` × `scale` image pixels.
+void drawText(at::Tensor& img, const std::string& text, int64_t x, int64_t y, int scale = 1) {
     std::vector<char> buffer(text.size() * 300 + 1000);
     std::string copy = text;
     const int quads = stb_easy_font_print(0, 0, copy.data(), nullptr, buffer.data(), static_cast<int>(buffer.size()));
@@ -64,8 +65,8 @@ void drawText(at::Tensor& img, const std::string& text, int64_t x, int64_t y) {
         float xs[4], ys[4];
         for (int v = 0; v < 4; ++v) {
             const float* f = reinterpret_cast<const float*>(buffer.data() + (q * 4 + v) * 16);
-            xs[v] = f[0];
-            ys[v] = f[1];
+            xs[v] = f[0] * float(scale);
+            ys[v] = f[1] * float(scale);
         }
         const int64_t x0 = x + static_cast<int64_t>(std::floor(*std::min_element(xs, xs + 4)));
         const int64_t x1 = x + static_cast<int64_t>(std::ceil(*std::max_element(xs, xs + 4)));
@@ -101,5 +102,80 @@ at::Tensor imageGrid(const at::Tensor& images, const std::vector<std::string>& l
     }
     return grid;
 }
+
+namespace {
+
+// stb's easy font draws ASCII only: the Greek letters of pruning settings are spelled out, any
+// other non-ASCII character becomes '?'.
+std::string asciiTitle(const std::string& text) {
+    static const std::pair<const char*, const char*> greek[] = {{"ρ", "rho"}, {"α", "alpha"}, {"λ", "lambda"}, {"‖", "||"}, {"—", "-"}};
+    std::string out;
+    for (size_t i = 0; i < text.size();) {
+        bool replaced = false;
+        for (const auto& [utf8, ascii] : greek) {
+            const std::string u(utf8);
+            if (text.compare(i, u.size(), u) == 0) {
+                out += ascii;
+                i += u.size();
+                replaced = true;
+                break;
+            }
+        }
+        if (replaced) continue;
+        const unsigned char c = static_cast<unsigned char>(text[i]);
+        if (c < 0x80) {
+            out += (c >= 32 && c < 127) ? char(c) : ' ';
+            ++i;
+        } else {
+            out += '?';
+            ++i;
+            while (i < text.size() && (static_cast<unsigned char>(text[i]) & 0xC0) == 0x80) ++i;
+        }
+    }
+    return out;
+}
+
+constexpr int kTitleScale = 2;
+
+} // namespace
+
+at::Tensor titledPanels(const std::vector<at::Tensor>& panels, const std::vector<std::string>& titles, int64_t gap) {
+    if (panels.empty()) throw Error("titled panels: no panels");
+    if (titles.size() != panels.size())
+        throw Error("titled panels: " + std::to_string(panels.size()) + " panels got " + std::to_string(titles.size()) +
+                    " titles");
+    std::vector<at::Tensor> rgb;
+    std::vector<std::string> text;
+    std::vector<int64_t> widths;
+    std::vector<int> scales;
+    int64_t height = 0;
+    for (size_t i = 0; i < panels.size(); ++i) {
+        at::Tensor p = checkedImage(panels[i]).to(at::kFloat).cpu().clamp(0, 1);
+        if (p.size(0) == 1) p = p.expand({3, p.size(1), p.size(2)});
+        text.push_back(asciiTitle(titles[i]));
+        std::string copy = text.back();
+        // Twice the label size when the title fits over its panel; else the label size, so a
+        // long title does not leave a wide white gap beside a narrow panel.
+        const int64_t plain = int64_t(stb_easy_font_width(copy.data())) + 4;
+        scales.push_back(plain * kTitleScale - 4 <= p.size(2) ? kTitleScale : 1);
+        widths.push_back(std::max(p.size(2), scales.back() == 1 ? plain : plain * kTitleScale - 4));
+        height = std::max(height, p.size(1));
+        rgb.push_back(p);
+    }
+    const int64_t titleHeight = 12 * kTitleScale + 4;  // the font is about 7 px high, 12 with its line gap
+    int64_t width = 0;
+    for (int64_t w : widths) width += w;
+    width += gap * int64_t(panels.size() - 1);
+    at::Tensor out = at::ones({3, titleHeight + height, width}, at::kFloat);
+    int64_t x = 0;
+    for (size_t i = 0; i < rgb.size(); ++i) {
+        drawText(out, text[i], x + 2, scales[i] == 1 ? 12 : 4, scales[i]);
+        out.narrow(1, titleHeight, rgb[i].size(1)).narrow(2, x, rgb[i].size(2)).copy_(rgb[i]);
+        x += widths[i] + gap;
+    }
+    return out;
+}
+
+at::Tensor withTitle(const at::Tensor& image, const std::string& title) { return titledPanels({image}, {title}, 0); }
 
 } // namespace npw

@@ -27,4 +27,14 @@ struct GridOptions {
 at::Tensor imageGrid(const at::Tensor& images, const std::vector<std::string>& labels = {},
                      const GridOptions& options = {});
 
+// Pictures compared side by side: each panel [1|3, H, W] under its title (e.g. "numerical rho=0.30"),
+// `gap` white pixels apart, top-aligned; a column is widened when its title is wider than its
+// panel. Titles are drawn with the same easy font at twice the size (the label size when that
+// would be wider than the panel); it has ASCII only, so ρ, α
+// and λ are spelled out (rho, alpha, lambda) and other non-ASCII characters become '?'.
+at::Tensor titledPanels(const std::vector<at::Tensor>& panels, const std::vector<std::string>& titles,
+                        int64_t gap = 24);
+// One picture under a title (titledPanels of one panel).
+at::Tensor withTitle(const at::Tensor& image, const std::string& title);
+
 } // namespace npw

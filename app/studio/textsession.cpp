@@ -1,0 +1,274 @@
+#include "app/studio/textsession.h"
+
+#include "core/prune/apply.h"
+#include "core/prune/settings.h"
+#include "core/util/atomic_file.h"
+#include "core/util/error.h"
+
+#include <QFileInfo>
+#include <cmath>
+#include <ostream>
+
+namespace {
+
+QString qs(const std::string& s) { return QString::fromStdString(s); }
+
+// Shading of a token by its probability under the model that chose it: white when sure, a
+// deepening amber as p falls (log p of −6 and below: the deepest).
+QString shade(double logProb) {
+    if (!std::isfinite(logProb)) return QStringLiteral("#ffffff");
+    const double t = std::min(1.0, std::max(0.0, -logProb / 6.0));
+    const int r = 255, g = int(255 - 105 * t), b = int(255 - 200 * t);
+    return QStringLiteral("#%1%2%3").arg(r, 2, 16, QChar('0')).arg(g, 2, 16, QChar('0')).arg(b, 2, 16, QChar('0'));
+}
+
+QString number(double x, int digits = 3) { return std::isfinite(x) ? QString::number(x, 'f', digits) : QStringLiteral("–"); }
+
+} // namespace
+
+nlohmann::json textRequestJson(const TextRequest& r) {
+    nlohmann::json prompts = nlohmann::json::array(), exports = nlohmann::json::array();
+    for (const QString& p : r.prompts) prompts.push_back(p.toStdString());
+    for (const QString& e : r.exports) exports.push_back(e.toStdString());
+    return {{"prompts", prompts}, {"tokens", r.tokens},     {"temperature", r.temperature}, {"top_p", r.topP},
+            {"seed", r.seed},     {"current_mask", r.currentMask}, {"exports", exports}};
+}
+
+TextRequest textRequestFromJson(const nlohmann::json& j) {
+    auto fail = [](const std::string& field, const std::string& expected) {
+        throw npw::Error("the workspace's 'text." + field + "': expected " + expected);
+    };
+    if (!j.is_object()) fail("", "an object");
+    TextRequest r;
+    auto strings = [&](const char* field, QStringList& out) {
+        if (!j.contains(field)) return;
+        if (!j[field].is_array()) fail(field, "an array of strings");
+        out.clear();
+        for (const auto& v : j[field]) {
+            if (!v.is_string()) fail(field, "an array of strings");
+            out << qs(v.get<std::string>());
+        }
+    };
+    strings("prompts", r.prompts);
+    strings("exports", r.exports);
+    if (j.contains("tokens")) {
+        if (!j["tokens"].is_number_integer() || j["tokens"].get<int64_t>() < 1 || j["tokens"].get<int64_t>() > 4096)
+            fail("tokens", "an integer in [1, 4096]");
+        r.tokens = j["tokens"].get<int>();
+    }
+    auto real = [&](const char* field, double lo, double hi, double& out) {
+        if (!j.contains(field)) return;
+        if (!j[field].is_number() || !(j[field].get<double>() >= lo && j[field].get<double>() <= hi))
+            fail(field, "a number in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+        out = j[field].get<double>();
+    };
+    real("temperature", 0, 10, r.temperature);
+    real("top_p", 0.01, 1, r.topP);
+    if (j.contains("seed")) {
+        if (!j["seed"].is_number_unsigned()) fail("seed", "a non-negative integer");
+        r.seed = j["seed"].get<quint64>();
+    }
+    if (j.contains("current_mask")) {
+        if (!j["current_mask"].is_boolean()) fail("current_mask", "true or false");
+        r.currentMask = j["current_mask"].get<bool>();
+    }
+    return r;
+}
+
+TextSession::TextSession(StudioSession* session, QObject* parent) : QObject(parent), session_(session) {
+    // The knobs moved: the pruned continuations shown were made with another mask.
+    connect(session_, &StudioSession::selectionChanged, this, [this](const SelectionView&) {
+        if (!results_.empty() && request_.currentMask && !stale_) {
+            stale_ = true;
+            emit staleChanged(true);
+        }
+    });
+}
+
+std::vector<std::string> TextSession::pieces(const std::vector<int32_t>& prompt, const std::vector<int32_t>& tokens) const {
+    const npw::LanguageModel& lm = session_->model();
+    if (!lm.tokenizer) {
+        std::vector<std::string> out;
+        for (int32_t t : tokens) out.push_back(" " + std::to_string(t));
+        return out;
+    }
+    return npw::tokenPieces([&](const std::vector<int32_t>& ids) { return lm.decode(ids); }, prompt, tokens);
+}
+
+bool TextSession::run(const TextRequest& request) {
+    if (!session_->hasModel() || session_->jobs()->isRunning()) return false;
+    const npw::LanguageModel lm = session_->model();
+    std::vector<std::vector<int32_t>> prompts;
+    for (const QString& p : request.prompts) {
+        if (p.trimmed().isEmpty()) continue;
+        prompts.push_back(lm.tokenizer ? lm.encode(p.toStdString(), true)
+                                       : std::vector<int32_t>{int32_t(lm.model->config().bos_token_id)});
+    }
+    if (prompts.empty()) prompts.push_back({int32_t(lm.model->config().bos_token_id)});
+    // What the worker needs, copied: the current mask and how to apply it.
+    std::shared_ptr<const npw::ModelStats> stats;
+    std::optional<npw::Mask> mask;
+    npw::PruneSettings settings;
+    QString maskName;
+    if (request.currentMask && session_->selection() && session_->stats() && session_->currentScores()) {
+        settings = session_->currentScores()->settings;
+        const studio::SelectionKnobs k = session_->knobs();
+        settings.compensation = session_->settings().prune.compensation;
+        settings.damp = session_->settings().prune.damp;
+        settings.ratio = k.rho;
+        settings.alphaMode = k.mode;
+        if (!std::isnan(k.alpha)) settings.alpha = k.alpha;
+        mask = session_->selection()->selection.mask;
+        // The statistics stay alive with the session's own pointer for the job's length: a copy.
+        stats = std::make_shared<npw::ModelStats>(*session_->stats());
+        maskName = QStringLiteral("%1 ρ=%2").arg(session_->currentMethod()).arg(k.rho, 0, 'f', 2);
+    }
+    request_ = request;
+    promptIds_ = prompts;
+    live_.assign(prompts.size(), {});
+    results_.clear();
+    knobsLabel_ = maskName;
+    if (stale_) {
+        stale_ = false;
+        emit staleChanged(false);
+    }
+    emit comparisonChanged();
+    npw::SamplingOptions o;
+    o.maxNewTokens = request.tokens;
+    o.temperature = request.temperature;
+    o.topP = request.topP;
+    o.seed = request.seed;
+    o.stopToken = lm.model->config().eos_token_id;
+    const QStringList exports = request.exports;
+    return session_->jobs()->startWithPartials<std::vector<npw::TextComparison>, TextStep>(
+        tr("Compare continuations"),
+        [=](const npw::ProgressFn& progress, const PartialResults<TextStep>& sink) {
+            std::vector<npw::LanguageModel> owned;
+            std::vector<npw::ComparedModel> pruned;
+            std::vector<std::shared_ptr<npw::LlamaModel>> built;
+            if (mask) {
+                npw::reportProgress(progress, "apply mask", 0, 1);
+                npw::PrunedModel p = npw::applyMask(lm.model->checkpoint(), *stats, *mask, settings);
+                built.push_back(std::make_shared<npw::LlamaModel>(p.checkpoint, lm.model->runtime()));
+                pruned.push_back({maskName.toStdString(), built.back().get()});
+            }
+            for (const QString& e : exports) {
+                npw::reportProgress(progress, "open " + e.toStdString(), 0, 1);
+                owned.push_back(npw::openLanguageModel(e.toStdString(), lm.model->runtime()));
+                pruned.push_back({QFileInfo(e).fileName().toStdString(), owned.back().model.get()});
+            }
+            std::vector<npw::TextComparison> out;
+            for (size_t i = 0; i < prompts.size(); ++i) {
+                int64_t steps = 0;
+                out.push_back(npw::compareContinuations(
+                    {"dense", lm.model.get()}, pruned, prompts[i], o,
+                    [&](const npw::TokenStep& step) {
+                        sink.emitPartial(TextStep{int(i), step});
+                        npw::reportProgress(progress, "generate", double(int64_t(i) * o.maxNewTokens + ++steps),
+                                            double(int64_t(prompts.size()) * o.maxNewTokens));
+                        return true;
+                    }));
+            }
+            return out;
+        },
+        [this](TextStep step) { onStep(std::move(step)); },
+        [this](std::vector<npw::TextComparison> r) {
+            results_ = std::move(r);
+            live_.assign(promptIds_.size(), {});
+            emit comparisonChanged();
+        });
+}
+
+void TextSession::onStep(TextStep step) {
+    if (step.prompt < 0 || size_t(step.prompt) >= live_.size()) return;
+    live_[size_t(step.prompt)].push_back(step);
+    emit stepAvailable(step);
+}
+
+QString TextSession::html() const {
+    QString h = QStringLiteral("<html><body style='font-family: sans-serif'>");
+    auto esc = [](const std::string& s) { return qs(s).toHtmlEscaped().replace('\n', QStringLiteral("↵")); };
+    for (size_t p = 0; p < promptIds_.size(); ++p) {
+        const npw::LanguageModel& lm = session_->model();
+        const std::string promptText = lm.tokenizer ? lm.decode(promptIds_[p]) : std::string("BOS");
+        h += QStringLiteral("<p style='margin-top:10px'><b>Prompt:</b> <i>%1</i></p>").arg(esc(promptText));
+        h += QStringLiteral("<table cellspacing='0' cellpadding='4' style='border-collapse:collapse'>");
+        h += QStringLiteral("<tr><th align='left'>model</th><th align='left'>continuation</th><th>diverges at</th>"
+                            "<th>KL(dense‖model)</th><th>NLL(dense text)</th></tr>");
+        if (p < results_.size()) {
+            const npw::TextComparison& c = results_[p];
+            for (const npw::ComparedContinuation& m : c.models) {
+                const std::vector<std::string> ps = pieces(c.prompt, m.tokens);
+                QString text;
+                for (size_t i = 0; i < ps.size(); ++i) {
+                    const bool div = int64_t(i) == m.divergence;
+                    text += QStringLiteral("<span style='background:%1;%2' title='log p = %3'>%4</span>")
+                                .arg(shade(m.logProbs[i]),
+                                     div ? QStringLiteral("color:#b00020; font-weight:bold; text-decoration:underline")
+                                         : QString(),
+                                     number(m.logProbs[i], 2), esc(ps[i]));
+                }
+                h += QStringLiteral("<tr><td valign='top'><b>%1</b></td><td>%2</td><td align='center' valign='top'>%3</td>"
+                                    "<td align='right' valign='top'>%4</td><td align='right' valign='top'>%5</td></tr>")
+                         .arg(qs(m.name).toHtmlEscaped(), text,
+                              &m == &c.models.front() ? QStringLiteral("—")
+                              : m.divergence < 0       ? tr("never")
+                                                       : tr("token %1").arg(m.divergence),
+                              number(m.kl, 4), number(m.nll, 3));
+            }
+        } else if (!live_[p].empty()) {
+            const npw::TokenStep& last = live_[p].back().step;
+            for (size_t k = 0; k < last.models.size(); ++k) {
+                QString text;
+                for (const TextStep& s : live_[p])
+                    if (k < s.step.models.size() && s.step.models[k].token >= 0)
+                        text += QStringLiteral("<span style='background:%1'>%2</span>")
+                                    .arg(shade(s.step.models[k].logProb), esc(s.step.models[k].piece));
+                h += QStringLiteral("<tr><td valign='top'><b>%1</b></td><td>%2▌</td><td></td><td></td><td></td></tr>")
+                         .arg(qs(last.models[k].model).toHtmlEscaped(), text);
+            }
+        }
+        h += QStringLiteral("</table>");
+    }
+    if (!results_.empty())
+        h += tr("<p style='color:#555'>Shading: the log-probability of each token under the model that chose it "
+                "(white: sure; amber: log p ≤ −6). <span style='color:#b00020'><b><u>Red</u></b></span>: the first token "
+                "where a pruned continuation leaves the dense one. KL and NLL: means over the dense continuation, "
+                "teacher-forced (nats).</p>");
+    return h + QStringLiteral("</body></html>");
+}
+
+QString TextSession::plainText() const {
+    QString t;
+    for (size_t p = 0; p < results_.size(); ++p) {
+        const npw::TextComparison& c = results_[p];
+        const npw::LanguageModel& lm = session_->model();
+        t += QStringLiteral("prompt: %1\n").arg(qs(lm.tokenizer ? lm.decode(c.prompt) : std::string("BOS")));
+        for (const npw::ComparedContinuation& m : c.models) {
+            const std::vector<std::string> ps = pieces(c.prompt, m.tokens);
+            QString text;
+            for (size_t i = 0; i < ps.size(); ++i)
+                text += int64_t(i) == m.divergence ? QStringLiteral("⟦%1⟧").arg(qs(ps[i])) : qs(ps[i]);
+            t += QStringLiteral("  %1: %2\n").arg(qs(m.name), text.replace('\n', ' '));
+        }
+        t += QStringLiteral("  model | diverges at | KL(dense‖model) | NLL(dense text)\n");
+        for (const npw::ComparedContinuation& m : c.models)
+            t += QStringLiteral("  %1 | %2 | %3 | %4\n")
+                     .arg(qs(m.name), m.divergence < 0 ? QStringLiteral("never") : QString::number(m.divergence),
+                          number(m.kl, 4), number(m.nll, 3));
+        t += '\n';
+    }
+    return t;
+}
+
+void TextSession::save(const QString& path) const {
+    const std::string text =
+        (path.endsWith(QLatin1String(".html"), Qt::CaseInsensitive) || path.endsWith(QLatin1String(".htm")) ? html()
+                                                                                                              : plainText())
+            .toStdString();
+    std::vector<std::string> sources;
+    if (session_->hasModel()) sources.push_back(session_->model().model->checkpoint().source);
+    for (const QString& e : request_.exports) sources.push_back(e.toStdString());
+    npw::checkOutputPath(sources, path.toStdString(), "the saved comparison");
+    npw::writeFileAtomically(path.toStdString(), [&](std::ostream& out) { out << text; });
+}
