@@ -2,6 +2,7 @@
 #include "core/eval/generate.h"
 #include "core/eval/perplexity.h"
 #include "core/prune/calibration.h"
+#include "core/prune/site_damage.h"
 #include "core/text/json_fields.h"
 #include "core/util/error.h"
 
@@ -41,6 +42,8 @@ MethodChoice parseSweepMethod(const std::string& name) {
         return {PruneMethod::Numerical, CompensationKind::MethodDefault, false, CrossLayerRanking::CompensatedError};
     if (name == "numerical-lstar-rel")
         return {PruneMethod::Numerical, CompensationKind::MethodDefault, false, CrossLayerRanking::RelativeCompensatedError};
+    if (name == "numerical-lstar-kl")
+        return {PruneMethod::Numerical, CompensationKind::MethodDefault, false, CrossLayerRanking::MeasuredDamage};
     return {parsePruneMethod(name), CompensationKind::MethodDefault};
 }
 
@@ -180,6 +183,8 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
                         auto scoreAt = [&](double ratio) {
                             settings.ratio = ratio;
                             scores = computeScores(model.checkpoint(), stats, settings, within("score " + methodName));
+                            if (settings.crossLayer == CrossLayerRanking::MeasuredDamage)
+                                rankBySiteDamage(*scores, model, stats, calibration);
                             selector.emplace(*scores);
                         };
                         if (!choice.boxConstrained) scoreAt(settings.ratio);
