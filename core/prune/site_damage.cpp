@@ -185,6 +185,7 @@ void scaleRankingBySite(ScoreSet& scores, const std::vector<double>& attentionFa
         scale(scores.ranking[l].heads, attentionFactor[l], "attention in layer " + std::to_string(l));
         scale(scores.ranking[l].channels, mlpFactor[l], "the MLP in layer " + std::to_string(l));
     }
+    scores.siteDamageApplied = true;
 }
 
 SiteDamage rankBySiteDamage(ScoreSet& scores, const LlamaModel& model, const ModelStats& stats,
