@@ -29,7 +29,7 @@ struct Fixture {
 };
 
 Fixture fixture(uint64_t seed = 3) {
-    LlamaModel model(tinyLlama({4, 4, 4}, {2, 4, 2}, {24, 20, 28}, seed), chooseRuntime("cpu"));
+    LlamaModel model(tinyLlama({4, 4, 4}, {2, 2, 2}, {24, 20, 28}, seed), chooseRuntime("cpu"));
     CalibrationSet set = drawCalibrationSet(randomIds(3000, 40, seed + 1), 12, 32, seed + 2);
     ModelStats stats = calibrate(model, set);
     return {std::move(model), std::move(set), std::move(stats)};
@@ -73,6 +73,8 @@ private slots:
         const Fixture f = fixture();
         const ScoreSet rel = computeScores(f.model.checkpoint(), f.stats, settingsFor(CrossLayerRanking::RelativeCompensatedError));
         ScoreSet kl = computeScores(f.model.checkpoint(), f.stats, settingsFor(CrossLayerRanking::MeasuredDamage));
+        // Unscaled, lstar-kl would silently rank as lstar-rel: refused.
+        QVERIFY_THROWS_EXCEPTION(Error, MaskSelector{kl});
         const size_t layers = rel.ranking.size();
         scaleRankingBySite(kl, std::vector<double>(layers, 37.5), std::vector<double>(layers, 37.5));
         const MaskSelector a(rel), b(kl);
