@@ -5,7 +5,7 @@
 N=${NPW:-build/app/npw}
 W=${W:-/tmp/ds}
 D=resources/demo/data
-M=numerical-lstar-rel,numerical-lstar,numerical-z,flap,wanda-sp,magnitude
+M=${M:-numerical-lstar-rel,numerical-lstar,numerical-z,flap,wanda-sp,magnitude}  # M=… to run a subset
 R=0.1,0.2,0.3,0.4,0.5
 case $1 in
 stories) $N sweep tests/data/stories260K/stories260K.bin --methods $M --ratios $R --calib $W/stories-calib.txt \

@@ -204,6 +204,7 @@ int runPrune(const Args& args) {
             // The mapping keeps the data of an unlinked file until the last view goes.
             if (temporary) std::filesystem::remove(statsFile);
             c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            c.windows = std::make_shared<const CalibrationSet>(set);  // for --ranking lstar-kl
             workbench.setCalibration(std::move(c));
             statsOnDisk = temporary ? "temporary file (removed)" : statsFile;
         }
@@ -249,7 +250,7 @@ int runPrune(const Args& args) {
 void addPruneCommand(std::vector<Command>& out) {
     out.push_back({"prune",
                    "MODEL --method M --ratio R (--calib FILE|NAME:FILE [--calib-ids] [--nsamples N] [--seqlen L] | --stats FILE) [--alpha A] "
-                   "[--alpha-mode paper|budget] [--lambda X | --lambda-rel R] [--ranking lstar-rel|lstar|z] [--iters T] [--damp G] [--no-compensation] "
+                   "[--alpha-mode paper|budget] [--lambda X | --lambda-rel R] [--ranking lstar-rel|lstar|lstar-kl|z] [--iters T] [--damp G] [--no-compensation] "
                    "[--only attention|mlp] [--protect LAYERS] [--seed S] --out DIR [--save-scores F] [--save-stats F] "
                    "[--stats-on-disk F]\n"
                    "       npw prune IMAGE_MODEL --method M --ratio R --calib generated [--per-class N] [--cfg S] --out DIR "

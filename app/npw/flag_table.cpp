@@ -123,7 +123,7 @@ std::vector<FlagEntry> buildTable() {
                        "Baselines): llm-pruner, slicegpt, block-influence")
               .byDefault(methodName(prune.method)),
           {"prune"});
-    t.add(Flag::text("methods", "A,B", "numerical, numerical-z (the paper's cross-layer order), numerical-lstar, numerical-lstar-rel, numerical-nocomp, numerical-box, flap, wanda-sp, "
+    t.add(Flag::text("methods", "A,B", "numerical, numerical-z (the paper's cross-layer order), numerical-lstar, numerical-lstar-rel, numerical-lstar-kl, numerical-nocomp, numerical-box, flap, wanda-sp, "
                                           "magnitude, random, llm-pruner, slicegpt, block-influence"),
           {"sweep"});
     const Flag ratio = Flag::real("ratio", "R", "pruning ratio rho in [0, 1)").atLeast(0).below(1);
@@ -153,11 +153,12 @@ std::vector<FlagEntry> buildTable() {
     t.add(lambdaRel.byDefault(number(prune.lambdaRel)), {"prune"});
     t.add(lambdaRel.byDefault(number(sweep.lambdaRel)).described("numerical runs without --lambda: lambda = R / median c"),
           {"sweep"});
-    t.add(Flag::choice("ranking", "lstar-rel|lstar|z", "lstar-rel, lstar or z",
+    t.add(Flag::choice("ranking", "lstar-rel|lstar|lstar-kl|z", "lstar-rel, lstar, lstar-kl or z",
                        [](const std::string& v) { parseCrossLayerRanking(v); },
                        "numerical: how units of different layers compete: each layer in its z-order, across layers by "
                        "Theorem 3's compensated error L* per parameter relative to the residual stream (lstar-rel) or "
-                       "absolute (lstar), or z (the paper's eq. 7 on z itself)")
+                       "absolute (lstar), lstar-rel's curves scaled per site to the KL of pruning that site alone measured on the "
+                       "calibration windows (lstar-kl), or z (the paper's eq. 7 on z itself)")
               .byDefault(crossLayerRankingName(prune.crossLayer)),
           {"prune"});
     t.add(Flag::integer("iters", "T", 0, kMaxIterations, "0: closed form; T > 0: Algorithm 1 with T Newton steps")

@@ -1,4 +1,5 @@
 #include "core/experiments/language_workbench.h"
+#include "core/prune/site_damage.h"
 
 #include "core/eval/perplexity.h"
 #include "core/experiments/dataset_inputs.h"
@@ -83,6 +84,7 @@ LanguagePruningWorkbench::Calibration LanguagePruningWorkbench::calibrate(const 
     c.stats = std::make_shared<const ModelStats>(npw::calibrate(*lm.model, set, progress, options));
     c.seconds = secondsSince(start);
     c.summary = CalibrationSummary::of(set);
+    c.windows = std::make_shared<const CalibrationSet>(set);
     return c;
 }
 
@@ -92,10 +94,17 @@ void LanguagePruningWorkbench::setCalibration(Calibration calibration) {
 }
 
 ScoreSet LanguagePruningWorkbench::score(const LanguageModel& lm, const ModelStats& stats, const PruneSettings& settings,
-                                         const ProgressFn& progress) {
+                                         const ProgressFn& progress, const CalibrationSet* windows) {
     // The method dispatch: every method computeScores knows (numerical, flap, wanda-sp,
     // magnitude, random) from the same statistics. A method with its own pipeline is added here.
-    return computeScores(lm.model->checkpoint(), stats, settings, progress);
+    ScoreSet scores = computeScores(lm.model->checkpoint(), stats, settings, progress);
+    if (settings.method == PruneMethod::Numerical && settings.crossLayer == CrossLayerRanking::MeasuredDamage) {
+        if (!windows)
+            throw Error("ranking lstar-kl measures each site's damage on the calibration windows; statistics read "
+                        "from a file carry none: calibrate (--calib) instead of --stats");
+        rankBySiteDamage(scores, *lm.model, stats, *windows);
+    }
+    return scores;
 }
 
 std::string LanguagePruningWorkbench::addScores(ScoreSet scores) {
@@ -111,7 +120,7 @@ std::string LanguagePruningWorkbench::addScores(ScoreSet scores) {
 
 std::string LanguagePruningWorkbench::scoreAndKeep(const PruneSettings& settings, const ProgressFn& progress) {
     if (!isCalibrated()) throw Error("the workbench has no calibration statistics yet: calibrate first");
-    return addScores(score(model_, *calibration_.stats, settings, progress));
+    return addScores(score(model_, *calibration_.stats, settings, progress, calibration_.windows.get()));
 }
 
 std::shared_ptr<const ScoreSet> LanguagePruningWorkbench::computedScores(const std::string& name) const {

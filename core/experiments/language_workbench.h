@@ -88,6 +88,9 @@ class LanguagePruningWorkbench {
 public:
     struct Calibration {
         std::shared_ptr<const ModelStats> stats;
+        // The windows themselves (token ids only), for rankings that run the model on them
+        // (lstar-kl, site_damage.h); null when the statistics were read from a file.
+        std::shared_ptr<const CalibrationSet> windows;
         CalibrationSummary summary;
         std::string note;     // calibrationSeqlen's note; empty when the request was taken as given
         double seconds = 0;
@@ -111,8 +114,10 @@ public:
 
     // The scores of one method: the one place where a method's name becomes its scores (new
     // methods are dispatched here). The numerical λ as settings give it (NaN: λ_rel / median c).
+    // windows: the calibration windows, which ranking lstar-kl measures each site's damage on
+    // (npw::Error without them).
     static ScoreSet score(const LanguageModel& lm, const ModelStats& stats, const PruneSettings& settings,
-                          const ProgressFn& progress = nullptr);
+                          const ProgressFn& progress = nullptr, const CalibrationSet* windows = nullptr);
     // Keeps a score set under its scoreSetName (replacing one of that name); returns the name.
     std::string addScores(ScoreSet scores);
     // score() on the workbench's statistics, kept; npw::Error before a calibration.

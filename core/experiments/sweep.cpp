@@ -44,6 +44,8 @@ MethodChoice parseSweepMethod(const std::string& name) {
         return {PruneMethod::Numerical, CompensationKind::MethodDefault, false, CrossLayerRanking::CompensatedError};
     if (name == "numerical-lstar-rel")
         return {PruneMethod::Numerical, CompensationKind::MethodDefault, false, CrossLayerRanking::RelativeCompensatedError};
+    if (name == "numerical-lstar-kl")
+        return {PruneMethod::Numerical, CompensationKind::MethodDefault, false, CrossLayerRanking::MeasuredDamage};
     return {parsePruneMethod(name), CompensationKind::MethodDefault};
 }
 
@@ -229,7 +231,8 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
                         std::optional<MaskSelector> selector;
                         auto scoreAt = [&](double ratio) {
                             settings.ratio = ratio;
-                            scores = LanguagePruningWorkbench::score(lm, stats, settings, within("score " + methodName));
+                            scores = LanguagePruningWorkbench::score(lm, stats, settings, within("score " + methodName),
+                                                                     &calibration);
                             selector.emplace(*scores);
                         };
                         if (!choice.boxConstrained) scoreAt(settings.ratio);

@@ -63,7 +63,8 @@ std::string pruneManifestJson(const PruneReport& report, const PruneSettings& s,
         j["cross_layer_meaning"] = s.crossLayer == CrossLayerRanking::Relaxed
                                        ? "z: the paper's eq. 7 on z itself"
                                        : "each layer's units in z-order; across layers by the convex-hull slope of Theorem "
-                                         "3's L* per parameter (lstar-rel: L* over the residual stream's energy)";
+                                         "3's L* per parameter (lstar-rel: L* over the residual stream's energy; lstar-kl: each site's "
+                                         "L* curve scaled to the KL(dense || site pruned) measured at its reference prefix)";
     j["damp"] = s.damp;
     j["damp_meaning"] = "gamma relative to mean(diag 2G): 2G + gamma*mean(diag 2G)*I";
     j["attention_unit"] = attentionUnitName(s.attentionUnit);

@@ -16,6 +16,7 @@
 #include "core/prune/score.h"
 #include "core/prune/select.h"
 #include "core/prune/settings.h"
+#include "core/prune/site_damage.h"
 #include "core/util/progress.h"
 
 namespace npw {
@@ -26,14 +27,16 @@ struct PruneRun {
     SelectionResult selection;
     PrunedModel pruned;
     PruneReport report;
+    SiteDamage siteDamage;  // lstar-kl only: the measured damage and factors per site
 };
 
 // The whole flow on a loaded model: calibrate, score, select, apply. Progress stages:
 // "calibrate", "score", "apply".
 PruneRun pruneModel(const LlamaModel& model, const CalibrationSet& calibration, const PruneSettings& settings,
                     const ProgressFn& progress = nullptr);
-// The same from statistics computed earlier (loadModelStats): score, select, apply.
+// The same from statistics computed earlier (loadModelStats): score, select, apply. The ranking
+// lstar-kl also needs the calibration windows the statistics came from (npw::Error without).
 PruneRun pruneModelWithStats(const LlamaModel& model, ModelStats stats, const PruneSettings& settings,
-                             const ProgressFn& progress = nullptr);
+                             const ProgressFn& progress = nullptr, const CalibrationSet* calibration = nullptr);
 
 } // namespace npw

@@ -173,7 +173,11 @@ std::vector<double> compensatedErrorScores(const std::vector<double>& unitScores
 
 // Replaces the ranking by the L* slopes per site, keeping each site's order of its unit scores.
 void rankByCompensatedError(ScoreSet& set, const LlamaCheckpoint& checkpoint, const ModelStats& stats) {
-    const bool relative = set.settings.crossLayer == CrossLayerRanking::RelativeCompensatedError;
+    // lstar-kl starts from lstar-rel's curves (site_damage.h rescales them per site).
+    const bool relative = set.settings.crossLayer == CrossLayerRanking::RelativeCompensatedError ||
+                          set.settings.crossLayer == CrossLayerRanking::MeasuredDamage;
+    set.attentionLossScale.assign(set.ranking.size(), 1.0);
+    set.mlpLossScale.assign(set.ranking.size(), 1.0);
     // The residual stream's energy per token where each site adds its output: the embedding's mean
     // squared row norm, then every block's output energy tr(W G Wᵀ) in order (cross terms
     // neglected). Only the relative variant uses it.
@@ -200,6 +204,7 @@ void rankByCompensatedError(ScoreSet& set, const LlamaCheckpoint& checkpoint, co
                                 channels[u].push_back(static_cast<int64_t>(h) * set.config.head_dim + j);
                 }
                 if (relative) residual += outputEnergy(w.wo, stats.attn.at(l));
+                set.attentionLossScale[l] = relative ? residual : 1.0;
                 set.ranking[l].heads = compensatedErrorScores(set.ranking[l].heads, channels, set.costs[l].headParams, w.wo,
                                                               stats.attn.at(l), set.settings.damp, relative ? residual : 1.0);
             }
@@ -207,6 +212,7 @@ void rankByCompensatedError(ScoreSet& set, const LlamaCheckpoint& checkpoint, co
                 std::vector<std::vector<int64_t>> channels(set.ranking[l].channels.size());
                 for (size_t j = 0; j < channels.size(); ++j) channels[j] = {static_cast<int64_t>(j)};
                 if (relative) residual += outputEnergy(w.w_down, stats.mlp.at(l));
+                set.mlpLossScale[l] = relative ? residual : 1.0;
                 set.ranking[l].channels = compensatedErrorScores(set.ranking[l].channels, channels,
                                                                  set.costs[l].channelParams, w.w_down, stats.mlp.at(l),
                                                                  set.settings.damp, relative ? residual : 1.0);

@@ -30,6 +30,12 @@ struct ScoreSet {
     std::vector<LayerScores> ranking;           // unit scores from the above; higher = keep
     std::vector<NumericalSolve> attentionSolves, mlpSolves;  // numerical only (D = 0: none)
     std::vector<LayerUnitCost> costs;
+    // Ranked by L* (lstar, lstar-rel, lstar-kl): what each site's L* was divided by (1, or the
+    // residual stream's energy), per layer; empty otherwise.
+    std::vector<double> attentionLossScale, mlpLossScale;
+    // lstar-kl: true once scaleRankingBySite (site_damage.h) has scaled the ranking; until then
+    // MaskSelector refuses the set (unscaled it would silently rank as lstar-rel).
+    bool siteDamageApplied = false;
     // Numerical: the median of c = 1ᵀA⁻¹1 over every scored layer, from which a relative λ was
     // resolved (settings.lambda then holds λ_rel / medianC); NaN for the other methods.
     double medianC = std::numeric_limits<double>::quiet_NaN();

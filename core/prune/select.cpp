@@ -236,6 +236,10 @@ std::vector<bool> expandUnitMask(const std::vector<bool>& keepUnits, int64_t wid
 MaskSelector::MaskSelector(const ScoreSet& scores)
     : costs_(scores.costs), numericalW_(scores.rankingIsNumericalW()),
       defaultAlpha_(defaultAlphaFor(scores.config, scores.settings.attentionUnit)) {
+    if (scores.settings.method == PruneMethod::Numerical && scores.settings.crossLayer == CrossLayerRanking::MeasuredDamage &&
+        !scores.siteDamageApplied)
+        throw Error("ranking lstar-kl needs each site's damage measured on the calibration windows "
+                    "(rankBySiteDamage), which this path does not do: use lstar-rel here, or npw prune / npw sweep");
     options_.scope = scores.settings.scope;
     options_.protectedLayers = scores.settings.protectedLayers;
     if (scores.settings.selectsGlobally())

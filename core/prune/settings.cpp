@@ -130,16 +130,19 @@ std::string crossLayerRankingName(CrossLayerRanking ranking) {
     case CrossLayerRanking::Relaxed: return "z";
     case CrossLayerRanking::CompensatedError: return "lstar";
     case CrossLayerRanking::RelativeCompensatedError: return "lstar-rel";
+    case CrossLayerRanking::MeasuredDamage: return "lstar-kl";
     }
     return "?";
 }
 
 CrossLayerRanking parseCrossLayerRanking(const std::string& name) {
     for (CrossLayerRanking r :
-         {CrossLayerRanking::Relaxed, CrossLayerRanking::CompensatedError, CrossLayerRanking::RelativeCompensatedError})
+         {CrossLayerRanking::Relaxed, CrossLayerRanking::CompensatedError, CrossLayerRanking::RelativeCompensatedError,
+          CrossLayerRanking::MeasuredDamage})
         if (name == crossLayerRankingName(r)) return r;
     throw Error("unknown cross-layer ranking '" + name +
-                "' (expected lstar: by the compensated error L*; lstar-rel: L* relative to the residual stream; or z: "
+                "' (expected lstar: by the compensated error L*; lstar-rel: L* relative to the residual stream; lstar-kl: "
+                "L* scaled to each site's measured KL; or z: "
                 "the paper's relaxed score)");
 }
 

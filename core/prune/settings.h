@@ -43,7 +43,13 @@ enum class SelectionScope { AttentionAndMlp, AttentionOnly, MlpOnly };
 //     energies tr(WᵀGW) of every block up to and including it: every later RMSNorm divides the
 //     stream by its scale, so an error δ reaches the rest of the model as δ/‖h‖. Absolute errors
 //     of early layers (small ‖h‖) count more, those of late layers (large ‖h‖) less.
-enum class CrossLayerRanking { Relaxed, CompensatedError, RelativeCompensatedError };
+//   MeasuredDamage ("lstar-kl"): lstar-rel's curves, each site's scaled so that at a reference
+//     prefix (its first ⌈ρ_ref·n⌉ units in z-order, compensated) it equals the KL divergence the
+//     model's output actually suffers when only that site is pruned so, measured on the
+//     calibration windows (core/prune/site_damage.h). The diagnosis found no layer-local
+//     statistic that follows the end-to-end damage of a site (stories260K: it falls 16× with
+//     depth while every local error grows), so this one measures it: 2L forward passes more.
+enum class CrossLayerRanking { Relaxed, CompensatedError, RelativeCompensatedError, MeasuredDamage };
 
 std::string methodName(PruneMethod method);          // "numerical", "flap", "wanda-sp", ...
 PruneMethod parsePruneMethod(const std::string& name);  // npw::Error listing the choices
@@ -62,7 +68,7 @@ std::string compensationSettingName(CompensationKind kind);
 // "kv-group" or "query-slot".
 std::string attentionUnitName(AttentionUnitKind kind);
 AttentionUnitKind parseAttentionUnit(const std::string& name);
-// "z" (Relaxed, the paper's exact form), "lstar" (CompensatedError), "lstar-rel".
+// "z" (Relaxed, the paper's exact form), "lstar" (CompensatedError), "lstar-rel", "lstar-kl".
 std::string crossLayerRankingName(CrossLayerRanking ranking);
 CrossLayerRanking parseCrossLayerRanking(const std::string& name);
 
