@@ -2,6 +2,7 @@
 // pruning engine on LlamaGen's GPT, calibrated on samples the dense model generates, measured
 // by the image metrics (core/experiments/image_calibration.h, core/experiments/image_sweep.h).
 #include "app/npw/commands.h"
+#include "core/data/fashion_mnist.h"
 #include "core/eval/image_eval.h"
 #include "core/eval/metrics_run.h"
 #include "core/experiments/image_calibration.h"
@@ -180,12 +181,38 @@ int runImageSweep(const Args& args, const std::string& model) {
     spec.alphaMode = parseAlphaMode(args.get("alpha-mode"));
     if (args.has("alpha")) spec.alpha = args.getDouble("alpha");
 
+    // Issue 15's held-out metric: the token perplexity of the first N Fashion-MNIST test images'
+    // VQ codes (encoded once here; the sweep measures every model on them).
+    HeldOutCodes heldOut;
+    const int64_t heldOutImages = args.getInt("token-ppl");
+    spec.generatedMetrics = !args.flag("token-ppl-only");
+    if (!spec.generatedMetrics && heldOutImages == 0)
+        throw Error("--token-ppl-only needs --token-ppl N (the held-out images to measure)");
+    if (heldOutImages > 0) {
+        const LabelledImages test = loadFashionMnist("test");
+        const int64_t n = std::min<int64_t>(heldOutImages, test.images.size(0));
+        heldOut = encodeHeldOutImages(*vq, test.images.narrow(0, 0, n), test.labels.narrow(0, 0, n),
+                                      test.source + " (first " + std::to_string(n) + ")", terminalProgress());
+        spec.heldOut = &heldOut;
+    }
+
     const bool json = args.flag("json");
-    if (!json) printEvaluationHeader();
+    if (!json && spec.generatedMetrics) printEvaluationHeader();
+    if (!json && !spec.generatedMetrics)
+        std::cout << std::left << std::setw(22) << "method" << std::right << std::setw(6) << "ratio" << std::setw(10)
+                  << "achieved" << std::setw(12) << "token ppl" << "\n";
     const std::vector<ImageSweepRow> rows = runImageSweep(
         bench, *m.network, m.reference.stats, spec,
         [&](const ImageSweepRow& r) {
-            if (!json) printEvaluationRow(r.method, r.ratio, r.achievedRatio, r.eval);
+            if (json) return;
+            if (spec.generatedMetrics) {
+                printEvaluationRow(r.method, r.ratio, r.achievedRatio, r.eval);
+                if (spec.heldOut) std::cout << "    held-out token ppl " << std::fixed << std::setprecision(3) << r.tokenPpl << "\n";
+            } else {
+                std::cout << std::left << std::setw(22) << r.method << std::right << std::fixed << std::setprecision(2)
+                          << std::setw(6) << r.ratio << std::setprecision(3) << std::setw(10) << r.achievedRatio
+                          << std::setw(12) << r.tokenPpl << "\n";
+            }
         },
         terminalProgress());
     if (args.has("csv")) writeTextAtomically(args.get("csv"), imageSweepRowsCsv(rows));

@@ -316,6 +316,13 @@ std::vector<FlagEntry> buildTable() {
     t.add(Flag::integer("samples", "N", 1, kMaxImages, "image models: images generated per model for --metric")
               .byDefault(std::to_string(imageSweep.evalSamples)),
           {"prune", "sweep"});
+    t.add(Flag::integer("token-ppl", "N", 0, kMaxImages,
+                        "image models: also the class-conditional token perplexity of the VQ codes of the first N "
+                        "Fashion-MNIST test images (10000: all; 0: off)")
+              .byDefault("0"),
+          {"sweep"});
+    t.add(Flag::toggle("token-ppl-only", "image models: only the token perplexity of --token-ppl (no images generated, no FID)"),
+          {"sweep"});
     t.add(Flag::text("features", "NET", "feature network of the image metrics: demo (the bundled classifier), a classifier "
                                         "folder, or a TorchScript file")
               .byDefault("demo"),

@@ -46,11 +46,20 @@ std::vector<ImageSweepRow> runImageSweep(ImagePruningWorkbench& bench, FeatureNe
         rows.push_back(row);
         if (onRow) onRow(rows.back());
     };
+    // Sample metrics (FID, …) when asked; the held-out token perplexity when codes are given.
+    auto measure = [&](const LlamaGenModel& model, ImageSweepRow& row) {
+        if (spec.generatedMetrics)
+            row.eval = evaluateImageModel(model, bench.vq(), network, reference, spec.evalSamples, spec.evalSampling,
+                                          progress, spec.isSplits);
+        else
+            row.eval.metrics.fid = row.eval.metrics.sfid = row.eval.metrics.is.mean = row.eval.metrics.is.std =
+                row.eval.metrics.precision = row.eval.metrics.recall = std::numeric_limits<double>::quiet_NaN();
+        if (spec.heldOut) row.tokenPpl = classConditionalTokenPerplexity(model, *spec.heldOut, 250, progress).ppl;
+    };
     const LlamaGenModel& dense = bench.dense();
     ImageSweepRow denseRow;
     denseRow.method = "dense";
-    denseRow.eval = evaluateImageModel(dense, bench.vq(), network, reference, spec.evalSamples, spec.evalSampling,
-                                       progress, spec.isSplits);
+    measure(dense, denseRow);
     emitRow(denseRow);
 
     // Calibration once; the workbench scores each method once (the box-constrained z once per ρ).
@@ -67,8 +76,7 @@ std::vector<ImageSweepRow> runImageSweep(ImagePruningWorkbench& bench, FeatureNe
             const PruneCounts counts = countPrunedParameters(transformer, pruned.checkpoint, classRows);
             row.achievedRatio = counts.achievedRatio;
             row.achievedRatioModel = counts.achievedRatioModel;
-            row.eval = evaluateImageModel(model, bench.vq(), network, reference, spec.evalSamples, spec.evalSampling,
-                                          progress, spec.isSplits);
+            measure(model, row);
             emitRow(row);
         }
     return rows;
@@ -78,7 +86,7 @@ std::string imageSweepRowsCsv(const std::vector<ImageSweepRow>& rows) {
     std::ostringstream out;
     out.precision(8);
     out << "method,ratio,achieved_ratio,achieved_ratio_model,fid,sfid,is,is_std,precision,recall,class_accuracy,"
-           "tokens_per_s,images_per_s,parameters,weight_bytes,samples\n";
+           "tokens_per_s,images_per_s,parameters,weight_bytes,samples,token_ppl\n";
     for (const ImageSweepRow& r : rows) {
         const ImageEvaluation& e = r.eval;
         out << r.method << "," << r.ratio << "," << r.achievedRatio << "," << r.achievedRatioModel << ","
@@ -86,7 +94,9 @@ std::string imageSweepRowsCsv(const std::vector<ImageSweepRow>& rows) {
             << e.metrics.precision << "," << e.metrics.recall << ",";
         if (std::isfinite(e.classAccuracy)) out << e.classAccuracy;
         out << "," << e.tokensPerSecond << "," << e.imagesPerSecond << "," << e.parameters << "," << e.weightBytes
-            << "," << e.metrics.samples << "\n";
+            << "," << e.metrics.samples << ",";
+        if (std::isfinite(r.tokenPpl)) out << r.tokenPpl;
+        out << "\n";
     }
     return out.str();
 }
@@ -141,6 +151,7 @@ nlohmann::json imageSweepRowJson(const ImageSweepRow& r) {
     j["ratio"] = r.ratio;
     j["achieved_ratio"] = r.achievedRatio;
     j["achieved_ratio_model"] = r.achievedRatioModel;
+    j["token_ppl"] = json_fields::finiteOrNull(r.tokenPpl);
     return j;
 }
 
@@ -151,6 +162,8 @@ ImageSweepRow imageSweepRowFromJson(const nlohmann::json& j) {
     r.achievedRatio = json_fields::numberOrNaN(j, "achieved_ratio", kImageRow);
     r.achievedRatioModel = json_fields::numberOrNaN(j, "achieved_ratio_model", kImageRow);
     r.eval = imageEvaluationFromJson(j);
+    // Optional: workspaces written before the held-out token perplexity existed lack it.
+    if (j.contains("token_ppl")) r.tokenPpl = json_fields::numberOrNaN(j, "token_ppl", kImageRow);
     return r;
 }
 

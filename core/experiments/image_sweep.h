@@ -6,6 +6,7 @@
 // re-selects, applies the mask and evaluates. Every model generates the same classes with the
 // same seeds, so rows differ only by what pruning did.
 #include "core/eval/image_eval.h"
+#include "core/eval/image_token_perplexity.h"
 #include "core/experiments/image_calibration.h"
 #include "core/experiments/image_workbench.h"
 #include "core/prune/pruner.h"
@@ -29,6 +30,12 @@ struct ImageSweepSpec {
     AlphaMode alphaMode = AlphaMode::Budget;
     double alpha = std::numeric_limits<double>::quiet_NaN();
     int64_t isSplits = 10;
+    // When set, every row also gets the class-conditional token perplexity of these held-out
+    // codes (issue 15's c2i metric: the Fashion-MNIST test images for demo:c2i). Not owned.
+    const HeldOutCodes* heldOut = nullptr;
+    // false: no images are generated (FID and the other sample metrics stay NaN) — the token
+    // perplexity alone, which is cheap (`npw sweep --token-ppl-only`).
+    bool generatedMetrics = true;
 };
 
 struct ImageSweepRow {
@@ -37,6 +44,7 @@ struct ImageSweepRow {
     double achievedRatio = 0;    // of attention + MLP parameters
     double achievedRatioModel = 0;
     ImageEvaluation eval;
+    double tokenPpl = std::numeric_limits<double>::quiet_NaN();  // held-out codes; NaN when not measured
 };
 
 // bench holds the dense model and its tokenizer; the sweep calibrates it (spec's calibration
