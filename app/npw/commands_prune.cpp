@@ -7,6 +7,7 @@
 #include "core/prune/pruner.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
+#include "core/util/number_text.h"
 
 #include <chrono>
 #include <cmath>
@@ -82,14 +83,6 @@ PruneSettings settingsFromArgs(const Args& args) {
     s.boxConstrained = args.flag("box");
     s.validate();
     return s;
-}
-
-std::string byteText(int64_t bytes) {
-    std::ostringstream out;
-    out << std::fixed << std::setprecision(1);
-    if (bytes >= (int64_t(1) << 30)) out << bytes / 1073741824.0 << " GiB";
-    else out << bytes / 1048576.0 << " MiB";
-    return out.str();
 }
 
 std::string lossText(double loss, int64_t before, int64_t after) {
@@ -183,8 +176,8 @@ int runPrune(const Args& args) {
             std::filesystem::create_directories(target.parent_path());
             statsFile = (target.parent_path() / ("." + target.filename().string() + ".npw-stats.safetensors")).string();
             temporary = true;
-            std::cerr << "note: the calibration statistics need " << byteText(modelStatsBytes(config)) << ", more than "
-                      << 100 * kStatsRamFraction << "% of this machine's " << byteText(physicalMemoryBytes())
+            std::cerr << "note: the calibration statistics need " << byteSizeText(modelStatsBytes(config)) << ", more than "
+                      << 100 * kStatsRamFraction << "% of this machine's " << byteSizeText(physicalMemoryBytes())
                       << " of RAM: calibrating layer by layer, statistics memory-mapped from a temporary file "
                       << statsFile << " (removed when done; keep them with --stats-on-disk FILE)\n";
         }

@@ -100,6 +100,15 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
 
     // One row per evaluation set and zero-shot task for a model (and its speed row first);
     // `base` carries the settings.
+    auto emitPerplexityRow = [&](const SweepRow& base, const std::string& evalSet, const PerplexityResult& r) {
+        SweepRow row = base;
+        row.evalSet = evalSet;
+        row.ppl = r.ppl;
+        row.nll = r.nll;
+        row.bitsPerByte = r.bitsPerByte;
+        row.evalTokens = r.tokens;
+        emitRow(row);
+    };
     auto evaluateAll = [&](const std::shared_ptr<const LlamaModel>& m, const SweepRow& base) {
         // Speed first: timed right after the mask was applied, before this model's other rows reach
         // a GUI that redraws on each (on a small machine its drawing would share the cores).
@@ -119,16 +128,7 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
             row.decodeTokensPerSecond = b.bestDecodeTokensPerSecond;
             emitRow(row);
         }
-        for (const auto& set : spec.evalSets) {
-            const PerplexityResult r = evaluate(*m, set);
-            SweepRow row = base;
-            row.evalSet = set.name;
-            row.ppl = r.ppl;
-            row.nll = r.nll;
-            row.bitsPerByte = r.bitsPerByte;
-            row.evalTokens = r.tokens;
-            emitRow(row);
-        }
+        for (const auto& set : spec.evalSets) emitPerplexityRow(base, set.name, evaluate(*m, set));
         if (!spec.zeroShotTasks.empty()) {
             LanguageModel withTokenizer = lm;
             withTokenizer.model = std::const_pointer_cast<LlamaModel>(m);
@@ -154,14 +154,8 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
             o.maxWindows = spec.evalMaxWindows;
             DecodeFn decode;
             if (set.isText && lm.tokenizer) decode = [&lm](const std::vector<int32_t>& v) { return lm.decode(v); };
-            const PerplexityResult r = evaluatePerplexity(source, set.ids, o, nullptr, decode, within("evaluate " + set.name));
-            SweepRow row = base;
-            row.evalSet = set.name;
-            row.ppl = r.ppl;
-            row.nll = r.nll;
-            row.bitsPerByte = r.bitsPerByte;
-            row.evalTokens = r.tokens;
-            emitRow(row);
+            emitPerplexityRow(base, set.name,
+                              evaluatePerplexity(source, set.ids, o, nullptr, decode, within("evaluate " + set.name)));
         }
     };
     SweepRow denseRow;

@@ -4,6 +4,7 @@
 #include "core/models/sliced_llama.h"
 #include "core/prune/baseline_pruner.h"
 #include "core/prune/block_influence.h"
+#include "core/prune/export.h"
 #include "core/prune/llm_pruner.h"
 #include "core/prune/slicegpt.h"
 #include "core/util/error.h"
@@ -88,13 +89,7 @@ std::string baselineManifestJson(const BaselineRun& run, const CalibrationSummar
     j["npw_version"] = npwVersion();
     j["source_model"] = sourceModel;
     j["native"] = run.native;
-    j["calibration"] = {{"source", calibration.source},
-                        {"kind", calibration.sourceIsIds ? "token ids" : "text, tokenized once with BOS"},
-                        {"samples", calibration.samples},
-                        {"seqlen", calibration.seqlen},
-                        {"seed", calibration.seed},
-                        {"stream_tokens", calibration.streamTokens},
-                        {"tokens", calibration.tokens}};
+    j["calibration"] = calibrationManifestJson(calibration);
     return j.dump(2) + "\n";
 }
 

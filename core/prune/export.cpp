@@ -44,6 +44,16 @@ std::string randomSuffix() {
 
 } // namespace
 
+nlohmann::json calibrationManifestJson(const CalibrationSummary& calibration) {
+    return {{"source", calibration.source},
+            {"kind", calibration.sourceIsIds ? "token ids" : "text, tokenized once with BOS"},
+            {"samples", calibration.samples},
+            {"seqlen", calibration.seqlen},
+            {"seed", calibration.seed},
+            {"stream_tokens", calibration.streamTokens},
+            {"tokens", calibration.tokens}};
+}
+
 std::string pruneManifestJson(const PruneReport& report, const PruneSettings& s, const CalibrationSummary& calibration,
                               const std::string& sourceModel) {
     json j = pruneReportJson(report);
@@ -75,13 +85,7 @@ std::string pruneManifestJson(const PruneReport& report, const PruneSettings& s,
     j["seed"] = s.seed;
     j["normalisation"] = "G = X^T X / N over all N calibration tokens (per-token Gram), float64; "
                          "FLAP mean/variance and Wanda-sp norms from the same raw sums";
-    j["calibration"] = {{"source", calibration.source},
-                        {"kind", calibration.sourceIsIds ? "token ids" : "text, tokenized once with BOS"},
-                        {"samples", calibration.samples},
-                        {"seqlen", calibration.seqlen},
-                        {"seed", calibration.seed},
-                        {"stream_tokens", calibration.streamTokens},
-                        {"tokens", calibration.tokens}};
+    j["calibration"] = calibrationManifestJson(calibration);
     if (!calibration.statsFile.empty()) j["calibration"]["statistics_file"] = calibration.statsFile;
     return j.dump(2) + "\n";
 }

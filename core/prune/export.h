@@ -15,6 +15,10 @@ namespace npw {
 // npw export. Cheap: the CLI checks before calibrating.
 void checkExportTarget(const std::string& sourceModel, const std::string& dir);
 
+// The "calibration" object of every manifest (pruneManifestJson, the baselines' manifests):
+// source, kind, samples, seqlen, seed, stream_tokens, tokens.
+nlohmann::json calibrationManifestJson(const CalibrationSummary& calibration);
+
 // npw-manifest.json of an export: settings, calibration, normalisation, achieved ratios, per-layer
 // sizes and losses, npw version.
 std::string pruneManifestJson(const PruneReport& report, const PruneSettings& settings,
