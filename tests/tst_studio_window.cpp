@@ -489,8 +489,12 @@ void TestStudioWindow::textTabComparesDenseAndPruned() {
     QVERIFY(waitIdle(session));
     QVERIFY(text->hasResult());
     const npw::TextComparison& c = text->results().at(0);
-    QCOMPARE(c.models.size(), size_t(2));  // dense and the current mask
-    QVERIFY(c.models[1].name.find("ρ=") != std::string::npos);
+    // Dense, then every score set the session holds, each at the Selection's ρ/α/λ.
+    const QStringList methods = session.scoreMethods();
+    QVERIFY(!methods.isEmpty());
+    QCOMPARE(c.models.size(), size_t(1 + methods.size()));
+    for (int i = 0; i < methods.size(); ++i)
+        QVERIFY2(c.models[i + 1].name.rfind(methods[i].toStdString() + " ρ=", 0) == 0, c.models[i + 1].name.c_str());
     // Streamed token by token: one step per token of the longest continuation.
     const size_t longest = std::max(c.models[0].tokens.size(), c.models[1].tokens.size());
     QCOMPARE(size_t(steps.count()), longest);

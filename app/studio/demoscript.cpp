@@ -70,16 +70,18 @@ void DemoScript::onJobFinished(const QString&) {
             return;
         }
     } else if (state_ == QLatin1String("text")) {
-        if (step_ == 1) {  // demo:lm is open: numerical scores
+        if (step_ <= 3) {  // demo:lm is open: FLAP, Wanda-sp, then the numerical scores (shown last)
+            const npw::PruneMethod methods[] = {npw::PruneMethod::Flap, npw::PruneMethod::WandaSp,
+                                                npw::PruneMethod::Numerical};
             studio::RunSettings settings = session->settings();
-            settings.prune.method = npw::PruneMethod::Numerical;
+            settings.prune.method = methods[step_ - 1];
             session->setSettings(settings);
             window_->runSettings()->setSettings(settings);
             window_->scoresPage()->sparsityControls()->setRho(0.3);
-            QTimer::singleShot(0, session, [session] { session->runScoring(); });
+            QTimer::singleShot(step_ == 1 ? 0 : 300, session, [session] { session->runScoring(); });
             return;
         }
-        if (step_ == 2) {  // then two prompts continued by the dense model and the mask at ρ = 0.3
+        if (step_ == 4) {  // then two prompts continued by the dense model and all three masks at ρ = 0.3
             TextPage* page = window_->textPage();
             TextRequest request;
             request.prompts = {QStringLiteral("And Jesus said unto them"), QStringLiteral("In the beginning")};

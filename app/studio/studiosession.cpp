@@ -77,6 +77,13 @@ QStringList StudioSession::scoreMethods() const {
     return names;
 }
 
+std::vector<npw::WorkbenchSelection> StudioSession::selectionsAtKnobs() {
+    std::vector<npw::WorkbenchSelection> out;
+    for (const std::string& name : workbench_.scoreSetNames())
+        out.push_back(workbench_.select(name, knobs_.rho, knobs_.alpha, knobs_.mode, knobs_.lambda));
+    return out;
+}
+
 std::shared_ptr<const npw::ScoreSet> StudioSession::currentScores() const {
     if (selected_ && selected_->method == current_.toStdString()) return selected_->scores;
     return workbench_.computedScores(current_.toStdString());

@@ -84,6 +84,9 @@ public:
     const std::optional<SelectionView>& selection() const { return view_; }
     // The current method's scores at the current λ (null without scores).
     std::shared_ptr<const npw::ScoreSet> currentScores() const;
+    // Every score set's selection at the current knobs, in the order computed (the Text page
+    // continues each of them beside the dense model). npw::Error from a set that cannot select.
+    std::vector<npw::WorkbenchSelection> selectionsAtKnobs();
     const std::vector<npw::LayerPruneReport>& layerReports() const { return layerReports_; }
     const std::vector<npw::SweepRow>& sweepRows() const { return sweepRows_; }
 

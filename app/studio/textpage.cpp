@@ -32,7 +32,7 @@ TextPage::TextPage(TextSession* session, QWidget* parent) : QWidget(parent), ses
     topP_->setSingleStep(0.05);
     seed_ = new QSpinBox;
     seed_->setRange(0, 1 << 30);
-    currentMask_ = new QCheckBox(tr("the current score set's mask at ρ/α/λ"));
+    currentMask_ = new QCheckBox(tr("every score set's mask at ρ/α/λ"));
     exports_ = new QLineEdit;
     exports_->setObjectName(QStringLiteral("textExports"));
     exports_->setPlaceholderText(tr("saved pruned models (npw prune --out folders), comma-separated"));

@@ -105,23 +105,32 @@ bool TextSession::run(const TextRequest& request) {
                                        : std::vector<int32_t>{int32_t(lm.model->config().bos_token_id)});
     }
     if (prompts.empty()) prompts.push_back({int32_t(lm.model->config().bos_token_id)});
-    // What the worker needs, copied: the current mask and how to apply it.
+    // What the worker needs, copied: every score set's mask at the current ρ/α/λ and how to apply it.
+    struct MaskToApply {
+        std::string name;
+        npw::Mask mask;
+        npw::PruneSettings settings;
+    };
     std::shared_ptr<const npw::ModelStats> stats;
-    std::optional<npw::Mask> mask;
-    npw::PruneSettings settings;
+    std::vector<MaskToApply> masks;
     QString maskName;
     if (request.currentMask && session_->selection() && session_->stats() && session_->currentScores()) {
-        settings = session_->currentScores()->settings;
         const studio::SelectionKnobs k = session_->knobs();
-        settings.compensation = session_->settings().prune.compensation;
-        settings.damp = session_->settings().prune.damp;
-        settings.ratio = k.rho;
-        settings.alphaMode = k.mode;
-        if (!std::isnan(k.alpha)) settings.alpha = k.alpha;
-        mask = session_->selection()->selection.mask;
+        for (const npw::WorkbenchSelection& sel : session_->selectionsAtKnobs()) {
+            MaskToApply m;
+            m.settings = sel.scores->settings;
+            m.settings.compensation = session_->settings().prune.compensation;
+            m.settings.damp = session_->settings().prune.damp;
+            m.settings.ratio = k.rho;
+            m.settings.alphaMode = k.mode;
+            if (!std::isnan(k.alpha)) m.settings.alpha = k.alpha;
+            m.mask = sel.selection.mask;
+            m.name = QStringLiteral("%1 ρ=%2").arg(QString::fromStdString(sel.method)).arg(k.rho, 0, 'f', 2).toStdString();
+            masks.push_back(std::move(m));
+        }
         // The statistics stay alive with the session's own pointer for the job's length: a copy.
         stats = std::make_shared<npw::ModelStats>(*session_->stats());
-        maskName = QStringLiteral("%1 ρ=%2").arg(session_->currentMethod()).arg(k.rho, 0, 'f', 2);
+        maskName = QStringLiteral("ρ=%1").arg(k.rho, 0, 'f', 2);
     }
     request_ = request;
     promptIds_ = prompts;
@@ -146,11 +155,11 @@ bool TextSession::run(const TextRequest& request) {
             std::vector<npw::LanguageModel> owned;
             std::vector<npw::ComparedModel> pruned;
             std::vector<std::shared_ptr<npw::LlamaModel>> built;
-            if (mask) {
-                npw::reportProgress(progress, "apply mask", 0, 1);
-                npw::PrunedModel p = npw::applyMask(lm.model->checkpoint(), *stats, *mask, settings);
+            for (const MaskToApply& m : masks) {
+                npw::reportProgress(progress, "apply mask " + m.name, 0, 1);
+                npw::PrunedModel p = npw::applyMask(lm.model->checkpoint(), *stats, m.mask, m.settings);
                 built.push_back(std::make_shared<npw::LlamaModel>(p.checkpoint, lm.model->runtime()));
-                pruned.push_back({maskName.toStdString(), built.back().get()});
+                pruned.push_back({m.name, built.back().get()});
             }
             for (const QString& e : exports) {
                 npw::reportProgress(progress, "open " + e.toStdString(), 0, 1);

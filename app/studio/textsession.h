@@ -1,6 +1,6 @@
 #pragma once
 // The Text page's logic without widgets: the dense model the studio holds and pruned versions of
-// it (the current score set's mask at the current ρ/α/λ, and saved exports) continue the same
+// it (every score set's mask at the current ρ/α/λ, and saved exports) continue the same
 // prompts side by side (core/eval/compare), on the job runner, streamed token by token through
 // its typed partial-result channel. Keeps the comparison, says when moving the knobs made it
 // stale, and renders it as HTML (per-token log-probability as shading, the first divergent token
@@ -19,7 +19,7 @@ struct TextRequest {
     double temperature = 0;  // 0: greedy
     double topP = 1;
     quint64 seed = 0;
-    bool currentMask = true;  // the session's current score set at its ρ/α/λ
+    bool currentMask = true;  // every score set the session holds, at its ρ/α/λ
     QStringList exports;      // saved pruned models (npw prune --out folders)
 };
 
