@@ -1,6 +1,7 @@
 #pragma once
 #include "app/npw/cli_args.h"
 #include "app/npw/flag_table.h"
+#include "core/data/text_datasets.h"
 #include "core/eval/feature_network.h"
 #include "core/eval/image_eval.h"
 #include "core/eval/image_generate.h"
@@ -10,6 +11,7 @@
 #include "core/util/progress.h"
 
 #include <functional>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -65,6 +67,9 @@ std::vector<std::string> classNames(const std::string& model);             // co
 ImageSamplingOptions samplingFromArgs(const Args& args);                    // --cfg, --top-k, --seed, --batch, ...
 // `npw prune` / `npw sweep` on an image model (commands_image_prune.cpp).
 int runImagePrune(const Args& args, const std::string& model, const PruneSettings& settings);
+// --calib wikitext2:FILE (ptb:, c4:, …) names a data set, which --calib-ids and --calib-per-line
+// cannot describe: refused before any model is loaded. Returns the data set, if it is one.
+std::optional<TextDatasetRef> checkCalibDataset(const Args& args);
 int runImageSweep(const Args& args, const std::string& model);
 // `npw prune --method llm-pruner|slicegpt|block-influence` (commands_baselines.cpp).
 int runBaselinePrune(const Args& args, const std::string& model, BaselineMethod method);

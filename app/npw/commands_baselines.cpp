@@ -3,6 +3,7 @@
 #include "app/npw/commands.h"
 #include "core/eval/perplexity.h"
 #include "core/experiments/dataset_inputs.h"
+#include "core/experiments/language_workbench.h"
 #include "core/models/language_model.h"
 #include "core/models/sliced_llama.h"
 #include "core/prune/baselines.h"
@@ -75,9 +76,7 @@ int runBaselinePrune(const Args& args, const std::string& model, BaselineMethod 
     if (method != BaselineMethod::LlmPruner)
         for (const char* flag : {"taylor", "llm-pruner-layers", "layer-ratio", "llm-pruner-global"})
             if (args.has(flag)) throw Error("--" + std::string(flag) + " is an llm-pruner option");
-    const std::optional<TextDatasetRef> calibDataset = parseTextDatasetRef(args.get("calib"));
-    if (calibDataset && (args.flag("calib-ids") || args.flag("calib-per-line")))
-        throw Error("--calib " + args.get("calib") + " is a data set (text): --calib-ids and --calib-per-line do not apply");
+    checkCalibDataset(args);  // before the model is loaded
 
     LanguageModel lm = openLanguageModel(model, chooseRuntime(args.get("device"), args.get("dtype")), args.get("tokenizer"));
     const LlamaConfig& config = lm.model->config();
@@ -86,18 +85,17 @@ int runBaselinePrune(const Args& args, const std::string& model, BaselineMethod 
     if (method == BaselineMethod::LlmPruner && options.layerEnd > config.num_layers)
         throw Error("--llm-pruner-layers: the model has layers 0-" + std::to_string(config.num_layers - 1));
 
-    const std::string calibPath = args.get("calib");
-    const bool perLine = args.flag("calib-per-line");
-    const bool idFile = args.flag("calib-ids") || perLine;
-    const int64_t seqlen = args.has("seqlen") ? args.getInt("seqlen") : effectiveSeqlen(0, config);
-    const auto seed = static_cast<uint64_t>(args.getInt("seed"));
-    CalibrationSet set =
-        calibDataset ? datasetCalibrationSet(*calibDataset, lm, args.getInt("nsamples"), seqlen, seed)
-        : perLine    ? drawCalibrationSetFromSequences(readTokenIdLines(calibPath, config.vocab_size), args.getInt("nsamples"),
-                                                  seqlen, seed, calibPath)
-                  : drawCalibrationSet(readCalibrationStream(calibPath, idFile, lm), args.getInt("nsamples"), seqlen, seed,
-                                       calibPath);
-    set.sourceIsIds = idFile;
+    // The workbench's one calibration builder and length rule, as `npw prune` calibrates.
+    CalibrationRequest request;
+    request.source = args.get("calib");
+    request.perLine = args.flag("calib-per-line");
+    request.sourceIsIds = args.flag("calib-ids") || request.perLine;
+    request.samples = args.getInt("nsamples");
+    request.seqlen = args.has("seqlen") ? args.getInt("seqlen") : 0;
+    request.seed = static_cast<uint64_t>(args.getInt("seed"));
+    std::string note;
+    const CalibrationSet set = buildCalibrationSet(lm, request, &note);
+    if (!note.empty()) std::cerr << "note: " << note << "\n";
     const CalibrationSummary calibration = CalibrationSummary::of(set);
 
     BaselineRun run = runBaseline(method, *lm.model, set, options, terminalProgress());

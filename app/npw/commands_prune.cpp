@@ -20,6 +20,13 @@
 
 namespace npw::cli {
 
+std::optional<TextDatasetRef> checkCalibDataset(const Args& args) {
+    std::optional<TextDatasetRef> dataset = parseTextDatasetRef(args.get("calib"));
+    if (dataset && (args.flag("calib-ids") || args.flag("calib-per-line")))
+        throw Error("--calib " + args.get("calib") + " is a data set (text): --calib-ids and --calib-per-line do not apply");
+    return dataset;
+}
+
 namespace {
 
 std::string formatNumber(double x) {
@@ -141,9 +148,7 @@ int runPrune(const Args& args) {
     if (!args.has("out")) throw Error("--out DIR is required (the pruned model's directory)");
     const PruneSettings settings = settingsFromArgs(args);  // bad flags fail before anything is loaded
     // --calib wikitext2:FILE (ptb:, c4:, …): a data set's train split, prepared as GPTQ does.
-    const std::optional<TextDatasetRef> calibDataset = parseTextDatasetRef(args.get("calib"));
-    if (calibDataset && (args.flag("calib-ids") || args.flag("calib-per-line")))
-        throw Error("--calib " + args.get("calib") + " is a data set (text): --calib-ids and --calib-per-line do not apply");
+    const std::optional<TextDatasetRef> calibDataset = checkCalibDataset(args);
 
     LanguageModel lm = openLanguageModel(model, chooseRuntime(args.get("device"), args.get("dtype")), args.get("tokenizer"));
     const LlamaConfig& config = lm.model->config();
