@@ -53,13 +53,7 @@ PruneReport baselineReport(const std::string& method, double ratio, const LlamaC
     r.alpha = std::numeric_limits<double>::quiet_NaN();
     r.lambda = std::numeric_limits<double>::quiet_NaN();
     r.threshold = std::numeric_limits<double>::quiet_NaN();
-    const PruneCounts counts = countPrunedParameters(dense, pruned);
-    r.paramsBefore = counts.paramsBefore;
-    r.paramsAfter = counts.paramsAfter;
-    r.prunableBefore = counts.prunableBefore;
-    r.prunableAfter = counts.prunableAfter;
-    r.achievedRatio = counts.achievedRatio;
-    r.achievedRatioModel = counts.achievedRatioModel;
+    setPruneCounts(r, countPrunedParameters(dense, pruned));
     return r;
 }
 

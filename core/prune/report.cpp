@@ -23,6 +23,15 @@ PruneCounts countPrunedParameters(const LlamaCheckpoint& dense, const LlamaCheck
     return c;
 }
 
+void setPruneCounts(PruneReport& report, const PruneCounts& counts) {
+    report.paramsBefore = counts.paramsBefore;
+    report.paramsAfter = counts.paramsAfter;
+    report.prunableBefore = counts.prunableBefore;
+    report.prunableAfter = counts.prunableAfter;
+    report.achievedRatio = counts.achievedRatio;
+    report.achievedRatioModel = counts.achievedRatioModel;
+}
+
 PruneReport makePruneReport(const PruneSettings& settings, double defaultAlpha, const ScoreSet& scores,
                             const SelectionResult& selection, const LlamaCheckpoint& dense, const PrunedModel& pruned) {
     PruneReport report;
@@ -38,13 +47,7 @@ PruneReport makePruneReport(const PruneSettings& settings, double defaultAlpha, 
         report.crossLayer = crossLayerRankingName(settings.crossLayer);
     }
     report.compensation = pruned.compensation;
-    const PruneCounts counts = countPrunedParameters(dense, pruned.checkpoint);
-    report.paramsBefore = counts.paramsBefore;
-    report.paramsAfter = counts.paramsAfter;
-    report.prunableBefore = counts.prunableBefore;
-    report.prunableAfter = counts.prunableAfter;
-    report.achievedRatio = counts.achievedRatio;
-    report.achievedRatioModel = counts.achievedRatioModel;
+    setPruneCounts(report, countPrunedParameters(dense, pruned.checkpoint));
     report.removedUnits = selection.removedHeads;
     report.removedChannels = selection.removedChannels;
     report.threshold = selection.threshold;

@@ -56,6 +56,9 @@ struct PruneReport {
 
 // The report of one selection applied: settings, counts, what was removed, thresholds, per-layer
 // losses. defaultAlpha replaces a NaN settings.alpha (MaskSelector::defaultAlpha).
+// Copies the counts and achieved ratios into a report (every method's report has them).
+void setPruneCounts(PruneReport& report, const PruneCounts& counts);
+
 PruneReport makePruneReport(const PruneSettings& settings, double defaultAlpha, const ScoreSet& scores,
                             const SelectionResult& selection, const LlamaCheckpoint& dense, const PrunedModel& pruned);
 
