@@ -3,6 +3,10 @@
 // in the JSON and the manifest and reaches --ratio; `npw eval` runs a SliceGPT export and a
 // block-pruned one; `npw export-gguf` refuses the sliced model by name; `npw sweep` takes the
 // three beside the other methods; options of another method and numerical-only flags exit 1.
+// The sliced model runs wherever a language model only has to run text: `npw info`, `generate`,
+// `compare` (beside demo:lm), `zeroshot` and `bench` exit 0 with sane JSON, `npw sweep
+// --methods slicegpt --zeroshot … --speed` gives its zero-shot and speed rows; `prune` of the
+// sliced model and `bench --llamacpp` refuse it by name.
 #include "core/util/paths.h"
 
 #include <nlohmann/json.hpp>
@@ -10,7 +14,9 @@
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
+#include <cmath>
 #include <fstream>
+#include <map>
 
 using Json = nlohmann::json;
 
@@ -35,6 +41,21 @@ class TestCliBaselines : public QObject {
         p.start(npw_, args);
         p.waitForFinished(600000);
         return {p.exitCode(), QString::fromUtf8(p.readAllStandardOutput()), QString::fromUtf8(p.readAllStandardError())};
+    }
+
+    // The SliceGPT export of demo:lm at ρ 0.3 (made once) and a 20-item verse task.
+    QString slicedModel() {
+        const QString dir = dir_.filePath("sliced-runtime");
+        if (!QFileInfo::exists(dir)) {
+            const Run r = run(prune("slicegpt", "sliced-runtime"));
+            if (r.rc != 0) qWarning("%s", qPrintable(r.err));
+        }
+        return dir;
+    }
+    QString verseTask() {
+        const QString file = dir_.filePath("verses.jsonl");
+        if (!QFileInfo::exists(file)) run({"make-verse-task", "--text", eval_, "--out", file, "--n", "20"});
+        return file;
     }
 
     QStringList prune(const QString& method, const QString& out) {
@@ -100,6 +121,79 @@ private slots:
             QVERIFY2(achieved.count(m), m);
             QVERIFY2(achieved[m] >= 0.2 - 0.01, m);
         }
+    }
+
+    void slicedModelRunsText() {
+        const QString sliced = slicedModel();
+        QVERIFY(QFileInfo::exists(sliced + "/npw-sliced.safetensors"));
+
+        const Run info = run({"info", sliced, "--json"});
+        QVERIFY2(info.rc == 0, qPrintable(info.err));
+        QCOMPARE(info.json()["structure"].get<std::string>(), std::string("npw-sliced-llama"));
+        const auto widths = info.json()["residual_widths"].get<std::vector<int64_t>>();
+        QCOMPARE(int64_t(widths.size()), int64_t(1 + 2 * info.json()["layers"].get<int64_t>()));
+        QVERIFY(widths.front() < info.json()["hidden"].get<int64_t>());
+
+        const Run g = run({"generate", sliced, "--prompt", "In the beginning", "--tokens", "12", "--no-stop", "--json"});
+        QVERIFY2(g.rc == 0, qPrintable(g.err));
+        QCOMPARE(g.json()["ids"].size(), size_t(12));
+        QVERIFY(!g.json()["text"].get<std::string>().empty());
+        QCOMPARE(g.json()["structure"].get<std::string>(), std::string("npw-sliced-llama"));
+
+        const Run c = run({"compare", "demo:lm", sliced, "--prompt", "And Jesus said", "--tokens", "10", "--json"});
+        QVERIFY2(c.rc == 0, qPrintable(c.err));
+        const Json models = c.json()["prompts"][0]["models"];
+        QCOMPARE(models.size(), size_t(2));
+        QCOMPARE(models[0]["kl"].get<double>(), 0.0);
+        const double kl = models[1]["kl"].get<double>(), nll = models[1]["nll"].get<double>();
+        QVERIFY2(std::isfinite(kl) && kl > 0 && std::isfinite(nll) && nll > 0, qPrintable(c.out));
+
+        const Run z = run({"zeroshot", sliced, "--task", "mc:" + verseTask(), "--json"});
+        QVERIFY2(z.rc == 0, qPrintable(z.err));
+        const Json task = z.json()["tasks"][0];
+        QCOMPARE(task["items"].get<int64_t>(), int64_t(20));
+        QVERIFY(task["acc"].get<double>() >= 0 && task["acc"].get<double>() <= 1);
+
+        const Run b = run({"bench", sliced, "--prompt-tokens", "16", "--decode-tokens", "8", "--repeats", "1", "--json"});
+        QVERIFY2(b.rc == 0, qPrintable(b.err));
+        QVERIFY(b.json()["decode_tokens_per_s"].get<double>() > 0 && b.json()["prefill_tokens_per_s"].get<double>() > 0);
+        QCOMPARE(b.json()["params"].get<int64_t>(), info.json()["params"].get<int64_t>());
+        QVERIFY(b.json()["peak_memory_mib"].get<double>() > 0);
+    }
+
+    void slicedModelIsRefusedWhereALlamaIsNeeded() {
+        const QString sliced = slicedModel();
+        QStringList again = prune("numerical", "again");
+        again[1] = sliced;
+        const Run p = run(again);
+        QCOMPARE(p.rc, 1);
+        QVERIFY2(p.err.contains("SliceGPT") && p.err.contains("needs a LLaMA"), qPrintable(p.err));
+        const Run b = run({"bench", sliced, "--llamacpp"});
+        QCOMPARE(b.rc, 1);
+        QVERIFY2(b.err.contains("--llamacpp") && b.err.contains("SliceGPT"), qPrintable(b.err));
+    }
+
+    void sweepGivesSliceGptZeroShotAndSpeedRows() {
+        const Run r = run({"sweep", "demo:lm", "--methods", "slicegpt", "--ratios", "0.3", "--seeds", "1", "--nsamples", "4",
+                           "--seqlen", "32", "--calib", calib_, "--eval", "text:" + eval_, "--eval-seqlen", "32",
+                           "--max-windows", "2", "--zeroshot", "mc:" + verseTask(), "--zeroshot-limit", "10", "--speed",
+                           "--speed-tokens", "8", "--json"});
+        QVERIFY2(r.rc == 0, qPrintable(r.err));
+        std::map<std::string, Json> sliced;  // eval set → the slicegpt row
+        for (const Json& row : r.json()["rows"])
+            if (row["method"] == "slicegpt") sliced[row["eval"].get<std::string>()] = row;
+        QVERIFY2(sliced.count("speed") && sliced.size() == 3, qPrintable(r.out));
+        const Json speed = sliced["speed"];
+        QVERIFY(speed["decode_tokens_per_s"].get<double>() > 0 && speed["prefill_tokens_per_s"].get<double>() > 0);
+        QVERIFY(speed["parameters"].get<int64_t>() > 0 && speed["kv_cache_mib"].get<double>() > 0);
+        for (const auto& [eval, row] : sliced)
+            if (eval != "speed" && row["acc"].is_number()) {
+                QCOMPARE(row["eval_tokens"].get<int64_t>(), int64_t(10));
+                QVERIFY(row["acc"].get<double>() >= 0 && row["acc"].get<double>() <= 1);
+                QVERIFY(row["achieved_ratio"].get<double>() >= 0.3);
+                return;
+            }
+        QFAIL(qPrintable("no zero-shot row for slicegpt: " + r.out));
     }
 
     void wrongOptionsExitOne() {

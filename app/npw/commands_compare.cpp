@@ -64,18 +64,19 @@ int runCompare(const Args& args) {
         throw Error("'npw compare' takes a dense MODEL and at least one PRUNED model, got " + std::to_string(pos.size()));
     const Runtime runtime = chooseRuntime(args.get("device"), args.get("dtype"));
     std::vector<LanguageModel> models;
-    for (const std::string& m : pos) models.push_back(openLanguageModel(m, runtime, args.get("tokenizer")));
+    // Any of them may be a SliceGPT export (sliced_llama.h): all run through CausalLm.
+    for (const std::string& m : pos) models.push_back(openCausalLanguageModel(m, runtime, args.get("tokenizer")));
     const LanguageModel& dense = models.front();
     SamplingOptions o;
     o.maxNewTokens = args.getInt("tokens");
     o.temperature = args.has("temperature") ? args.getDouble("temperature") : 0.0;
     o.topP = args.getDouble("top-p");
     o.seed = static_cast<uint64_t>(args.getInt("seed"));
-    if (!args.flag("no-stop")) o.stopToken = dense.model->config().eos_token_id;
+    if (!args.flag("no-stop")) o.stopToken = dense.causal().config().eos_token_id;
     std::vector<std::string> labels;
     for (const std::string& m : pos) labels.push_back(modelLabel(m));
     std::vector<ComparedModel> pruned;
-    for (size_t k = 1; k < models.size(); ++k) pruned.push_back({labels[k], models[k].model.get()});
+    for (size_t k = 1; k < models.size(); ++k) pruned.push_back({labels[k], &models[k].causal()});
     auto decode = [&](const std::vector<int32_t>& ids) { return dense.decode(ids); };
 
     nlohmann::json results = nlohmann::json::array();
@@ -85,11 +86,11 @@ int runCompare(const Args& args) {
         if (dense.tokenizer)
             prompt = dense.encode(text, /*addBos=*/true);
         else if (text.empty())
-            prompt = {static_cast<int32_t>(dense.model->config().bos_token_id)};  // ids only: start from BOS
+            prompt = {static_cast<int32_t>(dense.causal().config().bos_token_id)};  // ids only: start from BOS
         else
             throw Error("'npw compare': model '" + pos[0] + "' has no tokenizer, so --prompt text cannot be encoded "
                         "(give --tokenizer FILE, or no prompt to start from BOS)");
-        TextComparison c = compareContinuations({labels[0], dense.model.get()}, pruned, prompt, o);
+        TextComparison c = compareContinuations({labels[0], &dense.causal()}, pruned, prompt, o);
         nlohmann::json entry = {{"prompt", text}, {"prompt_ids", prompt}};
         nlohmann::json list = nlohmann::json::array();
         for (const ComparedContinuation& m : c.models) {

@@ -35,6 +35,11 @@ LanguageModel openFromArgs(const Args& args, const std::string& model) {
     return openLanguageModel(model, chooseRuntime(args.get("device"), args.get("dtype")), args.get("tokenizer"));
 }
 
+// A LLaMA or a SliceGPT export (what only runs text: generate, bench, eval's reference).
+LanguageModel openCausalFromArgs(const Args& args, const std::string& model) {
+    return openCausalLanguageModel(model, chooseRuntime(args.get("device"), args.get("dtype")), args.get("tokenizer"));
+}
+
 nlohmann::json jsonOrNull(double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); }
 
 std::string joinList(const std::vector<int64_t>& v) {
@@ -43,10 +48,35 @@ std::string joinList(const std::vector<int64_t>& v) {
     return out.str();
 }
 
+// A SliceGPT export: the dense model's shape and the residual widths it was sliced to.
+int runSlicedInfo(const Args& args, const std::string& model) {
+    const LanguageModel lm = openCausalFromArgs(args, model);
+    const SlicedLlama& s = *lm.sliced;
+    const LlamaConfig& c = s.config();
+    const nlohmann::json j = {{"model", model}, {"structure", s.structure()}, {"layers", c.num_layers},
+                              {"hidden", c.hidden_size}, {"residual_widths", s.residualWidths()},
+                              {"heads", c.num_heads}, {"kv_heads", c.num_kv_heads}, {"head_dim", c.head_dim},
+                              {"intermediate", c.intermediate_size}, {"vocab", c.vocab_size},
+                              {"context", c.max_position_embeddings}, {"params", s.parameters()},
+                              {"tokenizer", s.tokenizerPath()}, {"device", s.runtime().describe()}};
+    printResult(args, j, [&] {
+        std::cout << "model          " << model << " (SliceGPT-sliced, " << s.structure() << ")\n"
+                  << "layers         " << c.num_layers << "\n"
+                  << "hidden         " << c.hidden_size << " (dense width; RMSN divides by it)\n"
+                  << "residual       " << joinList(s.residualWidths()) << " (embedding, then after each attention and MLP)\n"
+                  << "heads          " << joinList(c.num_heads) << "\n"
+                  << "intermediate   " << joinList(c.intermediate_size) << "\n"
+                  << "vocab          " << c.vocab_size << "\n"
+                  << "parameters     " << s.parameters() << " (shortcut matrices included)\n";
+    });
+    return 0;
+}
+
 int runInfo(const Args& args) {
     const std::string& model = modelArgument(args, "info");
     if (isGgufPath(model)) return runGgufInfo(args, model);
     if (isImageModelRequest(args, model)) return runImageInfo(args, model);
+    if (SlicedLlama::isSlicedDirectory(model)) return runSlicedInfo(args, model);
     LanguageModel lm = openFromArgs(args, model);
     const LlamaConfig& c = lm.model->config();
     nlohmann::json j = {{"model", model},
@@ -110,7 +140,6 @@ int runEval(const Args& args) {
         throw Error("--dataset: '" + args.get("dataset") + "' is not " + textDatasetSyntax());
     const Runtime runtime = chooseRuntime(args.get("device"), args.get("dtype"));
     // A SliceGPT export (core/models/sliced_llama.h) is no LLaMA: it is evaluated whole, through its logits.
-    std::shared_ptr<SlicedLlama> sliced;
     LlamaCheckpoint checkpoint;
     LanguageModel lm;
     lm.name = model;
@@ -118,12 +147,7 @@ int runEval(const Args& args) {
     if (SlicedLlama::isSlicedDirectory(model)) {
         if (args.flag("layerwise"))
             throw Error("--layerwise: '" + model + "' is a SliceGPT export, which npw evaluates whole");
-        sliced = std::make_shared<SlicedLlama>(SlicedLlama::load(model, runtime));
-        LlamaCheckpoint tokenizerOnly;
-        tokenizerOnly.config = sliced->config();
-        tokenizerOnly.tokenizerPath = sliced->tokenizerPath();
-        if (args.has("tokenizer")) useTokenizerFile(tokenizerOnly, args.get("tokenizer"));
-        lm.tokenizer = openTokenizerOf(tokenizerOnly);
+        lm = openCausalLanguageModel(model, runtime, args.get("tokenizer"));
     } else {
         checkpoint = loadLlamaCheckpoint(model, WeightStorage::Mapped);
         useTokenizerFile(checkpoint, args.get("tokenizer"));
@@ -147,10 +171,10 @@ int runEval(const Args& args) {
             lm.model = std::make_shared<LlamaModel>(checkpoint, runtime);
         }
     }
-    const LlamaConfig config = sliced ? sliced->config() : checkpoint.config;
+    const LlamaConfig config = lm.sliced ? lm.sliced->config() : checkpoint.config;
     std::unique_ptr<LanguageModel> reference;
     if (args.has("reference"))
-        reference = std::make_unique<LanguageModel>(openFromArgs(args, args.get("reference")));
+        reference = std::make_unique<LanguageModel>(openCausalFromArgs(args, args.get("reference")));
     PerplexityOptions opt;
     opt.seqlen = effectiveSeqlen(args.has("seqlen") ? args.getInt("seqlen") : 0, config);  // ≥ 2: flag table
     opt.maxWindows = args.getInt("max-windows");
@@ -183,13 +207,7 @@ int runEval(const Args& args) {
     if (layerwise) {
         r = evaluatePerplexityLayerwise(checkpoint, runtime, ids, opt, decode, terminalProgress());
     } else {
-        const LogitsSource logitsSource =
-            sliced ? LogitsSource{&sliced->config(), sliced->runtime().device,
-                                  [&sliced](const at::Tensor& x) { return sliced->logits(x, true); }}
-                   : logitsSourceOf(*lm.model);
-        std::optional<LogitsSource> referenceSource;
-        if (reference) referenceSource = logitsSourceOf(*reference->model);
-        r = evaluatePerplexity(logitsSource, ids, opt, referenceSource ? &*referenceSource : nullptr, decode,
+        r = evaluatePerplexity(lm.causal(), ids, opt, reference ? &reference->causal() : nullptr, decode,
                                terminalProgress());
     }
     nlohmann::json j = {{"model", model}, {"input", source}, {"ppl", r.ppl}, {"nll", r.nll}, {"tokens", r.tokens},
@@ -235,8 +253,8 @@ std::vector<int32_t> parseIdList(const std::string& text) {
 int runGenerate(const Args& args) {
     const std::string& model = modelArgument(args, "generate");
     if (isImageModelRequest(args, model)) return runImageGenerate(args, model);
-    LanguageModel lm = openFromArgs(args, model);
-    const LlamaConfig& c = lm.model->config();
+    LanguageModel lm = openCausalFromArgs(args, model);
+    const LlamaConfig& c = lm.causal().config();
     std::vector<int32_t> prompt;
     if (args.has("prompt-ids")) {
         prompt = parseIdList(args.get("prompt-ids"));
@@ -251,8 +269,8 @@ int runGenerate(const Args& args) {
     o.topP = args.getDouble("top-p");
     o.seed = static_cast<uint64_t>(args.getInt("seed"));
     if (!args.flag("no-stop")) o.stopToken = c.eos_token_id;
-    GenerationResult g = generate(*lm.model, prompt, o);
-    nlohmann::json j = {{"model", model}, {"prompt_ids", prompt}, {"ids", g.tokens},
+    GenerationResult g = generate(lm.causal(), prompt, o);
+    nlohmann::json j = {{"model", model}, {"structure", lm.causal().structure()}, {"prompt_ids", prompt}, {"ids", g.tokens},
                         {"prefill_seconds", g.prefillSeconds}, {"decode_seconds", g.decodeSeconds},
                         {"temperature", o.temperature}, {"top_p", o.topP}, {"seed", o.seed}};
     if (lm.tokenizer) {
@@ -277,14 +295,17 @@ int runGenerate(const Args& args) {
 int runBench(const Args& args) {
     if (args.has("suite") || args.has("synthetic")) return runPruningBench(args);
     const std::string& model = modelArgument(args, "bench");
-    LanguageModel lm = openFromArgs(args, model);
-    BenchResult b = benchmarkGeneration(*lm.model, args.getInt("prompt-tokens"), args.getInt("decode-tokens"),
+    LanguageModel lm = openCausalFromArgs(args, model);
+    if (lm.sliced && args.flag("llamacpp"))
+        throw Error("--llamacpp: '" + model + "' is a SliceGPT-sliced model (" + kSlicedModelFormat +
+                    "), which llama.cpp cannot run (no GGUF form has its shortcut matrices)");
+    BenchResult b = benchmarkGeneration(lm.causal(), args.getInt("prompt-tokens"), args.getInt("decode-tokens"),
                                         static_cast<int>(args.getInt("repeats")), terminalProgress());
     nlohmann::json llamaCpp;
     if (args.flag("llamacpp"))
         llamaCpp = benchLlamaCpp(lm.model->checkpoint(), b.promptTokens, b.decodeTokens, b.repeats,
                                  static_cast<int>(args.getInt("llamacpp-threads")));
-    nlohmann::json j = {{"model", model}, {"device", b.device}, {"params", b.parameters},
+    nlohmann::json j = {{"model", model}, {"structure", lm.causal().structure()}, {"device", b.device}, {"params", b.parameters},
                         {"weights_mib", b.weightsMiB}, {"prompt_tokens", b.promptTokens},
                         {"decode_tokens", b.decodeTokens}, {"repeats", b.repeats},
                         {"prefill_tokens_per_s", b.prefillTokensPerSecond},

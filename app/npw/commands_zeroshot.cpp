@@ -27,10 +27,12 @@ int runZeroShot(const Args& args) {
     if (!args.has("task")) throw Error("--task NAME:FILE is required (NAME one of " + zeroShotTaskKinds() + ")");
     const std::string modelName = args.positional()[0];
     const std::vector<ZeroShotTask> tasks = loadZeroShotTasks(args.get("task"), args.getInt("limit"));
-    LanguageModel lm = openLanguageModel(modelName, chooseRuntime(args.get("device"), args.get("dtype")), args.get("tokenizer"));
+    // A LLaMA or a SliceGPT export (sliced_llama.h): scoring needs only logits.
+    LanguageModel lm =
+        openCausalLanguageModel(modelName, chooseRuntime(args.get("device"), args.get("dtype")), args.get("tokenizer"));
     ZeroShotOptions options;
     options.batchRows = args.getInt("batch");
-    nlohmann::json out = {{"model", modelName}, {"tasks", nlohmann::json::array()}};
+    nlohmann::json out = {{"model", modelName}, {"structure", lm.causal().structure()}, {"tasks", nlohmann::json::array()}};
     std::vector<ZeroShotResult> results;
     for (const ZeroShotTask& task : tasks) {
         results.push_back(evaluateZeroShot(lm, task, options, terminalProgress()));

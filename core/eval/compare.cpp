@@ -10,7 +10,7 @@ namespace npw {
 
 namespace {
 
-void checkPrompt(const LlamaModel& model, const std::string& name, const std::vector<int32_t>& prompt) {
+void checkPrompt(const CausalLm& model, const std::string& name, const std::vector<int32_t>& prompt) {
     if (prompt.empty()) throw Error("compare: the prompt needs at least one token (e.g. BOS)");
     const LlamaConfig& c = model.config();
     c.checkAttentionSpan(static_cast<int64_t>(prompt.size()), "the prompt");
@@ -26,7 +26,7 @@ void checkPrompt(const LlamaModel& model, const std::string& name, const std::ve
 // One model's generation state: the same loop as generate() (same rng use, so the same tokens
 // for the same seed), stepped from outside so that all models advance together.
 struct Generator {
-    const LlamaModel* model;
+    const CausalLm* model;
     std::mt19937_64 rng;
     KvCache cache;
     at::Tensor last;  // logits [vocab] for the next token
@@ -35,7 +35,7 @@ struct Generator {
 };
 
 // Log-softmax rows [n, vocab] (float64) predicting the n continuation tokens after the prompt.
-at::Tensor teacherForcedLogProbs(const LlamaModel& model, const std::vector<int32_t>& prompt,
+at::Tensor teacherForcedLogProbs(const CausalLm& model, const std::vector<int32_t>& prompt,
                                  const std::vector<int32_t>& continuation) {
     std::vector<int64_t> ids(prompt.begin(), prompt.end());
     ids.insert(ids.end(), continuation.begin(), continuation.end() - 1);  // the last token predicts nothing we score

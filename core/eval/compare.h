@@ -18,7 +18,7 @@ namespace npw {
 
 struct ComparedModel {
     std::string name;            // as shown: "dense", "numerical ρ=0.30", a path...
-    const LlamaModel* model = nullptr;
+    const CausalLm* model = nullptr;  // a LLaMA or a SliceGPT-sliced model
 };
 
 struct ComparedContinuation {

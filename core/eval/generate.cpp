@@ -48,7 +48,7 @@ int32_t sampleToken(const at::Tensor& logits, const SamplingOptions& o, std::mt1
     return static_cast<int32_t>(idx[keep - 1]);
 }
 
-GenerationResult generate(const LlamaModel& model, const std::vector<int32_t>& prompt, const SamplingOptions& o,
+GenerationResult generate(const CausalLm& model, const std::vector<int32_t>& prompt, const SamplingOptions& o,
                           const std::function<void(int32_t)>& onToken) {
     if (prompt.empty()) throw Error("generation needs a prompt of at least one token (e.g. BOS)");
     const int64_t ctx = model.config().attentionSpan();  // generation stops there
@@ -89,7 +89,7 @@ double peakResidentMiB() {
     return usage.ru_maxrss / 1024.0;  // Linux reports KiB
 }
 
-BenchResult benchmarkGeneration(const LlamaModel& model, int64_t promptTokens, int64_t decodeTokens, int repeats,
+BenchResult benchmarkGeneration(const CausalLm& model, int64_t promptTokens, int64_t decodeTokens, int repeats,
                                 const ProgressFn& progress) {
     const LlamaConfig& c = model.config();
     promptTokens = std::max<int64_t>(1, std::min(promptTokens, c.max_position_embeddings - decodeTokens - 1));
@@ -138,7 +138,7 @@ BenchResult benchmarkGeneration(const LlamaModel& model, int64_t promptTokens, i
         r.peakMemoryKind = "CUDA allocator peak";
     }
 #endif
-    r.parameters = c.parameterCount();
+    r.parameters = model.parameters();
     r.weightsMiB = r.parameters * c10::elementSize(model.runtime().dtype) / (1024.0 * 1024.0);
     return r;
 }

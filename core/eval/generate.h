@@ -30,8 +30,9 @@ struct GenerationResult {
 // Picks the next token from one row of logits [vocab] (CPU float32).
 int32_t sampleToken(const at::Tensor& logits, const SamplingOptions& options, std::mt19937_64& rng);
 
-// Generates from a non-empty prompt (batch 1). onToken is called with each new id.
-GenerationResult generate(const LlamaModel& model, const std::vector<int32_t>& prompt,
+// Generates from a non-empty prompt (batch 1): the prompt's prefill into a KV cache, then one
+// token at a time. onToken is called with each new id. Any CausalLm: a LLaMA or a sliced model.
+GenerationResult generate(const CausalLm& model, const std::vector<int32_t>& prompt,
                           const SamplingOptions& options,
                           const std::function<void(int32_t)>& onToken = nullptr);
 
@@ -46,13 +47,13 @@ struct BenchResult {
     double peakMemoryMiB = 0;      // process peak RSS on the CPU; CUDA allocator peak on a GPU
     std::string peakMemoryKind;    // which of the two
     double weightsMiB = 0;         // the model's weights in its runtime dtype
-    int64_t parameters = 0;
+    int64_t parameters = 0;        // CausalLm::parameters (a sliced model's shortcuts included)
     int repeats = 0;
 };
 
 // Median (and best) of `repeats` runs of a prefill of promptTokens and a greedy decode of
 // decodeTokens (after one warm-up run).
-BenchResult benchmarkGeneration(const LlamaModel& model, int64_t promptTokens, int64_t decodeTokens, int repeats,
+BenchResult benchmarkGeneration(const CausalLm& model, int64_t promptTokens, int64_t decodeTokens, int repeats,
                                 const ProgressFn& progress = nullptr);
 
 // Peak resident memory of this process (MiB), from the kernel.

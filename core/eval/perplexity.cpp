@@ -79,13 +79,13 @@ void finishPerplexity(PerplexityResult& r, double totalKl) {
     if (r.bytes > 0) r.bitsPerByte = r.totalNll / std::log(2.0) / r.bytes;
 }
 
-LogitsSource logitsSourceOf(const LlamaModel& model) {
+LogitsSource logitsSourceOf(const CausalLm& model) {
     return {&model.config(), model.runtime().device,
             [&model](const at::Tensor& ids) { return model.logits(ids, nullptr, true); }};
 }
 
-PerplexityResult evaluatePerplexity(const LlamaModel& model, const std::vector<int32_t>& ids,
-                                    const PerplexityOptions& options, const LlamaModel* reference,
+PerplexityResult evaluatePerplexity(const CausalLm& model, const std::vector<int32_t>& ids,
+                                    const PerplexityOptions& options, const CausalLm* reference,
                                     const DecodeFn& decode, const ProgressFn& progress) {
     const LogitsSource source = logitsSourceOf(model);
     if (!reference) return evaluatePerplexity(source, ids, options, nullptr, decode, progress);

@@ -42,19 +42,18 @@ using DecodeFn = std::function<std::string(const std::vector<int32_t>&)>;
 // Scores `ids` (exactly as given: no BOS added here). With `reference`, also the mean
 // KL(reference || model) over the same predicted positions. With `decode`, also bits per
 // byte: total NLL in bits over the bytes of the predicted tokens' text.
-PerplexityResult evaluatePerplexity(const LlamaModel& model, const std::vector<int32_t>& ids,
-                                    const PerplexityOptions& options, const LlamaModel* reference = nullptr,
+PerplexityResult evaluatePerplexity(const CausalLm& model, const std::vector<int32_t>& ids,
+                                    const PerplexityOptions& options, const CausalLm* reference = nullptr,
                                     const DecodeFn& decode = nullptr, const ProgressFn& progress = nullptr);
 
 // Any model that turns ids [B, T] (on `device`) into logits [B, T, vocab] (any float dtype, any
-// device); `config` gives the vocabulary, the context and the attention span. A SliceGPT-sliced
-// model (core/models/sliced_llama.h) is evaluated through it.
+// device); `config` gives the vocabulary, the context and the attention span.
 struct LogitsSource {
     const LlamaConfig* config = nullptr;
     c10::Device device{c10::kCPU};
     std::function<at::Tensor(const at::Tensor& ids)> logits;
 };
-LogitsSource logitsSourceOf(const LlamaModel& model);
+LogitsSource logitsSourceOf(const CausalLm& model);
 PerplexityResult evaluatePerplexity(const LogitsSource& model, const std::vector<int32_t>& ids,
                                     const PerplexityOptions& options, const LogitsSource* reference = nullptr,
                                     const DecodeFn& decode = nullptr, const ProgressFn& progress = nullptr);

@@ -285,7 +285,7 @@ std::vector<std::vector<double>> scoreChoices(const LanguageModel& lm, const std
                                               const ZeroShotOptions& options, const ProgressFn& progress) {
     if (!lm.tokenizer) throw Error("zero-shot tasks are text: model '" + lm.name + "' has no tokenizer (no tokenizer.json, tokenizer.model or "
                     "tokenizer.bin beside it); give one with --tokenizer FILE");
-    const LlamaModel& model = *lm.model;
+    const CausalLm& model = lm.causal();  // a LLaMA or a SliceGPT-sliced model
     const int64_t context = model.config().attentionSpan();  // longer requests are cut from the left
 
     struct Request {

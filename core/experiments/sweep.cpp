@@ -68,6 +68,7 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
             throw Error("sweep: numerical-box needs ratios > 0 (at ρ = 0 every z is 1)");
     }
 
+    if (!lm.model) throw Error("sweep: model '" + lm.name + "' is no LLaMA (a sweep prunes a LLaMA; a sliced model cannot be pruned again)");
     const LlamaModel& model = *lm.model;
     std::vector<SweepRow> rows;
     auto emitRow = [&](SweepRow row) {
@@ -89,7 +90,7 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
             return progress({"sweep: " + what, done + 0.99 * part, totalSteps});
         };
     };
-    auto evaluate = [&](const LlamaModel& m, const SweepEvalSet& set) {
+    auto evaluate = [&](const CausalLm& m, const SweepEvalSet& set) {
         PerplexityOptions o;
         o.seqlen = effectiveSeqlen(spec.evalSeqlen, m.config());
         o.maxWindows = spec.evalMaxWindows;
@@ -109,7 +110,10 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
         row.evalTokens = r.tokens;
         emitRow(row);
     };
-    auto evaluateAll = [&](const std::shared_ptr<const LlamaModel>& m, const SweepRow& base) {
+    // `pruned`: the dense model's LanguageModel (its tokenizer) with the pruned LLaMA in `model` or
+    // a SliceGPT-sliced model in `sliced`: every row runs through CausalLm, whatever the structure.
+    auto evaluateAll = [&](const LanguageModel& pruned, const SweepRow& base) {
+        const CausalLm* m = &pruned.causal();
         // Speed first: timed right after the mask was applied, before this model's other rows reach
         // a GUI that redraws on each (on a small machine its drawing would share the cores).
         if (spec.measureSpeed) {
@@ -130,10 +134,8 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
         }
         for (const auto& set : spec.evalSets) emitPerplexityRow(base, set.name, evaluate(*m, set));
         if (!spec.zeroShotTasks.empty()) {
-            LanguageModel withTokenizer = lm;
-            withTokenizer.model = std::const_pointer_cast<LlamaModel>(m);
             for (const ZeroShotTask& task : spec.zeroShotTasks) {
-                const ZeroShotResult r = evaluateZeroShot(withTokenizer, task, {}, within("zero-shot " + task.name));
+                const ZeroShotResult r = evaluateZeroShot(pruned, task, {}, within("zero-shot " + task.name));
                 SweepRow row = base;
                 row.evalSet = task.name;
                 row.ppl = row.nll = std::numeric_limits<double>::quiet_NaN();
@@ -144,23 +146,16 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
             }
         }
     };
-    // A SliceGPT model is no LlamaModel: perplexity only (no zero-shot or speed rows for it).
-    auto evaluateSliced = [&](const SlicedLlama& m, const SweepRow& base) {
-        LogitsSource source{&m.config(), m.runtime().device,
-                            [&m](const at::Tensor& ids) { return m.logits(ids, true); }};
-        for (const auto& set : spec.evalSets) {
-            PerplexityOptions o;
-            o.seqlen = effectiveSeqlen(spec.evalSeqlen, m.config());
-            o.maxWindows = spec.evalMaxWindows;
-            DecodeFn decode;
-            if (set.isText && lm.tokenizer) decode = [&lm](const std::vector<int32_t>& v) { return lm.decode(v); };
-            emitPerplexityRow(base, set.name,
-                              evaluatePerplexity(source, set.ids, o, nullptr, decode, within("evaluate " + set.name)));
-        }
+    // The dense LanguageModel with another model in it (the tokenizer and name stay).
+    auto withModel = [&lm](std::shared_ptr<LlamaModel> llama, std::shared_ptr<SlicedLlama> sliced) {
+        LanguageModel m = lm;
+        m.model = std::move(llama);
+        m.sliced = std::move(sliced);
+        return m;
     };
     SweepRow denseRow;
     denseRow.method = "dense";
-    evaluateAll(lm.model, denseRow);
+    evaluateAll(lm, denseRow);
     reportProgress(progress, "sweep", ++done, totalSteps);
 
     CalibrationPool pool;
@@ -195,10 +190,9 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
                             row.seed = seed;
                             row.achievedRatio = run.report.achievedRatio;
                             row.achievedRatioModel = run.report.achievedRatioModel;
-                            if (run.sliced)
-                                evaluateSliced(*run.sliced, row);
-                            else
-                                evaluateAll(std::make_shared<const LlamaModel>(run.pruned, model.runtime()), row);
+                            evaluateAll(run.sliced ? withModel(nullptr, run.sliced)
+                                                   : withModel(std::make_shared<LlamaModel>(run.pruned, model.runtime()), nullptr),
+                                        row);
                             reportProgress(progress, "sweep", ++done, totalSteps);
                         }
                         continue;
@@ -236,7 +230,7 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
                             settings.ratio = ratio;
                             PrunedModel pruned = applyMask(model.checkpoint(), stats, selection.mask, settings);
                             const PruneCounts counts = countPrunedParameters(model.checkpoint(), pruned.checkpoint);
-                            auto prunedModel = std::make_shared<const LlamaModel>(std::move(pruned.checkpoint), model.runtime());
+                            auto prunedModel = std::make_shared<LlamaModel>(std::move(pruned.checkpoint), model.runtime());
                             SweepRow row;
                             row.method = methodName;
                             row.ratio = ratio;
@@ -248,7 +242,7 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
                             row.seed = seed;
                             row.achievedRatio = counts.achievedRatio;
                             row.achievedRatioModel = counts.achievedRatioModel;
-                            evaluateAll(prunedModel, row);
+                            evaluateAll(withModel(prunedModel, nullptr), row);
                             reportProgress(progress, "sweep", ++done, totalSteps);
                         }
                     }

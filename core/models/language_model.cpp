@@ -15,6 +15,12 @@ std::string noTokenizer(const std::string& name) {
 
 } // namespace
 
+const CausalLm& LanguageModel::causal() const {
+    if (sliced) return *sliced;
+    if (model) return *model;
+    throw Error("model '" + name + "' is not loaded");
+}
+
 std::vector<int32_t> LanguageModel::encode(const std::string& text, bool addBos) const {
     if (!tokenizer) throw Error(noTokenizer(name) + ", or token ids instead of text");
     return tokenizer->encode(text, addBos);
@@ -52,6 +58,21 @@ LanguageModel openLanguageModel(const std::string& model, const Runtime& runtime
     useTokenizerFile(ckpt, tokenizerFile);
     lm.tokenizer = openTokenizerOf(ckpt);
     lm.model = std::make_shared<LlamaModel>(std::move(ckpt), runtime);
+    return lm;
+}
+
+LanguageModel openCausalLanguageModel(const std::string& model, const Runtime& runtime, const std::string& tokenizerFile) {
+    if (!SlicedLlama::isSlicedDirectory(model)) return openLanguageModel(model, runtime, tokenizerFile);
+    LanguageModel lm;
+    lm.name = model;
+    lm.sliced = std::make_shared<SlicedLlama>(SlicedLlama::load(model, runtime));
+    // The tokenizer copied into the export (or --tokenizer), checked against the vocabulary as a
+    // LLaMA's is.
+    LlamaCheckpoint tokenizerOnly;
+    tokenizerOnly.config = lm.sliced->config();
+    tokenizerOnly.tokenizerPath = lm.sliced->tokenizerPath();
+    useTokenizerFile(tokenizerOnly, tokenizerFile);
+    lm.tokenizer = openTokenizerOf(tokenizerOnly);
     return lm;
 }
 

@@ -13,29 +13,40 @@ namespace npw {
 
 namespace {
 
-at::Tensor rmsNorm(const at::Tensor& x, const at::Tensor& weight, double eps) {
+// width: the divisor of Σx² (x's own width for LLaMA; SliceGPT's sliced model divides by the
+// dense width). An undefined weight scales nothing.
+at::Tensor rmsNorm(const at::Tensor& x, const at::Tensor& weight, double eps, int64_t width = 0) {
     // Computed in float32 whatever the model dtype, as LLaMA and LlamaGen do.
     const int64_t n = x.size(-1);
+    const int64_t divisor = width > 0 ? width : n;
+    const bool weighted = weight.defined();
     if (n > 0 && x.numel() <= 2 * n && x.device().is_cpu() && x.scalar_type() == at::kFloat &&
-        weight.scalar_type() == at::kFloat && weight.numel() == n && weight.is_contiguous() && !x.requires_grad() &&
-        !weight.requires_grad()) {
+        (!weighted || (weight.scalar_type() == at::kFloat && weight.numel() == n && weight.is_contiguous() &&
+                       !weight.requires_grad())) &&
+        !x.requires_grad()) {
         // Decoding (one or two rows): one pass instead of six ATen ops and their allocations;
         // the same formula, the mean of squares summed in float64 (within float32 rounding of ATen's).
         const at::Tensor xc = x.contiguous();
         at::Tensor out = at::empty_like(xc);
-        const float *px = xc.data_ptr<float>(), *pw = weight.data_ptr<float>();
+        const float *px = xc.data_ptr<float>(), *pw = weighted ? weight.data_ptr<float>() : nullptr;
         float* po = out.data_ptr<float>();
         for (int64_t r = 0; r < xc.numel() / n; ++r, px += n, po += n) {
             double ss = 0;
             for (int64_t i = 0; i < n; ++i) ss += double(px[i]) * double(px[i]);
-            const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(static_cast<float>(ss / double(n))) + eps));
-            for (int64_t i = 0; i < n; ++i) po[i] = (px[i] * scale) * pw[i];
+            const float scale =
+                static_cast<float>(1.0 / std::sqrt(static_cast<double>(static_cast<float>(ss / double(divisor))) + eps));
+            if (pw)
+                for (int64_t i = 0; i < n; ++i) po[i] = (px[i] * scale) * pw[i];
+            else
+                for (int64_t i = 0; i < n; ++i) po[i] = px[i] * scale;
         }
         return out;
     }
     at::Tensor xf = x.to(at::kFloat);
-    at::Tensor normed = xf * at::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps);
-    return (normed.to(x.scalar_type())) * weight;
+    at::Tensor meanSquare = divisor == n ? xf.pow(2).mean(-1, /*keepdim=*/true)
+                                         : xf.pow(2).sum(-1, /*keepdim=*/true) / static_cast<double>(divisor);
+    at::Tensor normed = (xf * at::rsqrt(meanSquare + eps)).to(x.scalar_type());
+    return weighted ? normed * weight : normed;
 }
 
 // cos/sin tables [T, head_dim/2] for positions start..start+T-1, with the config's
@@ -182,40 +193,82 @@ LlamaPositionTables llamaPositionTables(const LlamaConfig& cfg, int64_t start, i
     return tables;
 }
 
-at::Tensor llamaBlockForward(const LlamaConfig& cfg, const LlamaLayerWeights& L, int64_t l, at::Tensor x,
-                             const LlamaPositionTables& tables, KvCache* cache, const ActivationTap& tap) {
-    const int64_t B = x.size(0), T = x.size(1), hd = cfg.head_dim;
-    const at::Tensor &cos = tables.cos, &sin = tables.sin, &mask = tables.mask;
+at::Tensor llamaAttentionBranch(const LlamaConfig& cfg, const LlamaLayerWeights& L, int64_t l, const at::Tensor& h,
+                                const LlamaPositionTables& tables, KvCache* cache, const ActivationTap& tap) {
+    const int64_t B = h.size(0), T = h.size(1), hd = cfg.head_dim;
     const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
     const int64_t nh = cfg.num_heads[l], nkv = cfg.num_kv_heads[l];
-    if (nh > 0) {
-        at::Tensor h = rmsNorm(x, L.attn_norm, cfg.rms_norm_eps);
-        at::Tensor q = denseLayer(h, L.wq, L.wq_bias).view({B, T, nh, hd});
-        at::Tensor k = denseLayer(h, L.wk, L.wk_bias).view({B, T, nkv, hd});
-        at::Tensor v = denseLayer(h, L.wv, L.wv_bias).view({B, T, nkv, hd}).transpose(1, 2);
-        if (L.q_norm.defined()) q = rmsNorm(q, L.q_norm, cfg.rms_norm_eps);  // Qwen3: per head, before RoPE
-        if (L.k_norm.defined()) k = rmsNorm(k, L.k_norm, cfg.rms_norm_eps);
-        q = q.transpose(1, 2);
-        k = k.transpose(1, 2);
-        q = applyRope(q, cos, sin, cfg.rope_layout);
-        k = applyRope(k, cos, sin, cfg.rope_layout);
-        if (cache) std::tie(k, v) = appendToCache(*cache, l, k, v, cfg.max_position_embeddings);
-        at::Tensor attn = attend(q, k, v, mask, scale).transpose(1, 2).reshape({B, T, nh * hd});
-        if (tap) tap(l, TapSite::AttentionOutputInput, attn);
-        x = x + denseLayer(attn, L.wo, L.wo_bias);
+    at::Tensor q = denseLayer(h, L.wq, L.wq_bias).view({B, T, nh, hd});
+    at::Tensor k = denseLayer(h, L.wk, L.wk_bias).view({B, T, nkv, hd});
+    at::Tensor v = denseLayer(h, L.wv, L.wv_bias).view({B, T, nkv, hd}).transpose(1, 2);
+    if (L.q_norm.defined()) q = rmsNorm(q, L.q_norm, cfg.rms_norm_eps);  // Qwen3: per head, before RoPE
+    if (L.k_norm.defined()) k = rmsNorm(k, L.k_norm, cfg.rms_norm_eps);
+    q = q.transpose(1, 2);
+    k = k.transpose(1, 2);
+    q = applyRope(q, tables.cos, tables.sin, cfg.rope_layout);
+    k = applyRope(k, tables.cos, tables.sin, cfg.rope_layout);
+    if (cache) std::tie(k, v) = appendToCache(*cache, l, k, v, cfg.max_position_embeddings);
+    at::Tensor attn = attend(q, k, v, tables.mask, scale).transpose(1, 2).reshape({B, T, nh * hd});
+    if (tap) tap(l, TapSite::AttentionOutputInput, attn);
+    return denseLayer(attn, L.wo, L.wo_bias);
+}
+
+at::Tensor llamaMlpBranch(const LlamaConfig&, const LlamaLayerWeights& L, int64_t l, const at::Tensor& h,
+                          const ActivationTap& tap) {
+    at::Tensor act = at::silu(denseLayer(h, L.w_gate)) * denseLayer(h, L.w_up);
+    if (tap) tap(l, TapSite::MlpDownInput, act);
+    return denseLayer(act, L.w_down, L.w_down_bias);
+}
+
+at::Tensor llamaBlockForward(const LlamaConfig& cfg, const LlamaLayerWeights& L, int64_t l, at::Tensor x,
+                             const LlamaPositionTables& tables, KvCache* cache, const ActivationTap& tap) {
+    if (cfg.num_heads[l] > 0) {
+        x = x + llamaAttentionBranch(cfg, L, l, rmsNorm(x, L.attn_norm, cfg.rms_norm_eps), tables, cache, tap);
     } else if (L.wo_bias.defined()) {
         // Every head pruned: FLAP's bias compensation leaves the block's mean output.
         x = x + L.wo_bias;
     }
     if (cfg.intermediate_size[l] > 0) {
-        at::Tensor h = rmsNorm(x, L.ffn_norm, cfg.rms_norm_eps);
-        at::Tensor act = at::silu(denseLayer(h, L.w_gate)) * denseLayer(h, L.w_up);
-        if (tap) tap(l, TapSite::MlpDownInput, act);
-        x = x + denseLayer(act, L.w_down, L.w_down_bias);
+        x = x + llamaMlpBranch(cfg, L, l, rmsNorm(x, L.ffn_norm, cfg.rms_norm_eps), tap);
     } else if (L.w_down_bias.defined()) {
         x = x + L.w_down_bias;
     }
     return x;
+}
+
+at::Tensor llamaRmsNorm(const at::Tensor& x, const at::Tensor& weight, double eps, int64_t width) {
+    return rmsNorm(x, weight, eps, width);
+}
+
+at::Tensor llamaLinear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias) {
+    return denseLayer(x, w, bias);
+}
+
+namespace {
+
+// Rotary cos/sin of `T` positions after cache.length, sliced from the cache's tables (grown by
+// doubling, so that a decoded token does not rebuild them in float64).
+std::pair<at::Tensor, at::Tensor> cachedRope(const LlamaConfig& cfg, KvCache& cache, int64_t T,
+                                             const at::TensorOptions& opts) {
+    const int64_t start = cache.length;
+    at::Tensor& tc = cache.ropeCos;
+    if (!tc.defined() || tc.size(0) < start + T || tc.dtype() != opts.dtype() || tc.device() != opts.device()) {
+        const int64_t grown = tc.defined() ? 2 * tc.size(0) : 256;
+        const int64_t capacity = std::max(start + T, std::min(grown, cfg.max_position_embeddings));
+        std::tie(cache.ropeCos, cache.ropeSin) = ropeTables(cfg, 0, capacity, opts);
+    }
+    return {cache.ropeCos.narrow(0, start, T), cache.ropeSin.narrow(0, start, T)};
+}
+
+} // namespace
+
+LlamaPositionTables llamaCachedPositionTables(const LlamaConfig& cfg, KvCache& cache, int64_t T,
+                                              const at::TensorOptions& opts) {
+    cfg.checkAttentionSpan(cache.length + T, "a sequence");
+    LlamaPositionTables tables;
+    std::tie(tables.cos, tables.sin) = cachedRope(cfg, cache, T, opts);
+    tables.mask = causalMask(cache.length, T, opts);
+    return tables;
 }
 
 at::Tensor llamaForward(const LlamaConfig& cfg, const LlamaWeights& w, const at::Tensor& ids, KvCache* cache,
@@ -226,14 +279,7 @@ at::Tensor llamaForward(const LlamaConfig& cfg, const LlamaWeights& w, const at:
     const int64_t T = ids.size(1);
     at::Tensor cos, sin;
     if (cache) {
-        at::Tensor& tc = cache->ropeCos;
-        if (!tc.defined() || tc.size(0) < start + T || tc.dtype() != w.embed.dtype() || tc.device() != w.embed.device()) {
-            const int64_t grown = tc.defined() ? 2 * tc.size(0) : 256;
-            const int64_t capacity = std::max(start + T, std::min(grown, cfg.max_position_embeddings));
-            std::tie(cache->ropeCos, cache->ropeSin) = ropeTables(cfg, 0, capacity, w.embed.options());
-        }
-        cos = cache->ropeCos.narrow(0, start, T);
-        sin = cache->ropeSin.narrow(0, start, T);
+        std::tie(cos, sin) = cachedRope(cfg, *cache, T, w.embed.options());
     } else {
         std::tie(cos, sin) = ropeTables(cfg, start, T, w.embed.options());
     }
@@ -308,12 +354,14 @@ LlamaModel::LlamaModel(LlamaCheckpoint checkpoint, Runtime runtime)
     for (const LlamaLayerWeights& L : src.layers) weights_.layers.push_back(llamaLayerOnRuntime(L, runtime_));
 }
 
-at::Tensor LlamaModel::logits(const at::Tensor& ids, KvCache* cache, bool keepOnDevice,
-                              const ActivationTap& tap) const {
+at::Tensor CausalLm::logits(const at::Tensor& ids, KvCache* cache, bool keepOnDevice, const ActivationTap& tap) const {
     c10::InferenceMode guard;
-    at::Tensor out = llamaForward(config(), weights_, ids.to(runtime_.device, at::kLong), cache, tap)
-                         .to(at::kFloat);
+    at::Tensor out = forward(ids.to(runtime().device, at::kLong), cache, tap).to(at::kFloat);
     return keepOnDevice ? out : out.cpu();
+}
+
+at::Tensor LlamaModel::forward(const at::Tensor& ids, KvCache* cache, const ActivationTap& tap) const {
+    return llamaForward(config(), weights_, ids, cache, tap);
 }
 
 } // namespace npw

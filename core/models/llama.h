@@ -9,6 +9,7 @@
 
 #include <ATen/core/Tensor.h>
 #include <functional>
+#include <string>
 #include <vector>
 
 namespace npw {
@@ -70,20 +71,67 @@ at::Tensor llamaForwardEmbeddings(const LlamaConfig& config, const LlamaWeights&
                                   const at::Tensor& cos, const at::Tensor& sin, KvCache* cache = nullptr,
                                   const ActivationTap& tap = nullptr);
 
+// The parts of llamaBlockForward, for structures built from the same attention and MLP with
+// another residual path (SliceGPT's sliced model, sliced_llama.h). Both take the block's
+// normalised input h [B, T, width] and return the branch's output before the residual add.
+// Attention: o_proj(attention(h)) (+ its bias), cache and tap as llamaBlockForward; the layer
+// needs at least one head. MLP: down(silu(gate(h)) ∘ up(h)) (+ its bias); at least one channel.
+at::Tensor llamaAttentionBranch(const LlamaConfig& config, const LlamaLayerWeights& weights, int64_t layer,
+                                const at::Tensor& h, const LlamaPositionTables& tables, KvCache* cache = nullptr,
+                                const ActivationTap& tap = nullptr);
+at::Tensor llamaMlpBranch(const LlamaConfig& config, const LlamaLayerWeights& weights, int64_t layer,
+                          const at::Tensor& h, const ActivationTap& tap = nullptr);
+// RMSNorm as the forward computes it (float32 whatever the dtype; one fused pass for the one or
+// two rows of a decode step): x / sqrt(Σx²/width + eps) · weight. width 0 means x's own width;
+// an undefined weight means none (SliceGPT's RMSN divides by the dense width D, unscaled).
+at::Tensor llamaRmsNorm(const at::Tensor& x, const at::Tensor& weight, double eps, int64_t width = 0);
+// x [..., in] · wᵀ (+ bias) as the forward's linear layers run it: one or two rows through the
+// GEMV kernel (gemv.h; w's rows must be contiguous for it), more through GEMM.
+at::Tensor llamaLinear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias = {});
+// The position tables of `length` new positions after cache.length, the rotary part sliced from
+// the cache's own tables (grown by doubling; llamaForward's decode path).
+LlamaPositionTables llamaCachedPositionTables(const LlamaConfig& config, KvCache& cache, int64_t length,
+                                              const at::TensorOptions& options);
+
+// What runs text, whatever its structure: the LLaMA runtime (LlamaModel below) and a
+// SliceGPT-sliced model (SlicedLlama, sliced_llama.h). Generation, `npw compare`, zero-shot,
+// perplexity and the speed benchmark take one of these, so a command need not know which.
+class CausalLm {
+public:
+    virtual ~CausalLm() = default;
+    // The dense model's config: vocabulary, context, attention span, heads (the KV cache's shape).
+    virtual const LlamaConfig& config() const = 0;
+    virtual const Runtime& runtime() const = 0;
+    // Every tensor of the model (a tied classifier once).
+    virtual int64_t parameters() const = 0;
+    // "llama", or "npw-sliced-llama" (kSlicedModelFormat).
+    virtual std::string structure() const = 0;
+
+    // ids: [B, T] int64 (any device). Returns float32 logits [B, T, vocab] on the CPU... or on
+    // the device when keepOnDevice. With a cache the ids continue its positions and extend it
+    // (a prompt's prefill, then one token at a time). tap: the inputs of o_proj and down_proj.
+    at::Tensor logits(const at::Tensor& ids, KvCache* cache = nullptr, bool keepOnDevice = false,
+                      const ActivationTap& tap = nullptr) const;
+
+protected:
+    // ids on the runtime's device; logits in the runtime's dtype (under InferenceMode).
+    virtual at::Tensor forward(const at::Tensor& ids, KvCache* cache, const ActivationTap& tap) const = 0;
+};
+
 // A loaded model on a runtime (device + dtype), ready for inference (no autograd).
-class LlamaModel {
+class LlamaModel : public CausalLm {
 public:
     LlamaModel(LlamaCheckpoint checkpoint, Runtime runtime);
 
-    const LlamaConfig& config() const { return checkpoint_.config; }
+    const LlamaConfig& config() const override { return checkpoint_.config; }
     const LlamaCheckpoint& checkpoint() const { return checkpoint_; }  // CPU float32 weights
-    const Runtime& runtime() const { return runtime_; }
+    const Runtime& runtime() const override { return runtime_; }
     const LlamaWeights& deviceWeights() const { return weights_; }
+    int64_t parameters() const override { return checkpoint_.config.parameterCount(); }
+    std::string structure() const override { return "llama"; }
 
-    // ids: [B, T] int64 (any device). Returns float32 logits [B, T, vocab] on the CPU... or
-    // on the device when keepOnDevice.
-    at::Tensor logits(const at::Tensor& ids, KvCache* cache = nullptr, bool keepOnDevice = false,
-                      const ActivationTap& tap = nullptr) const;
+protected:
+    at::Tensor forward(const at::Tensor& ids, KvCache* cache, const ActivationTap& tap) const override;
 
 private:
     LlamaCheckpoint checkpoint_;

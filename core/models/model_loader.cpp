@@ -329,6 +329,12 @@ int64_t checkedProduct(const Shape& factors, const std::string& path) {
     return product;
 }
 
+std::string notALlama(const std::string& model) {
+    return "model '" + model + "' is a SliceGPT-sliced model (" + kSlicedModelFormat +
+           "): its residual stream is rotated and sliced, with shortcut matrices no LLaMA loader, GGUF or llama.cpp "
+           "has a place for; npw eval, generate, compare, zeroshot and bench run it, this command needs a LLaMA";
+}
+
 } // namespace
 
 std::string llama2cTokenizerFile(const std::string& binPath) {
@@ -345,11 +351,8 @@ std::string tokenizerFileOfModel(const std::string& model) {
     std::error_code ec;
     const fs::file_status status = fs::status(path, ec);
     if (fs::is_directory(status)) {
-        // SliceGPT's structure is no LLaMA (sliced_llama.h): only `npw eval` runs it, through SlicedLlama.
-        if (SlicedLlama::isSlicedDirectory(path))
-            throw Error("model '" + model + "' is a SliceGPT-sliced model (" + kSlicedModelFormat +
-                        "): its residual stream is rotated and sliced, with shortcut matrices no LLaMA loader, GGUF "
-                        "or llama.cpp has a place for; npw eval runs it, other commands need a LLaMA");
+        // SliceGPT's structure is no LLaMA (sliced_llama.h): it runs through SlicedLlama.
+        if (SlicedLlama::isSlicedDirectory(path)) throw Error(notALlama(model));
         if (!fs::is_regular_file(fs::path(path) / "config.json") && isMetaCheckpointDirectory(path))
             return metaTokenizerFile(path);
         return findTokenizerFile(path);
@@ -372,11 +375,8 @@ LlamaCheckpoint loadLlamaCheckpoint(const std::string& model, WeightStorage stor
     std::error_code ec;
     const fs::file_status status = fs::status(path, ec);
     if (fs::is_directory(status)) {
-        // SliceGPT's structure is no LLaMA (sliced_llama.h): only `npw eval` runs it, through SlicedLlama.
-        if (SlicedLlama::isSlicedDirectory(path))
-            throw Error("model '" + model + "' is a SliceGPT-sliced model (" + kSlicedModelFormat +
-                        "): its residual stream is rotated and sliced, with shortcut matrices no LLaMA loader, GGUF "
-                        "or llama.cpp has a place for; npw eval runs it, other commands need a LLaMA");
+        // SliceGPT's structure is no LLaMA (sliced_llama.h): it runs through SlicedLlama.
+        if (SlicedLlama::isSlicedDirectory(path)) throw Error(notALlama(model));
         if (!fs::is_regular_file(fs::path(path) / "config.json") && isMetaCheckpointDirectory(path))
             return loadMetaCheckpoint(path);
         return loadHfLlamaDirectory(path, storage);

@@ -23,35 +23,19 @@ namespace {
 constexpr const char* kWeightsFile = "npw-sliced.safetensors";
 constexpr const char* kConfigFile = "npw-sliced-config.json";
 
-// SliceGPT's RMSN: the norm over the kept directions divided by the original width D.
-at::Tensor rmsn(const at::Tensor& x, int64_t D, double eps) {
-    const at::Tensor xf = x.to(at::kFloat);
-    return (xf * at::rsqrt(xf.pow(2).sum(-1, true) / static_cast<double>(D) + eps)).to(x.scalar_type());
-}
-
-at::Tensor headNorm(const at::Tensor& x, const at::Tensor& weight, double eps) {
-    const at::Tensor xf = x.to(at::kFloat);
-    return (xf * at::rsqrt(xf.pow(2).mean(-1, true) + eps)).to(x.scalar_type()) * weight;
-}
-
-at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin, RopeLayout layout) {
-    const int64_t half = x.size(-1) / 2;
-    if (layout == RopeLayout::HalfSplit) {
-        const at::Tensor x1 = x.narrow(-1, 0, half), x2 = x.narrow(-1, half, half);
-        return at::cat({x1 * cos - x2 * sin, x2 * cos + x1 * sin}, -1);
-    }
-    const at::Tensor pairs = x.unflatten(-1, {half, 2});
-    const at::Tensor x0 = pairs.select(-1, 0), x1 = pairs.select(-1, 1);
-    return at::stack({x0 * cos - x1 * sin, x0 * sin + x1 * cos}, -1).flatten(-2);
-}
-
-at::Tensor denseLinear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b = {}) {
-    return at::linear(x, w, b.defined() ? c10::optional<at::Tensor>(b) : c10::nullopt);
-}
-
 at::Tensor toRuntime(const at::Tensor& t, const Runtime& rt) {
     return t.defined() ? t.to(rt.device, rt.dtype).contiguous() : t;
 }
+
+// A shortcut matrix S [d_in, d_out] stored column-major: S.t() [d_out, d_in] has contiguous rows,
+// as the decode kernel reads a linear layer's weight (llamaLinear), so x·S costs what a linear
+// layer of that size costs. A tensor already laid out so (and on the runtime) is not copied.
+at::Tensor columnMajor(const at::Tensor& S, const Runtime& rt) {
+    return S.defined() ? S.t().to(rt.device, rt.dtype).contiguous().t() : S;
+}
+
+// x · S for a shortcut S [d_in, d_out], through the forward's linear layer.
+at::Tensor shortcut(const at::Tensor& x, const at::Tensor& S) { return llamaLinear(x, S.t()); }
 
 std::vector<std::pair<std::string, at::Tensor*>> named(SlicedWeights& w) {
     std::vector<std::pair<std::string, at::Tensor*>> out = {{"embed", &w.embed}, {"lm_head", &w.lm_head}};
@@ -72,39 +56,27 @@ std::vector<std::pair<std::string, at::Tensor*>> named(SlicedWeights& w) {
 SlicedWeights toRuntimeWeights(const SlicedWeights& src, const Runtime& rt) {
     SlicedWeights w = src;
     for (auto& [name, t] : named(w)) *t = toRuntime(*t, rt);
+    for (size_t l = 0; l < w.layers.size(); ++l) {
+        w.layers[l].attn_shortcut = columnMajor(src.layers[l].attn_shortcut, rt);
+        w.layers[l].mlp_shortcut = columnMajor(src.layers[l].mlp_shortcut, rt);
+    }
     return w;
 }
 
 } // namespace
 
-at::Tensor slicedRmsNorm(const at::Tensor& x, int64_t originalWidth, double eps) { return rmsn(x, originalWidth, eps); }
+at::Tensor slicedRmsNorm(const at::Tensor& x, int64_t originalWidth, double eps) {
+    return llamaRmsNorm(x, at::Tensor(), eps, originalWidth);
+}
 
 at::Tensor slicedAttention(const LlamaConfig& cfg, const SlicedLayerWeights& L, int64_t l, const at::Tensor& x,
                            const LlamaPositionTables& tables) {
-    const int64_t B = x.size(0), T = x.size(1), hd = cfg.head_dim;
-    const int64_t nh = cfg.num_heads[static_cast<size_t>(l)], nkv = cfg.num_kv_heads[static_cast<size_t>(l)];
-    if (nh == 0) {
-        at::Tensor zero = at::zeros({B, T, L.wo.defined() ? L.wo.size(0) : L.attn_shortcut.size(1)}, x.options());
+    if (cfg.num_heads[static_cast<size_t>(l)] == 0) {
+        at::Tensor zero =
+            at::zeros({x.size(0), x.size(1), L.wo.defined() ? L.wo.size(0) : L.attn_shortcut.size(1)}, x.options());
         return L.wo_bias.defined() ? zero + L.wo_bias : zero;
     }
-    const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
-    const at::Tensor h = rmsn(x, cfg.hidden_size, cfg.rms_norm_eps);
-    at::Tensor q = denseLinear(h, L.wq, L.wq_bias).view({B, T, nh, hd});
-    at::Tensor k = denseLinear(h, L.wk, L.wk_bias).view({B, T, nkv, hd});
-    at::Tensor v = denseLinear(h, L.wv, L.wv_bias).view({B, T, nkv, hd}).transpose(1, 2);
-    if (L.q_norm.defined()) q = headNorm(q, L.q_norm, cfg.rms_norm_eps);
-    if (L.k_norm.defined()) k = headNorm(k, L.k_norm, cfg.rms_norm_eps);
-    q = rope(q.transpose(1, 2), tables.cos, tables.sin, cfg.rope_layout);
-    k = rope(k.transpose(1, 2), tables.cos, tables.sin, cfg.rope_layout);
-    if (nkv != nh) {
-        k = k.repeat_interleave(nh / nkv, 1);
-        v = v.repeat_interleave(nh / nkv, 1);
-    }
-    at::Tensor scores = at::matmul(q, k.transpose(-2, -1)) * scale;
-    if (tables.mask.defined()) scores = scores + tables.mask;
-    const at::Tensor probs = at::softmax(scores.to(at::kFloat), -1).to(q.scalar_type());
-    const at::Tensor attn = at::matmul(probs, v).transpose(1, 2).reshape({B, T, nh * hd});
-    return denseLinear(attn, L.wo, L.wo_bias);
+    return llamaAttentionBranch(cfg, L, l, slicedRmsNorm(x, cfg.hidden_size, cfg.rms_norm_eps), tables);
 }
 
 at::Tensor slicedMlp(const LlamaConfig& cfg, const SlicedLayerWeights& L, int64_t l, const at::Tensor& x) {
@@ -113,25 +85,45 @@ at::Tensor slicedMlp(const LlamaConfig& cfg, const SlicedLayerWeights& L, int64_
                                     x.options());
         return L.w_down_bias.defined() ? zero + L.w_down_bias : zero;
     }
-    const at::Tensor h = rmsn(x, cfg.hidden_size, cfg.rms_norm_eps);
-    return denseLinear(at::silu(denseLinear(h, L.w_gate)) * denseLinear(h, L.w_up), L.w_down, L.w_down_bias);
+    return llamaMlpBranch(cfg, L, l, slicedRmsNorm(x, cfg.hidden_size, cfg.rms_norm_eps));
 }
 
-at::Tensor slicedForward(const LlamaConfig& cfg, const SlicedWeights& w, const at::Tensor& ids) {
+at::Tensor slicedForward(const LlamaConfig& cfg, const SlicedWeights& w, const at::Tensor& ids, KvCache* cache,
+                         const ActivationTap& tap) {
     if (ids.dim() != 2) throw Error("sliced model: ids must be [batch, tokens]");
-    const int64_t T = ids.size(1);
-    cfg.checkAttentionSpan(T, "a sequence");
-    if (T > cfg.max_position_embeddings)
-        throw Error("sequence of " + std::to_string(T) + " positions exceeds the model's context of " +
+    const int64_t T = ids.size(1), start = cache ? cache->length : 0;
+    cfg.checkAttentionSpan(start + T, "a sequence");
+    if (start + T > cfg.max_position_embeddings)
+        throw Error("sequence of " + std::to_string(start + T) + " positions exceeds the model's context of " +
                     std::to_string(cfg.max_position_embeddings));
-    const LlamaPositionTables tables = llamaPositionTables(cfg, 0, T, w.embed.options());
-    at::Tensor x = at::embedding(w.embed, ids);
-    for (size_t l = 0; l < w.layers.size(); ++l) {
-        const SlicedLayerWeights& L = w.layers[l];
-        const at::Tensor mid = at::matmul(x, L.attn_shortcut) + slicedAttention(cfg, L, static_cast<int64_t>(l), x, tables);
-        x = at::matmul(mid, L.mlp_shortcut) + slicedMlp(cfg, L, static_cast<int64_t>(l), mid);
+    const at::TensorOptions opts = w.embed.options();
+    // The dense model's tables and cache: positions start..start+T−1, the causal mask of T new
+    // queries, the rotary tables grown inside the cache as llamaForward grows them.
+    const LlamaPositionTables tables =
+        cache ? llamaCachedPositionTables(cfg, *cache, T, opts) : llamaPositionTables(cfg, 0, T, opts);
+    if (cache && cache->k.empty()) {
+        cache->k.resize(static_cast<size_t>(cfg.num_layers));
+        cache->v.resize(static_cast<size_t>(cfg.num_layers));
     }
-    return denseLinear(rmsn(x, cfg.hidden_size, cfg.rms_norm_eps), w.lm_head);
+    const int64_t D = cfg.hidden_size;
+    const double eps = cfg.rms_norm_eps;
+    at::Tensor x = at::embedding(w.embed, ids);
+    for (size_t i = 0; i < w.layers.size(); ++i) {
+        const SlicedLayerWeights& L = w.layers[i];
+        const auto l = static_cast<int64_t>(i);
+        at::Tensor mid = shortcut(x, L.attn_shortcut);
+        if (cfg.num_heads[i] > 0)
+            mid = mid + llamaAttentionBranch(cfg, L, l, slicedRmsNorm(x, D, eps), tables, cache, tap);
+        else if (L.wo_bias.defined())  // no heads: the block's bias alone, as in the dense model
+            mid = mid + L.wo_bias;
+        x = shortcut(mid, L.mlp_shortcut);
+        if (cfg.intermediate_size[i] > 0)
+            x = x + llamaMlpBranch(cfg, L, l, slicedRmsNorm(mid, D, eps), tap);
+        else if (L.w_down_bias.defined())
+            x = x + L.w_down_bias;
+    }
+    if (cache) cache->length = start + T;
+    return llamaLinear(slicedRmsNorm(x, D, eps), w.lm_head);
 }
 
 SlicedLlama::SlicedLlama(LlamaConfig config, SlicedWeights weights, Runtime runtime, std::string tokenizerPath)
@@ -141,13 +133,16 @@ SlicedLlama::SlicedLlama(LlamaConfig config, SlicedWeights weights, Runtime runt
         throw Error("sliced model: " + std::to_string(cpuWeights_.layers.size()) + " layers for a config of " +
                     std::to_string(config_.num_layers));
     config_.tie_word_embeddings = false;  // SliceGPT unties them
+    // Column-major shortcuts (columnMajor above), so that a float32 CPU runtime shares them.
+    for (SlicedLayerWeights& L : cpuWeights_.layers) {
+        L.attn_shortcut = columnMajor(L.attn_shortcut, Runtime{c10::kCPU, at::kFloat});
+        L.mlp_shortcut = columnMajor(L.mlp_shortcut, Runtime{c10::kCPU, at::kFloat});
+    }
     weights_ = toRuntimeWeights(cpuWeights_, runtime_);
 }
 
-at::Tensor SlicedLlama::logits(const at::Tensor& ids, bool keepOnDevice) const {
-    c10::InferenceMode guard;
-    at::Tensor out = slicedForward(config_, weights_, ids.to(runtime_.device, at::kLong)).to(at::kFloat);
-    return keepOnDevice ? out : out.cpu();
+at::Tensor SlicedLlama::forward(const at::Tensor& ids, KvCache* cache, const ActivationTap& tap) const {
+    return slicedForward(config_, weights_, ids, cache, tap);
 }
 
 int64_t SlicedLlama::parameters() const {

@@ -9,8 +9,9 @@
 // little energy, so dividing by D keeps the normalisation of the dense model). The embedding is
 // [vocab, d_0]; the classifier [vocab, d_L] (a tied embedding is untied).
 //
-// It is a different structure from a LLaMA: no other tool reads it. npw runs and evaluates it
-// (logits), saves it and reloads it in its own format, a directory with
+// It is a different structure from a LLaMA: no other tool reads it. npw runs it as every other
+// language model (CausalLm, llama.h: logits, a KV-cached prefill and decode for generation, the
+// speed benchmark, zero-shot), saves it and reloads it in its own format, a directory with
 //   npw-sliced.safetensors      embed, layers.{l}.{wq,wk,wv,wo,w_gate,w_up,w_down,attn_shortcut,
 //                               mlp_shortcut[,wq_bias,wk_bias,wv_bias,wo_bias,w_down_bias,q_norm,
 //                               k_norm]}, lm_head (float32)
@@ -18,6 +19,11 @@
 //   npw-manifest.json           "format": "npw-sliced-llama", how it was sliced
 //   the tokenizer file, copied
 // GGUF export refuses it by name.
+//
+// The attention and MLP are the dense model's (llamaAttentionBranch and llamaMlpBranch of
+// llama.h, with their KV cache, RoPE tables and decode kernels) at the sliced widths; only the
+// residual path differs. At decode each shortcut is one more matrix-vector product per residual
+// connection (d_in × d_mid weights), which the dense model does not have.
 #include "core/models/llama.h"
 
 #include <cstdint>
@@ -28,11 +34,10 @@ namespace npw {
 
 inline constexpr const char* kSlicedModelFormat = "npw-sliced-llama";
 
-struct SlicedLayerWeights {
-    at::Tensor wq, wk, wv, wo;            // wq [heads·hd, d_in], wo [d_mid, heads·hd]
-    at::Tensor wq_bias, wk_bias, wv_bias, wo_bias, q_norm, k_norm;  // optional
-    at::Tensor w_gate, w_up, w_down;      // gate/up [inter, d_mid], down [d_out, inter]
-    at::Tensor w_down_bias;               // optional, [d_out]
+// A block's weights in the LLaMA layout at the sliced widths (attn_norm and ffn_norm undefined:
+// folded into the readers), so the dense model's attention and MLP run them: wq [heads·hd, d_in],
+// wo [d_mid, heads·hd], gate/up [inter, d_mid], down [d_out, inter], optional biases and q/k norms.
+struct SlicedLayerWeights : LlamaLayerWeights {
     at::Tensor attn_shortcut, mlp_shortcut;  // [d_in, d_mid], [d_mid, d_out]
 };
 
@@ -42,22 +47,20 @@ struct SlicedWeights {
     at::Tensor lm_head;  // [vocab, d_L]
 };
 
-class SlicedLlama {
+class SlicedLlama : public CausalLm {
 public:
     // config: the dense model's (hidden_size = D of RMSN; heads and MLP widths per layer).
     SlicedLlama(LlamaConfig config, SlicedWeights weights, Runtime runtime, std::string tokenizerPath = "");
 
-    const LlamaConfig& config() const { return config_; }
+    const LlamaConfig& config() const override { return config_; }
     const SlicedWeights& weights() const { return cpuWeights_; }  // float32, CPU
-    const Runtime& runtime() const { return runtime_; }
+    const Runtime& runtime() const override { return runtime_; }
     const std::string& tokenizerPath() const { return tokenizerPath_; }
-
-    // ids [B, T] (any device) → float32 logits [B, T, vocab] on the CPU (or the device).
-    at::Tensor logits(const at::Tensor& ids, bool keepOnDevice = false) const;
+    std::string structure() const override { return kSlicedModelFormat; }
 
     // Every tensor; attention + MLP weights with the shortcut matrices (what replaces the dense
     // model's prunable parameters).
-    int64_t parameters() const;
+    int64_t parameters() const override;
     int64_t prunableParameters() const;
     std::vector<int64_t> residualWidths() const;  // d_0, then d_mid and d_out of every layer
 
@@ -68,15 +71,22 @@ public:
     // npw::Error naming the file and tensor when something is missing or has the wrong shape.
     static SlicedLlama load(const std::string& dir, const Runtime& runtime);
 
+protected:
+    at::Tensor forward(const at::Tensor& ids, KvCache* cache, const ActivationTap& tap) const override;
+
 private:
     LlamaConfig config_;
+    // The runtime copy keeps the shortcut matrices column-major (S.t() contiguous), as the decode
+    // kernel reads a linear layer's rows; a float32 CPU runtime shares them with cpuWeights_.
     SlicedWeights cpuWeights_, weights_;
     Runtime runtime_;
     std::string tokenizerPath_;
 };
 
 // The forward over any sliced weights (float32 or the runtime's dtype), without InferenceMode.
-at::Tensor slicedForward(const LlamaConfig& config, const SlicedWeights& weights, const at::Tensor& ids);
+// With a cache, the ids continue its positions and extend it (SlicedLlama::logits runs this).
+at::Tensor slicedForward(const LlamaConfig& config, const SlicedWeights& weights, const at::Tensor& ids,
+                         KvCache* cache = nullptr, const ActivationTap& tap = nullptr);
 // Its parts, for SliceGPT's sequential calibration (which runs a block with o_proj or down_proj
 // not rotated yet): RMSN, the attention branch o_proj(attention(RMSN(x))) (+ its bias; zero
 // when the layer has no heads) and the MLP branch down(silu(gate(RMSN(x))) ∘ up(RMSN(x))).
