@@ -179,10 +179,13 @@ private slots:
                            "--max-windows", "2", "--zeroshot", "mc:" + verseTask(), "--zeroshot-limit", "10", "--speed",
                            "--speed-tokens", "8", "--json"});
         QVERIFY2(r.rc == 0, qPrintable(r.err));
+        const Json j = r.json();
         std::map<std::string, Json> sliced;  // eval set → the slicegpt row
-        for (const Json& row : r.json()["rows"])
+        for (const Json& row : j["rows"])
             if (row["method"] == "slicegpt") sliced[row["eval"].get<std::string>()] = row;
-        QVERIFY2(sliced.count("speed") && sliced.size() == 3, qPrintable(r.out));
+        QString evals;
+        for (const auto& [eval, row] : sliced) evals += QString::fromStdString(eval) + " ";
+        QVERIFY2(sliced.count("speed") && sliced.size() == 3, qPrintable("slicegpt rows: " + evals));
         const Json speed = sliced["speed"];
         QVERIFY(speed["decode_tokens_per_s"].get<double>() > 0 && speed["prefill_tokens_per_s"].get<double>() > 0);
         QVERIFY(speed["parameters"].get<int64_t>() > 0 && speed["kv_cache_mib"].get<double>() > 0);
