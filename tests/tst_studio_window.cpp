@@ -14,7 +14,7 @@
 #include "app/studio/studiowindow.h"
 #include "app/studio/sweeppage.h"
 #include "app/studio/textpage.h"
-#include "app/studio/workspacefile.h"
+#include "core/experiments/workspace.h"
 #include "core/eval/generate.h"
 #include "widgets/headmapwidget.h"
 #include "widgets/imagepairwidget.h"
@@ -312,7 +312,7 @@ void TestStudioWindow::sweepPlotsZeroShotAccuracyBesidePerplexity() {
     small.calibration.seqlen = 64;
     window_->session()->setSettings(small);
     SweepRequest request;
-    request.methods = {QStringLiteral("numerical")};
+    request.methods = {"numerical"};
     request.ratios = {0.2};
     request.evalMaxWindows = 2;
     request.zeroShotTask = studio::defaultZeroShotTask();
@@ -391,7 +391,7 @@ void TestStudioWindow::newCalibrationOffersRecompute() {
 
 void TestStudioWindow::sweepDrawsOneCurvePerMethodAndText() {
     SweepRequest request;
-    request.methods = {QStringLiteral("magnitude")};
+    request.methods = {"magnitude"};
     request.ratios = {0.2};
     request.evalMaxWindows = 1;
     const std::string data = npw::resourcesDir() + "/demo/data/";
@@ -533,7 +533,7 @@ void TestStudioWindow::textTabComparesDenseAndPruned() {
     page->setRequest(request);
     const QString ws = dir.filePath(QStringLiteral("w.npw.json"));
     window_->saveWorkspace(ws);
-    const TextRequest back = textRequestFromJson(studio::readWorkspace(ws.toStdString()).text);
+    const TextRequest back = textRequestFromJson(npw::readWorkspace(ws.toStdString()).text);
     QCOMPARE(back.prompts, request.prompts);
     QCOMPARE(back.temperature, 0.7);
     QCOMPARE(back.seed, quint64(9));
