@@ -55,7 +55,7 @@ private slots:
         r.calibration.seqlen = 12;
         r.lambdaRel = 2;
         r.alpha = 0.5;
-        r.alphaMode = AlphaMode::Attention;
+        r.alphaMode = AlphaMode::Paper;
         r.zeroShotTask = defaultZeroShotTask();
         r.zeroShotLimit = 5;
         r.measureSpeed = true;
@@ -74,7 +74,7 @@ private slots:
         QVERIFY(std::isnan(spec.lambdas[0]));
         QCOMPARE(spec.lambdaRel, 2.0);
         QCOMPARE(spec.alpha, 0.5);
-        QVERIFY(spec.alphaMode == AlphaMode::Attention);
+        QVERIFY(spec.alphaMode == AlphaMode::Paper);
         QCOMPARE(spec.evalSeqlen, int64_t(16));
         QCOMPARE(spec.evalMaxWindows, int64_t(3));
         // The calibration pool: the text tokenized once with BOS, as the tokenizer gives it.

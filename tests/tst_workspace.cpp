@@ -56,7 +56,6 @@ SweepRow speedRow() {
     return r;
 }
 
-bool sameDouble(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
 
 } // namespace
 
@@ -81,9 +80,8 @@ void TestWorkspace::runSettingsRoundTrip() {
     s.calibration = smallCalibration();
     s.calibration.source = "/data/corpus.ids";
     s.calibration.sourceIsIds = true;
-    s.prune.method = PruneMethod::WandaSp;
+    s.prune.method = PruneMethod::Numerical;
     s.prune.damp = 0.05;
-    s.prune.iters = 3;
     s.prune.boxConstrained = true;
     const RunSettings back = runSettingsFromJson(nlohmann::json::parse(toJson(s).dump()));
     QVERIFY(back.calibration == s.calibration);
@@ -91,7 +89,7 @@ void TestWorkspace::runSettingsRoundTrip() {
 
     SelectionKnobs k;
     k.rho = 0.45;
-    k.mode = AlphaMode::Attention;
+    k.mode = AlphaMode::Paper;
     k.lambda = 2.5;
     QVERIFY(knobsFromJson(nlohmann::json::parse(toJson(k).dump())) == k);  // α NaN written as null
     k.alpha = 0.7;
@@ -117,7 +115,7 @@ void TestWorkspace::settingsAtTheKnobs() {
     SelectionKnobs k;
     k.rho = 0.35;
     k.alpha = 0.6;
-    k.mode = AlphaMode::Attention;
+    k.mode = AlphaMode::Paper;
     k.lambda = 7;
     PruneSettings given = method(PruneMethod::Numerical);
     given.lambda = 1e-3;  // an absolute λ: the knob's λ_rel replaces it
@@ -127,7 +125,7 @@ void TestWorkspace::settingsAtTheKnobs() {
     QVERIFY(std::isnan(s.lambda));
     QCOMPARE(s.lambdaRel, 7.0);
     QCOMPARE(s.alpha, 0.6);
-    QVERIFY(s.alphaMode == AlphaMode::Attention);
+    QVERIFY(s.alphaMode == AlphaMode::Paper);
     QCOMPARE(s.damp, 0.2);  // what the knobs do not hold stays
 
     QCOMPARE(calibrationRequest(CalibrationSettings{}).source, defaultCalibrationSource());

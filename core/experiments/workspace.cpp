@@ -83,7 +83,12 @@ Mask maskFromJson(const nlohmann::json& j, const Mask& shape) {
 }
 
 bool savedMaskMatches(const nlohmann::json& saved, const Mask& current) {
-    const Mask mask = maskFromJson(saved, current);
+    // The saved units are read onto a keep-all mask of current's shape: read onto current itself,
+    // a saved mask that prunes a subset of current's units would look the same.
+    Mask shape = current;
+    for (auto* keep : {&shape.keepHeads, &shape.keepChannels})
+        for (auto& layer : *keep) layer.assign(layer.size(), true);
+    const Mask mask = maskFromJson(saved, shape);
     return mask.keepHeads == current.keepHeads && mask.keepChannels == current.keepChannels;
 }
 
