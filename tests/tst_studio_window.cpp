@@ -24,6 +24,7 @@
 #include "widgets/sparsitycontrols.h"
 #include "widgets/sweepplotwidget.h"
 
+#include "core/util/atomic_file.h"
 #include "core/util/error.h"
 #include "core/util/paths.h"
 
@@ -537,6 +538,24 @@ void TestStudioWindow::textTabComparesDenseAndPruned() {
     QCOMPARE(back.prompts, request.prompts);
     QCOMPARE(back.temperature, 0.7);
     QCOMPARE(back.seed, quint64(9));
+    // Reopened, the Text tab shows them again (TextSession restores the workspace's Text part).
+    page->setRequest(TextRequest{});
+    QVERIFY(session.openWorkspace(ws));
+    QVERIFY(waitIdle(session));
+    QCOMPARE(page->request().prompts, request.prompts);
+    QCOMPARE(page->request().temperature, 0.7);
+    QCOMPARE(page->request().seed, quint64(9));
+    // A damaged Text part is logged; the page keeps what it shows, the rest of the workspace opens.
+    nlohmann::json damaged = nlohmann::json::parse(npw::readTextFile(ws.toStdString()));
+    damaged["text"]["tokens"] = -3;
+    npw::writeTextAtomically(ws.toStdString(), damaged.dump());
+    QVERIFY(session.openWorkspace(ws));
+    QVERIFY(waitIdle(session));
+    QVERIFY2(window_->log()->toPlainText().contains(QStringLiteral("The workspace's Text part was not restored")),
+             qPrintable(window_->log()->toPlainText().right(400)));
+    QVERIFY(window_->log()->toPlainText().contains(QStringLiteral("text.tokens")));
+    QCOMPARE(page->request().prompts, request.prompts);
+    QVERIFY(session.hasModel());
     try {
         textRequestFromJson({{"tokens", -3}});
         QFAIL("expected an error");
