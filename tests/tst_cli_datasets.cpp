@@ -105,6 +105,13 @@ private slots:
             {{"prune", "demo:lm", "--method", "flap", "--ratio", "0.2", "--out", "/nonexistent/p", "--calib-ids", "--calib",
               "ptb:" + dataDir + "ptb/ptb.train.txt"},
              {"is a data set", "--calib-ids"}},
+            // npw sweep reads its flags through core's SweepRequest (as the studio's Sweep tab).
+            {{"sweep", "demo:lm", "--methods", "flap", "--ratios", "0.2", "--calib", "ptb:" + dataDir + "ptb/ptb.train.txt",
+              "--eval", dataDir + "ptb/ptb.test.txt"},
+             {"npw sweep: error:", "evaluation set", "ptb.test.txt", "must be text:FILE, ids:FILE or a data set"}},
+            {{"sweep", "demo:lm", "--methods", "flap", "--ratios", "0.2", "--calib-per-line", "--calib",
+              "ptb:" + dataDir + "ptb/ptb.train.txt", "--eval", "text:x"},
+             {"is a data set", "--calib-per-line"}},
         };
         for (const Case& c : cases) {
             const Run r = run(c.args);

@@ -4,7 +4,7 @@
 #include "app/studio/jobrunner.h"
 #include "app/studio/stallmeter.h"
 #include "app/studio/studiosession.h"
-#include "app/studio/workspacefile.h"
+#include "core/experiments/workspace.h"
 #include "core/models/language_model.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
@@ -307,7 +307,7 @@ void TestStudioHostile::hostileWorkspacesAreReported() {
         first.saveWorkspace(good);
     }
     const nlohmann::json base = nlohmann::json::parse(readBytes(good).toStdString());
-    const QByteArray stats = readBytes(QString::fromStdString(studio::workspaceStatsPath(good.toStdString())));
+    const QByteArray stats = readBytes(QString::fromStdString(npw::workspaceStatsPath(good.toStdString())));
     const QString hostile = hostileModel(dir, QStringLiteral("config-1e999"));
 
     struct Case {
@@ -345,7 +345,7 @@ void TestStudioHostile::hostileWorkspacesAreReported() {
         const Case& c = cases[i];
         const QString path = dir.filePath(QStringLiteral("hostile%1.npw.json").arg(i));
         writeBytes(path, c.json());
-        const QString statsPath = QString::fromStdString(studio::workspaceStatsPath(path.toStdString()));
+        const QString statsPath = QString::fromStdString(npw::workspaceStatsPath(path.toStdString()));
         writeBytes(statsPath, c.truncateStats ? stats.left(stats.size() / 2) : stats);
         const auto before = snapshot(dir.path());
         StudioSession session;
@@ -366,7 +366,7 @@ void TestStudioHostile::hostileWorkspacesAreReported() {
     nlohmann::json j = base;
     j["mask"]["pruned_units"].push_back(nlohmann::json::array());
     writeBytes(path, QByteArray::fromStdString(j.dump()));
-    writeBytes(QString::fromStdString(studio::workspaceStatsPath(path.toStdString())), stats);
+    writeBytes(QString::fromStdString(npw::workspaceStatsPath(path.toStdString())), stats);
     StudioSession session;
     QSignalSpy log(&session, &StudioSession::logMessage);
     QSignalSpy failed(session.jobs(), &JobRunner::failed);

@@ -5,7 +5,7 @@
 #include "app/studio/jobrunner.h"
 #include "app/studio/stallmeter.h"
 #include "app/studio/studiosession.h"
-#include "app/studio/workspacefile.h"
+#include "core/experiments/workspace.h"
 #include "core/eval/token_step.h"
 #include "core/models/language_model.h"
 #include "core/util/atomic_file.h"
@@ -354,7 +354,7 @@ void TestStudioSession::sweepRowsArriveAndExportAsCsv() {
     session.setSettings(smallSettings());
     QSignalSpy rows(&session, &StudioSession::sweepRowAvailable);
     SweepRequest request;
-    request.methods = {QStringLiteral("numerical"), QStringLiteral("wanda-sp"), QStringLiteral("numerical-box")};
+    request.methods = {"numerical", "wanda-sp", "numerical-box"};
     request.ratios = {0.2};
     request.evalMaxWindows = 2;
     QVERIFY(session.runSweep(request));
@@ -438,7 +438,7 @@ void TestStudioSession::workspaceRoundTrip() {
     knobs.lambda = 3e-3;
     first.setKnobs(knobs);
     SweepRequest request;
-    request.methods = {QStringLiteral("magnitude")};
+    request.methods = {"magnitude"};
     request.ratios = {0.1};
     request.evalMaxWindows = 1;
     request.zeroShotTask = studio::defaultZeroShotTask();  // rows without a perplexity (null in JSON)
@@ -449,7 +449,7 @@ void TestStudioSession::workspaceRoundTrip() {
     QVERIFY(waitIdle(first));
     first.saveWorkspace(path);
     QVERIFY(QFile::exists(path));
-    QVERIFY(QFile::exists(QString::fromStdString(studio::workspaceStatsPath(path.toStdString()))));
+    QVERIFY(QFile::exists(QString::fromStdString(npw::workspaceStatsPath(path.toStdString()))));
 
     StudioSession second;
     QSignalSpy log(&second, &StudioSession::logMessage);
@@ -492,7 +492,7 @@ void TestStudioSession::workspaceErrorsNameTheFile() {
     const QString path = dir.filePath(QStringLiteral("broken.npw.json"));
     npw::writeTextAtomically(path.toStdString(), R"({"format": "something else"})");
     try {
-        studio::readWorkspace(path.toStdString());
+        npw::readWorkspace(path.toStdString());
         QFAIL("expected npw::Error");
     } catch (const npw::Error& e) {
         QVERIFY(QString(e.what()).contains(path));
@@ -522,7 +522,7 @@ void TestStudioSession::dataSetsInTheTextFields() {
     QVERIFY(!session.calibrationStale());
     QCOMPARE(session.stats()->tokens(), int64_t(8 * 32));
     SweepRequest request;
-    request.methods = {QStringLiteral("flap")};
+    request.methods = {"flap"};
     request.ratios = {0.2};
     request.evalSeqlen = 32;
     request.evalMaxWindows = 2;

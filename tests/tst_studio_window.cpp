@@ -14,7 +14,7 @@
 #include "app/studio/studiowindow.h"
 #include "app/studio/sweeppage.h"
 #include "app/studio/textpage.h"
-#include "app/studio/workspacefile.h"
+#include "core/experiments/workspace.h"
 #include "core/eval/generate.h"
 #include "widgets/headmapwidget.h"
 #include "widgets/imagepairwidget.h"
@@ -24,6 +24,7 @@
 #include "widgets/sparsitycontrols.h"
 #include "widgets/sweepplotwidget.h"
 
+#include "core/util/atomic_file.h"
 #include "core/util/error.h"
 #include "core/util/paths.h"
 
@@ -312,7 +313,7 @@ void TestStudioWindow::sweepPlotsZeroShotAccuracyBesidePerplexity() {
     small.calibration.seqlen = 64;
     window_->session()->setSettings(small);
     SweepRequest request;
-    request.methods = {QStringLiteral("numerical")};
+    request.methods = {"numerical"};
     request.ratios = {0.2};
     request.evalMaxWindows = 2;
     request.zeroShotTask = studio::defaultZeroShotTask();
@@ -391,7 +392,7 @@ void TestStudioWindow::newCalibrationOffersRecompute() {
 
 void TestStudioWindow::sweepDrawsOneCurvePerMethodAndText() {
     SweepRequest request;
-    request.methods = {QStringLiteral("magnitude")};
+    request.methods = {"magnitude"};
     request.ratios = {0.2};
     request.evalMaxWindows = 1;
     const std::string data = npw::resourcesDir() + "/demo/data/";
@@ -533,10 +534,28 @@ void TestStudioWindow::textTabComparesDenseAndPruned() {
     page->setRequest(request);
     const QString ws = dir.filePath(QStringLiteral("w.npw.json"));
     window_->saveWorkspace(ws);
-    const TextRequest back = textRequestFromJson(studio::readWorkspace(ws.toStdString()).text);
+    const TextRequest back = textRequestFromJson(npw::readWorkspace(ws.toStdString()).text);
     QCOMPARE(back.prompts, request.prompts);
     QCOMPARE(back.temperature, 0.7);
     QCOMPARE(back.seed, quint64(9));
+    // Reopened, the Text tab shows them again (TextSession restores the workspace's Text part).
+    page->setRequest(TextRequest{});
+    QVERIFY(session.openWorkspace(ws));
+    QVERIFY(waitIdle(session));
+    QCOMPARE(page->request().prompts, request.prompts);
+    QCOMPARE(page->request().temperature, 0.7);
+    QCOMPARE(page->request().seed, quint64(9));
+    // A damaged Text part is logged; the page keeps what it shows, the rest of the workspace opens.
+    nlohmann::json damaged = nlohmann::json::parse(npw::readTextFile(ws.toStdString()));
+    damaged["text"]["tokens"] = -3;
+    npw::writeTextAtomically(ws.toStdString(), damaged.dump());
+    QVERIFY(session.openWorkspace(ws));
+    QVERIFY(waitIdle(session));
+    QVERIFY2(window_->log()->toPlainText().contains(QStringLiteral("The workspace's Text part was not restored")),
+             qPrintable(window_->log()->toPlainText().right(400)));
+    QVERIFY(window_->log()->toPlainText().contains(QStringLiteral("text.tokens")));
+    QCOMPARE(page->request().prompts, request.prompts);
+    QVERIFY(session.hasModel());
     try {
         textRequestFromJson({{"tokens", -3}});
         QFAIL("expected an error");

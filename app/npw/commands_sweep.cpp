@@ -2,16 +2,14 @@
 #include "app/npw/commands.h"
 #include "core/eval/perplexity.h"
 #include "core/prune/calibration.h"
-#include "core/experiments/language_workbench.h"
 #include "core/experiments/dataset_inputs.h"
 #include "core/experiments/sweep.h"
+#include "core/experiments/sweep_request.h"
 #include "core/text/json_fields.h"
-#include "core/text/token_ids.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
 
 #include <cmath>
-#include <filesystem>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -31,41 +29,34 @@ int runSweepCommand(const Args& args) {
     LanguageModel lm = openLanguageModel(modelName, chooseRuntime(args.get("device"), args.get("dtype")), args.get("tokenizer"));
     if (args.has("csv")) checkOutputPath({lm.model->checkpoint().source}, args.get("csv"), "--csv");
 
-    SweepSpec spec;
-    spec.methods = args.getList("methods");
-    spec.ratios = args.getDoubleList("ratios");
-    spec.calibSamples = args.getIntList("nsamples");
-    spec.calibSeqlens = args.getIntList("seqlen");
-    if (args.has("lambda")) spec.lambdas = args.getDoubleList("lambda");  // absolute; else relative
-    spec.lambdaRel = args.getDouble("lambda-rel");
-    spec.seeds = static_cast<int>(args.getInt("seeds"));
-    spec.evalSeqlen = args.getInt("eval-seqlen");
-    spec.evalMaxWindows = args.getInt("max-windows");
-    spec.alphaMode = parseAlphaMode(args.get("alpha-mode"));
-    if (args.has("alpha")) spec.alpha = args.getDouble("alpha");
-    const std::string calib = args.get("calib");
-    if (parseTextDatasetRef(calib) && (args.flag("calib-ids") || args.flag("calib-per-line")))
-        throw Error("--calib " + calib + " is a data set (text): --calib-ids and --calib-per-line do not apply");
-    // The workbench's one calibration builder (its pool; the sweep draws each seed's windows).
-    setSweepCalibrationPool(spec, readCalibrationPool(lm, calib, args.flag("calib-ids"), args.flag("calib-per-line")));
-    if (args.has("zeroshot")) spec.zeroShotTasks = loadZeroShotTasks(args.get("zeroshot"), args.getInt("zeroshot-limit"));
-    spec.measureSpeed = args.flag("speed");
-    spec.speedPromptTokens = spec.speedDecodeTokens = args.getInt("speed-tokens");
-    for (const std::string& item : args.getList("eval")) {
-        if (const std::optional<TextDatasetRef> dataset = parseTextDatasetRef(item)) {
-            spec.evalSets.push_back(datasetEvalSet(*dataset, lm, spec.evalSeqlen));
-            continue;
-        }
-        const auto colon = item.find(':');
-        if (colon == std::string::npos || (item.substr(0, colon) != "text" && item.substr(0, colon) != "ids"))
-            throw Error("--eval: '" + item + "' must be text:FILE, ids:FILE or a data set (" + textDatasetSyntax() + ")");
-        SweepEvalSet set;
-        const std::string path = item.substr(colon + 1);
-        set.name = std::filesystem::path(path).stem().string();
-        set.isText = item.substr(0, colon) == "text";
-        set.ids = set.isText ? lm.encode(readTextFile(path), true) : readTokenIdFile(path, lm.model->config().vocab_size);
-        spec.evalSets.push_back(std::move(set));
+    // The flags as a request; core reads what it names, as for the studio's Sweep tab.
+    SweepRequest request;
+    request.methods = args.getList("methods");
+    request.ratios = args.getDoubleList("ratios");
+    request.calibSamples = args.getIntList("nsamples");
+    request.calibSeqlens = args.getIntList("seqlen");
+    if (args.has("lambda")) request.lambdas = args.getDoubleList("lambda");  // absolute; else relative
+    request.lambdaRel = args.getDouble("lambda-rel");
+    request.seeds = static_cast<int>(args.getInt("seeds"));
+    request.evalSeqlen = args.getInt("eval-seqlen");
+    request.evalMaxWindows = args.getInt("max-windows");
+    request.alphaMode = parseAlphaMode(args.get("alpha-mode"));
+    if (args.has("alpha")) request.alpha = args.getDouble("alpha");
+    request.calibration.source = args.get("calib");
+    request.calibration.sourceIsIds = args.flag("calib-ids");
+    request.calibration.perLine = args.flag("calib-per-line");
+    if (parseTextDatasetRef(request.calibration.source) && (request.calibration.sourceIsIds || request.calibration.perLine))
+        throw Error("--calib " + request.calibration.source +
+                    " is a data set (text): --calib-ids and --calib-per-line do not apply");
+    if (args.has("zeroshot")) {
+        request.zeroShotTask = args.get("zeroshot");
+        request.zeroShotLimit = args.getInt("zeroshot-limit");
     }
+    request.measureSpeed = args.flag("speed");
+    request.speedTokens = args.getInt("speed-tokens");
+    request.speedRepeats = SweepSpec{}.speedRepeats;
+    request.evalSources = args.getList("eval");
+    const SweepSpec spec = buildSweepSpec(lm, request);
 
     const bool json = args.flag("json");
     auto printRow = [&](const SweepRow& r) {

@@ -115,7 +115,7 @@ void DemoScript::onJobFinished(const QString&) {
     } else {
         if (step_ == 1) {
             SweepRequest request;
-            request.methods = {QStringLiteral("numerical"), QStringLiteral("flap"), QStringLiteral("wanda-sp")};
+            request.methods = {"numerical", "flap", "wanda-sp"};
             request.ratios = {0.1, 0.2, 0.3};
             request.seeds = 1;
             request.evalMaxWindows = 8;

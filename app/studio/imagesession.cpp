@@ -299,6 +299,14 @@ nlohmann::json ImageSession::workspaceState() const {
     return j;
 }
 
+void ImageSession::restoreWorkspaceText(const QByteArray& state) {
+    try {
+        restoreWorkspaceState(npw::json_fields::parseJsonLimited(state.toStdString(), "the workspace's Images part"));
+    } catch (const std::exception& e) {
+        emit logMessage(tr("The workspace's Images part was not restored: %1").arg(QString::fromUtf8(e.what())));
+    }
+}
+
 bool ImageSession::restoreWorkspaceState(const nlohmann::json& state) {
     if (!state.is_object()) throw npw::Error("workspace 'images': expected an object");
     const QString model = qs(imageField<std::string>(state, "model"));

@@ -77,6 +77,9 @@ public:
     // (requestsRestored) and regenerates the comparison when there was one. npw::Error naming
     // the field when the state is malformed; false when another job runs.
     bool restoreWorkspaceState(const nlohmann::json& state);
+    // The same from the JSON text StudioSession::imageWorkspaceRestored hands over; a part that
+    // cannot be restored is logged (logMessage), never thrown into the event loop.
+    void restoreWorkspaceText(const QByteArray& state);
     const std::optional<ImageCompareRequest>& lastCompareRequest() const { return lastCompare_; }
     const std::optional<ImageSweepRequest>& lastSweepRequest() const { return lastSweep_; }
 

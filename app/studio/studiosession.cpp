@@ -1,49 +1,17 @@
 #include "app/studio/studiosession.h"
 
-#include "app/studio/workspacefile.h"
-#include "core/eval/perplexity.h"
-#include "core/experiments/dataset_inputs.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
 
 #include <QFileInfo>
 #include <QFutureWatcher>
-#include <QPointer>
 #include <QtConcurrent/QtConcurrentRun>
-#include <algorithm>
-#include <cmath>
-#include <limits>
 
 namespace {
 
 QString qs(const std::string& s) { return QString::fromStdString(s); }
 
-QString unitNameFor(const npw::LlamaConfig& config, npw::AttentionUnitKind kind) {
-    for (int64_t l = 0; l < config.num_layers; ++l)
-        if (config.num_kv_heads[l] > 0 && config.num_kv_heads[l] != config.num_heads[l])
-            return kind == npw::AttentionUnitKind::KvGroup ? QStringLiteral("KV group") : QStringLiteral("query slot");
-    return QStringLiteral("head");
-}
-
-// The Run settings' calibration as the workbench takes it (empty source: the demo corpus).
-npw::CalibrationRequest calibrationRequest(const studio::CalibrationSettings& settings) {
-    npw::CalibrationRequest request;
-    request.source = settings.source.empty() ? studio::defaultCalibrationSource() : settings.source;
-    request.sourceIsIds = settings.sourceIsIds;
-    request.samples = settings.samples;
-    request.seqlen = settings.seqlen;
-    request.seed = settings.seed;
-    return request;
-}
-
 } // namespace
-
-struct StudioSession::Restored {
-    studio::WorkspaceFile file;
-    npw::LanguageModel model;
-    npw::LanguagePruningWorkbench::Calibration calibration;
-    std::vector<npw::ScoreSet> scoreSets;
-};
 
 StudioSession::StudioSession(QObject* parent) : QObject(parent) {
     qRegisterMetaType<SelectionView>();
@@ -136,18 +104,9 @@ bool StudioSession::recompute() {
 }
 
 bool StudioSession::runScoringFor(std::vector<npw::PruneSettings> list, const QString& keepCurrent) {
-    struct Result {
-        npw::LanguagePruningWorkbench::Calibration calibration;
-        bool recalibrated = false;
-        std::vector<npw::ScoreSet> scores;
-    };
     QStringList names;
     for (npw::PruneSettings& prune : list) {
-        prune.ratio = knobs_.rho;
-        prune.lambda = std::numeric_limits<double>::quiet_NaN();  // relative: the knob is λ_rel
-        prune.lambdaRel = knobs_.lambda;
-        prune.alpha = knobs_.alpha;
-        prune.alphaMode = knobs_.mode;
+        prune = npw::settingsAtKnobs(prune, knobs_);
         names << qs(npw::scoreSetName(prune));
     }
     const bool stale = calibrationStale();
@@ -155,44 +114,23 @@ bool StudioSession::runScoringFor(std::vector<npw::PruneSettings> list, const QS
     const npw::LanguageModel lm = workbench_.model();
     const auto current = stale ? npw::LanguagePruningWorkbench::Calibration{} : workbench_.calibration();
     const QString method = names.join(QStringLiteral(", "));
-    return jobs_.start<Result>(
+    return jobs_.start<npw::ScoringResult>(
         stale ? tr("Calibrate and score %1").arg(method) : tr("Score %1").arg(method),
         [=](const npw::ProgressFn& progress) {
-            Result r;
-            r.calibration = current;
-            if (!r.calibration.stats) {
-                // Smaller batches than core's default: a Cancel then waits for at most ~2k tokens.
-                npw::CalibrationOptions options;
-                options.batchTokens = 2048;
-                r.calibration =
-                    npw::LanguagePruningWorkbench::calibrate(lm, calibrationRequest(calibration), progress, options);
-                r.recalibrated = true;
-            }
-            for (const npw::PruneSettings& prune : list)
-                r.scores.push_back(npw::LanguagePruningWorkbench::score(lm, *r.calibration.stats, prune, progress));
-            return r;
+            // Smaller batches than core's default: a Cancel then waits for at most ~2k tokens.
+            npw::CalibrationOptions options;
+            options.batchTokens = 2048;
+            return npw::calibrateAndScore(lm, current, calibration, list, progress, options);
         },
-        [this, calibration, keepCurrent](Result r) {
+        [this, calibration, keepCurrent](npw::ScoringResult r) {
             if (r.recalibrated) {
-                const npw::CalibrationSummary summary = r.calibration.summary;
-                const std::string note = r.calibration.note;
+                const std::string line = npw::calibrationLine(r.calibration.summary, r.calibration.note);
                 workbench_.setCalibration(std::move(r.calibration));  // scores of other statistics go
                 statsCalibration_ = calibration;
-                emit logMessage(tr("Calibrated on %1 windows of %2 tokens of %3%4.")
-                                    .arg(summary.samples)
-                                    .arg(summary.seqlen)
-                                    .arg(QFileInfo(qs(summary.source)).fileName())
-                                    .arg(note.empty() ? QString() : tr(" (%1)").arg(qs(note))));
+                emit logMessage(qs(line));
             }
             for (npw::ScoreSet& set : r.scores) {
-                if (set.settings.boxConstrained)
-                    emit logMessage(tr("Box-constrained z solved at ρ = %1, λ = %2 (λ_rel / median c): %3 channels "
-                                       "at 0, %4 at 1, KKT residual %5.")
-                                        .arg(set.settings.ratio)
-                                        .arg(set.settings.lambda, 0, 'g', 3)
-                                        .arg(set.boxAtZero)
-                                        .arg(set.boxAtOne)
-                                        .arg(set.boxKktViolation, 0, 'g', 2));
+                if (set.settings.boxConstrained) emit logMessage(qs(npw::boxSolveLine(set)));
                 addScores(std::move(set));
             }
             if (!keepCurrent.isEmpty() && workbench_.hasScores(keepCurrent.toStdString()) && current_ != keepCurrent) {
@@ -204,36 +142,7 @@ bool StudioSession::runScoringFor(std::vector<npw::PruneSettings> list, const QS
 }
 
 QString StudioSession::recomputeReason() const {
-    if (!hasModel() || workbench_.scoreSetNames().empty()) return QString();
-    if (workbench_.isCalibrated() && statsCalibration_ && *statsCalibration_ != settings_.calibration) {
-        const studio::CalibrationSettings& was = *statsCalibration_;
-        const studio::CalibrationSettings& now = settings_.calibration;
-        return tr("The scores shown come from %1 windows × %2 tokens (seed %3)%4; the Run settings now ask for "
-                  "%5 × %6 (seed %7)%8. A new calibration and new solves are needed.")
-            .arg(was.samples)
-            .arg(was.seqlen)
-            .arg(was.seed)
-            .arg(was.source.empty() ? QString() : tr(" of %1").arg(QFileInfo(qs(was.source)).fileName()))
-            .arg(now.samples)
-            .arg(now.seqlen)
-            .arg(now.seed)
-            .arg(now.source.empty() ? QString() : tr(" of %1").arg(QFileInfo(qs(now.source)).fileName()));
-    }
-    const auto computed = workbench_.computedScores(current_.toStdString());
-    if (computed && computed->settings.boxConstrained) {
-        const npw::PruneSettings& s = computed->settings;
-        const bool sameLambda = std::isfinite(computed->medianC) && computed->medianC > 0
-                                    ? s.lambda == knobs_.lambda / computed->medianC
-                                    : true;
-        if (s.ratio != knobs_.rho || !sameLambda)
-            return tr("The box-constrained z was solved at ρ = %1, λ_rel = %2; the mask re-ranks that z at ρ = %3, "
-                      "λ_rel = %4. The bounded optimum there needs a new solve.")
-                .arg(s.ratio)
-                .arg(s.lambda * computed->medianC, 0, 'g', 3)
-                .arg(knobs_.rho)
-                .arg(knobs_.lambda, 0, 'g', 3);
-    }
-    return QString();
+    return qs(npw::recomputeReason(workbench_, current_.toStdString(), statsCalibration_, settings_.calibration, knobs_));
 }
 
 void StudioSession::addScores(npw::ScoreSet scores) {
@@ -281,7 +190,7 @@ void StudioSession::reselectOrThrow() {
     v.kept = selected.kept;
     v.achievedRatio = selected.achievedRatio;
     v.achievedRatioModel = selected.achievedRatioModel;
-    v.unitName = unitNameFor(scores.config, scores.settings.attentionUnit);
+    v.unitName = qs(npw::attentionUnitLabel(scores.config, scores.settings.attentionUnit));
     selected_ = std::move(selected);
     view_ = v;
     emit selectionChanged(*view_);
@@ -316,55 +225,22 @@ void StudioSession::startLayerReports() {
     }));
 }
 
-bool StudioSession::runSweep(const SweepRequest& request) {
+bool StudioSession::runSweep(const SweepRequest& asked) {
     if (!hasModel()) return false;
+    // The Run settings' calibration, the Selection's λ_rel and α; the demo's held-out text
+    // when the request names none.
+    SweepRequest request = asked;
+    request.calibration = npw::calibrationRequest(settings_.calibration);
+    request.lambdaRel = knobs_.lambda;
+    request.alphaMode = knobs_.mode;
+    request.alpha = knobs_.alpha;
+    if (request.evalSources.empty()) request.evalSources = {"text:" + studio::defaultEvaluationSource()};
     const npw::LanguageModel lm = workbench_.model();
-    const studio::CalibrationSettings calibration = settings_.calibration;
-    const studio::SelectionKnobs knobs = knobs_;
     const bool started = jobs_.startWithPartials<int, npw::SweepRow>(
         tr("Sweep"),
-        [=](const npw::ProgressFn& progress, const PartialResults<npw::SweepRow>& rowsSoFar) {
-            npw::SweepSpec spec;
-            for (const QString& m : request.methods) spec.methods.push_back(m.toStdString());
-            spec.ratios = request.ratios;
-            spec.calibSamples = request.calibSamples.empty() ? std::vector<int64_t>{calibration.samples}
-                                                             : request.calibSamples;
-            spec.calibSeqlens.clear();
-            // Capped at the model's context by the workbench's rule (the rows record the length used).
-            spec.calibSeqlens = request.calibSeqlens.empty() ? std::vector<int64_t>{calibration.seqlen} : request.calibSeqlens;
-            // The sweep page's λ list is absolute (an ablation axis); without one, the knob's λ_rel.
-            spec.lambdas = request.lambdas.empty() ? std::vector<double>{std::numeric_limits<double>::quiet_NaN()}
-                                                   : request.lambdas;
-            spec.lambdaRel = knobs.lambda;
-            spec.seeds = request.seeds;
-            const npw::CalibrationRequest source = calibrationRequest(calibration);
-            npw::setSweepCalibrationPool(spec, npw::readCalibrationPool(lm, source.source, source.sourceIsIds, false));
-            const std::vector<std::string> evalPaths = request.evalSources.empty()
-                                                           ? std::vector<std::string>{studio::defaultEvaluationSource()}
-                                                           : request.evalSources;
-            for (const std::string& evalPath : evalPaths) {
-                if (const auto dataset = npw::parseTextDatasetRef(evalPath)) {
-                    spec.evalSets.push_back(npw::datasetEvalSet(*dataset, lm, request.evalSeqlen));
-                    continue;
-                }
-                npw::SweepEvalSet eval;
-                eval.name = QFileInfo(qs(evalPath)).completeBaseName().toStdString();
-                eval.isText = true;
-                eval.ids = lm.encode(npw::readTextFile(evalPath), true);
-                spec.evalSets.push_back(std::move(eval));
-            }
-            if (!request.zeroShotTask.empty())
-                spec.zeroShotTasks = npw::loadZeroShotTasks(request.zeroShotTask, request.zeroShotLimit);
-            spec.measureSpeed = request.measureSpeed;
-            spec.speedPromptTokens = spec.speedDecodeTokens = request.speedTokens;
-            spec.speedRepeats = request.speedRepeats;
-            spec.evalSeqlen = request.evalSeqlen;
-            spec.evalMaxWindows = request.evalMaxWindows;
-            spec.alphaMode = knobs.mode;
-            spec.alpha = knobs.alpha;
+        [lm, request](const npw::ProgressFn& progress, const PartialResults<npw::SweepRow>& rowsSoFar) {
             // Each row as it is ready: the plot grows while the sweep runs.
-            const auto rows = npw::runSweep(lm, spec, rowsSoFar.callback(), progress);
-            return static_cast<int>(rows.size());
+            return static_cast<int>(npw::runSweep(lm, npw::buildSweepSpec(lm, request), rowsSoFar.callback(), progress).size());
         },
         [this](npw::SweepRow row) { addSweepRow(std::move(row)); },
         [this](int rows) { emit logMessage(tr("Sweep: %1 rows.").arg(rows)); });
@@ -376,28 +252,8 @@ bool StudioSession::runSweep(const SweepRequest& request) {
 }
 
 void StudioSession::addSweepRow(npw::SweepRow row) {
-    sweepRows_.push_back(row);
-    if (row.isSpeedRow())
-        emit logMessage(tr("%1 at ρ = %2: decode %3 tokens/s, prefill %4 tokens/s, weights %5 MiB, KV cache %6 MiB")
-                            .arg(qs(row.method))
-                            .arg(row.ratio)
-                            .arg(row.decodeTokensPerSecond, 0, 'f', 0)
-                            .arg(row.prefillTokensPerSecond, 0, 'f', 0)
-                            .arg(row.weightsMiB, 0, 'f', 2)
-                            .arg(row.kvCacheMiB, 0, 'f', 3));
-    else if (std::isfinite(row.acc))
-        emit logMessage(tr("%1 at ρ = %2: %3 accuracy %4 (%5 items)")
-                            .arg(qs(row.method))
-                            .arg(row.ratio)
-                            .arg(qs(row.evalSet))
-                            .arg(row.acc, 0, 'f', 3)
-                            .arg(row.evalTokens));
-    else
-        emit logMessage(tr("%1 at ρ = %2: %3% of attention + MLP removed, perplexity %4")
-                            .arg(qs(row.method))
-                            .arg(row.ratio)
-                            .arg(100 * row.achievedRatio, 0, 'f', 1)
-                            .arg(row.ppl, 0, 'f', 2));
+    sweepRows_.push_back(std::move(row));
+    emit logMessage(qs(npw::sweepRowSummary(sweepRows_.back())));
     emit sweepRowAvailable(sweepRows_.back());
 }
 
@@ -436,58 +292,36 @@ void StudioSession::exportSweepCsv(const QString& path) const {
 void StudioSession::saveWorkspace(const QString& path, const nlohmann::json& images, const std::string& imageSource,
                                   const nlohmann::json& text) const {
     if (!hasModel() && images.is_null()) throw npw::Error("no model is open: nothing to save");
-    // Both files are checked before either is written: a refused path leaves nothing behind.
-    std::vector<std::string> sources;
+    std::vector<std::string> sources;  // never written over
     if (hasModel()) sources.push_back(workbench_.model().model->checkpoint().source);
     if (!imageSource.empty()) sources.push_back(imageSource);
-    if (!sources.empty()) {
-        npw::checkOutputPath(sources, path.toStdString(), "the workspace");
-        npw::checkOutputPath(sources, studio::workspaceStatsPath(path.toStdString()), "the workspace's statistics");
-    }
-    studio::WorkspaceFile w;
+    npw::WorkspaceFile w;
     w.images = images;
     w.text = text;
-    if (!hasModel()) {
-        studio::writeWorkspace(path.toStdString(), w, nullptr);
-        return;
+    if (hasModel()) {
+        w.model = modelRef_.toStdString();
+        w.device = device_.toStdString();
+        w.calibration = statsCalibration_ ? *statsCalibration_ : settings_.calibration;
+        w.prune = settings_.prune;
+        w.knobs = knobs_;
+        for (const std::string& m : workbench_.scoreSetNames()) w.scored.push_back(workbench_.computedScores(m)->settings);
+        w.currentMethod = current_.toStdString();
+        if (workbench_.isCalibrated()) w.statsCalibration = workbench_.calibration().summary;
+        if (view_) w.mask = npw::maskToJson(view_->selection.mask);
+        w.sweepRows = sweepRows_;
     }
-    w.model = modelRef_.toStdString();
-    w.device = device_.toStdString();
-    w.calibration = statsCalibration_ ? *statsCalibration_ : settings_.calibration;
-    w.prune = settings_.prune;
-    w.knobs = knobs_;
-    for (const std::string& m : workbench_.scoreSetNames()) w.scored.push_back(workbench_.computedScores(m)->settings);
-    w.currentMethod = current_.toStdString();
-    if (workbench_.isCalibrated()) w.statsCalibration = workbench_.calibration().summary;
-    if (view_) w.mask = studio::maskToJson(view_->selection.mask);
-    w.sweepRows = sweepRows_;
-    studio::writeWorkspace(path.toStdString(), w, workbench_.calibration().stats.get());
+    npw::writeWorkspace(path.toStdString(), w, workbench_.calibration().stats.get(), sources);
 }
 
 bool StudioSession::openWorkspace(const QString& path) {
     const std::string file = path.toStdString();
-    return jobs_.start<Restored>(
+    return jobs_.start<npw::LoadedWorkspace>(
         tr("Open workspace %1").arg(QFileInfo(path).fileName()),
-        [file](const npw::ProgressFn& progress) {
-            Restored r;
-            r.file = studio::readWorkspace(file);
-            if (r.file.model.empty()) return r;  // only the Images tab's part
-            r.model = npw::openLanguageModel(r.file.model, npw::chooseRuntime(r.file.device));
-            if (r.file.statsCalibration) {
-                std::map<std::string, std::string> metadata;
-                r.calibration.stats = std::make_shared<const npw::ModelStats>(
-                    npw::loadModelStats(studio::workspaceStatsPath(file), r.model.model->config().num_layers, &metadata));
-                r.calibration.summary = *r.file.statsCalibration;
-                // The scores are recomputed from the statistics (deterministic), not stored.
-                for (const npw::PruneSettings& s : r.file.scored)
-                    r.scoreSets.push_back(npw::LanguagePruningWorkbench::score(r.model, *r.calibration.stats, s, progress));
-            }
-            return r;
-        },
-        [this](Restored r) { applyRestored(std::move(r)); });
+        [file](const npw::ProgressFn& progress) { return npw::loadWorkspace(file, progress); },
+        [this](npw::LoadedWorkspace r) { applyRestored(std::move(r)); });
 }
 
-void StudioSession::applyRestored(Restored r) {
+void StudioSession::applyRestored(npw::LoadedWorkspace r) {
     // The Images tab's part first: its model opens as the next job, after this one.
     if (!r.file.images.is_null()) emit imageWorkspaceRestored(QByteArray::fromStdString(r.file.images.dump()));
     if (!r.file.text.is_null()) emit textWorkspaceRestored(QByteArray::fromStdString(r.file.text.dump()));
@@ -514,11 +348,9 @@ void StudioSession::applyRestored(Restored r) {
         // does not fit this model (an edited file, another checkpoint at that path) is reported,
         // not thrown, so the reopened session stays usable.
         try {
-            const npw::Mask saved = studio::maskFromJson(r.file.mask, view_->selection.mask);
-            const bool same = saved.keepHeads == view_->selection.mask.keepHeads &&
-                              saved.keepChannels == view_->selection.mask.keepChannels;
-            emit logMessage(same ? tr("Workspace reopened: the selection matches the saved mask.")
-                                 : tr("Workspace reopened, but the recomputed selection differs from the saved mask."));
+            emit logMessage(npw::savedMaskMatches(r.file.mask, view_->selection.mask)
+                                ? tr("Workspace reopened: the selection matches the saved mask.")
+                                : tr("Workspace reopened, but the recomputed selection differs from the saved mask."));
         } catch (const npw::Error& e) {
             emit logMessage(tr("Workspace reopened, but its saved mask does not fit %1: %2")
                                 .arg(modelRef_, QString::fromUtf8(e.what())));

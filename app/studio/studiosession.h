@@ -1,8 +1,11 @@
 #pragma once
-// The window's logic without widgets: one open model, its calibration statistics, the score
-// sets computed so far (one per method, side by side), the selection knobs and what they
-// select, sweep results; long work on a JobRunner. Every number comes from core; this class
-// only decides what to compute when and hands views their data by value (SelectionView).
+// The Qt adapter of core's language workbench: one open model, its calibration statistics, the
+// score sets computed so far (one per method, side by side), the selection knobs and what they
+// select, sweep results; long work on a JobRunner, results as signals. Every number and every
+// decision that needs no Qt is core's (LanguagePruningWorkbench, run_settings.h: the settings
+// at the knobs and the recompute reason; sweep_request.h: a sweep's spec; workspace.h: the
+// workspace file and its reopening); this class holds the state, starts the jobs, adopts their
+// results on the GUI thread and hands views their data by value (SelectionView).
 // The window wires widgets to it; the tests drive it directly.
 #include "app/studio/jobrunner.h"
 #include "app/studio/runsettings.h"
@@ -11,6 +14,8 @@
 #include "core/prune/score_view.h"
 #include "core/experiments/language_workbench.h"
 #include "core/experiments/sweep.h"
+#include "core/experiments/sweep_request.h"
+#include "core/experiments/workspace.h"
 
 #include <QByteArray>
 #include <QMap>
@@ -33,28 +38,9 @@ struct SelectionView {
 };
 Q_DECLARE_METATYPE(SelectionView)
 
-// What a sweep in the window runs: core's SweepSpec less the streams, which the job reads.
-struct SweepRequest {
-    QStringList methods{"numerical", "flap", "wanda-sp"};
-    std::vector<double> ratios{0.1, 0.2, 0.3};
-    int seeds = 1;
-    int64_t evalMaxWindows = 8;
-    int64_t evalSeqlen = 128;
-    // Held-out texts, one perplexity curve per method and text; empty: the demo's New Testament.
-    std::vector<std::string> evalSources;
-    // The engine's ablation axes; empty: the Run settings' samples and sequence length, the
-    // Selection's λ. Every combination is calibrated (or scored) once.
-    std::vector<int64_t> calibSamples, calibSeqlens;
-    std::vector<double> lambdas;
-    // Zero-shot accuracy beside perplexity: a task as `npw zeroshot --task` takes it (NAME:FILE;
-    // empty: none) and how many of its items to score (0 = all).
-    std::string zeroShotTask;
-    int64_t zeroShotLimit = 200;
-    // Memory and generation speed of every model (Figure 5): prompt tokens, as many decoded.
-    bool measureSpeed = false;
-    int64_t speedTokens = 64;
-    int speedRepeats = 5;  // the best of: short runs beside a redrawing GUI are noisy
-};
+// What a sweep in the window runs (core's; the session fills in the Run settings' calibration,
+// the Selection's λ_rel and α, and the demo's New Testament when it names no evaluation set).
+using SweepRequest = npw::SweepRequest;
 
 class StudioSession : public QObject {
     Q_OBJECT
@@ -135,14 +121,13 @@ signals:
     void textWorkspaceRestored(const QByteArray& state);
 
 private:
-    struct Restored;  // what openWorkspace's job hands back
     void resetModelState();
     bool runScoringFor(std::vector<npw::PruneSettings> list, const QString& keepCurrent);
     void addScores(npw::ScoreSet scores);
     void reselect();
     void reselectOrThrow();
     void startLayerReports();
-    void applyRestored(Restored restored);
+    void applyRestored(npw::LoadedWorkspace restored);
     void addSweepRow(npw::SweepRow row);  // a row from the sweep's partial-result channel
 
     JobRunner jobs_;

@@ -243,21 +243,9 @@ void StudioWindow::connectSession() {
     imageSession_->setDevice(device_->currentText());
     connect(device_, &QComboBox::currentTextChanged, imageSession_, &ImageSession::setDevice);
     connect(tabs_, &QTabWidget::currentChanged, this, &StudioWindow::showArchitecture);
-    connect(&session_, &StudioSession::imageWorkspaceRestored, this, [this](const QByteArray& state) {
-        try {
-            imageSession_->restoreWorkspaceState(npw::json_fields::parseJsonLimited(state.toStdString(), "the workspace's Images part"));
-        } catch (const std::exception& e) {
-            appendLog(tr("The workspace's Images part was not restored: %1").arg(QString::fromUtf8(e.what())));
-        }
-    });
-    connect(&session_, &StudioSession::textWorkspaceRestored, this, [this](const QByteArray& state) {
-        try {
-            textPage_->setRequest(textRequestFromJson(
-                npw::json_fields::parseJsonLimited(state.toStdString(), "the workspace's Text part")));
-        } catch (const std::exception& e) {
-            appendLog(tr("The workspace's Text part was not restored: %1").arg(QString::fromUtf8(e.what())));
-        }
-    });
+    // The tabs restore their own parts of a reopened workspace.
+    connect(&session_, &StudioSession::imageWorkspaceRestored, imageSession_, &ImageSession::restoreWorkspaceText);
+    connect(textSession_, &TextSession::logMessage, this, &StudioWindow::appendLog);
     connect(&session_, &StudioSession::modelChanged, this, &StudioWindow::onModelChanged);
     connect(&session_, &StudioSession::scoresChanged, this, &StudioWindow::updateRunState);
     connect(&session_, &StudioSession::settingsChanged, this, [this] {
@@ -421,13 +409,8 @@ void StudioWindow::restoreSettings() {
     if (device_->findText(device) >= 0) device_->setCurrentText(device);
     try {
         const std::string runJson = s.value(QStringLiteral("run/settings")).toString().toStdString();
-        if (!runJson.empty()) {
-            const auto j = npw::json_fields::parseJsonLimited(runJson, "the saved run settings");
-            studio::RunSettings run;
-            run.calibration = studio::calibrationFromJson(j.at("calibration"));
-            run.prune = studio::pruneSettingsFromJson(j.at("prune"));
-            session_.setSettings(run);
-        }
+        if (!runJson.empty())
+            session_.setSettings(studio::runSettingsFromJson(npw::json_fields::parseJsonLimited(runJson, "the saved run settings")));
     } catch (const std::exception& e) {
         appendLog(tr("Stored run settings ignored: %1").arg(e.what()));
     }
@@ -441,9 +424,7 @@ void StudioWindow::saveSettings() const {
     s.setValue(QStringLiteral("window/state"), saveState());
     s.setValue(QStringLiteral("view/dark"), darkAction_->isChecked());
     s.setValue(QStringLiteral("device"), device_->currentText());
-    const studio::RunSettings run = session_.settings();
-    const nlohmann::json j = {{"calibration", studio::toJson(run.calibration)}, {"prune", studio::toJson(run.prune)}};
-    s.setValue(QStringLiteral("run/settings"), QString::fromStdString(j.dump()));
+    s.setValue(QStringLiteral("run/settings"), QString::fromStdString(studio::toJson(session_.settings()).dump()));
     sweepPage_->saveSettings(s);
 }
 
@@ -483,7 +464,7 @@ void StudioWindow::chooseWorkspaceToSave() {
 void StudioWindow::saveWorkspace(const QString& path) {
     session_.saveWorkspace(path, imageSession_->workspaceState(),
                            imageSession_->hasModel() ? imageSession_->workbench()->dense().checkpoint().source : std::string(),
-                           textRequestJson(textPage_->request()));
+                           textPage_->workspaceState());
 }
 
 void StudioWindow::chooseExportDir() {

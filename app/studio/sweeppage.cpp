@@ -244,7 +244,8 @@ bool SweepPage::exportPlot(const QString& path) {
 SweepRequest SweepPage::sweepRequest() const {
     SweepRequest r;
     r.methods.clear();
-    for (const QString& m : methods_->text().split(QLatin1Char(','), Qt::SkipEmptyParts)) r.methods << m.trimmed();
+    for (const QString& m : methods_->text().split(QLatin1Char(','), Qt::SkipEmptyParts))
+        r.methods.push_back(m.trimmed().toStdString());
     r.ratios = parseNumbers(ratios_->text());
     r.seeds = seeds_->value();
     r.evalMaxWindows = windows_->value();
@@ -253,13 +254,16 @@ SweepRequest SweepPage::sweepRequest() const {
     r.lambdas = parseNumbers(lambdas_->text());
     if (zeroShot_->isChecked()) r.zeroShotTask = studio::defaultZeroShotTask();
     r.measureSpeed = speed_->isChecked();
-    for (const QString& path : evalTexts_->text().split(QLatin1Char(','), Qt::SkipEmptyParts))
-        r.evalSources.push_back(path.trimmed().toStdString());
+    // The field lists texts by path (and data sets, ids:FILE as the CLI takes them).
+    for (const QString& item : evalTexts_->text().split(QLatin1Char(','), Qt::SkipEmptyParts))
+        r.evalSources.push_back(npw::evalSourceOfPath(item.trimmed().toStdString()));
     return r;
 }
 
 void SweepPage::setSweepRequest(const SweepRequest& r) {
-    methods_->setText(r.methods.join(QLatin1Char(',')));
+    QStringList methods;
+    for (const std::string& m : r.methods) methods << QString::fromStdString(m);
+    methods_->setText(methods.join(QLatin1Char(',')));
     QStringList ratios;
     for (double x : r.ratios) ratios << QString::number(x);
     ratios_->setText(ratios.join(QLatin1Char(',')));
@@ -276,13 +280,17 @@ void SweepPage::setSweepRequest(const SweepRequest& r) {
     zeroShot_->setChecked(!r.zeroShotTask.empty());
     speed_->setChecked(r.measureSpeed);
     QStringList texts;
-    for (const std::string& path : r.evalSources) texts << QString::fromStdString(path);
+    for (const std::string& source : r.evalSources)
+        texts << QString::fromStdString(source.rfind("text:", 0) == 0 ? source.substr(5) : source);
     evalTexts_->setText(texts.join(QLatin1Char(',')));
 }
 
 void SweepPage::restoreSettings(const QSettings& s) {
     SweepRequest sweep = sweepRequest();
-    sweep.methods = s.value(QStringLiteral("sweep/methods"), sweep.methods).toStringList();
+    QStringList methods;
+    for (const std::string& m : sweep.methods) methods << QString::fromStdString(m);
+    sweep.methods.clear();
+    for (const QString& m : s.value(QStringLiteral("sweep/methods"), methods).toStringList()) sweep.methods.push_back(m.toStdString());
     const QString ratios = s.value(QStringLiteral("sweep/ratios")).toString();
     if (!ratios.isEmpty()) sweep.ratios = parseNumbers(ratios);
     sweep.seeds = s.value(QStringLiteral("sweep/seeds"), sweep.seeds).toInt();
@@ -292,7 +300,9 @@ void SweepPage::restoreSettings(const QSettings& s) {
 
 void SweepPage::saveSettings(QSettings& s) const {
     const SweepRequest sweep = sweepRequest();
-    s.setValue(QStringLiteral("sweep/methods"), sweep.methods);
+    QStringList methods;
+    for (const std::string& m : sweep.methods) methods << QString::fromStdString(m);
+    s.setValue(QStringLiteral("sweep/methods"), methods);
     s.setValue(QStringLiteral("sweep/ratios"), ratios_->text());
     s.setValue(QStringLiteral("sweep/seeds"), sweep.seeds);
     s.setValue(QStringLiteral("sweep/windows"), qlonglong(sweep.evalMaxWindows));

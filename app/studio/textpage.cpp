@@ -91,6 +91,7 @@ TextPage::TextPage(TextSession* session, QWidget* parent) : QWidget(parent), ses
                                                           tr("HTML (*.html);;Plain text (*.txt)"));
         if (!path.isEmpty()) save(path);
     });
+    connect(session_, &TextSession::requestRestored, this, &TextPage::setRequest);
     connect(session_, &TextSession::stepAvailable, this, &TextPage::redraw);
     connect(session_, &TextSession::comparisonChanged, this, [this] {
         save_->setEnabled(session_->hasResult());

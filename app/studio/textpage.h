@@ -24,6 +24,8 @@ public:
     QTextBrowser* view() const { return view_; }
     TextRequest request() const;
     void setRequest(const TextRequest& request);
+    // The workspace file's "text" part: the request on the page (textRequestJson).
+    nlohmann::json workspaceState() const { return textRequestJson(request()); }
     bool generate() { return session_->run(request()); }
     bool save(const QString& path);
     void setBusy(bool busy);

@@ -3,6 +3,7 @@
 #include "core/prune/apply.h"
 #include "core/prune/settings.h"
 #include "core/util/atomic_file.h"
+#include "core/text/json_fields.h"
 #include "core/util/error.h"
 
 #include <QFileInfo>
@@ -81,6 +82,15 @@ TextSession::TextSession(StudioSession* session, QObject* parent) : QObject(pare
         if (!results_.empty() && request_.currentMask && !stale_) {
             stale_ = true;
             emit staleChanged(true);
+        }
+    });
+    // A reopened workspace's Text part: the page shows its prompts and sampling again.
+    connect(session_, &StudioSession::textWorkspaceRestored, this, [this](const QByteArray& state) {
+        try {
+            emit requestRestored(textRequestFromJson(
+                npw::json_fields::parseJsonLimited(state.toStdString(), "the workspace's Text part")));
+        } catch (const std::exception& e) {
+            emit logMessage(tr("The workspace's Text part was not restored: %1").arg(QString::fromUtf8(e.what())));
         }
     });
 }

@@ -57,6 +57,9 @@ signals:
     void stepAvailable(const TextStep& step);
     void comparisonChanged();
     void staleChanged(bool stale);
+    // A reopened workspace's Text part (StudioSession::textWorkspaceRestored), parsed.
+    void requestRestored(const TextRequest& request);
+    void logMessage(const QString& text);  // e.g. a Text part that could not be restored
 
 private:
     void onStep(TextStep step);

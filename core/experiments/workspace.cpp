@@ -1,4 +1,4 @@
-#include "app/studio/workspacefile.h"
+#include "core/experiments/workspace.h"
 
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
@@ -6,8 +6,10 @@
 
 #include <cmath>
 #include <filesystem>
+#include <map>
+#include <memory>
 
-namespace studio {
+namespace npw {
 
 namespace {
 
@@ -27,14 +29,14 @@ nlohmann::json prunedIndices(const std::vector<std::vector<bool>>& keep) {
 std::vector<std::vector<bool>> keepFromIndices(const nlohmann::json& j, const std::vector<std::vector<bool>>& shape,
                                                const char* what) {
     if (!j.is_array() || j.size() != shape.size())
-        throw npw::Error(std::string("workspace mask '") + what + "': expected " + std::to_string(shape.size()) +
+        throw Error(std::string("workspace mask '") + what + "': expected " + std::to_string(shape.size()) +
                          " layers, got " + (j.is_array() ? std::to_string(j.size()) : "no list"));
     std::vector<std::vector<bool>> keep = shape;
     for (size_t l = 0; l < shape.size(); ++l)
         for (const auto& index : j[l]) {
             const auto i = index.get<size_t>();
             if (i >= keep[l].size())
-                throw npw::Error(std::string("workspace mask '") + what + "': layer " + std::to_string(l) +
+                throw Error(std::string("workspace mask '") + what + "': layer " + std::to_string(l) +
                                  " has no unit " + std::to_string(i));
             keep[l][i] = false;
         }
@@ -43,20 +45,20 @@ std::vector<std::vector<bool>> keepFromIndices(const nlohmann::json& j, const st
 
 // The mask's shape before any model is open: two lists of per-layer lists of unit indices.
 void checkMaskTypes(const nlohmann::json& mask) {
-    if (!mask.is_object()) throw npw::Error("field 'mask' must be an object");
+    if (!mask.is_object()) throw Error("field 'mask' must be an object");
     for (const char* field : {"pruned_units", "pruned_channels"}) {
         const auto it = mask.find(field);
         if (it == mask.end() || !it->is_array())
-            throw npw::Error(std::string("field 'mask.") + field + "' must be a list of per-layer lists");
+            throw Error(std::string("field 'mask.") + field + "' must be a list of per-layer lists");
         for (size_t l = 0; l < it->size(); ++l) {
             const nlohmann::json& layer = (*it)[l];
             if (!layer.is_array())
-                throw npw::Error(std::string("field 'mask.") + field + "[" + std::to_string(l) + "]' must be a list");
+                throw Error(std::string("field 'mask.") + field + "[" + std::to_string(l) + "]' must be a list");
             for (const auto& index : layer)
                 if (!index.is_number_unsigned())
-                    throw npw::Error(std::string("field 'mask.") + field + "[" + std::to_string(l) +
+                    throw Error(std::string("field 'mask.") + field + "[" + std::to_string(l) +
                                      "]' must hold unit indices (integers >= 0), got " +
-                                     npw::json_fields::preview(index));
+                                     json_fields::preview(index));
         }
     }
 }
@@ -69,18 +71,33 @@ std::string workspaceStatsPath(const std::string& workspacePath) {
     return path.string() + ".stats.safetensors";
 }
 
-nlohmann::json maskToJson(const npw::Mask& mask) {
+nlohmann::json maskToJson(const Mask& mask) {
     return {{"pruned_units", prunedIndices(mask.keepHeads)}, {"pruned_channels", prunedIndices(mask.keepChannels)}};
 }
 
-npw::Mask maskFromJson(const nlohmann::json& j, const npw::Mask& shape) {
-    npw::Mask mask;
+Mask maskFromJson(const nlohmann::json& j, const Mask& shape) {
+    Mask mask;
     mask.keepHeads = keepFromIndices(j.at("pruned_units"), shape.keepHeads, "pruned_units");
     mask.keepChannels = keepFromIndices(j.at("pruned_channels"), shape.keepChannels, "pruned_channels");
     return mask;
 }
 
-void writeWorkspace(const std::string& path, const WorkspaceFile& w, const npw::ModelStats* stats) {
+bool savedMaskMatches(const nlohmann::json& saved, const Mask& current) {
+    // The saved units are read onto a keep-all mask of current's shape: read onto current itself,
+    // a saved mask that prunes a subset of current's units would look the same.
+    Mask shape = current;
+    for (auto* keep : {&shape.keepHeads, &shape.keepChannels})
+        for (auto& layer : *keep) layer.assign(layer.size(), true);
+    const Mask mask = maskFromJson(saved, shape);
+    return mask.keepHeads == current.keepHeads && mask.keepChannels == current.keepChannels;
+}
+
+void writeWorkspace(const std::string& path, const WorkspaceFile& w, const ModelStats* stats,
+                    const std::vector<std::string>& sources) {
+    if (!sources.empty()) {
+        checkOutputPath(sources, path, "the workspace");
+        checkOutputPath(sources, workspaceStatsPath(path), "the workspace's statistics");
+    }
     nlohmann::json j = {{"format", "npw-workspace"},
                         {"version", kFormatVersion},
                         {"model", w.model},
@@ -92,26 +109,26 @@ void writeWorkspace(const std::string& path, const WorkspaceFile& w, const npw::
                         {"scored", nlohmann::json::array()},
                         {"sweep_rows", nlohmann::json::array()}};
     for (const auto& s : w.scored) j["scored"].push_back(toJson(s));
-    for (const auto& r : w.sweepRows) j["sweep_rows"].push_back(npw::sweepRowJson(r));
+    for (const auto& r : w.sweepRows) j["sweep_rows"].push_back(sweepRowJson(r));
     if (!w.mask.is_null()) j["mask"] = w.mask;
     if (!w.images.is_null()) j["images"] = w.images;
     if (!w.text.is_null()) j["text"] = w.text;
     if (stats && w.statsCalibration) {
         const std::string statsPath = workspaceStatsPath(path);
-        npw::saveModelStats(*stats, statsPath, w.statsCalibration->toMetadata());
+        saveModelStats(*stats, statsPath, w.statsCalibration->toMetadata());
         j["stats_file"] = std::filesystem::path(statsPath).filename().string();
         j["stats_calibration"] = toJson(w.calibration);
     }
-    npw::writeTextAtomically(path, j.dump(2) + "\n");
+    writeTextAtomically(path, j.dump(2) + "\n");
 }
 
 WorkspaceFile readWorkspace(const std::string& path) {
-    const nlohmann::json j = npw::json_fields::readJsonFile(path, "workspace " + path);
+    const nlohmann::json j = json_fields::readJsonFile(path, "workspace " + path);
     if (!j.is_object() || !j.contains("format") || j["format"] != "npw-workspace")
-        throw npw::Error("workspace " + path + ": not an npw workspace (field 'format' is not \"npw-workspace\")");
+        throw Error("workspace " + path + ": not an npw workspace (field 'format' is not \"npw-workspace\")");
     const int64_t version = j.contains("version") && j["version"].is_number_integer() ? j["version"].get<int64_t>() : 0;
     if (version > kFormatVersion)
-        throw npw::Error("workspace " + path + ": version " + std::to_string(version) +
+        throw Error("workspace " + path + ": version " + std::to_string(version) +
                          " is newer than this npw-studio reads (" + std::to_string(kFormatVersion) + ")");
     try {
         WorkspaceFile w;
@@ -122,9 +139,9 @@ WorkspaceFile readWorkspace(const std::string& path) {
         w.knobs = knobsFromJson(j.at("knobs"));
         w.currentMethod = j.value("current_method", "");
         for (const auto& s : j.at("scored")) w.scored.push_back(pruneSettingsFromJson(s));
-        for (const auto& r : j.at("sweep_rows")) w.sweepRows.push_back(npw::sweepRowFromJson(r));
+        for (const auto& r : j.at("sweep_rows")) w.sweepRows.push_back(sweepRowFromJson(r));
         if (j.contains("stats_file")) {
-            npw::CalibrationSummary summary;
+            CalibrationSummary summary;
             const CalibrationSettings c = calibrationFromJson(j.at("stats_calibration"));
             summary.source = c.source;
             summary.sourceIsIds = c.sourceIsIds;
@@ -141,13 +158,30 @@ WorkspaceFile readWorkspace(const std::string& path) {
         if (j.contains("images")) w.images = j["images"];  // read by ImageSession::restoreWorkspaceState
         if (j.contains("text")) w.text = j["text"];      // read by textRequestFromJson
         if (w.model.empty() && w.images.is_null())
-            throw npw::Error("it names neither a language model nor an image model");
+            throw Error("it names neither a language model nor an image model");
         return w;
-    } catch (const npw::Error& e) {
-        throw npw::Error("workspace " + path + ": " + e.what());
+    } catch (const Error& e) {
+        throw Error("workspace " + path + ": " + e.what());
     } catch (const nlohmann::json::exception& e) {
-        throw npw::Error("workspace " + path + ": " + e.what());
+        throw Error("workspace " + path + ": " + e.what());
     }
 }
 
-} // namespace studio
+LoadedWorkspace loadWorkspace(const std::string& path, const ProgressFn& progress) {
+    LoadedWorkspace r;
+    r.file = readWorkspace(path);
+    if (r.file.model.empty()) return r;  // only the Images tab's part
+    r.model = openLanguageModel(r.file.model, chooseRuntime(r.file.device));
+    if (r.file.statsCalibration) {
+        std::map<std::string, std::string> metadata;
+        r.calibration.stats = std::make_shared<const ModelStats>(
+            loadModelStats(workspaceStatsPath(path), r.model.model->config().num_layers, &metadata));
+        r.calibration.summary = *r.file.statsCalibration;
+        // The scores are recomputed from the statistics (deterministic), not stored.
+        for (const PruneSettings& s : r.file.scored)
+            r.scoreSets.push_back(LanguagePruningWorkbench::score(r.model, *r.calibration.stats, s, progress));
+    }
+    return r;
+}
+
+} // namespace npw

@@ -1,0 +1,103 @@
+#pragma once
+// What an interactive run (npw-studio) computes from: the calibration (which statistics) and the
+// method (which scores), and the knobs that only re-select. Plain values with JSON forms for the
+// workspace file and the studio's stored settings; the defaults are the CLI's (`npw prune`).
+// Also the decisions a session makes from them that need no GUI: the calibration request of the
+// settings, a method's settings at the knobs, and why the scores shown no longer match what the
+// settings and knobs ask (recomputeReason). The studio keeps its names for these
+// (app/studio/runsettings.h: studio::RunSettings, …). No Qt.
+#include "core/prune/pruner.h"
+#include "core/experiments/language_workbench.h"
+
+#include <cstdint>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+namespace npw {
+
+struct CalibrationSettings {
+    std::string source;        // a text file, or token ids when sourceIsIds; empty: the demo corpus
+    bool sourceIsIds = false;
+    int64_t samples = 128;     // windows (the paper's 128)
+    int64_t seqlen = 128;      // tokens per window (capped at the model's context)
+    uint64_t seed = 0;         // of the window offsets (and of the random method's scores)
+
+    bool operator==(const CalibrationSettings& o) const {
+        return source == o.source && sourceIsIds == o.sourceIsIds && samples == o.samples && seqlen == o.seqlen &&
+               seed == o.seed;
+    }
+    bool operator!=(const CalibrationSettings& o) const { return !(*this == o); }
+};
+
+// The calibration text used when none is given: the demo models' training corpus.
+std::string defaultCalibrationSource();
+// The held-out text the studio's sweep evaluates on by default (the demo's New Testament).
+std::string defaultEvaluationSource();
+// The demo's zero-shot task (choose a New Testament verse's true ending), as NAME:FILE.
+std::string defaultZeroShotTask();
+
+struct RunSettings {
+    CalibrationSettings calibration;
+    PruneSettings prune;  // method, iters (T), damp (γ), compensation, ranking; λ and ρ come from the knobs
+};
+
+// The selection knobs: moving them never re-solves (core's MaskSelector, rescoreNumerical).
+struct SelectionKnobs {
+    double rho = 0.3;
+    double alpha = std::numeric_limits<double>::quiet_NaN();  // NaN: the model's default
+    AlphaMode mode = AlphaMode::Budget;
+    // λ_rel, as `npw prune --lambda-rel`: the score uses λ = λ_rel / median c of the model's
+    // layers (ScoreSet::medianC), so one value means the same on every model (issue 15).
+    double lambda = kDefaultLambdaRel;
+
+    bool operator==(const SelectionKnobs& o) const;
+};
+
+nlohmann::json toJson(const CalibrationSettings& s);
+nlohmann::json toJson(const PruneSettings& s);
+nlohmann::json toJson(const SelectionKnobs& k);
+nlohmann::json toJson(const RunSettings& s);  // {"calibration": …, "prune": …}
+// Missing fields keep their defaults; a wrong type or value throws npw::Error naming the field.
+CalibrationSettings calibrationFromJson(const nlohmann::json& j);
+PruneSettings pruneSettingsFromJson(const nlohmann::json& j);
+SelectionKnobs knobsFromJson(const nlohmann::json& j);
+RunSettings runSettingsFromJson(const nlohmann::json& j);  // both parts required
+
+// The settings' calibration as the workbench takes it (an empty source: the demo corpus).
+CalibrationRequest calibrationRequest(const CalibrationSettings& settings);
+
+// A method's settings as scored at the knobs: ρ (Algorithm 1 and the box-constrained solve use
+// it), λ relative at the knobs' λ_rel, α and its reading.
+PruneSettings settingsAtKnobs(PruneSettings settings, const SelectionKnobs& knobs);
+
+// What Run and Recompute compute off the GUI thread: the calibration (`calibration` as given when
+// it holds statistics, else calibrated from `settings`), then each settings' score set on it.
+struct ScoringResult {
+    LanguagePruningWorkbench::Calibration calibration;
+    bool recalibrated = false;
+    std::vector<ScoreSet> scores;  // in the order of `list`
+};
+ScoringResult calibrateAndScore(const LanguageModel& lm, LanguagePruningWorkbench::Calibration calibration,
+                                const CalibrationSettings& settings, const std::vector<PruneSettings>& list,
+                                const ProgressFn& progress = nullptr, const CalibrationOptions& options = {});
+
+// Why the scores of `current` (a score set of `workbench`) no longer show what is asked: the
+// statistics came from other calibration settings (`statsFrom`, null when unknown) than
+// `asked`, or a box-constrained set was solved at another ρ/λ than the knobs' (its z is solved
+// per ρ and λ). Empty when nothing needs a new solve; else a sentence for the user.
+std::string recomputeReason(const LanguagePruningWorkbench& workbench, const std::string& current,
+                            const std::optional<CalibrationSettings>& statsFrom, const CalibrationSettings& asked,
+                            const SelectionKnobs& knobs);
+
+// One line each for a log: the calibration adopted ("Calibrated on 128 windows of 128 tokens of
+// kjv-ot.txt."; calibrationSeqlen's note in brackets) and a box-constrained solve's outcome.
+std::string calibrationLine(const CalibrationSummary& summary, const std::string& note);
+std::string boxSolveLine(const ScoreSet& scores);
+
+// What the views call an attention unit: "head", or on a GQA model "KV group" (or "query slot"
+// when query heads are the unit).
+std::string attentionUnitLabel(const LlamaConfig& config, AttentionUnitKind kind);
+
+} // namespace npw
