@@ -105,6 +105,48 @@ npw::PruneSettings pruneSettingsFromJson(const nlohmann::json& j) {
     return s;
 }
 
+npw::ScoreRequest RunSettings::scoreRequest() const {
+    npw::ScoreRequest r(prune);
+    r.baseline = baseline;
+    r.baselineOptions.llmPrunerGlobal = baseline == npw::BaselineMethod::LlmPruner && llmPrunerGlobal;
+    return r;
+}
+
+nlohmann::json toJson(const npw::ScoreRequest& r) {
+    if (!r.baseline) return toJson(r.settings);
+    const npw::BaselineOptions& o = r.baselineOptions;
+    nlohmann::json layers = nullptr;
+    if (o.layerStart >= 0 || o.layerEnd >= 0) layers = {o.layerStart, o.layerEnd};
+    return {{"method", npw::baselineMethodName(*r.baseline)},
+            {"llm_pruner_global", o.llmPrunerGlobal},
+            {"taylor", npw::taylorKindName(o.taylor)},
+            {"llm_pruner_layers", layers},
+            {"layer_ratio", finiteOrNull(o.layerRatio)}};
+}
+
+npw::ScoreRequest scoreRequestFromJson(const nlohmann::json& j) {
+    const std::string method = fields::stringOr(j, "method", "numerical", kSettings);
+    const std::optional<npw::BaselineMethod> baseline = npw::parseBaselineMethod(method);
+    if (!baseline) return npw::ScoreRequest(pruneSettingsFromJson(j));
+    npw::ScoreRequest r;
+    r.baseline = baseline;
+    npw::BaselineOptions& o = r.baselineOptions;
+    o.llmPrunerGlobal = fields::boolOr(j, "llm_pruner_global", false, kSettings);
+    o.taylor = namedField(j, "taylor", npw::taylorKindName(o.taylor), npw::parseTaylorKind);
+    if (j.contains("llm_pruner_layers") && !j["llm_pruner_layers"].is_null()) {
+        const nlohmann::json& l = j["llm_pruner_layers"];
+        if (!l.is_array() || l.size() != 2 || !l[0].is_number_integer() || !l[1].is_number_integer())
+            throw npw::Error("settings field 'llm_pruner_layers' must be null or [first, end] (integers)");
+        o.layerStart = l[0].get<int64_t>();
+        o.layerEnd = l[1].get<int64_t>();
+    }
+    if (j.contains("layer_ratio") && !j["layer_ratio"].is_null()) {
+        o.layerRatio = fields::numberOr(j, "layer_ratio", o.layerRatio, kSettings);
+        if (!(o.layerRatio >= 0 && o.layerRatio < 1)) throw npw::Error("settings field 'layer_ratio' is outside [0, 1)");
+    }
+    return r;
+}
+
 SelectionKnobs knobsFromJson(const nlohmann::json& j) {
     SelectionKnobs k;
     k.rho = fields::numberOr(j, "rho", k.rho, kSettings);

@@ -2,6 +2,7 @@
 // What a run of npw-studio computes from: the calibration (which statistics) and the method
 // (which scores), and the knobs that only re-select. Plain values with JSON forms for the
 // workspace file and QSettings; the defaults are the CLI's (`npw prune`).
+#include "core/experiments/language_workbench.h"
 #include "core/prune/pruner.h"
 
 #include <cstdint>
@@ -35,6 +36,14 @@ std::string defaultZeroShotTask();
 struct RunSettings {
     CalibrationSettings calibration;
     npw::PruneSettings prune;  // method, iters (T), damp (γ), compensation, ranking; λ and ρ come from the knobs
+    // A baseline in its own structure instead of prune.method (README, "Baselines"): LLM-Pruner
+    // (its global ranking with llmPrunerGlobal), block influence or SliceGPT, with the CLI's
+    // defaults for their other options.
+    std::optional<npw::BaselineMethod> baseline;
+    bool llmPrunerGlobal = false;
+
+    // What Run scores: the baseline when one is chosen, else prune.
+    npw::ScoreRequest scoreRequest() const;
 };
 
 // The selection knobs: moving them never re-solves (core's MaskSelector, rescoreNumerical).
@@ -56,5 +65,10 @@ nlohmann::json toJson(const SelectionKnobs& k);
 CalibrationSettings calibrationFromJson(const nlohmann::json& j);
 npw::PruneSettings pruneSettingsFromJson(const nlohmann::json& j);
 SelectionKnobs knobsFromJson(const nlohmann::json& j);
+// A score set's request: toJson(settings) for a PruneMethod's, for a baseline its name and
+// options ({"method": "llm-pruner", "llm_pruner_global": false, "taylor": "param_first",
+// "llm_pruner_layers": null or [first, end), "layer_ratio": null}).
+nlohmann::json toJson(const npw::ScoreRequest& r);
+npw::ScoreRequest scoreRequestFromJson(const nlohmann::json& j);
 
 } // namespace studio

@@ -3,6 +3,8 @@
 #include "app/studio/workspacefile.h"
 #include "core/eval/perplexity.h"
 #include "core/experiments/dataset_inputs.h"
+#include "core/models/sliced_llama.h"
+#include "core/prune/slicegpt.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
 
@@ -42,7 +44,7 @@ struct StudioSession::Restored {
     studio::WorkspaceFile file;
     npw::LanguageModel model;
     npw::LanguagePruningWorkbench::Calibration calibration;
-    std::vector<npw::ScoreSet> scoreSets;
+    std::vector<npw::ComputedScores> scoreSets;
 };
 
 StudioSession::StudioSession(QObject* parent) : QObject(parent) {
@@ -122,33 +124,34 @@ bool StudioSession::openModel(const QString& reference, const QString& device) {
 
 bool StudioSession::runScoring() {
     if (!hasModel()) return false;
-    return runScoringFor({settings_.prune}, QString());
+    return runScoringFor({settings_.scoreRequest()}, QString());
 }
 
 bool StudioSession::recompute() {
     if (!hasModel()) return false;
     // Every score set shown, with the Run settings' calibration; box-constrained sets at the
     // knobs' ρ and λ. The current set stays current.
-    std::vector<npw::PruneSettings> list;
-    for (const std::string& m : workbench_.scoreSetNames()) list.push_back(workbench_.computedScores(m)->settings);
-    if (list.empty()) list.push_back(settings_.prune);
+    std::vector<npw::ScoreRequest> list;
+    for (const std::string& m : workbench_.scoreSetNames()) list.push_back(workbench_.requestOf(m));
+    if (list.empty()) list.push_back(settings_.scoreRequest());
     return runScoringFor(list, current_);
 }
 
-bool StudioSession::runScoringFor(std::vector<npw::PruneSettings> list, const QString& keepCurrent) {
+bool StudioSession::runScoringFor(std::vector<npw::ScoreRequest> list, const QString& keepCurrent) {
     struct Result {
         npw::LanguagePruningWorkbench::Calibration calibration;
         bool recalibrated = false;
-        std::vector<npw::ScoreSet> scores;
+        std::vector<npw::ComputedScores> scores;
     };
     QStringList names;
-    for (npw::PruneSettings& prune : list) {
+    for (npw::ScoreRequest& request : list) {
+        npw::PruneSettings& prune = request.settings;
         prune.ratio = knobs_.rho;
         prune.lambda = std::numeric_limits<double>::quiet_NaN();  // relative: the knob is λ_rel
         prune.lambdaRel = knobs_.lambda;
         prune.alpha = knobs_.alpha;
         prune.alphaMode = knobs_.mode;
-        names << qs(npw::scoreSetName(prune));
+        names << qs(npw::scoreSetName(request));
     }
     const bool stale = calibrationStale();
     const studio::CalibrationSettings calibration = settings_.calibration;
@@ -168,8 +171,12 @@ bool StudioSession::runScoringFor(std::vector<npw::PruneSettings> list, const QS
                     npw::LanguagePruningWorkbench::calibrate(lm, calibrationRequest(calibration), progress, options);
                 r.recalibrated = true;
             }
-            for (const npw::PruneSettings& prune : list)
-                r.scores.push_back(npw::LanguagePruningWorkbench::score(lm, *r.calibration.stats, prune, progress));
+            for (const npw::ScoreRequest& request : list) {
+                if (request.baseline && !r.calibration.windows)  // statistics from a workspace: no windows kept
+                    r.calibration.windows = std::make_shared<const npw::CalibrationSet>(
+                        npw::buildCalibrationSet(lm, calibrationRequest(calibration)));
+                r.scores.push_back(npw::LanguagePruningWorkbench::score(lm, r.calibration, request, progress));
+            }
             return r;
         },
         [this, calibration, keepCurrent](Result r) {
@@ -184,8 +191,9 @@ bool StudioSession::runScoringFor(std::vector<npw::PruneSettings> list, const QS
                                     .arg(QFileInfo(qs(summary.source)).fileName())
                                     .arg(note.empty() ? QString() : tr(" (%1)").arg(qs(note))));
             }
-            for (npw::ScoreSet& set : r.scores) {
-                if (set.settings.boxConstrained)
+            for (npw::ComputedScores& computed : r.scores) {
+                if (computed.scores && computed.scores->settings.boxConstrained) {
+                    const npw::ScoreSet& set = *computed.scores;
                     emit logMessage(tr("Box-constrained z solved at ρ = %1, λ = %2 (λ_rel / median c): %3 channels "
                                        "at 0, %4 at 1, KKT residual %5.")
                                         .arg(set.settings.ratio)
@@ -193,7 +201,8 @@ bool StudioSession::runScoringFor(std::vector<npw::PruneSettings> list, const QS
                                         .arg(set.boxAtZero)
                                         .arg(set.boxAtOne)
                                         .arg(set.boxKktViolation, 0, 'g', 2));
-                addScores(std::move(set));
+                }
+                addScores(std::move(computed));
             }
             if (!keepCurrent.isEmpty() && workbench_.hasScores(keepCurrent.toStdString()) && current_ != keepCurrent) {
                 current_ = keepCurrent;
@@ -236,7 +245,7 @@ QString StudioSession::recomputeReason() const {
     return QString();
 }
 
-void StudioSession::addScores(npw::ScoreSet scores) {
+void StudioSession::addScores(npw::ComputedScores scores) {
     current_ = qs(workbench_.addScores(std::move(scores)));
     emit scoresChanged();
     reselect();
@@ -273,15 +282,19 @@ void StudioSession::reselectOrThrow() {
     // The knob is λ_rel: numerical scores follow it in closed form (the workbench re-scores).
     npw::WorkbenchSelection selected =
         workbench_.select(current_.toStdString(), knobs_.rho, knobs_.alpha, knobs_.mode, knobs_.lambda);
-    const npw::ScoreSet& scores = *selected.scores;
     SelectionView v;
     v.method = current_;
-    for (size_t l = 0; l < scores.ranking.size(); ++l) v.scores.push_back(scores.unitScoresAt(l, knobs_.rho));
+    v.scores = selected.unitScores;
     v.selection = selected.selection;
     v.kept = selected.kept;
     v.achievedRatio = selected.achievedRatio;
     v.achievedRatioModel = selected.achievedRatioModel;
-    v.unitName = unitNameFor(scores.config, scores.settings.attentionUnit);
+    v.unitName = unitNameFor(workbench_.model().model->config(),
+                             selected.scores ? selected.scores->settings.attentionUnit : npw::AttentionUnitKind::KvGroup);
+    v.scoreLabel = qs(selected.scoreLabel);
+    v.description = qs(selected.description);
+    v.baseline = selected.baseline != nullptr;
+    v.perUnitScores = !selected.unitScores.empty();
     selected_ = std::move(selected);
     view_ = v;
     emit selectionChanged(*view_);
@@ -290,7 +303,7 @@ void StudioSession::reselectOrThrow() {
 
 void StudioSession::startLayerReports() {
     const quint64 generation = ++reportGeneration_;
-    if (!view_ || !selected_ || !workbench_.isCalibrated()) return;
+    if (!view_ || !selected_ || !workbench_.isCalibrated() || selected_->baseline) return;  // baselines: no losses
     const npw::PruneSettings settings = settings_.prune;  // compensation and damp
     const auto model = workbench_.model().model;
     const auto stats = workbench_.calibration().stats;
@@ -402,7 +415,9 @@ void StudioSession::addSweepRow(npw::SweepRow row) {
 }
 
 bool StudioSession::exportPrunedModel(const QString& dir) {
-    if (!view_ || !selected_ || !workbench_.isCalibrated()) return false;
+    if (!view_ || !selected_) return false;
+    if (selected_->baseline) return exportBaseline(dir);
+    if (!workbench_.isCalibrated()) return false;
     const npw::PruneSettings settings = settings_.prune;  // compensation and damp
     const auto model = workbench_.model().model;
     const auto stats = workbench_.calibration().stats;
@@ -423,6 +438,31 @@ bool StudioSession::exportPrunedModel(const QString& dir) {
             return QObject::tr("Exported %1 → %2 parameters to %3")
                 .arg(report.paramsBefore)
                 .arg(report.paramsAfter)
+                .arg(qs(target));
+        },
+        [this](QString message) { emit logMessage(message); });
+}
+
+bool StudioSession::exportBaseline(const QString& dir) {
+    const auto model = workbench_.model().model;
+    const npw::WorkbenchSelection selection = *selected_;
+    const npw::CalibrationSummary calibration = workbench_.calibration().summary;
+    const std::string target = dir.toStdString(), source = modelRef_.toStdString();
+    return jobs_.start<QString>(
+        tr("Export %1 model").arg(qs(selection.method)),
+        [=](const npw::ProgressFn& progress) {
+            npw::checkExportTarget(model->checkpoint().source, target);
+            // The kept scores at the selection's ρ in the method's own structure, written as
+            // `npw prune --method …` writes it (a sliced model in npw's own format).
+            const npw::BaselineRun run = npw::LanguagePruningWorkbench::applyBaseline(*model, selection, progress);
+            npw::reportProgress(progress, "write", 0, 1);
+            const std::string manifest = npw::baselineManifestJson(run, calibration, source);
+            if (run.sliced) npw::saveSlicedModel(*run.sliced, target, manifest, model->checkpoint().source);
+            else npw::savePrunedModel(run.pruned, target, manifest);
+            return QObject::tr("Exported %1 (%2): %3 → %4 parameters to %5")
+                .arg(qs(selection.method), qs(run.sliced ? npw::kSlicedModelFormat : "npw-pruned-model"))
+                .arg(run.report.paramsBefore)
+                .arg(run.report.paramsAfter)
                 .arg(qs(target));
         },
         [this](QString message) { emit logMessage(message); });
@@ -456,7 +496,8 @@ void StudioSession::saveWorkspace(const QString& path, const nlohmann::json& ima
     w.calibration = statsCalibration_ ? *statsCalibration_ : settings_.calibration;
     w.prune = settings_.prune;
     w.knobs = knobs_;
-    for (const std::string& m : workbench_.scoreSetNames()) w.scored.push_back(workbench_.computedScores(m)->settings);
+    for (const std::string& m : workbench_.scoreSetNames()) w.scored.push_back(workbench_.requestOf(m));
+    if (settings_.baseline) w.runBaseline = settings_.scoreRequest();
     w.currentMethod = current_.toStdString();
     if (workbench_.isCalibrated()) w.statsCalibration = workbench_.calibration().summary;
     if (view_) w.mask = studio::maskToJson(view_->selection.mask);
@@ -478,9 +519,14 @@ bool StudioSession::openWorkspace(const QString& path) {
                 r.calibration.stats = std::make_shared<const npw::ModelStats>(
                     npw::loadModelStats(studio::workspaceStatsPath(file), r.model.model->config().num_layers, &metadata));
                 r.calibration.summary = *r.file.statsCalibration;
-                // The scores are recomputed from the statistics (deterministic), not stored.
-                for (const npw::PruneSettings& s : r.file.scored)
-                    r.scoreSets.push_back(npw::LanguagePruningWorkbench::score(r.model, *r.calibration.stats, s, progress));
+                // The scores are recomputed from the statistics (deterministic), not stored; the
+                // baselines' from the windows, drawn again from the same calibration settings.
+                for (const npw::ScoreRequest& s : r.file.scored) {
+                    if (s.baseline && !r.calibration.windows)
+                        r.calibration.windows = std::make_shared<const npw::CalibrationSet>(
+                            npw::buildCalibrationSet(r.model, calibrationRequest(r.file.calibration)));
+                    r.scoreSets.push_back(npw::LanguagePruningWorkbench::score(r.model, r.calibration, s, progress));
+                }
             }
             return r;
         },
@@ -498,6 +544,8 @@ void StudioSession::applyRestored(Restored r) {
     resetModelState();
     settings_.calibration = r.file.calibration;
     settings_.prune = r.file.prune;
+    settings_.baseline = r.file.runBaseline ? r.file.runBaseline->baseline : std::nullopt;
+    settings_.llmPrunerGlobal = r.file.runBaseline && r.file.runBaseline->baselineOptions.llmPrunerGlobal;
     knobs_ = r.file.knobs;
     emit modelChanged();
     emit settingsChanged();
@@ -505,7 +553,13 @@ void StudioSession::applyRestored(Restored r) {
         workbench_.setCalibration(std::move(r.calibration));
         statsCalibration_ = r.file.calibration;
     }
-    for (npw::ScoreSet& s : r.scoreSets) addScores(std::move(s));
+    for (npw::ComputedScores& s : r.scoreSets) {
+        if (s.baseline)
+            emit logMessage(tr("%1: recomputed from the calibration windows (%2 s).")
+                                .arg(qs(npw::baselineMethodName(s.baseline->method)))
+                                .arg(s.baseline->seconds, 0, 'f', 1));
+        addScores(std::move(s));
+    }
     const QString current = qs(r.file.currentMethod);
     if (workbench_.hasScores(current.toStdString())) current_ = current;
     reselect();

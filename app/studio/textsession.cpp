@@ -110,13 +110,27 @@ bool TextSession::run(const TextRequest& request) {
         std::string name;
         npw::Mask mask;
         npw::PruneSettings settings;
+        std::optional<npw::WorkbenchSelection> baseline;  // a baseline's: applied in its own structure
     };
     std::shared_ptr<const npw::ModelStats> stats;
     std::vector<MaskToApply> masks;
     QString maskName;
-    if (request.currentMask && session_->selection() && session_->stats() && session_->currentScores()) {
+    QStringList skipped;
+    if (request.currentMask && session_->selection() && session_->workbenchSelection()) {
         const studio::SelectionKnobs k = session_->knobs();
         for (const npw::WorkbenchSelection& sel : session_->selectionsAtKnobs()) {
+            if (sel.baseline) {
+                if (sel.baseline->method == npw::BaselineMethod::SliceGpt) {
+                    // A SlicedLlama is not a LlamaModel: compareContinuations cannot run it here yet.
+                    skipped << QString::fromStdString(sel.method);
+                    continue;
+                }
+                MaskToApply m;
+                m.baseline = sel;
+                m.name = QStringLiteral("%1 ρ=%2").arg(QString::fromStdString(sel.method)).arg(k.rho, 0, 'f', 2).toStdString();
+                masks.push_back(std::move(m));
+                continue;
+            }
             MaskToApply m;
             m.settings = sel.scores->settings;
             m.settings.compensation = session_->settings().prune.compensation;
@@ -129,10 +143,11 @@ bool TextSession::run(const TextRequest& request) {
             masks.push_back(std::move(m));
         }
         // The statistics stay alive with the session's own pointer for the job's length: a copy.
-        stats = std::make_shared<npw::ModelStats>(*session_->stats());
+        if (session_->stats()) stats = std::make_shared<npw::ModelStats>(*session_->stats());
         maskName = QStringLiteral("ρ=%1").arg(k.rho, 0, 'f', 2);
     }
     request_ = request;
+    skipped_ = skipped;
     promptIds_ = prompts;
     live_.assign(prompts.size(), {});
     results_.clear();
@@ -157,6 +172,12 @@ bool TextSession::run(const TextRequest& request) {
             std::vector<std::shared_ptr<npw::LlamaModel>> built;
             for (const MaskToApply& m : masks) {
                 npw::reportProgress(progress, "apply mask " + m.name, 0, 1);
+                if (m.baseline) {  // LLM-Pruner, block influence: a LLaMA of today's structure
+                    npw::BaselineRun run = npw::LanguagePruningWorkbench::applyBaseline(*lm.model, *m.baseline);
+                    built.push_back(std::make_shared<npw::LlamaModel>(run.pruned, lm.model->runtime()));
+                    pruned.push_back({m.name, built.back().get()});
+                    continue;
+                }
                 npw::PrunedModel p = npw::applyMask(lm.model->checkpoint(), *stats, m.mask, m.settings);
                 built.push_back(std::make_shared<npw::LlamaModel>(p.checkpoint, lm.model->runtime()));
                 pruned.push_back({m.name, built.back().get()});
@@ -197,6 +218,8 @@ void TextSession::onStep(TextStep step) {
 QString TextSession::html() const {
     QString h = QStringLiteral("<html><body style='font-family: sans-serif'>");
     auto esc = [](const std::string& s) { return qs(s).toHtmlEscaped().replace('\n', QStringLiteral("↵")); };
+    if (!skipped_.isEmpty())
+        h += QStringLiteral("<p><i>%1</i></p>").arg(skippedNote().toHtmlEscaped());
     for (size_t p = 0; p < promptIds_.size(); ++p) {
         const npw::LanguageModel& lm = session_->model();
         const std::string promptText = lm.tokenizer ? lm.decode(promptIds_[p]) : std::string("BOS");
@@ -247,8 +270,17 @@ QString TextSession::html() const {
     return h + QStringLiteral("</body></html>");
 }
 
+QString TextSession::skippedNote() const {
+    if (skipped_.isEmpty()) return {};
+    return tr("Not continued here: %1 — a SliceGPT model is a different structure (rotated, sliced residual "
+              "stream with shortcut matrices), and this build's comparison runs LLaMA-structured models only. "
+              "Export it and evaluate it with npw eval.")
+        .arg(skipped_.join(QStringLiteral(", ")));
+}
+
 QString TextSession::plainText() const {
     QString t;
+    if (!skipped_.isEmpty()) t += skippedNote() + QStringLiteral("\n\n");
     for (size_t p = 0; p < results_.size(); ++p) {
         const npw::TextComparison& c = results_[p];
         const npw::LanguageModel& lm = session_->model();

@@ -50,6 +50,8 @@ public:
     // The comparison so far (streamed steps while running), as the page shows it.
     QString html() const;
     QString plainText() const;
+    // Which score sets at the knobs the last comparison could not continue, and why (empty: none).
+    QString skippedNote() const;
     // .html or .txt by suffix, atomically; npw::Error naming the path.
     void save(const QString& path) const;
 
@@ -68,5 +70,6 @@ private:
     std::vector<std::vector<TextStep>> live_;  // per prompt, while running
     std::vector<npw::TextComparison> results_;
     QString knobsLabel_;
+    QStringList skipped_;
     bool stale_ = false;
 };

@@ -92,6 +92,7 @@ void writeWorkspace(const std::string& path, const WorkspaceFile& w, const npw::
                         {"scored", nlohmann::json::array()},
                         {"sweep_rows", nlohmann::json::array()}};
     for (const auto& s : w.scored) j["scored"].push_back(toJson(s));
+    if (w.runBaseline) j["run_baseline"] = toJson(*w.runBaseline);
     for (const auto& r : w.sweepRows) j["sweep_rows"].push_back(npw::sweepRowJson(r));
     if (!w.mask.is_null()) j["mask"] = w.mask;
     if (!w.images.is_null()) j["images"] = w.images;
@@ -121,7 +122,11 @@ WorkspaceFile readWorkspace(const std::string& path) {
         w.prune = pruneSettingsFromJson(j.at("prune"));
         w.knobs = knobsFromJson(j.at("knobs"));
         w.currentMethod = j.value("current_method", "");
-        for (const auto& s : j.at("scored")) w.scored.push_back(pruneSettingsFromJson(s));
+        for (const auto& s : j.at("scored")) w.scored.push_back(scoreRequestFromJson(s));
+        if (j.contains("run_baseline") && !j["run_baseline"].is_null()) {
+            w.runBaseline = scoreRequestFromJson(j["run_baseline"]);
+            if (!w.runBaseline->baseline) throw npw::Error("field 'run_baseline' does not name a baseline");
+        }
         for (const auto& r : j.at("sweep_rows")) w.sweepRows.push_back(npw::sweepRowFromJson(r));
         if (j.contains("stats_file")) {
             npw::CalibrationSummary summary;

@@ -3,7 +3,8 @@
 // which methods were scored with which settings, the current mask, sweep rows, and the Images
 // tab's model, requests and image sweep rows) beside the
 // calibration statistics in safetensors (core's saveModelStats). Scores are not stored: they
-// are recomputed from the statistics on reopen (deterministic, seconds), and the stored mask
+// are recomputed from the statistics on reopen (deterministic, seconds; the baselines' from the
+// calibration windows, drawn again from the saved calibration settings), and the stored mask
 // checks that the reopened selection is the same. Both files are written atomically, the
 // statistics first, so the JSON never names statistics that are not there.
 #include "app/studio/runsettings.h"
@@ -23,7 +24,11 @@ struct WorkspaceFile {
     CalibrationSettings calibration;
     npw::PruneSettings prune;
     SelectionKnobs knobs;
-    std::vector<npw::PruneSettings> scored;  // one per score set, in the order computed
+    // The Run settings' baseline (RunSettings::baseline, llmPrunerGlobal) when one is chosen.
+    std::optional<npw::ScoreRequest> runBaseline;
+    // One per score set, in the order computed; the baselines' too (their scores are recomputed
+    // from the calibration windows on reopen, as the others are from the statistics).
+    std::vector<npw::ScoreRequest> scored;
     std::string currentMethod;
     std::optional<npw::CalibrationSummary> statsCalibration;  // set when statistics were saved
     nlohmann::json mask;  // the current selection's (maskToJson), null when none
