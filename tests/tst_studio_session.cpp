@@ -49,6 +49,7 @@ private slots:
     void exportsPrunedModelThatLoads();
     void sweepRowsArriveAndExportAsCsv();
     void workspaceRoundTrip();
+    void baselinesSelectAndRoundTrip();
     void workspaceErrorsNameTheFile();
     void dataSetsInTheTextFields();
 };
@@ -484,6 +485,83 @@ void TestStudioSession::workspaceRoundTrip() {
     QCOMPARE(first.sweepRows().size(), size_t(6));  // dense and magnitude: perplexity, accuracy, speed
     bool matched = false;
     for (const auto& entry : log) matched |= entry.at(0).toString().contains(QStringLiteral("matches the saved mask"));
+    QVERIFY(matched);
+}
+
+void TestStudioSession::baselinesSelectAndRoundTrip() {
+    // The three baselines as score sets beside numerical: LLM-Pruner re-selects on its kept
+    // importances (no job), block influence removes whole blocks, SliceGPT says it has no
+    // per-unit scores; the workspace records them and reopens them (recomputed from the windows).
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("baselines.npw.json"));
+    StudioSession first;
+    openAndScore(first, npw::PruneMethod::Numerical);
+    for (const npw::BaselineMethod b :
+         {npw::BaselineMethod::BlockInfluence, npw::BaselineMethod::SliceGpt, npw::BaselineMethod::LlmPruner}) {
+        studio::RunSettings s = first.settings();
+        s.baseline = b;
+        first.setSettings(s);
+        QVERIFY(first.runScoring());
+        QVERIFY(waitIdle(first));
+        QCOMPARE(first.currentMethod(), QString::fromStdString(npw::baselineMethodName(b)));
+    }
+    QCOMPARE(first.scoreMethods(), (QStringList{"numerical", "block-influence", "slicegpt", "llm-pruner"}));
+    const auto importances = first.workbench().baselineScores("llm-pruner");
+    QVERIFY(importances && importances->llmPruner);
+    studio::SelectionKnobs knobs = first.knobs();
+    int64_t keptAt[2] = {0, 0};
+    for (int i = 0; i < 2; ++i) {
+        knobs.rho = i == 0 ? 0.2 : 0.4;
+        first.setKnobs(knobs);
+        QVERIFY(!first.jobs()->isRunning());  // a re-selection: no gradients
+        QVERIFY(first.workbenchSelection()->baseline == importances);
+        const SelectionView& v = *first.selection();
+        QVERIFY(v.baseline && v.perUnitScores);
+        QVERIFY(v.achievedRatio >= knobs.rho);
+        for (const auto& k : v.kept) keptAt[i] += k.keptHeads + k.keptChannels;
+        QCOMPARE(v.scores.size(), size_t(6));
+        QVERIFY(std::isnan(v.scores[0].heads[0]));  // layer 0 is outside LLM-Pruner's range 1–4
+        QVERIFY(std::isfinite(v.scores[2].heads[0]));
+    }
+    QVERIFY(keptAt[1] < keptAt[0]);
+
+    first.setCurrentMethod(QStringLiteral("block-influence"));
+    const SelectionView& blocks = *first.selection();
+    int removedBlocks = 0;
+    for (const auto& k : blocks.kept) {
+        QVERIFY((k.keptHeads == 0) == (k.keptChannels == 0));  // whole blocks
+        removedBlocks += k.keptHeads == 0;
+    }
+    QCOMPARE(int64_t(removedBlocks), first.workbenchSelection()->native["blocks_removed"].get<int64_t>());
+    QVERIFY(removedBlocks >= 3);  // ρ 0.4 of 6 equal blocks
+
+    first.setCurrentMethod(QStringLiteral("slicegpt"));
+    QVERIFY(!first.selection()->perUnitScores);
+    QVERIFY(first.selection()->scores.empty());
+    QVERIFY(first.selection()->description.contains(QStringLiteral("no per-unit scores")));
+
+    first.setCurrentMethod(QStringLiteral("llm-pruner"));
+    first.saveWorkspace(path);
+    const nlohmann::json saved = nlohmann::json::parse(npw::readTextFile(path.toStdString()));
+    QCOMPARE(saved["scored"].size(), size_t(4));
+    QCOMPARE(saved["scored"][3]["method"].get<std::string>(), std::string("llm-pruner"));
+    QCOMPARE(saved["run_baseline"]["method"].get<std::string>(), std::string("llm-pruner"));
+
+    StudioSession second;
+    QSignalSpy log(&second, &StudioSession::logMessage);
+    QVERIFY(second.openWorkspace(path));
+    QVERIFY(waitIdle(second));
+    QCOMPARE(second.scoreMethods(), first.scoreMethods());
+    QCOMPARE(second.currentMethod(), QStringLiteral("llm-pruner"));
+    QVERIFY(second.settings().baseline == npw::BaselineMethod::LlmPruner);
+    QVERIFY(second.selection()->selection.mask.keepHeads == first.selection()->selection.mask.keepHeads);
+    QVERIFY(second.selection()->selection.mask.keepChannels == first.selection()->selection.mask.keepChannels);
+    bool recomputed = false, matched = false;
+    for (const auto& entry : log) {
+        recomputed |= entry.at(0).toString().contains(QStringLiteral("recomputed from the calibration windows"));
+        matched |= entry.at(0).toString().contains(QStringLiteral("matches the saved mask"));
+    }
+    QVERIFY(recomputed);
     QVERIFY(matched);
 }
 

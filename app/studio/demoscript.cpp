@@ -16,7 +16,8 @@
 
 bool DemoScript::isKnownState(const QString& state) {
     return state == QLatin1String("scores") || state == QLatin1String("sweep") || state == QLatin1String("images") ||
-           state == QLatin1String("box") || state == QLatin1String("text");
+           state == QLatin1String("box") || state == QLatin1String("text") || state == QLatin1String("baselines") ||
+           state == QLatin1String("blocks");
 }
 
 DemoScript::DemoScript(StudioWindow* window, QString state, QString screenshot, bool measureStalls)
@@ -90,6 +91,23 @@ void DemoScript::onJobFinished(const QString&) {
             QTimer::singleShot(300, page, [page] { page->generate(); });
             return;
         }
+    } else if (state_ == QLatin1String("baselines") || state_ == QLatin1String("blocks")) {
+        // The baselines as score sets: SliceGPT, then block influence and LLM-Pruner (baselines:
+        // LLM-Pruner shown last; blocks: block influence shown last), each kept beside the others.
+        const bool blocks = state_ == QLatin1String("blocks");
+        const npw::BaselineMethod order[] = {npw::BaselineMethod::SliceGpt,
+                                             blocks ? npw::BaselineMethod::LlmPruner : npw::BaselineMethod::BlockInfluence,
+                                             blocks ? npw::BaselineMethod::BlockInfluence : npw::BaselineMethod::LlmPruner};
+        if (step_ <= 3) {
+            studio::RunSettings settings = session->settings();
+            settings.baseline = order[step_ - 1];
+            session->setSettings(settings);
+            window_->runSettings()->setSettings(settings);
+            window_->scoresPage()->sparsityControls()->setRho(0.3);
+            QTimer::singleShot(step_ == 1 ? 0 : 300, session, [session] { session->runScoring(); });
+            return;
+        }
+        window_->scoresPage()->layerSelection()->setCurrentLayer(2);
     } else if (state_ == QLatin1String("scores") || state_ == QLatin1String("box")) {
         const bool box = state_ == QLatin1String("box");
         if (step_ == 1 || step_ == 2) {
