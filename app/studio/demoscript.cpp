@@ -13,11 +13,12 @@
 
 #include <QTimer>
 #include <cstdio>
+#include <vector>
 
 bool DemoScript::isKnownState(const QString& state) {
     return state == QLatin1String("scores") || state == QLatin1String("sweep") || state == QLatin1String("images") ||
            state == QLatin1String("box") || state == QLatin1String("text") || state == QLatin1String("baselines") ||
-           state == QLatin1String("blocks");
+           state == QLatin1String("blocks") || state == QLatin1String("sliced");
 }
 
 DemoScript::DemoScript(StudioWindow* window, QString state, QString screenshot, bool measureStalls)
@@ -91,13 +92,18 @@ void DemoScript::onJobFinished(const QString&) {
             QTimer::singleShot(300, page, [page] { page->generate(); });
             return;
         }
-    } else if (state_ == QLatin1String("baselines") || state_ == QLatin1String("blocks")) {
-        // The baselines as score sets: SliceGPT, then block influence and LLM-Pruner (baselines:
-        // LLM-Pruner shown last; blocks: block influence shown last), each kept beside the others.
-        const bool blocks = state_ == QLatin1String("blocks");
-        const npw::BaselineMethod order[] = {npw::BaselineMethod::SliceGpt,
-                                             blocks ? npw::BaselineMethod::LlmPruner : npw::BaselineMethod::BlockInfluence,
-                                             blocks ? npw::BaselineMethod::BlockInfluence : npw::BaselineMethod::LlmPruner};
+    } else if (state_ == QLatin1String("baselines") || state_ == QLatin1String("blocks") ||
+               state_ == QLatin1String("sliced")) {
+        // The baselines as score sets, each kept beside the others; the last one Run is shown
+        // (baselines: LLM-Pruner; blocks: block influence; sliced: SliceGPT).
+        using B = npw::BaselineMethod;
+        const B last = state_ == QLatin1String("blocks")   ? B::BlockInfluence
+                       : state_ == QLatin1String("sliced") ? B::SliceGpt
+                                                           : B::LlmPruner;
+        std::vector<B> order;
+        for (B b : {B::SliceGpt, B::BlockInfluence, B::LlmPruner})
+            if (b != last) order.push_back(b);
+        order.push_back(last);
         if (step_ <= 3) {
             studio::RunSettings settings = session->settings();
             settings.baseline = order[step_ - 1];

@@ -143,7 +143,13 @@ void ScoresPage::showKnobs(const studio::SelectionKnobs& k) {
 bool ScoresPage::showsPerUnitViews() const { return viewStack_->currentIndex() == 0; }
 
 void ScoresPage::showSelection(const SelectionView& v) {
-    methodNote_ = v.description;
+    // The sentence goes in the notice line, or (no per-unit scores) in place of the views with a
+    // short pointer in the line.
+    methodNote_ = v.perUnitScores || v.description.isEmpty()
+                      ? v.description
+                      : tr("%1 has no per-unit scores: what it removes at ρ is said below; moving ρ solves its width "
+                           "again at once.")
+                            .arg(v.method);
     updateRecomputeNotice();
     const studio::SelectionKnobs k = session_->knobs();
     if (!v.perUnitScores) {
@@ -161,6 +167,10 @@ void ScoresPage::showSelection(const SelectionView& v) {
         return;
     }
     viewStack_->setCurrentIndex(0);
+    // One score per block: a layer's histogram would be one bar; the head map and the layer
+    // overview show the blocks.
+    histogram_->setVisible(!v.perBlockScores);
+    overview_->setScoreLabel(v.baseline ? v.scoreLabel : QString());
     headMap_->setUnitName(v.unitName);
     headMap_->setScoreLabel(v.scoreLabel);
     headMap_->setData(v.scores, v.selection.mask);
@@ -169,13 +179,18 @@ void ScoresPage::showSelection(const SelectionView& v) {
     layerTable_->setKept(v.kept, v.unitName);
     if (v.baseline) layerTable_->setNoLosses(tr("%1 removes units as they are (no compensation): no reconstruction loss "
                                                 "is computed").arg(v.method));
-    summary_->setText(tr("<b>%1</b> at ρ = %2: removes %3 %4s and %5 MLP channels, <b>%6%</b> of the attention + "
-                         "MLP parameters (%7% of the model).")
+    int blocksGone = 0;
+    for (const npw::LayerKeptCounts& c : v.kept) blocksGone += c.keptHeads == 0 && c.keptChannels == 0 ? 1 : 0;
+    const QString removes = v.perBlockScores
+                                ? tr("removes %1 of %2 blocks whole").arg(blocksGone).arg(v.kept.size())
+                                : tr("removes %1 %2s and %3 MLP channels")
+                                      .arg(v.selection.removedHeads)
+                                      .arg(v.unitName)
+                                      .arg(QLocale().toString(qlonglong(v.selection.removedChannels)));
+    summary_->setText(tr("<b>%1</b> at ρ = %2: %3, <b>%4%</b> of the attention + MLP parameters (%5% of the model).")
                           .arg(v.method)
                           .arg(k.rho, 0, 'f', 3)
-                          .arg(v.selection.removedHeads)
-                          .arg(v.unitName)
-                          .arg(QLocale().toString(qlonglong(v.selection.removedChannels)))
+                          .arg(removes)
                           .arg(100 * v.achievedRatio, 0, 'f', 1)
                           .arg(100 * v.achievedRatioModel, 0, 'f', 1) +
                       (v.baseline ? tr(" α and λ do not apply.") : QString()));
@@ -193,6 +208,7 @@ void ScoresPage::onModelChanged() {
     summary_->setText(tr("Run to calibrate and score %1.").arg(session_->modelReference()));
     methodNote_.clear();
     viewStack_->setCurrentIndex(0);
+    histogram_->setVisible(true);
     // The views showed the previous model's scores: empty them until this one is scored.
     headMap_->setData({}, npw::Mask{});
     histogram_->setData({}, npw::Mask{}, std::nan(""));

@@ -295,6 +295,7 @@ void StudioSession::reselectOrThrow() {
     v.description = qs(selected.description);
     v.baseline = selected.baseline != nullptr;
     v.perUnitScores = !selected.unitScores.empty();
+    v.perBlockScores = selected.baseline && selected.baseline->method == npw::BaselineMethod::BlockInfluence;
     selected_ = std::move(selected);
     view_ = v;
     emit selectionChanged(*view_);

@@ -36,6 +36,7 @@ struct SelectionView {
     QString description;
     bool baseline = false;
     bool perUnitScores = true;
+    bool perBlockScores = false;  // one score per block (block influence): no per-layer histogram
 };
 Q_DECLARE_METATYPE(SelectionView)
 

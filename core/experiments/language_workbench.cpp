@@ -282,7 +282,7 @@ WorkbenchSelection LanguagePruningWorkbench::selectBaseline(const std::string& n
     out.alpha = std::nan("");
     out.baseline = entry.baseline;
     out.selection.threshold = std::nan("");
-    const std::string at = " at ρ = " + fixed(ratio, 3);
+    const std::string at = " at ρ = " + fixed(ratio, 3), At = " At ρ = " + fixed(ratio, 3);
     Mask& mask = out.selection.mask;
     switch (b.method) {
     case BaselineMethod::SliceGpt: {
@@ -301,7 +301,7 @@ WorkbenchSelection LanguagePruningWorkbench::selectBaseline(const std::string& n
                       {"target_reached", reached},    {"round_interval", options.roundInterval}};
         out.description = "SliceGPT has no per-unit scores: it rotates the residual stream (a PCA basis at each "
                           "residual location) and deletes its least significant directions, not heads or channels." +
-                          at + " it keeps " + std::to_string(d) + " of " + std::to_string(cfg.hidden_size) +
+                          At + " it keeps " + std::to_string(d) + " of " + std::to_string(cfg.hidden_size) +
                           " directions (slicing fraction " + percent(fraction) + "), removing " +
                           percent(out.achievedRatio) +
                           " of the attention + MLP parameters (its shortcut matrices and the untied classifier "
@@ -328,7 +328,7 @@ WorkbenchSelection LanguagePruningWorkbench::selectBaseline(const std::string& n
                       {"target_reached", chosen.reached},
                       {"layers_pruned", {chosen.start, chosen.end}},
                       {"taylor", taylorKindName(options.taylor)}};
-        out.scoreLabel = std::string("Taylor importance (") + taylorKindName(options.taylor) + ", summed per unit)";
+        out.scoreLabel = std::string("Taylor importance (") + taylorKindName(options.taylor) + ")";
         out.description =
             "LLM-Pruner's first-order Taylor importance per KV group and MLP channel of layers " +
             std::to_string(chosen.start) + "–" + std::to_string(chosen.end - 1) + " (the others are not pruned: no score)" +
@@ -356,12 +356,12 @@ WorkbenchSelection LanguagePruningWorkbench::selectBaseline(const std::string& n
                       {"blocks_removed", removed.size()},
                       {"removed_blocks", removed},
                       {"block_influence", bi}};
-        out.scoreLabel = "block influence 1 − cos (one score per block)";
+        out.scoreLabel = "block influence (1 − cos), per block";
         std::string scoresText;
         for (size_t l = 0; l < bi.size(); ++l) scoresText += (l ? ", " : "") + fixed(bi[l], 4);
         out.description = "ShortGPT's block influence, one score per block (1 − mean cos of its input and output: " +
                           scoresText + "); no per-head or per-channel scores: each column of the head map is a whole block." +
-                          at + (removed.empty() ? " no block goes." : " the " + std::to_string(removed.size()) +
+                          At + (removed.empty() ? " no block goes." : " the " + std::to_string(removed.size()) +
                                                                         " lowest go: block" + (removed.size() > 1 ? "s " : " ") +
                                                                         listed(removed) + ".");
         break;
