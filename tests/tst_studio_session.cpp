@@ -512,7 +512,11 @@ void TestStudioSession::baselinesSelectAndRoundTrip() {
     int64_t keptAt[2] = {0, 0};
     for (int i = 0; i < 2; ++i) {
         knobs.rho = i == 0 ? 0.2 : 0.4;
+        QElapsedTimer clock;
+        clock.start();
         first.setKnobs(knobs);
+        qInfo("llm-pruner re-selected at rho %.1f in %lld ms (information, not a check)", knobs.rho,
+              static_cast<long long>(clock.elapsed()));
         QVERIFY(!first.jobs()->isRunning());  // a re-selection: no gradients
         QVERIFY(first.workbenchSelection()->baseline == importances);
         const SelectionView& v = *first.selection();
