@@ -5,6 +5,7 @@
 #include "app/studio/jobrunner.h"
 #include "app/studio/stallmeter.h"
 #include "app/studio/studiosession.h"
+#include "app/studio/textsession.h"
 #include "app/studio/workspacefile.h"
 #include "core/eval/token_step.h"
 #include "core/models/language_model.h"
@@ -50,6 +51,7 @@ private slots:
     void sweepRowsArriveAndExportAsCsv();
     void workspaceRoundTrip();
     void baselinesSelectAndRoundTrip();
+    void textTabContinuesTheBaselines();
     void workspaceErrorsNameTheFile();
     void dataSetsInTheTextFields();
 };
@@ -567,6 +569,54 @@ void TestStudioSession::baselinesSelectAndRoundTrip() {
     }
     QVERIFY(recomputed);
     QVERIFY(matched);
+}
+
+void TestStudioSession::textTabContinuesTheBaselines() {
+    // The Text tab's "every score set at the Selection's ρ": LLM-Pruner's model continues beside
+    // the dense one — greedily, as a plain argmax loop over runBaseline's model at that ρ does —
+    // and SliceGPT (another structure) is left out with a note, not a crash.
+    StudioSession session;
+    QVERIFY(session.openModel(QStringLiteral("demo:lm")));
+    QVERIFY(waitIdle(session));
+    for (const npw::BaselineMethod b : {npw::BaselineMethod::SliceGpt, npw::BaselineMethod::LlmPruner}) {
+        studio::RunSettings s = smallSettings();
+        s.baseline = b;
+        session.setSettings(s);
+        QVERIFY(session.runScoring());
+        QVERIFY(waitIdle(session));
+    }
+    studio::SelectionKnobs knobs = session.knobs();
+    knobs.rho = 0.3;
+    session.setKnobs(knobs);
+    TextSession text(&session);
+    TextRequest request;
+    request.prompts = {QStringLiteral("And Jesus said unto them")};
+    request.tokens = 6;
+    QVERIFY(text.run(request));
+    QVERIFY(waitIdle(session));
+    QVERIFY(text.hasResult());
+    const npw::TextComparison& c = text.results().at(0);
+    QCOMPARE(c.models.size(), size_t(2));  // dense and llm-pruner
+    QCOMPARE(c.models[1].name, std::string("llm-pruner ρ=0.30"));
+    QVERIFY(text.skippedNote().contains(QStringLiteral("slicegpt")));
+    QVERIFY(text.html().contains(QStringLiteral("Not continued here")));
+
+    npw::BaselineOptions o;
+    o.ratio = 0.3;
+    const npw::BaselineRun fresh = npw::runBaseline(npw::BaselineMethod::LlmPruner, *session.model().model,
+                                                    *session.workbench().calibration().windows, o);
+    const npw::LlamaModel pruned(fresh.pruned, session.model().model->runtime());
+    std::vector<int32_t> ids = c.prompt;
+    std::vector<int32_t> greedy;
+    for (int i = 0; i < request.tokens; ++i) {
+        at::Tensor t = at::empty({1, int64_t(ids.size())}, at::kLong);
+        for (size_t j = 0; j < ids.size(); ++j) t[0][int64_t(j)] = ids[j];
+        const auto next = static_cast<int32_t>(pruned.logits(t)[0][-1].argmax().item<int64_t>());
+        greedy.push_back(next);
+        ids.push_back(next);
+        if (next == session.model().model->config().eos_token_id) break;
+    }
+    QCOMPARE(c.models[1].tokens, greedy);
 }
 
 void TestStudioSession::workspaceErrorsNameTheFile() {
