@@ -151,6 +151,7 @@ void ScoresPage::showSelection(const SelectionView& v) {
                            "again at once.")
                             .arg(v.method);
     updateRecomputeNotice();
+    controls_->setAlphaAndLambdaEnabled(!v.baseline);  // the baselines select by ρ alone
     const studio::SelectionKnobs k = session_->knobs();
     if (!v.perUnitScores) {
         // SliceGPT: nothing per head or channel to draw; the sentence says what it does at ρ.
