@@ -5,7 +5,7 @@
 // follow the one rule for a calibration window longer than the model's context (capped at it,
 // and said so). The baselines too (issue 19): `npw prune --method llm-pruner | block-influence`
 // and the studio's Selection at the same ρ keep the same units and state the same ratios and
-// native knob, and the studio's SliceGPT export is the model `npw prune --method slicegpt` writes
+// native knob (demo:lm, and demo:lm-gqa: KV groups), and the studio's SliceGPT export is the model `npw prune --method slicegpt` writes
 // (the same width and report; logits equal to 1e-5 of the largest — the same float64 PCA, but two
 // processes whose thread pools may split the float32 matmuls differently). Runs the npw binary
 // of this build tree on demo:lm.
@@ -34,9 +34,9 @@ class TestStudioParity : public QObject {
 
     QString npw_;
 
-    Json prune(const QStringList& extra, QString* err = nullptr) {
+    Json prune(const QStringList& extra, QString* err = nullptr, const QString& model = QStringLiteral("demo:lm")) {
         QProcess p;
-        p.start(npw_, QStringList{"prune", "demo:lm", "--calib", QString::fromStdString(studio::defaultCalibrationSource())} +
+        p.start(npw_, QStringList{"prune", model, "--calib", QString::fromStdString(studio::defaultCalibrationSource())} +
                           extra + QStringList{"--json"});
         p.waitForFinished(600000);
         const QString stderrText = QString::fromUtf8(p.readAllStandardError());
@@ -129,14 +129,17 @@ private slots:
     }
 
     void cliAndStudioSelectTheSameBaseline_data() {
+        QTest::addColumn<QString>("model");
         QTest::addColumn<QString>("method");
         QTest::addColumn<double>("ratio");
-        QTest::newRow("llm-pruner 0.3") << "llm-pruner" << 0.3;
-        QTest::newRow("llm-pruner-global 0.2") << "llm-pruner-global" << 0.2;
-        QTest::newRow("block-influence 0.3") << "block-influence" << 0.3;
+        QTest::newRow("llm-pruner 0.3") << "demo:lm" << "llm-pruner" << 0.3;
+        QTest::newRow("llm-pruner-global 0.2") << "demo:lm" << "llm-pruner-global" << 0.2;
+        QTest::newRow("block-influence 0.3") << "demo:lm" << "block-influence" << 0.3;
+        QTest::newRow("GQA llm-pruner 0.3") << "demo:lm-gqa" << "llm-pruner" << 0.3;  // KV groups
     }
 
     void cliAndStudioSelectTheSameBaseline() {
+        QFETCH(QString, model);
         QFETCH(QString, method);
         QFETCH(double, ratio);
         const bool global = method == QLatin1String("llm-pruner-global");
@@ -144,11 +147,11 @@ private slots:
         QStringList flags{"--method", global ? QStringLiteral("llm-pruner") : method, "--ratio", QString::number(ratio),
                           "--nsamples", "16", "--seqlen", "64", "--out", dir.filePath("pruned")};
         if (global) flags << "--llm-pruner-global";
-        const Json cli = prune(flags);
+        const Json cli = prune(flags, nullptr, model);
         QVERIFY(!cli.is_null());
 
         StudioSession session;
-        QVERIFY(session.openModel(QStringLiteral("demo:lm")));
+        QVERIFY(session.openModel(model));
         QVERIFY(waitIdle(session));
         studio::RunSettings s = smallSettings();  // 16 × 64, seed 0
         s.baseline = *npw::parseBaselineMethod(global ? "llm-pruner" : method.toStdString());
