@@ -5,10 +5,10 @@
 // follow the one rule for a calibration window longer than the model's context (capped at it,
 // and said so). The baselines too (issue 19): `npw prune --method llm-pruner | block-influence`
 // and the studio's Selection at the same ρ keep the same units and state the same ratios and
-// native knob (demo:lm, and demo:lm-gqa: KV groups), and the studio's SliceGPT export is the model `npw prune --method slicegpt` writes
-// (the same width and report; logits equal to 1e-5 of the largest — the same float64 PCA, but two
-// processes whose thread pools may split the float32 matmuls differently). Runs the npw binary
-// of this build tree on demo:lm.
+// native knob (demo:lm, and demo:lm-gqa: KV groups), and the studio's SliceGPT export is the
+// model `npw prune --method slicegpt` writes (the same width and report; logits equal to 1e-5 of
+// the largest — the same float64 PCA, but two processes whose thread pools may split the float32
+// matmuls differently). Runs the npw binary of this build tree.
 #include "app/studio/studiosession.h"
 #include "core/experiments/language_workbench.h"
 #include "core/models/runtime.h"
