@@ -3,12 +3,21 @@
 // calibration and knobs select the same mask (kept heads, KV heads and channels per layer, the
 // same count of removed units) and report the same parameters and achieved ratios; and both
 // follow the one rule for a calibration window longer than the model's context (capped at it,
-// and said so). Runs the npw binary of this build tree on demo:lm.
+// and said so). The baselines too (issue 19): `npw prune --method llm-pruner | block-influence`
+// and the studio's Selection at the same ρ keep the same units and state the same ratios and
+// native knob (demo:lm, and demo:lm-gqa: KV groups), and the studio's SliceGPT export is the
+// model `npw prune --method slicegpt` writes (the same width and report; logits equal to 1e-5 of
+// the largest — the same float64 PCA, but two processes whose thread pools may split the float32
+// matmuls differently). Runs the npw binary of this build tree.
 #include "app/studio/studiosession.h"
 #include "core/experiments/language_workbench.h"
+#include "core/models/runtime.h"
+#include "core/models/sliced_llama.h"
+#include "core/util/atomic_file.h"
 #include "core/util/paths.h"
 #include "studio_session_helpers.h"
 
+#include <ATen/ATen.h>
 #include <QCoreApplication>
 #include <QFileInfo>
 #include <QProcess>
@@ -25,9 +34,9 @@ class TestStudioParity : public QObject {
 
     QString npw_;
 
-    Json prune(const QStringList& extra, QString* err = nullptr) {
+    Json prune(const QStringList& extra, QString* err = nullptr, const QString& model = QStringLiteral("demo:lm")) {
         QProcess p;
-        p.start(npw_, QStringList{"prune", "demo:lm", "--calib", QString::fromStdString(studio::defaultCalibrationSource())} +
+        p.start(npw_, QStringList{"prune", model, "--calib", QString::fromStdString(studio::defaultCalibrationSource())} +
                           extra + QStringList{"--json"});
         p.waitForFinished(600000);
         const QString stderrText = QString::fromUtf8(p.readAllStandardError());
@@ -117,6 +126,110 @@ private slots:
                 QVERIFY2(std::abs(a - b) <= 1e-9 * std::max(1.0, std::abs(b)),
                          qPrintable(QStringLiteral("layer %1 %2: studio %3, CLI %4").arg(l).arg(key).arg(a).arg(b)));
             }
+    }
+
+    void cliAndStudioSelectTheSameBaseline_data() {
+        QTest::addColumn<QString>("model");
+        QTest::addColumn<QString>("method");
+        QTest::addColumn<double>("ratio");
+        QTest::newRow("llm-pruner 0.3") << "demo:lm" << "llm-pruner" << 0.3;
+        QTest::newRow("llm-pruner-global 0.2") << "demo:lm" << "llm-pruner-global" << 0.2;
+        QTest::newRow("block-influence 0.3") << "demo:lm" << "block-influence" << 0.3;
+        QTest::newRow("GQA llm-pruner 0.3") << "demo:lm-gqa" << "llm-pruner" << 0.3;  // KV groups
+    }
+
+    void cliAndStudioSelectTheSameBaseline() {
+        QFETCH(QString, model);
+        QFETCH(QString, method);
+        QFETCH(double, ratio);
+        const bool global = method == QLatin1String("llm-pruner-global");
+        QTemporaryDir dir;
+        QStringList flags{"--method", global ? QStringLiteral("llm-pruner") : method, "--ratio", QString::number(ratio),
+                          "--nsamples", "16", "--seqlen", "64", "--out", dir.filePath("pruned")};
+        if (global) flags << "--llm-pruner-global";
+        const Json cli = prune(flags, nullptr, model);
+        QVERIFY(!cli.is_null());
+
+        StudioSession session;
+        QVERIFY(session.openModel(model));
+        QVERIFY(waitIdle(session));
+        studio::RunSettings s = smallSettings();  // 16 × 64, seed 0
+        s.baseline = *npw::parseBaselineMethod(global ? "llm-pruner" : method.toStdString());
+        s.llmPrunerGlobal = global;
+        session.setSettings(s);
+        studio::SelectionKnobs knobs;
+        knobs.rho = 0.45;  // scored elsewhere first: the selection at ρ is a re-selection
+        session.setKnobs(knobs);
+        QVERIFY(session.runScoring());
+        QVERIFY(waitIdle(session));
+        knobs.rho = ratio;
+        session.setKnobs(knobs);
+        QVERIFY(!session.jobs()->isRunning());
+        QVERIFY(session.selection().has_value());
+        const SelectionView& view = *session.selection();
+        QCOMPARE(view.method, method);
+        QVERIFY(view.baseline && view.perUnitScores);
+        QCOMPARE(session.workbench().calibration().summary.tokens, cli["calibration"]["tokens"].get<int64_t>());
+
+        const Json& layers = cli["layers"];
+        QCOMPARE(layers.size(), view.kept.size());
+        for (size_t l = 0; l < view.kept.size(); ++l) {
+            QCOMPARE(view.kept[l].keptChannels, layers[l]["channels"].get<int64_t>());
+            QCOMPARE(view.kept[l].keptHeads, layers[l]["kv_heads"].get<int64_t>());
+        }
+        QCOMPARE(view.achievedRatio, cli["achieved_ratio"].get<double>());
+        QCOMPARE(view.achievedRatioModel, cli["achieved_ratio_model"].get<double>());
+        const Json& native = session.workbenchSelection()->native;
+        const std::string knob = cli["native"]["knob"].get<std::string>();
+        QCOMPARE(native["knob"].get<std::string>(), knob);
+        QCOMPARE(native[knob].dump(), cli["native"][knob].dump());
+        if (method == QLatin1String("block-influence"))
+            QCOMPARE(native["removed_blocks"].dump(), cli["native"]["removed_blocks"].dump());
+    }
+
+    void studioSliceGptExportIsTheCliModel() {
+        QTemporaryDir dir;
+        const double ratio = 0.3;
+        const Json cli = prune({"--method", "slicegpt", "--ratio", QString::number(ratio), "--nsamples", "16", "--seqlen",
+                                "64", "--out", dir.filePath("cli")});
+        QVERIFY(!cli.is_null());
+
+        StudioSession session;
+        QVERIFY(session.openModel(QStringLiteral("demo:lm")));
+        QVERIFY(waitIdle(session));
+        studio::RunSettings s = smallSettings();
+        s.baseline = npw::BaselineMethod::SliceGpt;
+        session.setSettings(s);
+        studio::SelectionKnobs knobs;
+        knobs.rho = ratio;
+        session.setKnobs(knobs);
+        QVERIFY(session.runScoring());
+        QVERIFY(waitIdle(session));
+        const SelectionView& view = *session.selection();
+        QVERIFY(view.baseline && !view.perUnitScores);
+        QVERIFY(view.description.contains(QStringLiteral("no per-unit scores")));
+        // Stated before slicing: the width and ratios the export then reaches.
+        QCOMPARE(session.workbenchSelection()->native["width"].get<int64_t>(), cli["native"]["width"].get<int64_t>());
+        QCOMPARE(view.achievedRatio, cli["achieved_ratio"].get<double>());
+        QCOMPARE(view.achievedRatioModel, cli["achieved_ratio_model"].get<double>());
+
+        QVERIFY(session.exportPrunedModel(dir.filePath("studio")));
+        QVERIFY(waitIdle(session));
+        const Json manifest = Json::parse(npw::readTextFile(dir.filePath("studio/npw-manifest.json").toStdString()));
+        const Json cliManifest = Json::parse(npw::readTextFile(dir.filePath("cli/npw-manifest.json").toStdString()));
+        QCOMPARE(manifest["format"].get<std::string>(), std::string(npw::kSlicedModelFormat));
+        for (const char* key : {"params_before", "params_after", "achieved_ratio", "achieved_ratio_model"})
+            QCOMPARE(manifest[key].dump(), cliManifest[key].dump());
+        QCOMPARE(manifest["native"]["width"].dump(), cliManifest["native"]["width"].dump());
+        QCOMPARE(manifest["native"]["residual_widths"].dump(), cliManifest["native"]["residual_widths"].dump());
+
+        const npw::Runtime cpu = npw::chooseRuntime("cpu");
+        const npw::SlicedLlama a = npw::SlicedLlama::load(dir.filePath("studio").toStdString(), cpu);
+        const npw::SlicedLlama b = npw::SlicedLlama::load(dir.filePath("cli").toStdString(), cpu);
+        const at::Tensor ids = at::arange(1, 65, at::kLong).view({1, 64});
+        const at::Tensor la = a.logits(ids), lb = b.logits(ids);
+        const double diff = (la - lb).abs().max().item<double>(), scale = lb.abs().max().item<double>();
+        QVERIFY2(diff <= 1e-5 * scale, qPrintable(QStringLiteral("logits differ by %1 (largest %2)").arg(diff).arg(scale)));
     }
 
     void workbenchPruneIsTheEngineFlow() {

@@ -5,6 +5,7 @@
 #include "app/studio/jobrunner.h"
 #include "app/studio/stallmeter.h"
 #include "app/studio/studiosession.h"
+#include "app/studio/textsession.h"
 #include "core/experiments/workspace.h"
 #include "core/eval/token_step.h"
 #include "core/models/language_model.h"
@@ -49,6 +50,8 @@ private slots:
     void exportsPrunedModelThatLoads();
     void sweepRowsArriveAndExportAsCsv();
     void workspaceRoundTrip();
+    void baselinesSelectAndRoundTrip();
+    void textTabContinuesTheBaselines();
     void workspaceErrorsNameTheFile();
     void dataSetsInTheTextFields();
 };
@@ -485,6 +488,142 @@ void TestStudioSession::workspaceRoundTrip() {
     bool matched = false;
     for (const auto& entry : log) matched |= entry.at(0).toString().contains(QStringLiteral("matches the saved mask"));
     QVERIFY(matched);
+}
+
+void TestStudioSession::baselinesSelectAndRoundTrip() {
+    // The three baselines as score sets beside numerical: LLM-Pruner re-selects on its kept
+    // importances (no job), block influence removes whole blocks, SliceGPT says it has no
+    // per-unit scores; the workspace records them and reopens them (recomputed from the windows).
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("baselines.npw.json"));
+    StudioSession first;
+    openAndScore(first, npw::PruneMethod::Numerical);
+    for (const npw::BaselineMethod b :
+         {npw::BaselineMethod::BlockInfluence, npw::BaselineMethod::SliceGpt, npw::BaselineMethod::LlmPruner}) {
+        studio::RunSettings s = first.settings();
+        s.baseline = b;
+        first.setSettings(s);
+        QVERIFY(first.runScoring());
+        QVERIFY(waitIdle(first));
+        QCOMPARE(first.currentMethod(), QString::fromStdString(npw::baselineMethodName(b)));
+    }
+    QCOMPARE(first.scoreMethods(), (QStringList{"numerical", "block-influence", "slicegpt", "llm-pruner"}));
+    const auto importances = first.workbench().baselineScores("llm-pruner");
+    QVERIFY(importances && importances->llmPruner);
+    studio::SelectionKnobs knobs = first.knobs();
+    int64_t keptAt[2] = {0, 0};
+    for (int i = 0; i < 2; ++i) {
+        knobs.rho = i == 0 ? 0.2 : 0.4;
+        QElapsedTimer clock;
+        clock.start();
+        first.setKnobs(knobs);
+        qInfo("llm-pruner re-selected at rho %.1f in %lld ms (information, not a check)", knobs.rho,
+              static_cast<long long>(clock.elapsed()));
+        QVERIFY(!first.jobs()->isRunning());  // a re-selection: no gradients
+        QVERIFY(first.workbenchSelection()->baseline == importances);
+        const SelectionView& v = *first.selection();
+        QVERIFY(v.baseline && v.perUnitScores);
+        QVERIFY(v.achievedRatio >= knobs.rho);
+        for (const auto& k : v.kept) keptAt[i] += k.keptHeads + k.keptChannels;
+        QCOMPARE(v.scores.size(), size_t(6));
+        QVERIFY(std::isnan(v.scores[0].heads[0]));  // layer 0 is outside LLM-Pruner's range 1–4
+        QVERIFY(std::isfinite(v.scores[2].heads[0]));
+    }
+    QVERIFY(keptAt[1] < keptAt[0]);
+
+    first.setCurrentMethod(QStringLiteral("block-influence"));
+    const SelectionView& blocks = *first.selection();
+    int removedBlocks = 0;
+    for (const auto& k : blocks.kept) {
+        QVERIFY((k.keptHeads == 0) == (k.keptChannels == 0));  // whole blocks
+        removedBlocks += k.keptHeads == 0;
+    }
+    QCOMPARE(int64_t(removedBlocks), first.workbenchSelection()->native["blocks_removed"].get<int64_t>());
+    QVERIFY(removedBlocks >= 3);  // ρ 0.4 of 6 equal blocks
+
+    first.setCurrentMethod(QStringLiteral("slicegpt"));
+    QVERIFY(!first.selection()->perUnitScores);
+    QVERIFY(first.selection()->scores.empty());
+    QVERIFY(first.selection()->description.contains(QStringLiteral("no per-unit scores")));
+
+    first.setCurrentMethod(QStringLiteral("llm-pruner"));
+    first.saveWorkspace(path);
+    const nlohmann::json saved = nlohmann::json::parse(npw::readTextFile(path.toStdString()));
+    QCOMPARE(saved["scored"].size(), size_t(4));
+    QCOMPARE(saved["scored"][3]["method"].get<std::string>(), std::string("llm-pruner"));
+    QCOMPARE(saved["run_baseline"]["method"].get<std::string>(), std::string("llm-pruner"));
+
+    StudioSession second;
+    QSignalSpy log(&second, &StudioSession::logMessage);
+    QVERIFY(second.openWorkspace(path));
+    QVERIFY(waitIdle(second));
+    QCOMPARE(second.scoreMethods(), first.scoreMethods());
+    QCOMPARE(second.currentMethod(), QStringLiteral("llm-pruner"));
+    QVERIFY(second.settings().baseline == npw::BaselineMethod::LlmPruner);
+    QVERIFY(second.selection()->selection.mask.keepHeads == first.selection()->selection.mask.keepHeads);
+    QVERIFY(second.selection()->selection.mask.keepChannels == first.selection()->selection.mask.keepChannels);
+    bool recomputed = false, matched = false;
+    for (const auto& entry : log) {
+        recomputed |= entry.at(0).toString().contains(QStringLiteral("recomputed from the calibration windows"));
+        matched |= entry.at(0).toString().contains(QStringLiteral("matches the saved mask"));
+    }
+    QVERIFY(recomputed);
+    QVERIFY(matched);
+}
+
+void TestStudioSession::textTabContinuesTheBaselines() {
+    // The Text tab's "every score set at the Selection's ρ": LLM-Pruner's model continues beside
+    // the dense one — greedily, as a plain argmax loop over runBaseline's model at that ρ does —
+    // and so does SliceGPT's sliced model (another structure, through its own forward).
+    StudioSession session;
+    QVERIFY(session.openModel(QStringLiteral("demo:lm")));
+    QVERIFY(waitIdle(session));
+    for (const npw::BaselineMethod b : {npw::BaselineMethod::SliceGpt, npw::BaselineMethod::LlmPruner}) {
+        studio::RunSettings s = smallSettings();
+        s.baseline = b;
+        session.setSettings(s);
+        QVERIFY(session.runScoring());
+        QVERIFY(waitIdle(session));
+    }
+    studio::SelectionKnobs knobs = session.knobs();
+    knobs.rho = 0.3;
+    session.setKnobs(knobs);
+    TextSession text(&session);
+    TextRequest request;
+    request.prompts = {QStringLiteral("And Jesus said unto them")};
+    request.tokens = 6;
+    QVERIFY(text.run(request));
+    QVERIFY(waitIdle(session));
+    QVERIFY(text.hasResult());
+    const npw::TextComparison& c = text.results().at(0);
+    QCOMPARE(c.models.size(), size_t(3));  // dense, slicegpt and llm-pruner, in the order scored
+    QCOMPARE(c.models[1].name, std::string("slicegpt ρ=0.30"));
+    QCOMPARE(c.models[2].name, std::string("llm-pruner ρ=0.30"));
+
+    npw::BaselineOptions o;
+    o.ratio = 0.3;
+    // A plain argmax loop over each method's own model, re-running the whole sequence each step.
+    auto greedyOf = [&](const npw::CausalLm& model) {
+        std::vector<int32_t> ids = c.prompt;
+        std::vector<int32_t> greedy;
+        for (int i = 0; i < request.tokens; ++i) {
+            at::Tensor t = at::empty({1, int64_t(ids.size())}, at::kLong);
+            for (size_t j = 0; j < ids.size(); ++j) t[0][int64_t(j)] = ids[j];
+            const auto next = static_cast<int32_t>(model.logits(t)[0][-1].argmax().item<int64_t>());
+            greedy.push_back(next);
+            ids.push_back(next);
+            if (next == session.model().model->config().eos_token_id) break;
+        }
+        return greedy;
+    };
+    const npw::BaselineRun fresh = npw::runBaseline(npw::BaselineMethod::LlmPruner, *session.model().model,
+                                                    *session.workbench().calibration().windows, o);
+    const npw::LlamaModel pruned(fresh.pruned, session.model().model->runtime());
+    QCOMPARE(c.models[2].tokens, greedyOf(pruned));
+    const npw::BaselineRun sliced = npw::runBaseline(npw::BaselineMethod::SliceGpt, *session.model().model,
+                                                     *session.workbench().calibration().windows, o);
+    QVERIFY(sliced.sliced);
+    QCOMPARE(c.models[1].tokens, greedyOf(*sliced.sliced));
 }
 
 void TestStudioSession::workspaceErrorsNameTheFile() {

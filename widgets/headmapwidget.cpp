@@ -37,7 +37,9 @@ HeadMapWidget::HeadMapWidget(LayerSelection* selection, QWidget* parent)
     scale_->setLabel(tr("unit score (higher = more important)"));
     // QCPColorMap clamps values beyond the data range to the end colours.
     map_->setColorScale(scale_);
-    map_->setGradient(plotstyle::viridisGradient());
+    QCPColorGradient gradient = plotstyle::viridisGradient();
+    gradient.setNanHandling(QCPColorGradient::nhTransparent);  // units a method does not score
+    map_->setGradient(gradient);
     plot_->plotLayout()->addElement(0, 1, scale_);
     // The colour bar spans exactly the grid's height.
     auto* margins = new QCPMarginGroup(plot_);
@@ -99,6 +101,13 @@ void HeadMapWidget::setData(const std::vector<npw::LayerScores>& scores, const n
     showCurrentLayer(selection_->currentLayer());
 }
 
+void HeadMapWidget::setScoreLabel(const QString& label) {
+    const QString text = label.isEmpty() ? tr("unit score (higher = more important)") : label;
+    if (scale_->label() == text) return;
+    scale_->setLabel(text);
+    plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
 void HeadMapWidget::setUnitName(const QString& name) {
     if (name == unitName_) return;  // the window sets it with every selection
     unitName_ = name;
@@ -122,6 +131,12 @@ QString HeadMapWidget::cellToolTip(int layer, int unit) const {
     const size_t i = grid_->index(layer, unit);
     if (grid_->state[i] == npw::HeadGrid::Cell::Absent) return {};
     const bool kept = grid_->state[i] == npw::HeadGrid::Cell::Kept;
+    if (std::isnan(grid_->score[i]))
+        return tr("Layer %1, %2 %3\nnot scored (outside the method's layers)\n%4")
+            .arg(layer)
+            .arg(unitName_)
+            .arg(unit)
+            .arg(kept ? tr("kept") : tr("pruned"));
     return tr("Layer %1, %2 %3\nscore %4\n%5")
         .arg(layer)
         .arg(unitName_)

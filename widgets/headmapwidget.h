@@ -36,6 +36,8 @@ public:
     void setData(const std::vector<npw::LayerScores>& scores, const npw::Mask& mask);
     // What one attention unit is called in labels: "head" (default), or "KV group" for GQA.
     void setUnitName(const QString& name);
+    // What the colours are (the colour scale's label); empty: "unit score (higher = more important)".
+    void setScoreLabel(const QString& label);
 
     int layerCount() const;
     int unitCount() const;  // the widest layer's

@@ -62,6 +62,13 @@ LayerOverviewWidget::LayerOverviewWidget(LayerSelection* selection, QWidget* par
 
 LayerOverviewWidget::~LayerOverviewWidget() = default;
 
+void LayerOverviewWidget::setScoreLabel(const QString& label) {
+    const QString text = label.isEmpty() ? tr("MLP channel score") : label;
+    if (plot_->yAxis->label() == text) return;
+    plot_->yAxis->setLabel(text);
+    plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
 void LayerOverviewWidget::setData(const std::vector<npw::LayerScores>& scores, const npw::Mask& mask,
                                   double threshold) {
     npw::channelScoresOf(scores, mask, -1);  // refuses a mismatched mask

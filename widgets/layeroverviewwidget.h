@@ -34,6 +34,8 @@ public:
     // As ScoreHistogramWidget::setData: a non-finite threshold draws no line. Throws
     // npw::Error when the mask does not match the scores.
     void setData(const std::vector<npw::LayerScores>& scores, const npw::Mask& mask, double threshold);
+    // What the channel scores are (the left axis); empty: "MLP channel score".
+    void setScoreLabel(const QString& label);
 
     int layerCount() const;
     int64_t keptChannels(int layer) const;  // −1 for a layer out of range

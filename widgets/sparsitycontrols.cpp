@@ -10,6 +10,7 @@
 #include <QSignalBlocker>
 #include <QSlider>
 #include <algorithm>
+#include <initializer_list>
 #include <cmath>
 
 namespace {
@@ -199,9 +200,15 @@ void SparsityControls::setDefaultAlpha(double alpha) {
     updateDefaultButton();
 }
 
+void SparsityControls::setAlphaAndLambdaEnabled(bool enabled) {
+    for (QWidget* w : std::initializer_list<QWidget*>{alphaSlider_, alphaSpin_, alphaMode_, lambdaSlider_, lambdaSpin_})
+        w->setEnabled(enabled);
+    updateDefaultButton();  // enabled only with α, and away from the default
+}
+
 void SparsityControls::updateDefaultButton() {
     // The spin box rounds to its decimals: compare with a relative tolerance.
-    alphaDefault_->setEnabled(std::abs(alpha() - defaultAlpha_) > 1e-9 * defaultAlpha_);
+    alphaDefault_->setEnabled(alphaSpin_->isEnabled() && std::abs(alpha() - defaultAlpha_) > 1e-9 * defaultAlpha_);
     alphaDefault_->setToolTip(tr("Set α to this model's default, %1: the parameters of one attention unit "
                                  "per parameter of one MLP channel")
                                   .arg(defaultAlpha_, 0, 'g', 5));

@@ -40,6 +40,8 @@ public slots:
     // the reset button returns to it. Widens the α range when it lies outside.
     void setDefaultAlpha(double alpha);
     void resetAlpha() { setAlpha(defaultAlpha_); }
+    // Whether α, its reading and λ take part (a method that selects by ρ alone: off, greyed).
+    void setAlphaAndLambdaEnabled(bool enabled);
 
 signals:
     // After one or more settings changed: once per event-loop turn, with all four values, and

@@ -98,7 +98,15 @@ int runBaselinePrune(const Args& args, const std::string& model, BaselineMethod 
     if (!note.empty()) std::cerr << "note: " << note << "\n";
     const CalibrationSummary calibration = CalibrationSummary::of(set);
 
-    BaselineRun run = runBaseline(method, *lm.model, set, options, terminalProgress());
+    // Through the workbench, as the studio prunes: the method's scores kept, selected at ρ and
+    // applied in its own structure (the same numbers as runBaseline).
+    LanguagePruningWorkbench workbench(lm);
+    LanguagePruningWorkbench::Calibration windows;
+    windows.windows = std::make_shared<const CalibrationSet>(set);
+    windows.summary = calibration;
+    windows.note = note;
+    workbench.setCalibration(std::move(windows));
+    BaselineRun run = workbench.pruneBaseline(method, options, terminalProgress());
     if (!run.native.value("target_reached", true))
         std::cerr << "note: " << baselineMethodName(method) << " cannot remove " << options.ratio
                   << " of the attention + MLP parameters of this model; it removes " << run.report.achievedRatio

@@ -13,10 +13,12 @@
 
 #include <QTimer>
 #include <cstdio>
+#include <vector>
 
 bool DemoScript::isKnownState(const QString& state) {
     return state == QLatin1String("scores") || state == QLatin1String("sweep") || state == QLatin1String("images") ||
-           state == QLatin1String("box") || state == QLatin1String("text");
+           state == QLatin1String("box") || state == QLatin1String("text") || state == QLatin1String("baselines") ||
+           state == QLatin1String("blocks") || state == QLatin1String("sliced");
 }
 
 DemoScript::DemoScript(StudioWindow* window, QString state, QString screenshot, bool measureStalls)
@@ -90,6 +92,28 @@ void DemoScript::onJobFinished(const QString&) {
             QTimer::singleShot(300, page, [page] { page->generate(); });
             return;
         }
+    } else if (state_ == QLatin1String("baselines") || state_ == QLatin1String("blocks") ||
+               state_ == QLatin1String("sliced")) {
+        // The baselines as score sets, each kept beside the others; the last one Run is shown
+        // (baselines: LLM-Pruner; blocks: block influence; sliced: SliceGPT).
+        using B = npw::BaselineMethod;
+        const B last = state_ == QLatin1String("blocks")   ? B::BlockInfluence
+                       : state_ == QLatin1String("sliced") ? B::SliceGpt
+                                                           : B::LlmPruner;
+        std::vector<B> order;
+        for (B b : {B::SliceGpt, B::BlockInfluence, B::LlmPruner})
+            if (b != last) order.push_back(b);
+        order.push_back(last);
+        if (step_ <= 3) {
+            studio::RunSettings settings = session->settings();
+            settings.baseline = order[step_ - 1];
+            session->setSettings(settings);
+            window_->runSettings()->setSettings(settings);
+            window_->scoresPage()->sparsityControls()->setRho(0.3);
+            QTimer::singleShot(step_ == 1 ? 0 : 300, session, [session] { session->runScoring(); });
+            return;
+        }
+        window_->scoresPage()->layerSelection()->setCurrentLayer(2);
     } else if (state_ == QLatin1String("scores") || state_ == QLatin1String("box")) {
         const bool box = state_ == QLatin1String("box");
         if (step_ == 1 || step_ == 2) {

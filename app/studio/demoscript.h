@@ -8,6 +8,8 @@
 //           FLAP / Wanda-sp × ρ 0.1, 0.2, 0.3
 //   images  demo:c2i dense vs numerically pruned (ρ = 0.2) samples of every class side by side,
 //           then FID against sparsity for numerical and FLAP (ρ 0.1, 0.2, 0.3; 300 images each)
+//   baselines  demo:lm scored with SliceGPT, block influence and LLM-Pruner (shown), ρ = 0.3
+//   blocks     the same, block influence shown last; sliced: SliceGPT shown last
 #include <QObject>
 #include <QString>
 

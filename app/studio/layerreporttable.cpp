@@ -57,6 +57,15 @@ void LayerReportTable::setReports(const std::vector<npw::LayerPruneReport>& repo
     }
 }
 
+void LayerReportTable::setNoLosses(const QString& why) {
+    for (int l = 0; l < rowCount(); ++l)
+        for (int c : {AttnLoss, MlpLoss}) {
+            QTableWidgetItem* item = cell(QStringLiteral("–"));
+            item->setToolTip(why);
+            setItem(l, c, item);
+        }
+}
+
 void LayerReportTable::selectLayer(int layer) {
     if (layer < 0 || layer >= rowCount()) clearSelection();
     else selectRow(layer);

@@ -15,6 +15,8 @@ public:
     void setKept(const std::vector<npw::LayerKeptCounts>& kept, const QString& unitName);
     // Losses of the current mask; shown as pending ("…") between setKept and this.
     void setReports(const std::vector<npw::LayerPruneReport>& reports);
+    // The baselines compensate nothing and are not solved from the statistics: no losses ("–").
+    void setNoLosses(const QString& why);
     // Emitted when a row is clicked: the shared LayerSelection follows.
     void selectLayer(int layer);
 

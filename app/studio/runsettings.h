@@ -17,5 +17,6 @@ using npw::calibrationFromJson;
 using npw::pruneSettingsFromJson;
 using npw::knobsFromJson;
 using npw::runSettingsFromJson;
+using npw::scoreRequestFromJson;
 
 } // namespace studio

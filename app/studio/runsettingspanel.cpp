@@ -20,6 +20,18 @@ namespace {
 const npw::PruneMethod kMethods[] = {npw::PruneMethod::Numerical, npw::PruneMethod::Flap, npw::PruneMethod::WandaSp,
                                      npw::PruneMethod::Magnitude, npw::PruneMethod::Random};
 
+// The method list's item data: a PruneMethod, or a baseline (README, "Baselines") offset past them.
+constexpr int kBaselineItem = 100;
+constexpr int kLlmPrunerGlobalItem = 200;
+
+int itemOf(const studio::RunSettings& s) {
+    if (!s.baseline) return int(s.prune.method);
+    if (*s.baseline == npw::BaselineMethod::LlmPruner && s.llmPrunerGlobal) return kLlmPrunerGlobalItem;
+    return kBaselineItem + int(*s.baseline);
+}
+
+bool isBaselineItem(int item) { return item >= kBaselineItem; }
+
 } // namespace
 
 RunSettingsPanel::RunSettingsPanel(QWidget* parent) : QWidget(parent) {
@@ -54,9 +66,37 @@ RunSettingsPanel::RunSettingsPanel(QWidget* parent) : QWidget(parent) {
     method_ = new QComboBox;
     method_->setObjectName(QStringLiteral("methodCombo"));
     for (npw::PruneMethod m : kMethods) method_->addItem(QString::fromStdString(npw::methodName(m)), int(m));
+    method_->insertSeparator(method_->count());
+    // The baselines in their own structure, scored from the calibration windows.
+    const struct {
+        const char* name;
+        int item;
+        QString tip;
+    } baselines[] = {
+        {"llm-pruner", kBaselineItem + int(npw::BaselineMethod::LlmPruner),
+         tr("LLM-Pruner without recovery (Ma et al. 2023): first-order Taylor importance |w·∂L/∂w| of every KV\n"
+            "group and MLP channel through autograd; every layer of its range (the first ⌈L/8⌉ and last ⌈L/16⌉\n"
+            "skipped) removes the same fraction r, solved for ρ. Moving ρ re-selects without new gradients.")},
+        {"llm-pruner-global", kLlmPrunerGlobalItem,
+         tr("LLM-Pruner with --global_pruning: the same Taylor importances, every unit of the range ranked\n"
+            "across layers and kinds, the lowest removed until ρ is reached.")},
+        {"block-influence", kBaselineItem + int(npw::BaselineMethod::BlockInfluence),
+         tr("Depth pruning by ShortGPT's Block Influence: one score per block (1 − cos of its input and output\n"
+            "hidden states); the fewest lowest blocks that reach ρ are removed whole.")},
+        {"slicegpt", kBaselineItem + int(npw::BaselineMethod::SliceGpt),
+         tr("SliceGPT (Ashkboos et al. 2024): rotates the residual stream by PCA and deletes its least\n"
+            "significant directions. No per-unit scores; its width is solved for ρ, and applying it (Export,\n"
+            "the Text tab) slices the model, in npw's own format.")},
+    };
+    for (const auto& b : baselines) {
+        method_->addItem(QString::fromLatin1(b.name), b.item);
+        method_->setItemData(method_->count() - 1, b.tip, Qt::ToolTipRole);
+    }
     method_->setToolTip(tr("numerical: the paper's score (Newton on the pruning error; global ranking, Theorem 3).\n"
                            "flap: FLAP's fluctuation metric, standardised, global, bias compensation.\n"
                            "wanda-sp, magnitude, random: uniform per layer, no compensation.\n"
+                           "llm-pruner, block-influence, slicegpt: the paper's other baselines and depth pruning,\n"
+                           "each in its own structure (hover an item for what it does).\n"
                            "Each method's scores are kept: switch between them in the Selection bar."));
     iters_ = new QSpinBox;
     iters_->setRange(0, 100);
@@ -139,7 +179,14 @@ studio::RunSettings RunSettingsPanel::settings() const {
     s.calibration.samples = samples_->value();
     s.calibration.seqlen = seqlen_->value();
     s.calibration.seed = static_cast<uint64_t>(seed_->value());
-    s.prune.method = static_cast<npw::PruneMethod>(method_->currentData().toInt());
+    const int item = method_->currentData().toInt();
+    if (isBaselineItem(item)) {
+        s.baseline = item == kLlmPrunerGlobalItem ? npw::BaselineMethod::LlmPruner
+                                                  : static_cast<npw::BaselineMethod>(item - kBaselineItem);
+        s.llmPrunerGlobal = item == kLlmPrunerGlobalItem;
+    } else {
+        s.prune.method = static_cast<npw::PruneMethod>(item);
+    }
     const bool numerical = s.prune.method == npw::PruneMethod::Numerical;
     s.prune.boxConstrained = numerical && box_->isChecked();
     s.prune.iters = s.prune.boxConstrained ? 0 : iters_->value();  // alternatives
@@ -158,7 +205,7 @@ void RunSettingsPanel::setSettings(const studio::RunSettings& s) {
     samples_->setValue(int(s.calibration.samples));
     seqlen_->setValue(int(s.calibration.seqlen));
     seed_->setValue(int(s.calibration.seed));
-    method_->setCurrentIndex(std::max(0, method_->findData(int(s.prune.method))));
+    method_->setCurrentIndex(std::max(0, method_->findData(itemOf(s))));
     iters_->setValue(s.prune.iters);
     damp_->setValue(s.prune.damp);
     compensate_->setChecked(s.prune.compensation != npw::CompensationKind::None);
@@ -169,7 +216,11 @@ void RunSettingsPanel::setSettings(const studio::RunSettings& s) {
 
 void RunSettingsPanel::updateEnabled() {
     // T and the box belong to the numerical score; the box has its own solver instead of T.
-    const bool numerical = static_cast<npw::PruneMethod>(method_->currentData().toInt()) == npw::PruneMethod::Numerical;
+    // The baselines compensate nothing and take none of these.
+    const int item = method_->currentData().toInt();
+    const bool numerical = !isBaselineItem(item) && static_cast<npw::PruneMethod>(item) == npw::PruneMethod::Numerical;
+    damp_->setEnabled(!isBaselineItem(item));
+    compensate_->setEnabled(!isBaselineItem(item));
     box_->setEnabled(numerical);
     ranking_->setEnabled(numerical);
     iters_->setEnabled(numerical && !box_->isChecked());

@@ -19,6 +19,7 @@
 #include <QPdfWriter>
 #include <QPushButton>
 #include <QSplitter>
+#include <QStackedWidget>
 #include <QStyle>
 #include <QSvgGenerator>
 #include <QVBoxLayout>
@@ -92,11 +93,20 @@ ScoresPage::ScoresPage(StudioSession* session, QWidget* parent) : QWidget(parent
     auto* views = new QSplitter(Qt::Vertical);
     views->addWidget(top);
     views->addWidget(bottom);
+    // A method without per-unit scores (SliceGPT) says so in place of the views.
+    noScores_ = new QLabel;
+    noScores_->setObjectName(QStringLiteral("noPerUnitScores"));
+    noScores_->setWordWrap(true);
+    noScores_->setAlignment(Qt::AlignCenter);
+    noScores_->setMargin(40);
+    viewStack_ = new QStackedWidget;
+    viewStack_->addWidget(views);
+    viewStack_->addWidget(noScores_);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
     layout->addWidget(selectionBox);
     layout->addWidget(recomputeNotice_);
-    layout->addWidget(views, 1);
+    layout->addWidget(viewStack_, 1);
 
     connect(session_, &StudioSession::modelChanged, this, &ScoresPage::onModelChanged);
     connect(session_, &StudioSession::scoresChanged, this, &ScoresPage::onScoresChanged);
@@ -130,23 +140,61 @@ void ScoresPage::showKnobs(const studio::SelectionKnobs& k) {
     else controls_->setAlpha(k.alpha);
 }
 
+bool ScoresPage::showsPerUnitViews() const { return viewStack_->currentIndex() == 0; }
+
 void ScoresPage::showSelection(const SelectionView& v) {
+    // The sentence goes in the notice line, or (no per-unit scores) in place of the views with a
+    // short pointer in the line.
+    methodNote_ = v.perUnitScores || v.description.isEmpty()
+                      ? v.description
+                      : tr("%1 has no per-unit scores: what it removes at ρ is said below; moving ρ solves its width "
+                           "again at once.")
+                            .arg(v.method);
     updateRecomputeNotice();
+    controls_->setAlphaAndLambdaEnabled(!v.baseline);  // the baselines select by ρ alone
+    const studio::SelectionKnobs k = session_->knobs();
+    if (!v.perUnitScores) {
+        // SliceGPT: nothing per head or channel to draw; the sentence says what it does at ρ.
+        noScores_->setText(tr("<p style='font-size:large'><b>%1</b></p><p>%2</p>")
+                               .arg(v.method, v.description.toHtmlEscaped()));
+        viewStack_->setCurrentIndex(1);
+        summary_->setText(tr("<b>%1</b> at ρ = %2: no per-unit scores; removes <b>%3%</b> of the attention + MLP "
+                             "parameters (%4% of the model). α and λ do not apply.")
+                              .arg(v.method)
+                              .arg(k.rho, 0, 'f', 3)
+                              .arg(100 * v.achievedRatio, 0, 'f', 1)
+                              .arg(100 * v.achievedRatioModel, 0, 'f', 1));
+        if (methodSelector_->currentText() != v.method) methodSelector_->setCurrentText(v.method);
+        return;
+    }
+    viewStack_->setCurrentIndex(0);
+    // One score per block: a layer's histogram would be one bar; the head map and the layer
+    // overview show the blocks.
+    histogram_->setVisible(!v.perBlockScores);
+    overview_->setScoreLabel(v.baseline ? v.scoreLabel : QString());
     headMap_->setUnitName(v.unitName);
+    headMap_->setScoreLabel(v.scoreLabel);
     headMap_->setData(v.scores, v.selection.mask);
     histogram_->setData(v.scores, v.selection.mask, v.selection.threshold);
     overview_->setData(v.scores, v.selection.mask, v.selection.threshold);
     layerTable_->setKept(v.kept, v.unitName);
-    const studio::SelectionKnobs k = session_->knobs();
-    summary_->setText(tr("<b>%1</b> at ρ = %2: removes %3 %4s and %5 MLP channels, <b>%6%</b> of the attention + "
-                         "MLP parameters (%7% of the model).")
+    if (v.baseline) layerTable_->setNoLosses(tr("%1 removes units as they are (no compensation): no reconstruction loss "
+                                                "is computed").arg(v.method));
+    int blocksGone = 0;
+    for (const npw::LayerKeptCounts& c : v.kept) blocksGone += c.keptHeads == 0 && c.keptChannels == 0 ? 1 : 0;
+    const QString removes = v.perBlockScores
+                                ? tr("removes %1 of %2 blocks whole").arg(blocksGone).arg(v.kept.size())
+                                : tr("removes %1 %2s and %3 MLP channels")
+                                      .arg(v.selection.removedHeads)
+                                      .arg(v.unitName)
+                                      .arg(QLocale().toString(qlonglong(v.selection.removedChannels)));
+    summary_->setText(tr("<b>%1</b> at ρ = %2: %3, <b>%4%</b> of the attention + MLP parameters (%5% of the model).")
                           .arg(v.method)
                           .arg(k.rho, 0, 'f', 3)
-                          .arg(v.selection.removedHeads)
-                          .arg(v.unitName)
-                          .arg(QLocale().toString(qlonglong(v.selection.removedChannels)))
+                          .arg(removes)
                           .arg(100 * v.achievedRatio, 0, 'f', 1)
-                          .arg(100 * v.achievedRatioModel, 0, 'f', 1));
+                          .arg(100 * v.achievedRatioModel, 0, 'f', 1) +
+                      (v.baseline ? tr(" α and λ do not apply.") : QString()));
     if (methodSelector_->currentText() != v.method) methodSelector_->setCurrentText(v.method);
 }
 
@@ -159,6 +207,9 @@ void ScoresPage::onModelChanged() {
         emit logMessage(tr("α: %1; set it by hand.").arg(e.what()));
     }
     summary_->setText(tr("Run to calibrate and score %1.").arg(session_->modelReference()));
+    methodNote_.clear();
+    viewStack_->setCurrentIndex(0);
+    histogram_->setVisible(true);
     // The views showed the previous model's scores: empty them until this one is scored.
     headMap_->setData({}, npw::Mask{});
     histogram_->setData({}, npw::Mask{}, std::nan(""));
@@ -180,9 +231,13 @@ void ScoresPage::updateRecomputeNotice() {
     const QString reason = session_->recomputeReason();
     const bool offered = !reason.isEmpty();
     recompute_->setEnabled(offered && !session_->jobs()->isRunning());
+    // A baseline's sentence (what its scores are, what goes at ρ) when nothing is asked.
+    const bool baseline = !methodNote_.isEmpty() && session_->workbenchSelection() &&
+                          session_->workbenchSelection()->baseline;
     const QString text = offered ? reason
-                                 : tr("The views show the stored solves: moving ρ, α or λ re-selects at once. "
-                                      "New calibration settings or a moved box-constrained set are said here.");
+                         : baseline ? methodNote_
+                                    : tr("The views show the stored solves: moving ρ, α or λ re-selects at once. "
+                                         "New calibration settings or a moved box-constrained set are said here.");
     // Called on every selection (a slider move): the line changes only when its text does.
     if (text == recomputeReason_->text()) return;
     recomputeReason_->setText(text);

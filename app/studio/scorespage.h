@@ -17,6 +17,7 @@ class QLabel;
 class QPushButton;
 class ScoreHistogramWidget;
 class SparsityControls;
+class QStackedWidget;
 
 class ScoresPage : public QWidget {
     Q_OBJECT
@@ -31,6 +32,9 @@ public:
     ScoreHistogramWidget* histogram() const { return histogram_; }
     LayerOverviewWidget* overview() const { return overview_; }
     LayerReportTable* layerTable() const { return layerTable_; }
+    // The line that stands in for the views when a method has no per-unit scores (SliceGPT).
+    QLabel* noScoresNote() const { return noScores_; }
+    bool showsPerUnitViews() const;
     QFrame* recomputeNotice() const { return recomputeNotice_; }
     QPushButton* recomputeButton() const { return recompute_; }
     bool recomputeOffered() const;  // the notice names a reason and Recompute can run
@@ -64,4 +68,7 @@ private:
     ScoreHistogramWidget* histogram_;
     LayerOverviewWidget* overview_;
     LayerReportTable* layerTable_;
+    QStackedWidget* viewStack_;  // the score views, or noScores_
+    QLabel* noScores_;
+    QString methodNote_;  // a baseline's sentence, shown in the notice line when it asks nothing
 };

@@ -1,5 +1,7 @@
 #include "app/studio/studiosession.h"
 
+#include "core/models/sliced_llama.h"
+#include "core/prune/slicegpt.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
 
@@ -90,24 +92,24 @@ bool StudioSession::openModel(const QString& reference, const QString& device) {
 
 bool StudioSession::runScoring() {
     if (!hasModel()) return false;
-    return runScoringFor({settings_.prune}, QString());
+    return runScoringFor({settings_.scoreRequest()}, QString());
 }
 
 bool StudioSession::recompute() {
     if (!hasModel()) return false;
     // Every score set shown, with the Run settings' calibration; box-constrained sets at the
     // knobs' ρ and λ. The current set stays current.
-    std::vector<npw::PruneSettings> list;
-    for (const std::string& m : workbench_.scoreSetNames()) list.push_back(workbench_.computedScores(m)->settings);
-    if (list.empty()) list.push_back(settings_.prune);
+    std::vector<npw::ScoreRequest> list;
+    for (const std::string& m : workbench_.scoreSetNames()) list.push_back(workbench_.requestOf(m));
+    if (list.empty()) list.push_back(settings_.scoreRequest());
     return runScoringFor(list, current_);
 }
 
-bool StudioSession::runScoringFor(std::vector<npw::PruneSettings> list, const QString& keepCurrent) {
+bool StudioSession::runScoringFor(std::vector<npw::ScoreRequest> list, const QString& keepCurrent) {
     QStringList names;
-    for (npw::PruneSettings& prune : list) {
-        prune = npw::settingsAtKnobs(prune, knobs_);
-        names << qs(npw::scoreSetName(prune));
+    for (npw::ScoreRequest& request : list) {
+        request = npw::settingsAtKnobs(request, knobs_);
+        names << qs(npw::scoreSetName(request));
     }
     const bool stale = calibrationStale();
     const studio::CalibrationSettings calibration = settings_.calibration;
@@ -129,9 +131,10 @@ bool StudioSession::runScoringFor(std::vector<npw::PruneSettings> list, const QS
                 statsCalibration_ = calibration;
                 emit logMessage(qs(line));
             }
-            for (npw::ScoreSet& set : r.scores) {
-                if (set.settings.boxConstrained) emit logMessage(qs(npw::boxSolveLine(set)));
-                addScores(std::move(set));
+            for (npw::ComputedScores& computed : r.scores) {
+                if (computed.scores && computed.scores->settings.boxConstrained)
+                    emit logMessage(qs(npw::boxSolveLine(*computed.scores)));
+                addScores(std::move(computed));
             }
             if (!keepCurrent.isEmpty() && workbench_.hasScores(keepCurrent.toStdString()) && current_ != keepCurrent) {
                 current_ = keepCurrent;
@@ -145,7 +148,7 @@ QString StudioSession::recomputeReason() const {
     return qs(npw::recomputeReason(workbench_, current_.toStdString(), statsCalibration_, settings_.calibration, knobs_));
 }
 
-void StudioSession::addScores(npw::ScoreSet scores) {
+void StudioSession::addScores(npw::ComputedScores scores) {
     current_ = qs(workbench_.addScores(std::move(scores)));
     emit scoresChanged();
     reselect();
@@ -182,15 +185,21 @@ void StudioSession::reselectOrThrow() {
     // The knob is λ_rel: numerical scores follow it in closed form (the workbench re-scores).
     npw::WorkbenchSelection selected =
         workbench_.select(current_.toStdString(), knobs_.rho, knobs_.alpha, knobs_.mode, knobs_.lambda);
-    const npw::ScoreSet& scores = *selected.scores;
     SelectionView v;
     v.method = current_;
-    for (size_t l = 0; l < scores.ranking.size(); ++l) v.scores.push_back(scores.unitScoresAt(l, knobs_.rho));
+    v.scores = selected.unitScores;
     v.selection = selected.selection;
     v.kept = selected.kept;
     v.achievedRatio = selected.achievedRatio;
     v.achievedRatioModel = selected.achievedRatioModel;
-    v.unitName = qs(npw::attentionUnitLabel(scores.config, scores.settings.attentionUnit));
+    v.unitName = qs(npw::attentionUnitLabel(workbench_.model().model->config(),
+                                            selected.scores ? selected.scores->settings.attentionUnit
+                                                            : npw::AttentionUnitKind::KvGroup));
+    v.scoreLabel = qs(selected.scoreLabel);
+    v.description = qs(selected.description);
+    v.baseline = selected.baseline != nullptr;
+    v.perUnitScores = !selected.unitScores.empty();
+    v.perBlockScores = selected.baseline && selected.baseline->method == npw::BaselineMethod::BlockInfluence;
     selected_ = std::move(selected);
     view_ = v;
     emit selectionChanged(*view_);
@@ -199,7 +208,7 @@ void StudioSession::reselectOrThrow() {
 
 void StudioSession::startLayerReports() {
     const quint64 generation = ++reportGeneration_;
-    if (!view_ || !selected_ || !workbench_.isCalibrated()) return;
+    if (!view_ || !selected_ || !workbench_.isCalibrated() || selected_->baseline) return;  // baselines: no losses
     const npw::PruneSettings settings = settings_.prune;  // compensation and damp
     const auto model = workbench_.model().model;
     const auto stats = workbench_.calibration().stats;
@@ -258,7 +267,9 @@ void StudioSession::addSweepRow(npw::SweepRow row) {
 }
 
 bool StudioSession::exportPrunedModel(const QString& dir) {
-    if (!view_ || !selected_ || !workbench_.isCalibrated()) return false;
+    if (!view_ || !selected_) return false;
+    if (selected_->baseline) return exportBaseline(dir);
+    if (!workbench_.isCalibrated()) return false;
     const npw::PruneSettings settings = settings_.prune;  // compensation and damp
     const auto model = workbench_.model().model;
     const auto stats = workbench_.calibration().stats;
@@ -284,6 +295,31 @@ bool StudioSession::exportPrunedModel(const QString& dir) {
         [this](QString message) { emit logMessage(message); });
 }
 
+bool StudioSession::exportBaseline(const QString& dir) {
+    const auto model = workbench_.model().model;
+    const npw::WorkbenchSelection selection = *selected_;
+    const npw::CalibrationSummary calibration = workbench_.calibration().summary;
+    const std::string target = dir.toStdString(), source = modelRef_.toStdString();
+    return jobs_.start<QString>(
+        tr("Export %1 model").arg(qs(selection.method)),
+        [=](const npw::ProgressFn& progress) {
+            npw::checkExportTarget(model->checkpoint().source, target);
+            // The kept scores at the selection's ρ in the method's own structure, written as
+            // `npw prune --method …` writes it (a sliced model in npw's own format).
+            const npw::BaselineRun run = npw::LanguagePruningWorkbench::applyBaseline(*model, selection, progress);
+            npw::reportProgress(progress, "write", 0, 1);
+            const std::string manifest = npw::baselineManifestJson(run, calibration, source);
+            if (run.sliced) npw::saveSlicedModel(*run.sliced, target, manifest, model->checkpoint().source);
+            else npw::savePrunedModel(run.pruned, target, manifest);
+            return QObject::tr("Exported %1 (%2): %3 → %4 parameters to %5")
+                .arg(qs(selection.method), qs(run.sliced ? npw::kSlicedModelFormat : "npw-pruned-model"))
+                .arg(run.report.paramsBefore)
+                .arg(run.report.paramsAfter)
+                .arg(qs(target));
+        },
+        [this](QString message) { emit logMessage(message); });
+}
+
 void StudioSession::exportSweepCsv(const QString& path) const {
     if (hasModel()) npw::checkOutputPath({workbench_.model().model->checkpoint().source}, path.toStdString(), "the sweep CSV");
     npw::writeTextAtomically(path.toStdString(), npw::sweepRowsCsv(sweepRows_));
@@ -304,7 +340,8 @@ void StudioSession::saveWorkspace(const QString& path, const nlohmann::json& ima
         w.calibration = statsCalibration_ ? *statsCalibration_ : settings_.calibration;
         w.prune = settings_.prune;
         w.knobs = knobs_;
-        for (const std::string& m : workbench_.scoreSetNames()) w.scored.push_back(workbench_.computedScores(m)->settings);
+        for (const std::string& m : workbench_.scoreSetNames()) w.scored.push_back(workbench_.requestOf(m));
+        if (settings_.baseline) w.runBaseline = settings_.scoreRequest();
         w.currentMethod = current_.toStdString();
         if (workbench_.isCalibrated()) w.statsCalibration = workbench_.calibration().summary;
         if (view_) w.mask = npw::maskToJson(view_->selection.mask);
@@ -332,6 +369,8 @@ void StudioSession::applyRestored(npw::LoadedWorkspace r) {
     resetModelState();
     settings_.calibration = r.file.calibration;
     settings_.prune = r.file.prune;
+    settings_.baseline = r.file.runBaseline ? r.file.runBaseline->baseline : std::nullopt;
+    settings_.llmPrunerGlobal = r.file.runBaseline && r.file.runBaseline->baselineOptions.llmPrunerGlobal;
     knobs_ = r.file.knobs;
     emit modelChanged();
     emit settingsChanged();
@@ -339,7 +378,13 @@ void StudioSession::applyRestored(npw::LoadedWorkspace r) {
         workbench_.setCalibration(std::move(r.calibration));
         statsCalibration_ = r.file.calibration;
     }
-    for (npw::ScoreSet& s : r.scoreSets) addScores(std::move(s));
+    for (npw::ComputedScores& s : r.scoreSets) {
+        if (s.baseline)
+            emit logMessage(tr("%1: recomputed from the calibration windows (%2 s).")
+                                .arg(qs(npw::baselineMethodName(s.baseline->method)))
+                                .arg(s.baseline->seconds, 0, 'f', 1));
+        addScores(std::move(s));
+    }
     const QString current = qs(r.file.currentMethod);
     if (workbench_.hasScores(current.toStdString())) current_ = current;
     reselect();

@@ -35,6 +35,13 @@ struct SelectionView {
     double achievedRatio = 0;                // of attention + MLP parameters
     double achievedRatioModel = 0;           // of all parameters
     QString unitName;                        // "head", or "KV group" for GQA models
+    // The baselines (core's WorkbenchSelection): what the scores are, a sentence on what the
+    // selection removes, and whether the method has per-unit scores at all (SliceGPT has none).
+    QString scoreLabel;
+    QString description;
+    bool baseline = false;
+    bool perUnitScores = true;
+    bool perBlockScores = false;  // one score per block (block influence): no per-layer histogram
 };
 Q_DECLARE_METATYPE(SelectionView)
 
@@ -122,11 +129,12 @@ signals:
 
 private:
     void resetModelState();
-    bool runScoringFor(std::vector<npw::PruneSettings> list, const QString& keepCurrent);
-    void addScores(npw::ScoreSet scores);
+    bool runScoringFor(std::vector<npw::ScoreRequest> list, const QString& keepCurrent);
+    void addScores(npw::ComputedScores scores);
     void reselect();
     void reselectOrThrow();
     void startLayerReports();
+    bool exportBaseline(const QString& dir);  // a baseline's selection in its own structure
     void applyRestored(npw::LoadedWorkspace restored);
     void addSweepRow(npw::SweepRow row);  // a row from the sweep's partial-result channel
 

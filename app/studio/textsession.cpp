@@ -120,13 +120,21 @@ bool TextSession::run(const TextRequest& request) {
         std::string name;
         npw::Mask mask;
         npw::PruneSettings settings;
+        std::optional<npw::WorkbenchSelection> baseline;  // a baseline's: applied in its own structure
     };
     std::shared_ptr<const npw::ModelStats> stats;
     std::vector<MaskToApply> masks;
     QString maskName;
-    if (request.currentMask && session_->selection() && session_->stats() && session_->currentScores()) {
+    if (request.currentMask && session_->selection() && session_->workbenchSelection()) {
         const studio::SelectionKnobs k = session_->knobs();
         for (const npw::WorkbenchSelection& sel : session_->selectionsAtKnobs()) {
+            if (sel.baseline) {
+                MaskToApply m;
+                m.baseline = sel;
+                m.name = QStringLiteral("%1 ρ=%2").arg(QString::fromStdString(sel.method)).arg(k.rho, 0, 'f', 2).toStdString();
+                masks.push_back(std::move(m));
+                continue;
+            }
             MaskToApply m;
             m.settings = sel.scores->settings;
             m.settings.compensation = session_->settings().prune.compensation;
@@ -139,7 +147,7 @@ bool TextSession::run(const TextRequest& request) {
             masks.push_back(std::move(m));
         }
         // The statistics stay alive with the session's own pointer for the job's length: a copy.
-        stats = std::make_shared<npw::ModelStats>(*session_->stats());
+        if (session_->stats()) stats = std::make_shared<npw::ModelStats>(*session_->stats());
         maskName = QStringLiteral("ρ=%1").arg(k.rho, 0, 'f', 2);
     }
     request_ = request;
@@ -164,9 +172,16 @@ bool TextSession::run(const TextRequest& request) {
         [=](const npw::ProgressFn& progress, const PartialResults<TextStep>& sink) {
             std::vector<npw::LanguageModel> owned;
             std::vector<npw::ComparedModel> pruned;
-            std::vector<std::shared_ptr<npw::LlamaModel>> built;
+            std::vector<std::shared_ptr<const npw::CausalLm>> built;
             for (const MaskToApply& m : masks) {
                 npw::reportProgress(progress, "apply mask " + m.name, 0, 1);
+                if (m.baseline) {  // LLM-Pruner, block influence: a LLaMA of today's structure; SliceGPT: sliced
+                    npw::BaselineRun run = npw::LanguagePruningWorkbench::applyBaseline(*lm.model, *m.baseline);
+                    if (run.sliced) built.push_back(run.sliced);
+                    else built.push_back(std::make_shared<npw::LlamaModel>(run.pruned, lm.model->runtime()));
+                    pruned.push_back({m.name, built.back().get()});
+                    continue;
+                }
                 npw::PrunedModel p = npw::applyMask(lm.model->checkpoint(), *stats, m.mask, m.settings);
                 built.push_back(std::make_shared<npw::LlamaModel>(p.checkpoint, lm.model->runtime()));
                 pruned.push_back({m.name, built.back().get()});

@@ -8,14 +8,24 @@
 // them on its worker thread with copies and hands the results back to the workbench it keeps
 // on the GUI thread (setCalibration, addScores), so a cancelled job changes nothing. select()
 // is quick (a re-selection, a closed-form re-score for numerical λ) and runs where it is asked.
-// No Qt.
+//
+// The baselines in their own structure (core/prune/baselines.h) are kept here too, beside the
+// score sets: LLM-Pruner's Taylor importances (per KV group and MLP channel: per-unit scores,
+// selected at any ρ by its own rule without new gradients), ShortGPT's block influence (one
+// score per block; the fewest lowest blocks reaching ρ) and SliceGPT (no per-unit scores: a
+// selection is its width for ρ; applying it slices, seconds). They score from the calibration
+// windows, not the statistics. No Qt.
 #include "core/models/language_model.h"
+#include "core/prune/baselines.h"
+#include "core/prune/block_influence.h"
+#include "core/prune/llm_pruner.h"
 #include "core/prune/pruner.h"
 #include "core/prune/score_view.h"
 
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -62,6 +72,38 @@ CalibrationSet buildCalibrationSet(const LanguageModel& lm, const CalibrationReq
 // A sweep's calibration from the same pool (SweepSpec keeps stream, sequences and documents).
 void setSweepCalibrationPool(SweepSpec& spec, CalibrationPool pool);
 
+// What a score set is computed from: a PruneMethod's settings (from the statistics), or one of
+// the baselines in its own structure (from the calibration windows).
+struct ScoreRequest {
+    PruneSettings settings;                  // a PruneMethod's; for a baseline only its name matters
+    std::optional<BaselineMethod> baseline;  // set: this baseline, with baselineOptions
+    BaselineOptions baselineOptions;         // its ratio is ignored: a kept set selects at any ρ
+
+    ScoreRequest() = default;
+    ScoreRequest(PruneSettings s) : settings(std::move(s)) {}  // NOLINT: a PruneMethod's request
+};
+// scoreSetName(settings), or the baseline's: "llm-pruner" ("llm-pruner-global" for its global
+// ranking; "-param_mix" / "-vectorize" for another Taylor importance; "-layers-A-B" for another
+// layer range), "block-influence", "slicegpt".
+std::string scoreSetName(const ScoreRequest& request);
+
+// A baseline's scores as the workbench keeps them.
+struct BaselineScores {
+    BaselineMethod method = BaselineMethod::LlmPruner;
+    BaselineOptions options;
+    std::optional<LlmPrunerScores> llmPruner;  // per KV group and MLP channel, in the layer range
+    std::optional<BlockInfluence> blocks;      // per block
+    // The windows scored on; SliceGPT slices on them when a selection is applied.
+    std::shared_ptr<const CalibrationSet> windows;
+    double seconds = 0;
+};
+
+// What LanguagePruningWorkbench::score computes for a request: one of the two.
+struct ComputedScores {
+    std::optional<ScoreSet> scores;
+    std::optional<BaselineScores> baseline;
+};
+
 // A selection and what it removes, for one score set at ρ, α, λ_rel.
 struct WorkbenchSelection {
     std::string method;                      // the score set's name (scoreSetName)
@@ -74,6 +116,18 @@ struct WorkbenchSelection {
     std::vector<LayerKeptCounts> kept;       // per layer
     double achievedRatio = 0;                // of attention + MLP parameters
     double achievedRatioModel = 0;           // of all parameters
+    // What the views show per layer at ρ: the scores a user reads (numerical: z at ρ; the
+    // baselines: LLM-Pruner's Taylor importance per KV group and channel, NaN outside its layer
+    // range; block influence: the block's one score on each of its units). Empty: the method has
+    // no per-unit scores (SliceGPT; its mask is empty too).
+    std::vector<LayerScores> unitScores;
+    std::string scoreLabel;                  // what unitScores are, for a colour scale or an axis
+    // A baseline's selection (scores is then null): its scores, its native knob at ρ (as the
+    // manifest's "native" records it: per_layer_ratio, blocks_removed, slicing_fraction, …) and
+    // one sentence saying what it removes.
+    std::shared_ptr<const BaselineScores> baseline;
+    nlohmann::json native;
+    std::string description;
 };
 
 // A selection applied: the pruned checkpoint and the one prune report (`npw prune --json`, the
@@ -106,10 +160,12 @@ public:
     // batches (options.batchTokens) make a cancel prompter.
     static Calibration calibrate(const LanguageModel& lm, const CalibrationRequest& request,
                                  const ProgressFn& progress = nullptr, const CalibrationOptions& options = {});
-    // Adopts statistics (computed, read from a file, or calibrated layer-wise); forgets every
-    // score set (they belong to other statistics).
+    // Adopts statistics (computed, read from a file, or calibrated layer-wise) and/or windows
+    // (the baselines need only the windows); forgets every score set (they belong to another
+    // calibration).
     void setCalibration(Calibration calibration);
     bool isCalibrated() const { return calibration_.stats != nullptr; }
+    bool hasWindows() const { return calibration_.windows != nullptr; }
     const Calibration& calibration() const { return calibration_; }
 
     // The scores of one method: the one place where a method's name becomes its scores (new
@@ -118,13 +174,29 @@ public:
     // (npw::Error without them).
     static ScoreSet score(const LanguageModel& lm, const ModelStats& stats, const PruneSettings& settings,
                           const ProgressFn& progress = nullptr, const CalibrationSet* windows = nullptr);
+    // A baseline's scores from the calibration windows (LLM-Pruner's gradients, the block
+    // influence pass; SliceGPT computes nothing until applied). Beside score(): the one dispatch.
+    static BaselineScores scoreBaseline(const LanguageModel& lm, std::shared_ptr<const CalibrationSet> windows,
+                                        BaselineMethod method, const BaselineOptions& options,
+                                        const ProgressFn& progress = nullptr);
+    // Either of the above for a request: a PruneMethod needs the calibration's statistics, a
+    // baseline its windows (npw::Error naming what is missing).
+    static ComputedScores score(const LanguageModel& lm, const Calibration& calibration, const ScoreRequest& request,
+                                const ProgressFn& progress = nullptr);
     // Keeps a score set under its scoreSetName (replacing one of that name); returns the name.
     std::string addScores(ScoreSet scores);
+    std::string addScores(BaselineScores scores);
+    std::string addScores(ComputedScores scores);
+    // What a kept set was computed from (npw::Error for an unknown name): Recompute and the
+    // workspace file ask for it.
+    ScoreRequest requestOf(const std::string& name) const;
+    // The baseline's scores of that name (null when it is not a baseline's).
+    std::shared_ptr<const BaselineScores> baselineScores(const std::string& name) const;
     // score() on the workbench's statistics, kept; npw::Error before a calibration.
     std::string scoreAndKeep(const PruneSettings& settings, const ProgressFn& progress = nullptr);
     std::vector<std::string> scoreSetNames() const { return order_; }  // in the order first added
     bool hasScores(const std::string& name) const { return entries_.count(name) > 0; }
-    // As computed (null when there is none of that name).
+    // As computed (null when there is none of that name, or it is a baseline's).
     std::shared_ptr<const ScoreSet> computedScores(const std::string& name) const;
     void clearScores();
 
@@ -141,12 +213,27 @@ public:
                                          const WorkbenchSelection& selection, PruneSettings settings,
                                          const ProgressFn& progress = nullptr);
 
+    // A baseline's selection applied in its own structure: what runBaseline gives at the
+    // selection's ρ (the same checkpoint or sliced model, report and native knob), from the kept
+    // scores (no new gradients or influence pass; SliceGPT slices here). npw::Error for a
+    // selection that is not a baseline's.
+    static BaselineRun applyBaseline(const LlamaModel& model, const WorkbenchSelection& selection,
+                                     const ProgressFn& progress = nullptr);
+
+    // What `npw prune --method llm-pruner|slicegpt|block-influence` does on a workbench with
+    // calibration windows: score (kept), select at options.ratio, apply.
+    BaselineRun pruneBaseline(BaselineMethod method, const BaselineOptions& options, const ProgressFn& progress = nullptr);
+
     // What `npw prune` does on a calibrated workbench: score `settings` (kept), select at its ρ,
     // α, reading (λ as given), apply, report with timings (calibrate: the calibration's seconds).
     WorkbenchPrune prune(const PruneSettings& settings, const ProgressFn& progress = nullptr);
 
 private:
+    struct Entry;
+    WorkbenchSelection selectBaseline(const std::string& name, const Entry& entry, double ratio) const;
     struct Entry {
+        ScoreRequest request;
+        std::shared_ptr<const BaselineScores> baseline;  // a baseline's (computed is then null)
         std::shared_ptr<const ScoreSet> computed;
         std::shared_ptr<const ScoreSet> atLambda;  // what was selected from last
         std::shared_ptr<const MaskSelector> selector;

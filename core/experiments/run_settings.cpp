@@ -135,6 +135,48 @@ RunSettings runSettingsFromJson(const nlohmann::json& j) {
     return s;
 }
 
+ScoreRequest RunSettings::scoreRequest() const {
+    ScoreRequest r(prune);
+    r.baseline = baseline;
+    r.baselineOptions.llmPrunerGlobal = baseline == BaselineMethod::LlmPruner && llmPrunerGlobal;
+    return r;
+}
+
+nlohmann::json toJson(const ScoreRequest& r) {
+    if (!r.baseline) return toJson(r.settings);
+    const BaselineOptions& o = r.baselineOptions;
+    nlohmann::json layers = nullptr;
+    if (o.layerStart >= 0 || o.layerEnd >= 0) layers = {o.layerStart, o.layerEnd};
+    return {{"method", baselineMethodName(*r.baseline)},
+            {"llm_pruner_global", o.llmPrunerGlobal},
+            {"taylor", taylorKindName(o.taylor)},
+            {"llm_pruner_layers", layers},
+            {"layer_ratio", finiteOrNull(o.layerRatio)}};
+}
+
+ScoreRequest scoreRequestFromJson(const nlohmann::json& j) {
+    const std::string method = fields::stringOr(j, "method", "numerical", kSettings);
+    const std::optional<BaselineMethod> baseline = parseBaselineMethod(method);
+    if (!baseline) return ScoreRequest(pruneSettingsFromJson(j));
+    ScoreRequest r;
+    r.baseline = baseline;
+    BaselineOptions& o = r.baselineOptions;
+    o.llmPrunerGlobal = fields::boolOr(j, "llm_pruner_global", false, kSettings);
+    o.taylor = namedField(j, "taylor", taylorKindName(o.taylor), parseTaylorKind);
+    if (j.contains("llm_pruner_layers") && !j["llm_pruner_layers"].is_null()) {
+        const nlohmann::json& l = j["llm_pruner_layers"];
+        if (!l.is_array() || l.size() != 2 || !l[0].is_number_integer() || !l[1].is_number_integer())
+            throw Error("settings field 'llm_pruner_layers' must be null or [first, end] (integers)");
+        o.layerStart = l[0].get<int64_t>();
+        o.layerEnd = l[1].get<int64_t>();
+    }
+    if (j.contains("layer_ratio") && !j["layer_ratio"].is_null()) {
+        o.layerRatio = fields::numberOr(j, "layer_ratio", o.layerRatio, kSettings);
+        if (!(o.layerRatio >= 0 && o.layerRatio < 1)) throw Error("settings field 'layer_ratio' is outside [0, 1)");
+    }
+    return r;
+}
+
 SelectionKnobs knobsFromJson(const nlohmann::json& j) {
     SelectionKnobs k;
     k.rho = fields::numberOr(j, "rho", k.rho, kSettings);
@@ -166,8 +208,13 @@ PruneSettings settingsAtKnobs(PruneSettings settings, const SelectionKnobs& knob
     return settings;
 }
 
+ScoreRequest settingsAtKnobs(ScoreRequest request, const SelectionKnobs& knobs) {
+    request.settings = settingsAtKnobs(std::move(request.settings), knobs);
+    return request;
+}
+
 ScoringResult calibrateAndScore(const LanguageModel& lm, LanguagePruningWorkbench::Calibration calibration,
-                                const CalibrationSettings& settings, const std::vector<PruneSettings>& list,
+                                const CalibrationSettings& settings, const std::vector<ScoreRequest>& list,
                                 const ProgressFn& progress, const CalibrationOptions& options) {
     ScoringResult r;
     r.calibration = std::move(calibration);
@@ -175,8 +222,12 @@ ScoringResult calibrateAndScore(const LanguageModel& lm, LanguagePruningWorkbenc
         r.calibration = LanguagePruningWorkbench::calibrate(lm, calibrationRequest(settings), progress, options);
         r.recalibrated = true;
     }
-    for (const PruneSettings& prune : list)
-        r.scores.push_back(LanguagePruningWorkbench::score(lm, *r.calibration.stats, prune, progress));
+    for (const ScoreRequest& request : list) {
+        if (request.baseline && !r.calibration.windows)  // statistics from a workspace: no windows kept
+            r.calibration.windows =
+                std::make_shared<const CalibrationSet>(buildCalibrationSet(lm, calibrationRequest(settings)));
+        r.scores.push_back(LanguagePruningWorkbench::score(lm, r.calibration, request, progress));
+    }
     return r;
 }
 

@@ -41,6 +41,14 @@ std::string defaultZeroShotTask();
 struct RunSettings {
     CalibrationSettings calibration;
     PruneSettings prune;  // method, iters (T), damp (γ), compensation, ranking; λ and ρ come from the knobs
+    // A baseline in its own structure instead of prune.method (README, "Baselines"): LLM-Pruner
+    // (its global ranking with llmPrunerGlobal), block influence or SliceGPT, with the CLI's
+    // defaults for their other options.
+    std::optional<BaselineMethod> baseline;
+    bool llmPrunerGlobal = false;
+
+    // What Run scores: the baseline when one is chosen, else prune.
+    ScoreRequest scoreRequest() const;
 };
 
 // The selection knobs: moving them never re-solves (core's MaskSelector, rescoreNumerical).
@@ -64,6 +72,11 @@ CalibrationSettings calibrationFromJson(const nlohmann::json& j);
 PruneSettings pruneSettingsFromJson(const nlohmann::json& j);
 SelectionKnobs knobsFromJson(const nlohmann::json& j);
 RunSettings runSettingsFromJson(const nlohmann::json& j);  // both parts required
+// A score set's request: toJson(settings) for a PruneMethod's, for a baseline its name and
+// options ({"method": "llm-pruner", "llm_pruner_global": false, "taylor": "param_first",
+// "llm_pruner_layers": null or [first, end), "layer_ratio": null}).
+nlohmann::json toJson(const ScoreRequest& r);
+ScoreRequest scoreRequestFromJson(const nlohmann::json& j);
 
 // The settings' calibration as the workbench takes it (an empty source: the demo corpus).
 CalibrationRequest calibrationRequest(const CalibrationSettings& settings);
@@ -71,16 +84,19 @@ CalibrationRequest calibrationRequest(const CalibrationSettings& settings);
 // A method's settings as scored at the knobs: ρ (Algorithm 1 and the box-constrained solve use
 // it), λ relative at the knobs' λ_rel, α and its reading.
 PruneSettings settingsAtKnobs(PruneSettings settings, const SelectionKnobs& knobs);
+ScoreRequest settingsAtKnobs(ScoreRequest request, const SelectionKnobs& knobs);  // its settings
 
 // What Run and Recompute compute off the GUI thread: the calibration (`calibration` as given when
-// it holds statistics, else calibrated from `settings`), then each settings' score set on it.
+// it holds statistics, else calibrated from `settings`), then each request's score set on it (a
+// baseline's from the calibration windows, drawn again from `settings` when the statistics came
+// from a workspace and no windows were kept).
 struct ScoringResult {
     LanguagePruningWorkbench::Calibration calibration;
     bool recalibrated = false;
-    std::vector<ScoreSet> scores;  // in the order of `list`
+    std::vector<ComputedScores> scores;  // in the order of `list`
 };
 ScoringResult calibrateAndScore(const LanguageModel& lm, LanguagePruningWorkbench::Calibration calibration,
-                                const CalibrationSettings& settings, const std::vector<PruneSettings>& list,
+                                const CalibrationSettings& settings, const std::vector<ScoreRequest>& list,
                                 const ProgressFn& progress = nullptr, const CalibrationOptions& options = {});
 
 // Why the scores of `current` (a score set of `workbench`) no longer show what is asked: the

@@ -109,6 +109,7 @@ void writeWorkspace(const std::string& path, const WorkspaceFile& w, const Model
                         {"scored", nlohmann::json::array()},
                         {"sweep_rows", nlohmann::json::array()}};
     for (const auto& s : w.scored) j["scored"].push_back(toJson(s));
+    if (w.runBaseline) j["run_baseline"] = toJson(*w.runBaseline);
     for (const auto& r : w.sweepRows) j["sweep_rows"].push_back(sweepRowJson(r));
     if (!w.mask.is_null()) j["mask"] = w.mask;
     if (!w.images.is_null()) j["images"] = w.images;
@@ -138,7 +139,11 @@ WorkspaceFile readWorkspace(const std::string& path) {
         w.prune = pruneSettingsFromJson(j.at("prune"));
         w.knobs = knobsFromJson(j.at("knobs"));
         w.currentMethod = j.value("current_method", "");
-        for (const auto& s : j.at("scored")) w.scored.push_back(pruneSettingsFromJson(s));
+        for (const auto& s : j.at("scored")) w.scored.push_back(scoreRequestFromJson(s));
+        if (j.contains("run_baseline") && !j["run_baseline"].is_null()) {
+            w.runBaseline = scoreRequestFromJson(j["run_baseline"]);
+            if (!w.runBaseline->baseline) throw Error("field 'run_baseline' does not name a baseline");
+        }
         for (const auto& r : j.at("sweep_rows")) w.sweepRows.push_back(sweepRowFromJson(r));
         if (j.contains("stats_file")) {
             CalibrationSummary summary;
@@ -177,9 +182,14 @@ LoadedWorkspace loadWorkspace(const std::string& path, const ProgressFn& progres
         r.calibration.stats = std::make_shared<const ModelStats>(
             loadModelStats(workspaceStatsPath(path), r.model.model->config().num_layers, &metadata));
         r.calibration.summary = *r.file.statsCalibration;
-        // The scores are recomputed from the statistics (deterministic), not stored.
-        for (const PruneSettings& s : r.file.scored)
-            r.scoreSets.push_back(LanguagePruningWorkbench::score(r.model, *r.calibration.stats, s, progress));
+        // The scores are recomputed from the statistics (deterministic), not stored; the
+        // baselines' from the windows, drawn again from the same calibration settings.
+        for (const ScoreRequest& s : r.file.scored) {
+            if (s.baseline && !r.calibration.windows)
+                r.calibration.windows = std::make_shared<const CalibrationSet>(
+                    buildCalibrationSet(r.model, calibrationRequest(r.file.calibration)));
+            r.scoreSets.push_back(LanguagePruningWorkbench::score(r.model, r.calibration, s, progress));
+        }
     }
     return r;
 }

@@ -3,7 +3,8 @@
 // which methods were scored with which settings, the current mask, sweep rows, and the Images
 // tab's model, requests and image sweep rows) beside the
 // calibration statistics in safetensors (core's saveModelStats). Scores are not stored: they
-// are recomputed from the statistics on reopen (deterministic, seconds), and the stored mask
+// are recomputed from the statistics on reopen (deterministic, seconds; the baselines' from the
+// calibration windows, drawn again from the saved calibration settings), and the stored mask
 // checks that the reopened selection is the same. Both files are written atomically, the
 // statistics first, so the JSON never names statistics that are not there. Reopening
 // (loadWorkspace) opens the model, reads the statistics and recomputes the score sets; the
@@ -26,7 +27,11 @@ struct WorkspaceFile {
     CalibrationSettings calibration;
     PruneSettings prune;
     SelectionKnobs knobs;
-    std::vector<PruneSettings> scored;  // one per score set, in the order computed
+    // The Run settings' baseline (RunSettings::baseline, llmPrunerGlobal) when one is chosen.
+    std::optional<ScoreRequest> runBaseline;
+    // One per score set, in the order computed; the baselines' too (their scores are recomputed
+    // from the calibration windows on reopen, as the others are from the statistics).
+    std::vector<ScoreRequest> scored;
     std::string currentMethod;
     std::optional<CalibrationSummary> statsCalibration;  // set when statistics were saved
     nlohmann::json mask;  // the current selection's (maskToJson), null when none
@@ -59,7 +64,7 @@ struct LoadedWorkspace {
     WorkspaceFile file;
     LanguageModel model;  // null when the workspace holds only the Images tab's part
     LanguagePruningWorkbench::Calibration calibration;
-    std::vector<ScoreSet> scoreSets;
+    std::vector<ComputedScores> scoreSets;
 };
 // Slow (opens the model, scores): the studio runs it on its worker. npw::Error naming the file.
 LoadedWorkspace loadWorkspace(const std::string& path, const ProgressFn& progress = nullptr);

@@ -10,6 +10,7 @@
 #include <c10/core/InferenceMode.h>
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <numeric>
 #include <optional>
 #include <tuple>
@@ -232,9 +233,8 @@ LlmPrunerScores llmPrunerScores(const LlamaModel& model, const CalibrationSet& s
     return out;
 }
 
-BaselineRun pruneLlmPruner(const LlamaModel& model, const CalibrationSet& set, const BaselineOptions& options,
-                           const ProgressFn& progress, const LlmPrunerScores* given) {
-    const LlamaConfig& cfg = model.config();
+LlmPrunerSelection llmPrunerSelect(const LlamaConfig& cfg, const BaselineOptions& options,
+                                   const std::function<const LlmPrunerScores&()>& importances) {
     const auto [start, end] = llmPrunerLayers(cfg, options);
     const int64_t D = cfg.hidden_size, hd = cfg.head_dim;
     auto headCost = [&](size_t l) {
@@ -274,7 +274,8 @@ BaselineRun pruneLlmPruner(const LlamaModel& model, const CalibrationSet& set, c
         throw Error("llm-pruner: per-layer ratio " + std::to_string(r) + " is outside [0, 1)");
     }
 
-    Mask mask;
+    LlmPrunerSelection out;
+    Mask& mask = out.mask;
     mask.keepHeads.resize(static_cast<size_t>(cfg.num_layers));
     mask.keepChannels.resize(static_cast<size_t>(cfg.num_layers));
     for (int64_t l = 0; l < cfg.num_layers; ++l) {
@@ -282,12 +283,11 @@ BaselineRun pruneLlmPruner(const LlamaModel& model, const CalibrationSet& set, c
         mask.keepHeads[i].assign(static_cast<size_t>(cfg.num_kv_heads[i]), true);
         mask.keepChannels[i].assign(static_cast<size_t>(cfg.intermediate_size[i]), true);
     }
-    std::optional<LlmPrunerScores> computed;
-    const LlmPrunerScores* scores = given;
     if (options.llmPrunerGlobal && end > start && (target > 0 || !std::isnan(options.layerRatio))) {
         // Global: one ranking of every unit in the range by raw importance; the fewest lowest
         // units whose parameters reach ρ (or, with layerRatio, n − ⌊n(1 − r)⌋ of the n units).
-        if (!scores) scores = &computed.emplace(llmPrunerScores(model, set, options, progress));
+        const LlmPrunerScores* scores = &importances();
+        out.scored = true;
         struct Unit { double importance; size_t layer; bool head; size_t index; };
         std::vector<Unit> units;
         for (int64_t l = start; l < end; ++l) {
@@ -315,7 +315,8 @@ BaselineRun pruneLlmPruner(const LlamaModel& model, const CalibrationSet& set, c
         }
         r = n > 0 ? static_cast<double>(count) / static_cast<double>(n) : 0.0;
     } else if (r > 0 && end > start) {
-        if (!scores) scores = &computed.emplace(llmPrunerScores(model, set, options, progress));
+        const LlmPrunerScores* scores = &importances();
+        out.scored = true;
         if (scores->start != start || scores->end != end || scores->taylor != options.taylor)
             throw Error("llm-pruner: the scores were computed for another layer range or importance");
         auto dropLowest = [](const std::vector<double>& score, int64_t count, std::vector<bool>& keep) {
@@ -330,6 +331,27 @@ BaselineRun pruneLlmPruner(const LlamaModel& model, const CalibrationSet& set, c
             dropLowest(scores->importance.channels[i], llmPrunerRemoved(cfg.intermediate_size[i], r), mask.keepChannels[i]);
         }
     }
+    out.knob = r;
+    out.reached = reached;
+    out.start = start;
+    out.end = end;
+    return out;
+}
+
+BaselineRun pruneLlmPruner(const LlamaModel& model, const CalibrationSet& set, const BaselineOptions& options,
+                           const ProgressFn& progress, const LlmPrunerScores* given) {
+    std::optional<LlmPrunerScores> computed;
+    // The gradients only when some unit goes (ρ = 0 and an empty range need none).
+    const LlmPrunerSelection chosen = llmPrunerSelect(model.config(), options, [&]() -> const LlmPrunerScores& {
+        if (given) return *given;
+        if (!computed) computed.emplace(llmPrunerScores(model, set, options, progress));
+        return *computed;
+    });
+    const LlmPrunerScores* scores = given ? given : computed ? &*computed : nullptr;
+    const Mask& mask = chosen.mask;
+    const double r = chosen.knob;
+    const bool reached = chosen.reached;
+    const int64_t start = chosen.start, end = chosen.end;
     PruneSettings settings;
     settings.compensation = CompensationKind::None;
     settings.attentionUnit = AttentionUnitKind::KvGroup;

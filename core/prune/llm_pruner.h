@@ -20,6 +20,9 @@
 // activations. The gradients of the pruned layers' weights are accumulated (one float32 copy of
 // those weights; param_mix: two).
 #include "core/prune/baselines.h"
+#include "core/prune/select.h"
+
+#include <functional>
 
 #include <vector>
 
@@ -64,6 +67,20 @@ struct LlmPrunerScores {
 std::pair<int64_t, int64_t> llmPrunerLayers(const LlamaConfig& config, const BaselineOptions& options);
 LlmPrunerScores llmPrunerScores(const LlamaModel& model, const CalibrationSet& set, const BaselineOptions& options,
                                 const ProgressFn& progress = nullptr);
+
+// Which units LLM-Pruner removes at options.ratio (or options.layerRatio) from its importances:
+// uniform per layer in the range, r solved for ρ (llmPrunerRemoved's rounding, the least
+// important first), or global (options.llmPrunerGlobal). Quick: no gradients. `importances` is
+// asked only when some unit goes (ρ = 0 and an empty range need none).
+struct LlmPrunerSelection {
+    Mask mask;                 // [layer][KV group], [layer][MLP channel]; true = kept
+    double knob = 0;           // per-layer ratio r (global: the fraction of the range's units removed)
+    bool reached = true;       // false when ρ cannot be reached in the range
+    bool scored = false;       // the importances were asked for
+    int64_t start = 0, end = 0;  // the layer range
+};
+LlmPrunerSelection llmPrunerSelect(const LlamaConfig& config, const BaselineOptions& options,
+                                   const std::function<const LlmPrunerScores&()>& importances);
 
 // scores: from llmPrunerScores with the same options (nullptr: computed here when ρ > 0).
 BaselineRun pruneLlmPruner(const LlamaModel& model, const CalibrationSet& set, const BaselineOptions& options,
