@@ -5,13 +5,17 @@
 
 namespace npw {
 
-// Whether gemvF32 takes x [n, in] · wᵀ: w a CPU float32 matrix, x CPU float32 with one or two
-// rows, neither needing gradients (training keeps LibTorch's differentiable ops).
+// The most rows of x gemvF32 takes; from there on GEMM (at::linear) is faster (measured:
+// gemv.cpp).
+int64_t gemvF32MaxRows();
+
+// Whether gemvF32 takes x [n, in] · wᵀ: w a CPU float32 matrix, x CPU float32 with 1 to
+// gemvF32MaxRows() rows, neither needing gradients (training keeps LibTorch's differentiable ops).
 bool gemvF32Applies(const at::Tensor& x, const at::Tensor& w);
 
-// x [n, in] (n = 1 or 2) · w [out, in]ᵀ → [n, out], float32 on the CPU. x and w are copied
-// to contiguous rows first when they are not (the forward's are; a copy costs a pass over w).
-// Throws npw::Error on other shapes, dtypes or devices.
+// x [n, in] · w [out, in]ᵀ → [n, out], float32 on the CPU (n ≤ gemvF32MaxRows()). x and w are
+// copied to contiguous rows first when they are not (the forward's are; a copy costs a pass over
+// w). Throws npw::Error on other shapes, dtypes or devices.
 at::Tensor gemvF32(const at::Tensor& x, const at::Tensor& w);
 
 } // namespace npw
