@@ -329,6 +329,7 @@ nlohmann::json imageRuntimeSuite(const Args& args, bool json) {
     for (const ImageRuntimeRow& w : r.rows)
         rows.push_back({{"model", w.model}, {"batch", w.batch}, {"rows_per_step", w.rows}, {"seconds", w.seconds},
                         {"images_per_s", w.imagesPerSecond}, {"tokens_per_s", w.tokensPerSecond},
+                        {"cpu_seconds", w.cpuSeconds}, {"images_per_cpu_s", w.imagesPerCpuSecond},
                         {"weight_read_gb_s", w.weightGBs}, {"bandwidth_bound_images_per_s", w.bandwidthBound},
                         {"gemm_bound_images_per_s", w.gemmBound}, {"roofline_images_per_s", w.roofline},
                         {"vs_roofline", w.rooflineRatio()}});
@@ -363,13 +364,13 @@ nlohmann::json imageRuntimeSuite(const Args& args, bool json) {
         }
         if (!r.demoSkipped.empty()) std::cout << "  demo:c2i skipped: " << r.demoSkipped << "\n";
         std::cout << std::left << std::setw(34) << "  model" << std::right << std::setw(6) << "batch" << std::setw(6)
-                  << "rows" << std::setw(10) << "images/s" << std::setw(10) << "tokens/s" << std::setw(13)
+                  << "rows" << std::setw(10) << "images/s" << std::setw(12) << "img/CPU-s" << std::setw(10) << "tokens/s" << std::setw(13)
                   << "weight GB/s" << std::setw(11) << "BW bound" << std::setw(11) << "GEMM bound" << std::setw(11)
                   << "roofline" << std::setw(9) << "ratio" << "\n";
         for (const ImageRuntimeRow& w : r.rows)
             std::cout << std::left << std::setw(34) << ("  " + w.model) << std::right << std::setw(6) << w.batch
                       << std::setw(6) << w.rows << std::setprecision(3) << std::setw(10) << w.imagesPerSecond
-                      << std::setprecision(0) << std::setw(10) << w.tokensPerSecond << std::setprecision(1)
+                      << std::setw(12) << w.imagesPerCpuSecond << std::setprecision(0) << std::setw(10) << w.tokensPerSecond << std::setprecision(1)
                       << std::setw(13) << w.weightGBs << std::setprecision(3) << std::setw(11) << w.bandwidthBound
                       << std::setw(11) << w.gemmBound << std::setw(11) << w.roofline << std::setprecision(2)
                       << std::setw(8) << w.rooflineRatio() << "×\n";

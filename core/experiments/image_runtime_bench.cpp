@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -80,6 +81,12 @@ std::shared_ptr<VqModel> syntheticVq16(uint64_t seed) {
     std::map<std::string, at::Tensor> tensors;
     for (const auto& [name, shape] : vqTensorShapes(c)) tensors[name] = at::randn(shape) * 0.02;
     return VqModel::fromTensors(std::move(tensors), "synthetic VQ-16");
+}
+
+double processCpuSeconds() {
+    timespec t{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
 }
 
 double secondsOf(const std::function<void()>& f) {
@@ -151,7 +158,7 @@ ImageRuntimeBenchReport runImageRuntimeBench(const ImageRuntimeBenchOptions& o, 
     // Rounds alternate every (model, batch) with the bandwidth kernel so that the figures that
     // form a ratio (a pruned model's speed-up, the ratio to the roofline) compare equally
     // disturbed runs; each figure is the best of its rounds.
-    std::vector<double> best(models.size() * o.batches.size(), 0.0);
+    std::vector<double> best(models.size() * o.batches.size(), 0.0), bestCpu(best.size(), 0.0);
     const double total = double(o.repeats) * double(best.size());
     double done = 0;
     for (int round = 0; round < std::max(1, o.repeats); ++round) {
@@ -162,9 +169,14 @@ ImageRuntimeBenchReport runImageRuntimeBench(const ImageRuntimeBenchOptions& o, 
                 ImageSamplingOptions s;
                 s.cfgScale = o.cfgScale;
                 s.batchSize = o.batches[b];
-                const ImageTokens t = generateImageTokens(gpt, balancedClasses(o.batches[b], gpt.config().num_classes), s);
+                const std::vector<int64_t> classes = balancedClasses(o.batches[b], gpt.config().num_classes);
+                const double cpu0 = processCpuSeconds();
+                const ImageTokens t = generateImageTokens(gpt, classes, s);
+                const double cpu = processCpuSeconds() - cpu0;
                 double& seconds = best[m * o.batches.size() + b];
                 seconds = seconds > 0 ? std::min(seconds, t.seconds) : t.seconds;
+                double& cpuSeconds = bestCpu[m * o.batches.size() + b];
+                cpuSeconds = cpuSeconds > 0 ? std::min(cpuSeconds, cpu) : cpu;
                 reportProgress(progress, "image runtime: generation rounds", ++done, total);
             }
     }
@@ -182,6 +194,8 @@ ImageRuntimeBenchReport runImageRuntimeBench(const ImageRuntimeBenchOptions& o, 
             row.rows = guided ? 2 * row.batch : row.batch;
             row.seconds = best[m * o.batches.size() + b];
             row.imagesPerSecond = double(row.batch) / row.seconds;
+            row.cpuSeconds = bestCpu[m * o.batches.size() + b];
+            row.imagesPerCpuSecond = row.cpuSeconds > 0 ? double(row.batch) / row.cpuSeconds : 0;
             row.tokensPerSecond = row.imagesPerSecond * double(c.blockSize());
             row.weightGBs = models[m].info.weightBytes * double(c.blockSize()) / row.seconds / 1e9;
             const ImageBounds bounds = imageGenerationBounds(c, row.batch, guided, r.bandwidthGBs, r.gemmGflops);

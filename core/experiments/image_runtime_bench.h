@@ -36,6 +36,10 @@ struct ImageRuntimeRow {
     int64_t batch = 0, rows = 0;         // images per pass; rows per step (2·batch with guidance)
     double seconds = 0;                  // one batch of images, best of the rounds
     double imagesPerSecond = 0, tokensPerSecond = 0;
+    // The process's CPU time for the batch (best of the rounds) and images per CPU second: on a
+    // shared machine the wall clock counts the time other processes held the core, CPU time
+    // does not (memory contention remains). At one thread the undisturbed images/s.
+    double cpuSeconds = 0, imagesPerCpuSecond = 0;
     double weightGBs = 0;                // the weights' bytes × steps ÷ seconds (the read rate it implies)
     double bandwidthBound = 0, gemmBound = 0, roofline = 0;  // images/s
     double rooflineRatio() const { return roofline > 0 ? imagesPerSecond / roofline : 0; }
