@@ -100,7 +100,7 @@ private slots:
         QTest::addColumn<int>("nvec");
         for (auto [r, c, n] : std::vector<std::tuple<int, int, int>>{
                  {1, 1, 3}, {7, 13, 3}, {5, 17, 4}, {33, 31, 5}, {9, 8, 7}, {3, 64, 13}, {64, 768, 8}, {768, 256, 32},
-                 {11, 2048, 33}, {2, 9, 64}})
+                 {11, 2048, 33}, {2, 9, 64}, {5, 100, 20}})
             QTest::newRow(qPrintable(QString("%1x%2, %3 vectors").arg(r).arg(c).arg(n))) << r << c << n;
     }
     void tiled() {
@@ -117,7 +117,7 @@ private slots:
                                      rows, 0, rows, R, V, portableVersion);
                     checkAgainstFloat64(y, x, w, qPrintable(QString("tile %1x%2%3").arg(R).arg(V).arg(portableVersion ? " portable" : "")));
                 }
-        if (nvec <= gemvF32MaxRows()) {
+        if (nvec <= gemvF32MaxRows() && (nvec <= 16 || cols >= 256)) {
             QVERIFY(gemvF32Applies(x, w));
             const at::Tensor y = gemvF32(x, w);
             checkAgainstFloat64(y, x, w, "dispatched tiled kernel vs float64");
@@ -146,6 +146,9 @@ private slots:
         QVERIFY(!gemvF32Applies(x.to(at::kDouble), w));
         QVERIFY(!gemvF32Applies(x, w.to(at::kHalf)));
         QVERIFY(!gemvF32Applies(at::randn({gemvF32MaxRows() + 1, 5}), w));  // more rows: GEMM's case
+        QVERIFY(gemvF32Applies(at::randn({16, 5}), w));
+        QVERIFY(!gemvF32Applies(at::randn({17, 5}), w));  // narrow and more than 16 rows: GEMM's case
+        QVERIFY(gemvF32Applies(at::randn({17, 256}), at::randn({3, 256})));
         QVERIFY(!gemvF32Applies(at::randn({1, 4}), w));  // width mismatch
         QVERIFY(!gemvF32Applies(x, w.clone().requires_grad_(true)));
         QVERIFY(!gemvF32Applies(x.view({5}), w));

@@ -10,7 +10,8 @@ namespace npw {
 int64_t gemvF32MaxRows();
 
 // Whether gemvF32 takes x [n, in] · wᵀ: w a CPU float32 matrix, x CPU float32 with 1 to
-// gemvF32MaxRows() rows, neither needing gradients (training keeps LibTorch's differentiable ops).
+// gemvF32MaxRows() rows (at most 16 when w is narrower than 256 columns), neither needing
+// gradients (training keeps LibTorch's differentiable ops).
 bool gemvF32Applies(const at::Tensor& x, const at::Tensor& w);
 
 // x [n, in] · w [out, in]ᵀ → [n, out], float32 on the CPU (n ≤ gemvF32MaxRows()). x and w are
