@@ -1,6 +1,7 @@
 #pragma once
-// The decode path's matrix-vector product on ATen tensors: npw's own kernel (gemv_kernel.h)
-// for CPU float32 without autograd, rows split across LibTorch's intra-op threads.
+// The decode path's matrix-vector product on ATen tensors (one or two rows; LlamaGen's guided
+// batches, up to gemvF32MaxRows()): npw's own kernel (gemv_kernel.h) for CPU float32 without
+// autograd, rows of the weight split across LibTorch's intra-op threads.
 #include <ATen/core/Tensor.h>
 
 namespace npw {
