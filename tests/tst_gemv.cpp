@@ -1,7 +1,8 @@
 // npw's float32 matrix-vector kernel (core/models/gemv*.h, the decode path) against a float64
 // product and against at::mv, over odd shapes (tails of 1–15 columns, 1–3 leftover rows), one
-// and two vectors, one and two threads, non-contiguous operands, and the inputs it refuses; and
-// the streaming-read kernel of the runtime benchmark's roofline.
+// and two vectors, one and two threads, non-contiguous operands, and the inputs it refuses; the
+// tiled kernel for more vectors (LlamaGen's guided batches) in every tile shape; and the
+// streaming-read kernel of the runtime benchmark's roofline.
 #include "core/models/gemv.h"
 #include "core/models/gemv_kernel.h"
 #include "error_of.h"
@@ -9,6 +10,9 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <QtTest>
+
+#include <cmath>
+#include <tuple>
 
 using namespace npw;
 
@@ -87,15 +91,68 @@ private slots:
         QVERIFY(at::equal(gemvF32(xs, slice), gemvF32(xs.contiguous(), slice.contiguous())));
     }
 
+    // Three or more vectors (LlamaGen's guided batches) go through the tiled kernel: every tile
+    // shape (1–2 weight rows × 1–6 vectors, partial tiles at both edges) against float64, both
+    // versions, and the dispatched product split across two threads equal to one thread's.
+    void tiled_data() {
+        QTest::addColumn<int>("rows");
+        QTest::addColumn<int>("cols");
+        QTest::addColumn<int>("nvec");
+        for (auto [r, c, n] : std::vector<std::tuple<int, int, int>>{
+                 {1, 1, 3}, {7, 13, 3}, {5, 17, 4}, {33, 31, 5}, {9, 8, 7}, {3, 64, 13}, {64, 768, 8}, {768, 256, 32},
+                 {11, 2048, 33}, {2, 9, 64}, {5, 100, 20}})
+            QTest::newRow(qPrintable(QString("%1x%2, %3 vectors").arg(r).arg(c).arg(n))) << r << c << n;
+    }
+    void tiled() {
+        QFETCH(int, rows);
+        QFETCH(int, cols);
+        QFETCH(int, nvec);
+        at::manual_seed(rows * 7919 + cols * 31 + nvec);
+        const at::Tensor w = at::randn({rows, cols}), x = at::randn({nvec, cols});
+        for (int R = 1; R <= 2; ++R)
+            for (int V = 1; V <= 6; ++V)
+                for (bool portableVersion : {false, true}) {
+                    at::Tensor y = at::full({nvec, rows}, std::nanf(""));  // every output must be written
+                    gemvF32RowsTiled(w.data_ptr<float>(), cols, cols, x.data_ptr<float>(), cols, nvec, y.data_ptr<float>(),
+                                     rows, 0, rows, R, V, portableVersion);
+                    checkAgainstFloat64(y, x, w, qPrintable(QString("tile %1x%2%3").arg(R).arg(V).arg(portableVersion ? " portable" : "")));
+                }
+        if (nvec <= gemvF32MaxRows() && (nvec <= 16 || cols >= 256)) {
+            QVERIFY(gemvF32Applies(x, w));
+            const at::Tensor y = gemvF32(x, w);
+            checkAgainstFloat64(y, x, w, "dispatched tiled kernel vs float64");
+            checkAgainstFloat64(portable(x, w), x, w, "portable tiled kernel vs float64");
+            at::set_num_threads(2);
+            QVERIFY(at::equal(gemvF32(x, w), y));
+        } else {
+            QVERIFY(!gemvF32Applies(x, w));  // GEMM's case
+        }
+    }
+
+    // A batch of rows that is a strided view (rows of a wider activation) and a transposed weight.
+    void tiledNonContiguous() {
+        at::manual_seed(5);
+        const int64_t n = std::min<int64_t>(6, gemvF32MaxRows());
+        const at::Tensor wide = at::randn({n, 50});
+        const at::Tensor xs = wide.narrow(1, 5, 40);        // rows of 40 at a stride of 50
+        const at::Tensor wt = at::randn({40, 24});          // w = wtᵀ: column-major
+        QVERIFY(!xs.is_contiguous() && !wt.t().is_contiguous());
+        checkAgainstFloat64(gemvF32(xs, wt.t()), xs, wt.t(), "strided rows, transposed weight");
+        QVERIFY(at::equal(gemvF32(xs, wt.t()), gemvF32(xs.contiguous(), wt.t().contiguous())));
+    }
+
     void refused() {
         const at::Tensor w = at::randn({6, 5}), x = at::randn({1, 5});
         QVERIFY(!gemvF32Applies(x.to(at::kDouble), w));
         QVERIFY(!gemvF32Applies(x, w.to(at::kHalf)));
-        QVERIFY(!gemvF32Applies(at::randn({3, 5}), w));  // three rows: GEMM's case
+        QVERIFY(!gemvF32Applies(at::randn({gemvF32MaxRows() + 1, 5}), w));  // more rows: GEMM's case
+        QVERIFY(gemvF32Applies(at::randn({16, 5}), w));
+        QVERIFY(!gemvF32Applies(at::randn({17, 5}), w));  // narrow and more than 16 rows: GEMM's case
+        QVERIFY(gemvF32Applies(at::randn({17, 256}), at::randn({3, 256})));
         QVERIFY(!gemvF32Applies(at::randn({1, 4}), w));  // width mismatch
         QVERIFY(!gemvF32Applies(x, w.clone().requires_grad_(true)));
         QVERIFY(!gemvF32Applies(x.view({5}), w));
-        QVERIFY(test::errorOf([&] { gemvF32(at::randn({1, 4}), w); }).contains("expected x [1 or 2, in]"));
+        QVERIFY(test::errorOf([&] { gemvF32(at::randn({1, 4}), w); }).contains("expected x [rows, in]"));
     }
 
     // The roofline's read kernel: a sum of n floats against float64 (n covering the 64- and

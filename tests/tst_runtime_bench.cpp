@@ -1,6 +1,7 @@
 // The runtime benchmark's pieces that are not timings (no timed pass/fail here): the llama2.c
 // .bin writer read back by npw's own llama2.c loader (every tensor equal, same logits), what
 // the format refuses, and the roofline's byte count against a count by hand.
+#include "core/experiments/image_runtime_bench.h"
 #include "core/experiments/runtime_bench.h"
 #include "core/models/llama.h"
 #include "core/models/llama_init.h"
@@ -87,6 +88,51 @@ private slots:
         const LlamaConfig c = smallModel(2).config;
         const double perLayer = 32.0 * (32 + 16 + 16 + 32) + 3.0 * 32 * 40 + 2 * 32 + 2.0 * 16 * 10;
         QCOMPARE(decodeBytesPerToken(c, 10), 4.0 * (3 * perLayer + 300.0 * 32));
+    }
+
+    // The image suite's step cost, by hand: a c2i GPT of dim 32, 2 layers × 4 heads of 8, SwiGLU
+    // 40, codebook 50, 3×3 grid. Per layer q, k, v, o 4·32·32 and MLP 3·32·40 weights, 2 norms of
+    // 32; the classifier 50·32 and the final norm. K and V: 2·32 per position per layer per row;
+    // attention FLOPs 4·32 per position per layer per row.
+    void imageStepCost() {
+        LlamaGenSizes sizes;
+        sizes.dim = 32, sizes.layers = 2, sizes.heads = 4, sizes.grid = 3, sizes.vocab = 50, sizes.classes = 5;
+        sizes.ffnHidden = 40;
+        const LlamaGenConfig c = llamaGenCustomConfig(sizes);
+        const double weights = 2 * (4.0 * 32 * 32 + 3.0 * 32 * 40) + 50.0 * 32, norms = 2 * 2 * 32 + 32;
+        const StepCost s = npw::imageStepCost(c.transformer, 6, 5);
+        QCOMPARE(s.bytes, 4.0 * (weights + norms + 6 * 2 * (2.0 * 32 * 5)));
+        QCOMPARE(s.flops, 6 * (2.0 * weights + 2 * (4.0 * 32 * 5)));
+        // The bounds: 9 forwards (contexts 1..9) of 2 rows for one guided image. With a GEMM rate
+        // far above the bandwidth's the roofline is the bandwidth bound, and the other way round.
+        double bytes = 0, flops = 0;
+        for (int64_t ctx = 1; ctx <= 9; ++ctx) {
+            bytes += npw::imageStepCost(c.transformer, 2, ctx).bytes;
+            flops += npw::imageStepCost(c.transformer, 2, ctx).flops;
+        }
+        const ImageBounds memoryBound = imageGenerationBounds(c, 1, true, 10.0, 1e9);
+        QVERIFY(std::abs(memoryBound.bandwidth - 10e9 / bytes) <= 1e-9 * memoryBound.bandwidth);
+        QVERIFY(std::abs(memoryBound.roofline - memoryBound.bandwidth) <= 1e-6 * memoryBound.bandwidth);
+        const ImageBounds computeBound = imageGenerationBounds(c, 1, true, 1e9, 10.0);
+        QVERIFY(std::abs(computeBound.gemm - 10e9 / flops) <= 1e-9 * computeBound.gemm);
+        QVERIFY(std::abs(computeBound.roofline - computeBound.gemm) <= 1e-6 * computeBound.gemm);
+        // Between the two the roofline lies below both bounds; without guidance a batch is half the rows.
+        const ImageBounds mixed = imageGenerationBounds(c, 4, true, 1.0, 1.0);
+        QVERIFY(mixed.roofline <= std::min(mixed.bandwidth, mixed.gemm) * (1 + 1e-12));
+        QVERIFY(std::abs(imageGenerationBounds(c, 4, false, 1.0, 1.0).gemm - imageGenerationBounds(c, 2, true, 1.0, 1.0).gemm * 2) <=
+                1e-9 * mixed.gemm);
+    }
+
+    // The random GPT has the named size's shape and its class embedding's null row.
+    void syntheticLlamaGenShape() {
+        const LlamaGenConfig c = llamaGenNamedConfig("B", 256);
+        QCOMPARE(c.transformer.intermediate_size[0], int64_t{2048});  // find_multiple(int(2·4·768/3), 256)
+        LlamaGenSizes sizes;
+        sizes.dim = 16, sizes.layers = 1, sizes.heads = 2, sizes.grid = 2, sizes.vocab = 10, sizes.classes = 3;
+        const LlamaGenCheckpoint ck = syntheticLlamaGen(llamaGenCustomConfig(sizes), 1);
+        QCOMPARE(ck.classEmbedding.sizes().vec(), (std::vector<int64_t>{4, 16}));
+        QCOMPARE(ck.weights.layers.at(0).wq.sizes().vec(), (std::vector<int64_t>{16, 16}));
+        QVERIFY(at::equal(ck.classEmbedding, syntheticLlamaGen(llamaGenCustomConfig(sizes), 1).classEmbedding));
     }
 };
 

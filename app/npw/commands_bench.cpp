@@ -1,7 +1,9 @@
-// npw bench --suite pruning|calibration-memory|runtime / --synthetic SIZE: the pruning engine's
-// figures, and the runtime against run.c, llama.cpp and eager PyTorch (core/experiments/runtime_bench.h).
+// npw bench --suite pruning|calibration-memory|runtime|image-runtime / --synthetic SIZE: the pruning
+// engine's figures, the runtime against run.c, llama.cpp and eager PyTorch (core/experiments/
+// runtime_bench.h), and image generation against its bounds (core/experiments/image_runtime_bench.h).
 #include "app/npw/commands.h"
 #include "core/eval/generate.h"
+#include "core/experiments/image_runtime_bench.h"
 #include "core/experiments/pruning_bench.h"
 #include "core/experiments/runtime_bench.h"
 #include "core/models/language_model.h"
@@ -310,6 +312,80 @@ nlohmann::json runtimeSuite(const Args& args, bool json) {
     return out;
 }
 
+// --suite image-runtime: images/s of LlamaGen-shaped GPTs with guidance against the roofline.
+nlohmann::json imageRuntimeSuite(const Args& args, bool json) {
+    ImageRuntimeBenchOptions o;
+    o.gptModel = args.get("gpt-model");
+    o.threads = static_cast<int>(args.getInt("threads"));
+    o.batches = args.getIntList("batch");
+    o.cfgScale = args.getDouble("cfg");
+    o.repeats = static_cast<int>(args.getInt("repeats"));
+    const ImageRuntimeBenchReport r = runImageRuntimeBench(o, terminalProgress());
+    nlohmann::json models = nlohmann::json::array(), rows = nlohmann::json::array();
+    for (const ImageRuntimeModel& m : r.models)
+        models.push_back({{"name", m.name}, {"description", m.description}, {"parameters", m.parameters},
+                          {"weight_bytes_per_step", m.weightBytes},
+                          {"vq_decoder_seconds_per_image", m.decoderSecondsPerImage}, {"vq_decoder", m.decoderNote}});
+    for (const ImageRuntimeRow& w : r.rows)
+        rows.push_back({{"model", w.model}, {"batch", w.batch}, {"rows_per_step", w.rows}, {"seconds", w.seconds},
+                        {"images_per_s", w.imagesPerSecond}, {"tokens_per_s", w.tokensPerSecond},
+                        {"cpu_seconds", w.cpuSeconds}, {"images_per_cpu_s", w.imagesPerCpuSecond},
+                        {"weight_read_gb_s", w.weightGBs}, {"bandwidth_bound_images_per_s", w.bandwidthBound},
+                        {"gemm_bound_images_per_s", w.gemmBound}, {"roofline_images_per_s", w.roofline},
+                        {"vs_roofline", w.rooflineRatio()}});
+    nlohmann::json out = {{"gpt_model", o.gptModel}, {"threads", o.threads}, {"cfg", o.cfgScale},
+                          {"repeats", o.repeats}, {"gemv_kernel", r.gemvIsa}, {"steps_per_image", r.steps},
+                          {"read_bandwidth_gb_s", r.bandwidthGBs}, {"gemm_gflop_s", r.gemmGflops},
+                          {"models", models}, {"rows", rows}, {"load_average", loadAverage()}};
+    if (!r.demoSkipped.empty()) out["demo_skipped"] = r.demoSkipped;
+    // The pruned model's speed-up at each batch: its rows and the dense model's come from the same rounds.
+    if (r.models.size() >= 2 && r.models[1].name.find("pruned") != std::string::npos) {
+        const size_t nb = o.batches.size();
+        nlohmann::json speedups = nlohmann::json::array();
+        for (size_t b = 0; b < nb; ++b)
+            speedups.push_back({{"batch", o.batches[b]},
+                                {"measured", r.rows[nb + b].imagesPerSecond / r.rows[b].imagesPerSecond},
+                                {"roofline", r.rows[nb + b].roofline / r.rows[b].roofline}});
+        out["pruned_speedup"] = speedups;
+    }
+    if (!json) {
+        std::cout << "image generation, " << o.threads << " thread(s), guidance " << o.cfgScale << " ("
+                  << (o.cfgScale > 1 ? "[cond; null]: 2 rows per image" : "off: 1 row per image") << "), "
+                  << r.steps << " steps per image, kernel " << r.gemvIsa << ", load average " << loadAverage() << "\n"
+                  << "  read bandwidth " << std::fixed << std::setprecision(1) << r.bandwidthGBs
+                  << " GB/s (streaming 1 GiB); GEMM " << r.gemmGflops << " GFLOP/s (LibTorch's BLAS, 1024 rows)\n";
+        for (const ImageRuntimeModel& m : r.models) {
+            std::cout << "  " << m.name << ": " << m.description << ", " << m.parameters << " parameters, "
+                      << std::setprecision(1) << m.weightBytes / 1e6 << " MB of weights per step";
+            if (m.decoderSecondsPerImage > 0)
+                std::cout << "; VQ decoder " << std::setprecision(3) << m.decoderSecondsPerImage << " s/image ("
+                          << m.decoderNote << ")";
+            std::cout << "\n";
+        }
+        if (!r.demoSkipped.empty()) std::cout << "  demo:c2i skipped: " << r.demoSkipped << "\n";
+        std::cout << std::left << std::setw(34) << "  model" << std::right << std::setw(6) << "batch" << std::setw(6)
+                  << "rows" << std::setw(10) << "images/s" << std::setw(12) << "img/CPU-s" << std::setw(10) << "tokens/s" << std::setw(13)
+                  << "weight GB/s" << std::setw(11) << "BW bound" << std::setw(11) << "GEMM bound" << std::setw(11)
+                  << "roofline" << std::setw(9) << "ratio" << "\n";
+        for (const ImageRuntimeRow& w : r.rows)
+            std::cout << std::left << std::setw(34) << ("  " + w.model) << std::right << std::setw(6) << w.batch
+                      << std::setw(6) << w.rows << std::setprecision(3) << std::setw(10) << w.imagesPerSecond
+                      << std::setw(12) << w.imagesPerCpuSecond << std::setprecision(0) << std::setw(10) << w.tokensPerSecond << std::setprecision(1)
+                      << std::setw(13) << w.weightGBs << std::setprecision(3) << std::setw(11) << w.bandwidthBound
+                      << std::setw(11) << w.gemmBound << std::setw(11) << w.roofline << std::setprecision(2)
+                      << std::setw(8) << w.rooflineRatio() << "×\n";
+        // The pruned model's speed-up at each batch (dense and pruned rows of the same rounds).
+        if (out.contains("pruned_speedup")) {
+            std::cout << "  pruned speed-up (images/s pruned ÷ dense, same rounds), by batch:";
+            for (const auto& p : out["pruned_speedup"])
+                std::cout << " " << p["batch"].get<int64_t>() << ": " << std::setprecision(2)
+                          << p["measured"].get<double>() << "× (roofline's " << p["roofline"].get<double>() << "×)";
+            std::cout << "\n";
+        }
+    }
+    return out;
+}
+
 } // namespace
 
 int runPruningBench(const Args& args) {
@@ -317,6 +393,8 @@ int runPruningBench(const Args& args) {
     nlohmann::json out;
     if (args.get("suite") == "runtime") {
         out = runtimeSuite(args, json);
+    } else if (args.get("suite") == "image-runtime") {
+        out = imageRuntimeSuite(args, json);
     } else if (args.get("suite") == "calibration-memory") {
         const nlohmann::json rows = calibrationMemorySuite(args, json);
         if (args.has("mode")) return 0;
@@ -329,7 +407,7 @@ int runPruningBench(const Args& args) {
         out["reselection"] = reselectionSuite(json);
         out["demo_prune"] = demoPruneSuite(args, json);
     } else {
-        throw Error("unknown --suite '" + args.get("suite") + "' (expected pruning, calibration-memory or runtime)");
+        throw Error("unknown --suite '" + args.get("suite") + "' (expected pruning, calibration-memory, runtime or image-runtime)");
     }
     if (json) std::cout << out.dump(2) << std::endl;
     return 0;

@@ -290,6 +290,10 @@ std::vector<FlagEntry> buildTable() {
               .above(0)
               .byDefault(number(sampling.cfgScale)),
           {"generate", "prune", "sweep", "metrics"});
+    t.add(Flag::real("cfg", "S", "image-runtime suite: classifier-free guidance scale (LlamaGen's sample_c2i default)")
+              .above(0)
+              .byDefault("4"),
+          {"bench"});
     t.add(Flag::integer("cfg-interval", "I", -1, kMaxTokens,
                         "image models: guide only decode steps 0..I (LlamaGen's cfg_interval; -1 = all)")
               .byDefault(std::to_string(sampling.cfgInterval)),
@@ -302,6 +306,9 @@ std::vector<FlagEntry> buildTable() {
     t.add(vq.valueNamed("DIR").described("the VQ tokenizer from train-vq (copied into DIR/vq)"), {"train-c2i"});
     t.add(Flag::text("gpt-model", "NAME", "size of a LlamaGen checkpoint that does not say it: B, L, XL, XXL or 3B"),
           {"info", "generate", "prune", "sweep", "metrics"});
+    t.add(Flag::text("gpt-model", "NAME", "image-runtime suite: the random GPT's LlamaGen size (B, L, XL, XXL or 3B)")
+              .byDefault("B"),
+          {"bench"});
     t.add(Flag::integer("image-size", "PX", 1, 1 << 16, "image size of a LlamaGen checkpoint named with --gpt-model (256 or 384)")
               .byDefault("256"),
           {"info", "generate", "prune", "sweep", "metrics"});
@@ -343,6 +350,8 @@ std::vector<FlagEntry> buildTable() {
     t.add(batch.byDefault("64"), {"prune", "sweep"});
     t.add(batch.byDefault("250").described("images per feature-network batch"), {"metrics"});
     t.add(batch.byDefault(std::to_string(zeroShot.batchRows)).described("sequences per forward pass"), {"zeroshot"});
+    t.add(batch.asList("N1,N2").byDefault("1,4,16").described("image-runtime suite: images per forward pass (2 rows each with guidance)"),
+          {"bench"});
     const Flag seed = Flag::integer("seed", "S", 0, kNoLimit, "seed of initialisation and data order").byDefault("1");
     t.add(seed.byDefault(std::to_string(prune.seed)).described("seed of the calibration offsets and of --method random"),
           {"prune"});
@@ -364,14 +373,16 @@ std::vector<FlagEntry> buildTable() {
           {"bench"});
     t.add(Flag::integer("repeats", "R", 1, kMaxRepeats, "timed runs (median reported) after one warm-up").byDefault("3"),
           {"bench"});
-    t.add(Flag::choice("suite", "NAME", "pruning, calibration-memory or runtime",
-                       oneOf({"pruning", "calibration-memory", "runtime"}),
+    t.add(Flag::choice("suite", "NAME", "pruning, calibration-memory, runtime or image-runtime",
+                       oneOf({"pruning", "calibration-memory", "runtime", "image-runtime"}),
                        "pruning: solver timings, re-selection latency, prune time on the demos; calibration-memory: peak "
                        "memory of in-RAM vs layer-wise calibration of a --synthetic model (default 1b); runtime: npw's "
                        "decode/prefill/eval against run.c, llama.cpp, eager PyTorch, the read-bandwidth roofline and the "
-                       "GEMM bound on a --synthetic model (default 110m)"),
+                       "GEMM bound on a --synthetic model (default 110m); image-runtime: images/s of a random LlamaGen "
+                       "GPT (--gpt-model), its 50 % pruned copy and demo:c2i at each --batch with guidance, against the "
+                       "bandwidth and GEMM bounds"),
           {"bench"});
-    t.add(Flag::integer("threads", "N", 1, 1024, "runtime suite: threads of every runtime it times").byDefault("1"),
+    t.add(Flag::integer("threads", "N", 1, 1024, "runtime and image-runtime suites: threads of every runtime they time").byDefault("1"),
           {"bench"});
     t.add(Flag::integer("eval-windows", "N", 1, kMaxWindows, "runtime suite: windows of the evaluation figure")
               .byDefault("4"),

@@ -11,10 +11,27 @@
 namespace npw {
 
 // y[v][r] = Σ_k W[r·ldw + k] · x[v][k] for rows r in [rowBegin, rowEnd), vectors v < nvec
-// (1 or 2; x[v] = x + v·ldx, y[v] = y + v·ldy). W, x and y must not overlap. Single-threaded:
-// the caller splits rows across threads.
+// (x[v] = x + v·ldx, y[v] = y + v·ldy). W, x and y must not overlap. Single-threaded: the caller
+// splits rows across threads. One or two vectors (decoding): one weight row at a time, the
+// stream tuned for bandwidth. Three or more (LlamaGen's guided batches): tiles of
+// kGemvTileRows weight rows × kGemvTileVecs vectors (gemvF32RowsTiled).
 void gemvF32Rows(const float* W, int64_t ldw, int64_t cols, const float* x, int64_t ldx, int nvec, float* y,
                  int64_t ldy, int64_t rowBegin, int64_t rowEnd);
+
+// The tile gemvF32Rows uses for three or more vectors: 2 weight rows × 6 vectors (12
+// accumulators, 2 + 6 loads per 12 FMAs in 15 of the 16 ymm registers), the next 64 KiB block of
+// weights prefetched while one is computed. Measured over GPT-B's weights (390 MB, one thread,
+// CPU time, AMD EPYC, loaded machine): 3 vectors 24 ms (1 weight row per tile: 27 ms; OpenBLAS
+// sgemm: 54 ms), 8 vectors 35 ms (sgemm 59), 16 vectors 53 ms (sgemm 73), 32 vectors 91 ms
+// (sgemm 101); 1 and 2 vectors keep the decode kernel (19 and 23 ms; tiled 22 and 23 ms).
+constexpr int kGemvTileRows = 2, kGemvTileVecs = 6;
+
+// Any nvec ≥ 1 in tiles of tileRows (1–2) weight rows × tileVecs (1–6) vectors: each tile's
+// weight rows are loaded once per column chunk and used against every vector of the group, the
+// groups pass over the same rows while they are in L1, so W is read from memory once. For
+// measurements and tests; `portable` forces the portable version.
+void gemvF32RowsTiled(const float* W, int64_t ldw, int64_t cols, const float* x, int64_t ldx, int nvec, float* y,
+                      int64_t ldy, int64_t rowBegin, int64_t rowEnd, int tileRows, int tileVecs, bool portable = false);
 
 // The portable version alone, whatever the machine supports (the tests compare both).
 void gemvF32RowsPortable(const float* W, int64_t ldw, int64_t cols, const float* x, int64_t ldx, int nvec, float* y,

@@ -100,17 +100,18 @@ at::Tensor applyRope(const at::Tensor& x, const at::Tensor& cos, const at::Tenso
     return at::stack({x0 * cos - x1 * sin, x0 * sin + x1 * cos}, -1).flatten(-2);
 }
 
-// x [..., in] · wᵀ (+ bias). One or two rows (decoding one token; LlamaGen's conditional and
-// unconditional pair) go through matrix-vector products: at::linear hands every shape to the
-// BLAS's GEMM, which (OpenBLAS 0.3.21, Debian bookworm) first packs the whole weight into a
-// buffer — an extra copy of every weight per token, measured 2–5× slower than GEMV at one row.
-// From three rows on GEMM's blocking pays for the packing. On the CPU in float32 the rows go
-// through npw's own kernel (gemv.h): OpenBLAS's single-thread sgemv_n streamed the weights at
-// about half the rate llama2.c's plain loop does (issue 17).
+// x [..., in] · wᵀ (+ bias). A few rows (decoding one token; LlamaGen's guided batches, 2 rows
+// per image) go through npw's own kernel (gemv.h) on the CPU in float32: at::linear hands every
+// shape to the BLAS's GEMM, which (OpenBLAS 0.3.21, Debian bookworm) first packs the whole weight
+// into a buffer — an extra copy of every weight per step, measured 2–5× slower than GEMV at one
+// row — and OpenBLAS's single-thread sgemv_n streamed the weights at about half the rate
+// llama2.c's plain loop does (issue 17). Up to gemvF32MaxRows() rows the kernel reads each weight
+// once for all rows; beyond, GEMM's blocking wins. CUDA, half precision and training keep
+// LibTorch's ops (one or two rows as matrix-vector products, more as GEMM).
 at::Tensor denseLayer(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias = {}) {
     const int64_t width = x.size(-1);
     const int64_t rows = width > 0 ? x.numel() / width : 0;
-    if (rows == 0 || rows > 2 || x.dim() < 2)
+    if (rows == 0 || x.dim() < 2 || (rows > 2 && rows > gemvF32MaxRows()))
         return at::linear(x, w, bias.defined() ? c10::optional<at::Tensor>(bias) : c10::nullopt);
     std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end());
     shape.back() = w.size(0);
@@ -118,6 +119,8 @@ at::Tensor denseLayer(const at::Tensor& x, const at::Tensor& w, const at::Tensor
     at::Tensor out;
     if (gemvF32Applies(flat, w))  // npw's own kernel: CPU float32 without autograd (gemv_kernel.h)
         out = gemvF32(flat, w);
+    else if (rows > 2)  // GEMM's shapes
+        return at::linear(x, w, bias.defined() ? c10::optional<at::Tensor>(bias) : c10::nullopt);
     else  // CUDA, half precision, training
         out = rows == 1 ? at::mv(w, flat[0]).unsqueeze(0) : at::stack({at::mv(w, flat[0]), at::mv(w, flat[1])});
     if (bias.defined()) out = out + bias;
