@@ -145,7 +145,17 @@ void TestWorkspace::workspaceRoundTripsEveryField() {
     w.prune = method(PruneMethod::Flap);
     w.knobs.rho = 0.25;
     w.knobs.lambda = 3;
-    w.scored = {method(PruneMethod::Flap), method(PruneMethod::Numerical)};
+    // A baseline with options other than its defaults beside two PruneMethods.
+    ScoreRequest llmp;
+    llmp.baseline = BaselineMethod::LlmPruner;
+    llmp.baselineOptions.llmPrunerGlobal = true;
+    llmp.baselineOptions.taylor = TaylorKind::ParamMix;
+    llmp.baselineOptions.layerStart = 1;
+    llmp.baselineOptions.layerEnd = 3;
+    w.scored = {method(PruneMethod::Flap), method(PruneMethod::Numerical), llmp};
+    ScoreRequest blocks;
+    blocks.baseline = BaselineMethod::BlockInfluence;
+    w.runBaseline = blocks;
     w.currentMethod = "numerical";
     Mask shape;
     shape.keepHeads = {{true, true, true, true}, {true, true, true, true}};
@@ -173,8 +183,15 @@ void TestWorkspace::workspaceRoundTripsEveryField() {
     QVERIFY(back.calibration == w.calibration);
     QCOMPARE(toJson(back.prune).dump(), toJson(w.prune).dump());
     QVERIFY(back.knobs == w.knobs);
-    QCOMPARE(back.scored.size(), size_t(2));
-    for (size_t i = 0; i < w.scored.size(); ++i) QCOMPARE(toJson(back.scored[i]).dump(), toJson(w.scored[i]).dump());
+    QCOMPARE(back.scored.size(), size_t(3));
+    for (size_t i = 0; i < w.scored.size(); ++i) {
+        QCOMPARE(toJson(back.scored[i]).dump(), toJson(w.scored[i]).dump());
+        QCOMPARE(scoreSetName(back.scored[i]), scoreSetName(w.scored[i]));
+    }
+    QVERIFY(back.scored[2].baseline == BaselineMethod::LlmPruner);
+    QVERIFY(back.scored[2].baselineOptions.taylor == TaylorKind::ParamMix);
+    QCOMPARE(back.scored[2].baselineOptions.layerEnd, int64_t(3));
+    QVERIFY(back.runBaseline && back.runBaseline->baseline == BaselineMethod::BlockInfluence);
     QCOMPARE(back.currentMethod, w.currentMethod);
     QVERIFY(!back.statsCalibration);
     QVERIFY(maskFromJson(back.mask, shape).keepHeads == mask.keepHeads);
@@ -199,7 +216,7 @@ void TestWorkspace::loadWorkspaceRecomputesTheSameScores() {
     w.model = "demo:lm";
     w.device = "cpu";
     w.calibration = smallCalibration();
-    for (const std::string& name : wb.scoreSetNames()) w.scored.push_back(wb.computedScores(name)->settings);
+    for (const std::string& name : wb.scoreSetNames()) w.scored.push_back(wb.requestOf(name));
     w.statsCalibration = wb.calibration().summary;
     w.currentMethod = "flap";
     writeWorkspace(path, w, wb.calibration().stats.get(), {wb.model().model->checkpoint().source});
@@ -214,7 +231,8 @@ void TestWorkspace::loadWorkspaceRecomputesTheSameScores() {
     // Recomputed from the saved (float64) statistics: the same scores, bit for bit.
     for (size_t i = 0; i < loaded.scoreSets.size(); ++i) {
         const ScoreSet& a = *wb.computedScores(wb.scoreSetNames()[i]);
-        const ScoreSet& b = loaded.scoreSets[i];
+        QVERIFY(loaded.scoreSets[i].scores);
+        const ScoreSet& b = *loaded.scoreSets[i].scores;
         QCOMPARE(scoreSetName(b.settings), wb.scoreSetNames()[i]);
         QCOMPARE(b.ranking.size(), a.ranking.size());
         for (size_t l = 0; l < a.attentionChannels.size(); ++l) {
@@ -244,6 +262,13 @@ void TestWorkspace::damagedWorkspacesNameFileAndField_data() {
     QTest::newRow("calibration samples a string") << "calibration.samples=\"many\"" << "samples";
     QTest::newRow("unknown method") << "prune.method=\"pruneall\"" << "pruneall";
     QTest::newRow("scored not a list") << "scored=7" << "";
+    QTest::newRow("run_baseline not a baseline") << "run_baseline={\"method\":\"flap\"}" << "run_baseline";
+    QTest::newRow("baseline layers not a pair") << "run_baseline={\"method\":\"llm-pruner\",\"llm_pruner_layers\":[1]}"
+                                               << "llm_pruner_layers";
+    QTest::newRow("baseline layer ratio 1") << "run_baseline={\"method\":\"llm-pruner\",\"layer_ratio\":1}"
+                                           << "layer_ratio";
+    QTest::newRow("baseline taylor unknown") << "run_baseline={\"method\":\"llm-pruner\",\"taylor\":\"hessian\"}"
+                                            << "hessian";
     QTest::newRow("mask units strings") << "mask.pruned_units=[[\"x\"]]" << "mask.pruned_units[0]";
     QTest::newRow("mask not an object") << "mask=3" << "'mask'";
     QTest::newRow("sweep row without method") << "sweep_rows=[{}]" << "method";
