@@ -109,13 +109,13 @@ ImageRuntimeBenchReport runImageRuntimeBench(const ImageRuntimeBenchOptions& o, 
     for (int64_t b : o.batches)
         if (b < 1) throw Error("--suite image-runtime: batch sizes must be positive, got " + std::to_string(b));
     ImageRuntimeBenchReport r;
-    // As the runtime suite: OpenBLAS's own pool at one thread (chooseRuntime), LibTorch's at o.threads.
+    // As the runtime suite: LibTorch's pool and OpenBLAS's own at o.threads (setComputeThreads).
     const Runtime runtime = chooseRuntime("cpu", "float32");
     const int previousThreads = at::get_num_threads();
-    at::set_num_threads(o.threads);
+    setComputeThreads(o.threads);
     struct RestoreThreads {
         int n;
-        ~RestoreThreads() { at::set_num_threads(n); }
+        ~RestoreThreads() { setComputeThreads(n); }
     } restore{previousThreads};
     r.gemvIsa = gemvF32Isa();
 

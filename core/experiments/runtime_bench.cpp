@@ -217,15 +217,15 @@ double measureGemmRate(int64_t m, int64_t k, int64_t n, int repeats) {
 
 RuntimeBenchReport runRuntimeBench(const RuntimeBenchOptions& o, const ProgressFn& progress) {
     RuntimeBenchReport r;
-    // chooseRuntime caps OpenBLAS's own pool at one thread (LibTorch's pool parallelises around
-    // it); without it OpenBLAS ran its GEMMs on every core and "one thread" evaluation and GEMM
-    // figures were two-thread figures (measured: GEMM 205 against 104 GFLOP/s on 2 cores).
+    // Both pools, LibTorch's and OpenBLAS's own, at o.threads (setComputeThreads): with OpenBLAS
+    // left at every core, "one thread" evaluation and GEMM figures were two-thread figures
+    // (measured: GEMM 205 against 104 GFLOP/s on 2 cores).
     chooseRuntime("cpu", "float32");
     const int previousThreads = at::get_num_threads();
-    at::set_num_threads(o.threads);
+    setComputeThreads(o.threads);
     struct RestoreThreads {
         int n;
-        ~RestoreThreads() { at::set_num_threads(n); }
+        ~RestoreThreads() { setComputeThreads(n); }
     } restore{previousThreads};
     const LlamaConfig config = syntheticLlamaConfig(o.size);
     const int64_t context = o.promptTokens + o.decodeTokens;

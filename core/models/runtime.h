@@ -16,5 +16,7 @@ struct Runtime {
 // preference: "auto", "cpu", "cuda", "cuda:N"; dtype: "auto", "float32", "float16", "bfloat16".
 // Throws npw::Error when CUDA is asked for and not available. Also sets the CPU thread count.
 Runtime chooseRuntime(const std::string& preference = "auto", const std::string& dtype = "auto");
+// The CPU threads of LibTorch's pool and of OpenBLAS's own (its GEMMs and LAPACK calls), together.
+void setComputeThreads(int threads);
 
 } // namespace npw
