@@ -373,6 +373,20 @@ private slots:
             ++checked;
         }
         QCOMPARE(checked, 6);
+
+        // llama2.c's own naming for a model with its own vocabulary: tok{V}.model (SentencePiece)
+        // beside model5000.bin (V = 105 from its header), as babyllama ships; tokenizer.bin first.
+        copyFile(kSpm + "tok105.model", folder + "/tok105.model");
+        r = npw({"info", QString::fromStdString(folder + "/model5000.bin"), "--json"});
+        QCOMPARE(r.result.at("tokenizer").get<std::string>(), folder + "/tokenizer.bin");
+        fs::remove(folder + "/tokenizer.bin");
+        r = npw({"info", QString::fromStdString(folder + "/model5000.bin"), "--json"});
+        QCOMPARE(r.exitCode, 0);
+        QCOMPARE(r.result.at("tokenizer").get<std::string>(), folder + "/tok105.model");
+        QCOMPARE(r.result.at("tokenizer_kind").get<std::string>(), std::string("sentencepiece-bpe"));
+        fs::rename(folder + "/tok105.model", folder + "/tok512.model");  // another vocabulary's: not taken
+        r = npw({"info", QString::fromStdString(folder + "/model5000.bin"), "--json"});
+        QCOMPARE(r.result.at("tokenizer").get<std::string>(), std::string());
     }
 
     // --tokenizer on a model: each kind, on info, eval, export-gguf and prune (which copies the

@@ -21,8 +21,9 @@ bool DemoScript::isKnownState(const QString& state) {
            state == QLatin1String("blocks") || state == QLatin1String("sliced");
 }
 
-DemoScript::DemoScript(StudioWindow* window, QString state, QString screenshot, bool measureStalls)
+DemoScript::DemoScript(StudioWindow* window, QString state, QString screenshot, bool measureStalls, QString model)
     : QObject(window), window_(window), state_(std::move(state)), screenshot_(std::move(screenshot)),
+      model_(model.isEmpty() ? QStringLiteral("demo:lm") : std::move(model)),
       measure_(measureStalls), meter_(new StallMeter(this)) {
     JobRunner* jobs = window_->session()->jobs();
     connect(jobs, &JobRunner::finished, this, &DemoScript::onJobFinished);
@@ -41,7 +42,7 @@ void DemoScript::start() {
         return;
     }
     window_->showTab(state_ == QLatin1String("sweep") ? 1 : state_ == QLatin1String("text") ? 3 : 0);
-    window_->openModel(QStringLiteral("demo:lm"));
+    window_->openModel(model_);
 }
 
 void DemoScript::onJobFinished(const QString&) {
@@ -107,10 +108,7 @@ void DemoScript::onJobFinished(const QString&) {
         if (step_ <= 3) {
             studio::RunSettings settings = session->settings();
             settings.baseline = order[step_ - 1];
-            session->setSettings(settings);
-            window_->runSettings()->setSettings(settings);
-            window_->scoresPage()->sparsityControls()->setRho(0.3);
-            QTimer::singleShot(step_ == 1 ? 0 : 300, session, [session] { session->runScoring(); });
+            scoreWith(settings);
             return;
         }
         window_->scoresPage()->layerSelection()->setCurrentLayer(2);
@@ -122,12 +120,7 @@ void DemoScript::onJobFinished(const QString&) {
             studio::RunSettings settings = session->settings();
             settings.prune.method = step_ == 1 && !box ? npw::PruneMethod::Flap : npw::PruneMethod::Numerical;
             settings.prune.boxConstrained = box && step_ == 2;
-            session->setSettings(settings);
-            window_->runSettings()->setSettings(settings);
-            window_->scoresPage()->sparsityControls()->setRho(0.3);
-            // The second Run a moment after the first result, as a hand would click it: not in the
-            // very turn in which every view first draws that result.
-            QTimer::singleShot(step_ == 1 ? 0 : 300, session, [session] { session->runScoring(); });
+            scoreWith(settings);
             return;
         }
         window_->scoresPage()->layerSelection()->setCurrentLayer(2);
@@ -155,6 +148,16 @@ void DemoScript::onJobFinished(const QString&) {
     }
     // The per-layer losses arrive a moment after the last selection; let them and the plots settle.
     QTimer::singleShot(1500, this, &DemoScript::finish);
+}
+
+void DemoScript::scoreWith(const studio::RunSettings& settings) {
+    StudioSession* session = window_->session();
+    session->setSettings(settings);
+    window_->runSettings()->setSettings(settings);
+    window_->scoresPage()->sparsityControls()->setRho(0.3);
+    // A later Run a moment after the first result, as a hand would click it: not in the very turn
+    // in which every view first draws that result.
+    QTimer::singleShot(step_ == 1 ? 0 : 300, session, [session] { session->runScoring(); });
 }
 
 void DemoScript::fail(const QString& why) {

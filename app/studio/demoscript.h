@@ -10,6 +10,8 @@
 //           then FID against sparsity for numerical and FLAP (ρ 0.1, 0.2, 0.3; 300 images each)
 //   baselines  demo:lm scored with SliceGPT, block influence and LLM-Pruner (shown), ρ = 0.3
 //   blocks     the same, block influence shown last; sliced: SliceGPT shown last
+#include "app/studio/runsettings.h"
+
 #include <QObject>
 #include <QString>
 
@@ -22,7 +24,9 @@ public:
     static bool isKnownState(const QString& state);
 
     // screenshot may be empty; measureStalls prints the longest stall to stderr at the end.
-    DemoScript(StudioWindow* window, QString state, QString screenshot, bool measureStalls);
+    // model: the language model the states other than images open (empty: demo:lm), so that a
+    // baseline or scores state can be looked at on any checkpoint.
+    DemoScript(StudioWindow* window, QString state, QString screenshot, bool measureStalls, QString model = {});
     void start();
     double longestStallMs() const;
 
@@ -31,11 +35,13 @@ signals:
 
 private:
     void onJobFinished(const QString& title);
+    // The Run settings' panel and the session set to `settings`, ρ at 0.3, then Run.
+    void scoreWith(const studio::RunSettings& settings);
     void fail(const QString& why);
     void finish();
 
     StudioWindow* window_;
-    QString state_, screenshot_;
+    QString state_, screenshot_, model_;
     bool measure_;
     StallMeter* meter_;
     int step_ = 0;

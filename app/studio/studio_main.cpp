@@ -1,7 +1,7 @@
 // npw-studio: the interactive workbench (studiowindow.h).
 //
 //   npw-studio [MODEL | WORKSPACE.npw.json] [--screenshot FILE]
-//   npw-studio --demo scores|sweep|images|box|text|baselines|blocks|sliced [--screenshot FILE] [--measure-stalls] [--dark]
+//   npw-studio --demo scores|sweep|images|box|text|baselines|blocks|sliced [--screenshot FILE] [--measure-stalls] [--dark] [MODEL]
 #include "app/studio/demoscript.h"
 #include "app/studio/studiowindow.h"
 #include "core/util/openmp_wait.h"
@@ -71,7 +71,7 @@ int main(int argc, char** argv) {
                                  QStringLiteral("A checkpoint, demo:lm, demo:lm-gqa, demo:c2i, or a workspace (.npw.json)."),
                                  QStringLiteral("[MODEL]"));
     const QCommandLineOption demo(QStringLiteral("demo"),
-                                  QStringLiteral("Drive a bundled demo to STATE (scores, sweep, images, box, text, baselines, blocks, sliced), computed live."),
+                                  QStringLiteral("Drive a bundled demo to STATE (scores, sweep, images, box, text, baselines, blocks, sliced), computed live; with MODEL, the language states run on it instead of demo:lm."),
                                   QStringLiteral("STATE"));
     const QCommandLineOption screenshot(QStringLiteral("screenshot"),
                                         QStringLiteral("Save the window (with an error dialog, if one is open) to FILE "
@@ -96,7 +96,10 @@ int main(int argc, char** argv) {
     window.show();
 
     if (scripted) {
-        auto* script = new DemoScript(&window, parser.value(demo), parser.value(screenshot), parser.isSet(stalls));
+        // A MODEL beside --demo: the language states run on it instead of demo:lm.
+        const QString model = parser.positionalArguments().isEmpty() ? QString() : parser.positionalArguments().first();
+        auto* script =
+            new DemoScript(&window, parser.value(demo), parser.value(screenshot), parser.isSet(stalls), model);
         QObject::connect(script, &DemoScript::done, &app, [](int code) { QApplication::exit(code); });
         QTimer::singleShot(0, script, &DemoScript::start);
     } else if (!parser.positionalArguments().isEmpty()) {

@@ -3,6 +3,7 @@
 #include "core/eval/image_generate.h"
 #include "core/experiments/pruning_bench.h"
 #include "core/experiments/runtime_bench.h"
+#include "core/models/compute_threads.h"
 #include "core/models/gemv_kernel.h"
 #include "core/models/llama_init.h"
 #include "core/models/runtime.h"
@@ -111,12 +112,7 @@ ImageRuntimeBenchReport runImageRuntimeBench(const ImageRuntimeBenchOptions& o, 
     ImageRuntimeBenchReport r;
     // As the runtime suite: LibTorch's pool and OpenBLAS's own at o.threads (setComputeThreads).
     const Runtime runtime = chooseRuntime("cpu", "float32");
-    const int previousThreads = at::get_num_threads();
-    setComputeThreads(o.threads);
-    struct RestoreThreads {
-        int n;
-        ~RestoreThreads() { setComputeThreads(n); }
-    } restore{previousThreads};
+    const ScopedComputeThreads computeThreads(o.threads);
     r.gemvIsa = gemvF32Isa();
 
     reportProgress(progress, "image runtime: building the models", 0, 1);

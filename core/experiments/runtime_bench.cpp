@@ -1,6 +1,7 @@
 #include "core/experiments/runtime_bench.h"
 #include "core/eval/generate.h"
 #include "core/experiments/pruning_bench.h"
+#include "core/models/compute_threads.h"
 #include "core/models/gemv_kernel.h"
 #include "core/models/llama.h"
 #include "core/models/llama_init.h"
@@ -221,12 +222,7 @@ RuntimeBenchReport runRuntimeBench(const RuntimeBenchOptions& o, const ProgressF
     // left at every core, "one thread" evaluation and GEMM figures were two-thread figures
     // (measured: GEMM 205 against 104 GFLOP/s on 2 cores).
     chooseRuntime("cpu", "float32");
-    const int previousThreads = at::get_num_threads();
-    setComputeThreads(o.threads);
-    struct RestoreThreads {
-        int n;
-        ~RestoreThreads() { setComputeThreads(n); }
-    } restore{previousThreads};
+    const ScopedComputeThreads computeThreads(o.threads);
     const LlamaConfig config = syntheticLlamaConfig(o.size);
     const int64_t context = o.promptTokens + o.decodeTokens;
     if (context >= config.max_position_embeddings || o.evalSeqlen > config.max_position_embeddings)

@@ -17,9 +17,11 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <vector>
 
 namespace fs = std::filesystem;
 
@@ -338,11 +340,29 @@ std::string notALlama(const std::string& model) {
 } // namespace
 
 std::string llama2cTokenizerFile(const std::string& binPath) {
-    // run.c reads "tokenizer.bin" (its default -z); npw looks for it beside the checkpoint.
+    // run.c reads "tokenizer.bin" (its default -z); a model trained with its own vocabulary comes
+    // with llama2.c's tok{V}.model (SentencePiece, what train_vocab.sh writes) and tok{V}.bin
+    // (what tokenizer.py exports), V the header's vocab_size (babyllama: tok105.model). npw looks
+    // for them beside the checkpoint in that order, then the other tokenizer files it reads.
     const fs::path file(binPath);
-    const fs::path candidate = (file.has_parent_path() ? file.parent_path() : fs::path(".")) / "tokenizer.bin";
+    const fs::path dir = file.has_parent_path() ? file.parent_path() : fs::path(".");
+    std::vector<std::string> names = {"tokenizer.bin"};
+    if (std::ifstream in{binPath, std::ios::binary}) {
+        int32_t header[7] = {};
+        if (in.read(reinterpret_cast<char*>(header), sizeof header)) {
+            const int64_t vocab = std::abs(static_cast<int64_t>(header[5]));  // negative: unshared classifier
+            if (vocab > 0 && vocab <= (int64_t(1) << 24)) {
+                names.push_back("tok" + std::to_string(vocab) + ".bin");
+                names.push_back("tok" + std::to_string(vocab) + ".model");
+            }
+        }
+    }
+    names.insert(names.end(), {"tokenizer.model", "tokenizer.json"});
     std::error_code ec;
-    if (fs::is_regular_file(candidate, ec) && !fs::equivalent(candidate, file, ec)) return candidate.string();
+    for (const std::string& name : names) {
+        const fs::path candidate = dir / name;
+        if (fs::is_regular_file(candidate, ec) && !fs::equivalent(candidate, file, ec)) return candidate.string();
+    }
     return "";
 }
 

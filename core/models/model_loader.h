@@ -39,7 +39,8 @@ LlamaCheckpoint loadLlama2cCheckpoint(const std::string& binPath, WeightStorage 
 //    LLaMA-3's tiktoken), else tokenizer.bin;
 //  - Meta's release: the same beside the weights; in an "original/" folder, tokenizer.json there
 //    or in the folder above first (metaTokenizerFile);
-//  - a llama2.c .bin: tokenizer.bin beside it, as run.c uses (llama2cTokenizerFile).
+//  - a llama2.c .bin: tokenizer.bin beside it, as run.c uses, else llama2.c's tok{V}.bin /
+//    tok{V}.model for its vocabulary V, else tokenizer.model / tokenizer.json (llama2cTokenizerFile).
 std::string tokenizerFileOfModel(const std::string& model);
 std::string llama2cTokenizerFile(const std::string& binPath);
 

@@ -1,4 +1,5 @@
 #include "core/models/runtime.h"
+#include "core/models/compute_threads.h"
 #include "core/util/error.h"
 
 #include <ATen/Context.h>
@@ -52,6 +53,12 @@ void setComputeThreads(int threads) {
     if (auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads")))
         if (!std::getenv("OPENBLAS_NUM_THREADS")) set(threads);
 }
+
+ScopedComputeThreads::ScopedComputeThreads(int threads) : previous_(at::get_num_threads()) {
+    setComputeThreads(threads);
+}
+
+ScopedComputeThreads::~ScopedComputeThreads() { setComputeThreads(previous_); }
 
 Runtime chooseRuntime(const std::string& preference, const std::string& dtype) {
     // LibTorch reports 1 thread on small machines; use every core (notes/environment.md).
