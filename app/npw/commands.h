@@ -5,6 +5,7 @@
 #include "core/eval/feature_network.h"
 #include "core/eval/image_eval.h"
 #include "core/eval/image_generate.h"
+#include "core/experiments/language_workbench.h"
 #include "core/models/llama_weights.h"
 #include "core/prune/baselines.h"
 #include "core/prune/pruner.h"
@@ -70,6 +71,9 @@ int runImagePrune(const Args& args, const std::string& model, const PruneSetting
 // --calib wikitext2:FILE (ptb:, c4:, …) names a data set, which --calib-ids and --calib-per-line
 // cannot describe: refused before any model is loaded. Returns the data set, if it is one.
 std::optional<TextDatasetRef> checkCalibDataset(const Args& args);
+// --calib, --calib-ids, --calib-per-line, --nsamples, --seqlen (0 when absent: the model's
+// context), --seed as the workbench's calibration request (`npw prune`, its baselines).
+CalibrationRequest calibrationRequestFromArgs(const Args& args);
 int runImageSweep(const Args& args, const std::string& model);
 // `npw prune --method llm-pruner|slicegpt|block-influence` (commands_baselines.cpp).
 int runBaselinePrune(const Args& args, const std::string& model, BaselineMethod method);

@@ -86,13 +86,7 @@ int runBaselinePrune(const Args& args, const std::string& model, BaselineMethod 
         throw Error("--llm-pruner-layers: the model has layers 0-" + std::to_string(config.num_layers - 1));
 
     // The workbench's one calibration builder and length rule, as `npw prune` calibrates.
-    CalibrationRequest request;
-    request.source = args.get("calib");
-    request.perLine = args.flag("calib-per-line");
-    request.sourceIsIds = args.flag("calib-ids") || request.perLine;
-    request.samples = args.getInt("nsamples");
-    request.seqlen = args.has("seqlen") ? args.getInt("seqlen") : 0;
-    request.seed = static_cast<uint64_t>(args.getInt("seed"));
+    const CalibrationRequest request = calibrationRequestFromArgs(args);
     std::string note;
     const CalibrationSet set = buildCalibrationSet(lm, request, &note);
     if (!note.empty()) std::cerr << "note: " << note << "\n";

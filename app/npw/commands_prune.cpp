@@ -27,6 +27,17 @@ std::optional<TextDatasetRef> checkCalibDataset(const Args& args) {
     return dataset;
 }
 
+CalibrationRequest calibrationRequestFromArgs(const Args& args) {
+    CalibrationRequest request;
+    request.source = args.get("calib");
+    request.perLine = args.flag("calib-per-line");
+    request.sourceIsIds = args.flag("calib-ids") || request.perLine;
+    request.samples = args.getInt("nsamples");
+    request.seqlen = args.has("seqlen") ? args.getInt("seqlen") : 0;
+    request.seed = static_cast<uint64_t>(args.getInt("seed"));
+    return request;
+}
+
 namespace {
 
 std::string formatNumber(double x) {
@@ -165,13 +176,7 @@ int runPrune(const Args& args) {
     LanguagePruningWorkbench workbench(lm);
     std::string statsOnDisk;  // where a layer-wise calibration kept the statistics
     if (args.has("calib")) {
-        CalibrationRequest request;
-        request.source = args.get("calib");
-        request.perLine = args.flag("calib-per-line");
-        request.sourceIsIds = args.flag("calib-ids") || request.perLine;
-        request.samples = args.getInt("nsamples");
-        request.seqlen = args.has("seqlen") ? args.getInt("seqlen") : 0;
-        request.seed = settings.seed;
+        const CalibrationRequest request = calibrationRequestFromArgs(args);
         std::string statsFile = args.has("stats-on-disk") ? args.get("stats-on-disk") : "";
         bool temporary = false;
         if (statsFile.empty() && statsBelongOnDisk(config, physicalMemoryBytes())) {

@@ -183,13 +183,12 @@ LoadedWorkspace loadWorkspace(const std::string& path, const ProgressFn& progres
             loadModelStats(workspaceStatsPath(path), r.model.model->config().num_layers, &metadata));
         r.calibration.summary = *r.file.statsCalibration;
         // The scores are recomputed from the statistics (deterministic), not stored; the
-        // baselines' from the windows, drawn again from the same calibration settings.
-        for (const ScoreRequest& s : r.file.scored) {
-            if (s.baseline && !r.calibration.windows)
-                r.calibration.windows = std::make_shared<const CalibrationSet>(
-                    buildCalibrationSet(r.model, calibrationRequest(r.file.calibration)));
-            r.scoreSets.push_back(LanguagePruningWorkbench::score(r.model, r.calibration, s, progress));
-        }
+        // baselines' from the windows, drawn again from the same calibration settings — as Run
+        // scores (the statistics are there, so nothing is calibrated again).
+        ScoringResult scored =
+            calibrateAndScore(r.model, std::move(r.calibration), r.file.calibration, r.file.scored, progress);
+        r.calibration = std::move(scored.calibration);
+        r.scoreSets = std::move(scored.scores);
     }
     return r;
 }
