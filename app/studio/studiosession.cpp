@@ -361,6 +361,10 @@ void StudioSession::saveWorkspace(const QString& path, const nlohmann::json& ima
         if (view_) w.mask = npw::maskToJson(view_->selection.mask);
         w.sweepRows = sweepRows_;
     }
+    // The calibration and evaluation texts too (the models are checked in writeWorkspace).
+    const npw::OutputGuard guard = outputGuard();
+    guard.check(path.toStdString(), "the workspace");
+    guard.check(npw::workspaceStatsPath(path.toStdString()), "the workspace's statistics");
     npw::writeWorkspace(path.toStdString(), w, workbench_.calibration().stats.get(), sources);
 }
 
