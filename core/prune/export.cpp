@@ -68,7 +68,7 @@ std::string whyNotProvablyNpwExport(const fs::path& dir) {
     try {
         manifest = json_fields::parseJsonLimited(readTextFile(manifestPath.string()), kManifestName);
     } catch (const Error& e) {
-        return std::string(kManifestName) + " is not valid JSON (" + e.what() + ")";
+        return e.what();  // "npw-manifest.json is not valid JSON at byte …"
     }
     if (!manifest.is_object()) return std::string(kManifestName) + " is not a JSON object";
     const auto format = manifest.find("format");
