@@ -221,6 +221,95 @@ def cases(w, npw):
     yield ("flags", "`eval --seqlen 0`", ["eval", m, "--text", calib, "--seqlen", "0"])
     yield ("flags", "`prune --nsamples 1e11`", pruned(w.model)[:8] + ["--nsamples", "1e11", "--seqlen", "16", "--out", w.path("out-n")])
 
+    # Folders npw did not write, as --out: refused whatever npw-manifest.json holds; the user's
+    # files stay byte for byte (the answer says so when they did).
+    def users_folder(name, manifest):
+        def setup():
+            w.write(name + "/thesis.tex", "\\section{Results}\n")
+            w.write(name + "/npw-manifest.json", manifest)
+        return setup
+
+    def untouched(name, files):
+        def after():
+            for file, data in files.items():
+                if open(w.path(name + "/" + file), "rb").read() != data.encode():
+                    return "the user's %s CHANGED" % file
+            return "the user's files untouched"
+        return after
+
+    for name, manifest, what in [
+            ("f1", "my notes\n", "holds the user's files and an `npw-manifest.json` that is not JSON"),
+            ("f2", '{"author": "me"}', "holds the user's files and a JSON `npw-manifest.json` that is not npw's"),
+            ("f3", '{"format": "npw-pruned-model", "method": "numerical"}', "an earlier npw's export: a manifest without its file list")]:
+        yield ("foreign --out", "`prune --out DIR`, DIR " + what, pruned(w.model)[:-1] + [w.path(name)],
+               {"setup": users_folder(name, manifest), "after": untouched(name, {"thesis.tex": "\\section{Results}\n"})})
+
+    def export_then(name, extra):
+        def setup():
+            subprocess.run([npw] + pruned(w.model)[:-1] + [w.path(name)], capture_output=True, check=True)
+            if extra:
+                w.write(name + "/my-notes.txt", "keep me\n")
+        return setup
+
+    yield ("foreign --out", "`prune --out DIR`, DIR an npw export with one file of the user's added",
+           pruned(w.model)[:-1] + [w.path("f4")],
+           {"setup": export_then("f4", True), "after": untouched("f4", {"my-notes.txt": "keep me\n"})})
+    yield ("foreign --out", "`prune --out DIR`, DIR an earlier npw export (replaced)", pruned(w.model)[:-1] + [w.path("f5")],
+           {"setup": export_then("f5", False)})
+
+    # Outputs over the run's own inputs (not the model).
+    evaltext = w.write("eval.txt", "a cab bad " * 100)
+    sweep = ["sweep", m, "--methods", "magnitude", "--ratios", "0.25", "--calib", calib, "--eval", "text:" + evaltext,
+             "--nsamples", "2", "--seqlen", "16", "--seeds", "1", "--csv"]
+
+    def intact(path, name):
+        data = open(path, "rb").read()
+        return lambda: "%s intact" % name if open(path, "rb").read() == data else "%s CHANGED" % name
+
+    def link_to(target, link, hard):
+        return lambda: (os.link if hard else os.symlink)(target, w.path(link))
+
+    yield ("output over input", "`sweep --csv` its own `--calib` text", sweep + [calib], {"after": intact(calib, "--calib")})
+    yield ("output over input", "`sweep --csv` its own `--eval` text", sweep + [evaltext], {"after": intact(evaltext, "--eval")})
+    yield ("output over input", "`sweep --csv` a symlink to its `--calib` text", sweep + [w.path("calib-link.csv")],
+           {"setup": link_to(calib, "calib-link.csv", False), "after": intact(calib, "--calib")})
+    yield ("output over input", "`sweep --csv` a hard link to its `--eval` text", sweep + [w.path("eval-hard.csv")],
+           {"setup": link_to(evaltext, "eval-hard.csv", True), "after": intact(evaltext, "--eval")})
+
+    # kill -9 mid-write, then the same command again: nothing of the killed run is left beside
+    # the output. NPW_TEST_STALL stops npw at that point of the write (core/util/atomic_file.h).
+    def killed(argv, point):
+        def setup():
+            env = dict(os.environ, NPW_TEST_STALL=point)
+            p = subprocess.Popen([npw] + argv, stderr=subprocess.PIPE, env=env)
+            for line in p.stderr:
+                if b"stalled at" in line:
+                    break
+            p.kill()
+            p.wait()
+        return setup
+
+    def leftovers(folder, target):
+        def after():
+            left = [n for n in os.listdir(folder) if n.startswith("." + target + ".npw-")]
+            return "leftovers beside it: " + (", ".join(left) if left else "none")
+        return after
+
+    gguf_dir = os.path.join(w.root, "k1")
+    os.makedirs(gguf_dir)
+    gguf = ["export-gguf", m, "--out", os.path.join(gguf_dir, "m.gguf")]
+    yield ("kill -9, rerun", "`export-gguf` killed after writing its temporary, then run again", gguf,
+           {"setup": killed(gguf, "file-written"), "after": leftovers(gguf_dir, "m.gguf")})
+    kill_dir = os.path.join(w.root, "k2")
+    os.makedirs(kill_dir)
+    again = pruned(w.model)[:-1] + [os.path.join(kill_dir, "out")]
+
+    def export_and_kill():
+        subprocess.run([npw] + again, capture_output=True, check=True)
+        killed(again, "export-moved-aside")()
+    yield ("kill -9, rerun", "`prune --out` over an earlier export killed between its two renames, then run again", again,
+           {"setup": export_and_kill, "after": leftovers(kill_dir, "out")})
+
 
 def make_special(w, key):
     """Inputs that need PyTorch or copies of bundled models, made on demand."""
@@ -274,6 +363,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--npw", default=os.path.join(ROOT, "build", "app", "npw"))
     parser.add_argument("--timeout", type=float, default=300)
+    parser.add_argument("--rows", help="only these rows, e.g. 4,6,54-64 (their numbers stay those of the full table)")
     args = parser.parse_args()
     npw = os.path.abspath(args.npw)
     if not os.path.exists(npw):
@@ -283,12 +373,22 @@ def main():
     rows = []
     try:
         w = Workspace(root)
+        wanted = None
+        if args.rows:
+            wanted = set()
+            for part in args.rows.split(","):
+                lo, _, hi = part.partition("-")
+                wanted.update(range(int(lo), int(hi or lo) + 1))
         for number, case in enumerate(cases(w, npw), 1):
+            if wanted is not None and number not in wanted:
+                continue
             klass, what, argv = case[0], case[1], list(case[2])
             model = argv[1] if len(argv) > 1 else ""
             options = case[3] if len(case) > 3 else {}
             if "remove" in options:
                 os.remove(os.path.join(model, options["remove"]))
+            if "setup" in options:
+                options["setup"]()
             link = os.path.join(root, "link%02d.safetensors" % number)
             if "{link}" in argv:
                 os.symlink(os.path.join(model, "model.safetensors"), link)
@@ -308,6 +408,8 @@ def main():
             if "show" in options:  # the line that says what was accepted
                 text = [line.strip() for line in text if options["show"] in line] or text
             first = text[0] if text else ""
+            if "after" in options:  # what the run left (the user's files, temporaries)
+                first += " — " + options["after"]()
             first = first.replace(root + "/", "").replace(ROOT + "/", "").replace("|", "\\|")
             if len(first) > 220:
                 first = first[:220] + "…"

@@ -10,13 +10,16 @@
 #include "core/eval/perplexity.h"
 #include "core/prune/pruner.h"
 #include "core/util/error.h"
+#include "error_of.h"
 
 #include <QCoreApplication>
 #include <QFileInfo>
 #include <QProcess>
+#include <QTemporaryDir>
 #include <QtTest/QtTest>
 
 #include <cmath>
+#include <fstream>
 #include <iomanip>
 #include <limits>
 #include <map>
@@ -130,6 +133,36 @@ private slots:
             // A command parses with no flags at all (every default is taken as is).
             QVERIFY(parseArgs(c.flags, {}, c.name).positional().empty());
         }
+    }
+
+    // The run's output guard is derived from the table (outputGuardFromArgs): a flag whose value
+    // names a file must say whether the run reads or writes it, or an output could overwrite it
+    // unchecked. Only these value names are not paths.
+    void everyPathFlagDeclaresItsRole() {
+        const std::set<std::string> notPaths = {"S", "TEXT", "IDS", "LAYERS", "A-B", "A,B", "NAME", "HOW", "SIZE", "DEV", "TYPE"};
+        std::set<std::string> writes;
+        for (const FlagEntry& e : flagTable()) {
+            const Flag& f = e.flag;
+            if (f.type != FlagType::Text) continue;
+            const QString where = QString::fromStdString("--" + f.name + " " + f.valueName);
+            QVERIFY2(f.role != PathRole::None || notPaths.count(f.valueName), qPrintable(where + " declares no path role"));
+            QVERIFY2(f.role == PathRole::None || !notPaths.count(f.valueName), qPrintable(where + ": a path role on a non-path"));
+            if (f.role == PathRole::Writes) writes.insert(f.name);
+        }
+        QCOMPARE(writes, (std::set<std::string>{"out", "save-scores", "save-stats", "stats-on-disk", "csv", "save-reference",
+                                                "work", "cache-dir"}));
+        // Built from parsed flags: --csv over --calib (a data set's file too) is refused.
+        QTemporaryDir dir;
+        const std::string calib = dir.filePath("calib.txt").toStdString();
+        std::ofstream(calib) << "text";
+        const std::vector<Flag> sweep = flagsFor("sweep");
+        for (const std::string& given : {calib, "wikitext2:" + calib}) {
+            const Args a = parseArgs(sweep, {"demo:lm", "--calib", given, "--csv", calib}, "sweep");
+            const QString e = npw::test::errorOf([&] { outputGuardFromArgs(sweep, a); });
+            QVERIFY2(e.contains("refusing to write --csv") && e.contains("--calib"), qPrintable(e));
+        }
+        const Args fine = parseArgs(sweep, {"demo:lm", "--calib", calib, "--csv", dir.filePath("rows.csv").toStdString()}, "sweep");
+        QVERIFY(npw::test::errorOf([&] { outputGuardFromArgs(sweep, fine); }).isEmpty());
     }
 
     void everyDefaultPassesItsOwnValidation() {

@@ -69,7 +69,7 @@ std::map<std::string, QByteArray> snapshot(const QString& path) {
 QStringList leftovers(const QString& dir) {
     QStringList found;
     for (const QString& name : QDir(dir).entryList(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot))
-        if (name.contains(QStringLiteral(".npw-staging")) || name.contains(QStringLiteral(".npw-previous")) ||
+        if (name.contains(QStringLiteral(".npw-")) ||
             name.contains(QStringLiteral(".tmp")))
             found << name;
     return found;

@@ -670,6 +670,22 @@ void TestStudioSession::dataSetsInTheTextFields() {
     QVERIFY(waitIdle(session));
     QCOMPARE(session.sweepRows().size(), size_t(2));
     for (const npw::SweepRow& row : session.sweepRows()) QCOMPARE(row.evalSet, std::string("wikitext2-test"));
+
+    // The session's outputs are checked against its calibration and evaluation texts, not only
+    // its model: the sweep CSV, a workspace and the export through a symlink to either are
+    // refused. (Were they not, the rename would replace the link, never the fixture itself.)
+    QTemporaryDir dir;
+    const QString calibLink = dir.filePath("calib.csv"), evalLink = dir.filePath("eval.csv");
+    std::filesystem::create_symlink(NPW_TEST_DATA "/text_datasets/c4/c4-train.00000-of-01024.json.gz", calibLink.toStdString());
+    std::filesystem::create_symlink(NPW_TEST_DATA "/text_datasets/wikitext-2-raw/wiki.test.raw", evalLink.toStdString());
+    for (const QString& link : {calibLink, evalLink}) {
+        const QString e = npw::test::errorOf([&] { session.exportSweepCsv(link); });
+        QVERIFY2(e.contains("refusing to write the sweep CSV") && e.contains("an input of this run"), qPrintable(e));
+        QVERIFY2(e.contains(link == calibLink ? "the calibration text" : "the evaluation text"), qPrintable(e));
+        QVERIFY(QFileInfo(link).isSymLink());
+        const QString w = npw::test::errorOf([&] { session.saveWorkspace(link); });
+        QVERIFY2(w.contains("refusing to write the workspace"), qPrintable(w));
+    }
 }
 
 QTEST_MAIN(TestStudioSession)

@@ -23,6 +23,17 @@ enum class FlagType {
     RealList,  // comma-separated numbers, each as Real
 };
 
+// What a flag's value is to the run's files: the command line builds the run's OutputGuard
+// (core/util/output_guard.h) from these before a command starts, so that no output flag can
+// name an input of the run (tst_cli_flags: every flag whose value names a file declares one).
+enum class PathRole {
+    None,        // not a path (a number, a name, a prompt)
+    Reads,       // a file or folder the run reads
+    ReadsModel,  // a model (file, folder or demo:NAME): its folder's files are off limits too
+    ReadsSpec,   // a spec naming files: NAME:FILE, text:A,ids:B, comma-separated lists
+    Writes,      // a file or folder the run writes: checked against every input and every other output
+};
+
 struct Flag {
     std::string name;          // without the leading "--"
     std::string valueName;     // e.g. "N"; empty for a switch
@@ -37,6 +48,7 @@ struct Flag {
     // value with an npw::Error.
     std::string choices;
     std::function<void(const std::string&)> parse;
+    PathRole role = PathRole::None;
 
     // Declarations, as the table writes them.
     static Flag toggle(std::string name, std::string help);
@@ -56,6 +68,11 @@ struct Flag {
     Flag valueNamed(std::string valueName) const;
     Flag named(std::string name) const;  // a related flag (--ratios beside --ratio)
     Flag asList(std::string valueName) const;
+    // The value's role for the run's files (PathRole); each returns a copy.
+    Flag reads() const { return withRole(PathRole::Reads); }
+    Flag readsModel() const { return withRole(PathRole::ReadsModel); }
+    Flag readsSpec() const { return withRole(PathRole::ReadsSpec); }
+    Flag writes() const { return withRole(PathRole::Writes); }
 
     bool takesValue() const { return type != FlagType::Switch; }
     bool isNumeric() const { return type == FlagType::Int || type == FlagType::Real || isList(); }
@@ -64,6 +81,11 @@ struct Flag {
     std::string expects() const;
 
 private:
+    Flag withRole(PathRole r) const {
+        Flag f = *this;
+        f.role = r;
+        return f;
+    }
     Flag bounded(double lo, bool loExclusive, double hi, bool hiExclusive) const;
 };
 

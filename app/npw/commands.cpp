@@ -1,4 +1,6 @@
 #include "app/npw/commands.h"
+#include "core/text/json_fields.h"
+#include "core/util/atomic_file.h"
 
 #include <chrono>
 #include <filesystem>
@@ -38,9 +40,12 @@ std::string modelLabel(const std::string& model) {
     const std::string name = fs::path(model).filename().empty() ? fs::path(model).parent_path().filename().string()
                                                                  : fs::path(model).filename().string();
     if (!fs::is_regular_file(manifest, ec)) return model.find('/') == std::string::npos ? model : name;
+    // Any folder's file of that name may be read here, so through the one bounded parser, and
+    // only when it is of a manifest's size.
+    const uintmax_t bytes = fs::file_size(manifest, ec);
+    if (ec || bytes > (uintmax_t(1) << 26)) return name;
     try {
-        std::ifstream in(manifest);
-        const nlohmann::json j = nlohmann::json::parse(in);
+        const nlohmann::json j = json_fields::parseJsonLimited(readTextFile(manifest.string()), manifest.string());
         std::ostringstream out;
         out << name << " (" << j.at("method").get<std::string>() << " ρ=" << std::fixed << std::setprecision(2)
             << j.at("ratio").get<double>() << ")";

@@ -81,6 +81,7 @@ int runBaselinePrune(const Args& args, const std::string& model, BaselineMethod 
     LanguageModel lm = openLanguageModel(model, chooseRuntime(args.get("device"), args.get("dtype")), args.get("tokenizer"));
     const LlamaConfig& config = lm.model->config();
     const std::string out = args.get("out");
+    runOutputGuard().addModel(lm.model->checkpoint().source);  // the file loaded, as a source
     checkExportTarget(lm.model->checkpoint().source, out);
     if (method == BaselineMethod::LlmPruner && options.layerEnd > config.num_layers)
         throw Error("--llm-pruner-layers: the model has layers 0-" + std::to_string(config.num_layers - 1));

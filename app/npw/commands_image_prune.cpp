@@ -75,7 +75,8 @@ int runImagePrune(const Args& args, const std::string& model, const PruneSetting
     if (metric != "none" || args.has("vq") || fs::is_directory(fs::path(resolveModelPath(model)) / "vq"))
         vq = VqModel::load(vqPathFor(args, model), runtime);
     LlamaGenModel dense(openGpt(args, model, vq ? vq->config().downsample() : 16), runtime);
-    checkExportTarget(dense.checkpoint().source, out);  // before the expensive part
+    runOutputGuard().addModel(dense.checkpoint().source);  // the file loaded: every output is checked against it
+    checkExportTarget(dense.checkpoint().source, out);     // before the expensive part
 
     ImageSamplingOptions sampling = samplingFromArgs(args);
     const auto t0 = std::chrono::steady_clock::now();
@@ -151,7 +152,7 @@ int runImagePrune(const Args& args, const std::string& model, const PruneSetting
 }
 
 int runImageSweep(const Args& args, const std::string& model) {
-    if (args.has("csv")) checkOutputPath({resolveModelPath(model)}, args.get("csv"), "--csv");
+    // --csv against MODEL and the other inputs: main's output guard (flag_table.h).
     for (const char* required : {"methods", "ratios"})
         if (!args.has(required)) throw Error(std::string("--") + required + " is required");
     if (args.has("calib") && args.get("calib") != "generated")

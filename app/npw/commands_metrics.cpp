@@ -94,9 +94,7 @@ int runMetrics(const Args& args) {
     const std::string cacheDir = args.flag("no-cache") ? "" : (args.has("cache-dir") ? args.get("cache-dir") : defaultCacheDir());
     ProgressFn progress = terminalProgress();
     ResolvedReference ref = resolveReference(args.get("reference"), *network, cacheDir, batch, progress);
-    if (args.has("save-reference"))
-        checkOutputPath({resolveModelPath(args.get("features")), args.get("model").empty() ? "" : resolveModelPath(args.get("model"))},
-                        args.get("save-reference"), "--save-reference");
+    // --save-reference against --features, --model and the other inputs: main's output guard.
     if (args.has("save-reference")) saveReferenceStats(ref.stats, args.get("save-reference"));
     FeatureSet features = extractFeatures(*network, samples, batch, progress);
     // How often the feature network's classifier names the requested class (when its classes are

@@ -159,16 +159,15 @@ int runPrune(const Args& args) {
     if (!args.has("out")) throw Error("--out DIR is required (the pruned model's directory)");
     const PruneSettings settings = settingsFromArgs(args);  // bad flags fail before anything is loaded
     // --calib wikitext2:FILE (ptb:, c4:, …): a data set's train split, prepared as GPTQ does.
-    const std::optional<TextDatasetRef> calibDataset = checkCalibDataset(args);
+    checkCalibDataset(args);
 
     LanguageModel lm = openLanguageModel(model, chooseRuntime(args.get("device"), args.get("dtype")), args.get("tokenizer"));
     const LlamaConfig& config = lm.model->config();
     const std::string out = args.get("out");
+    // The file loaded, as a source: every output (--out, --save-stats, --save-scores,
+    // --stats-on-disk, claimed in main against --calib, --stats and the rest) is checked against it.
+    runOutputGuard().addModel(lm.model->checkpoint().source);
     checkExportTarget(lm.model->checkpoint().source, out);  // before the expensive part
-    const std::vector<std::string> inputs = {lm.model->checkpoint().source, args.get("stats"),
-                                             calibDataset ? calibDataset->path : args.get("calib")};
-    for (const char* flag : {"save-stats", "save-scores", "stats-on-disk"})
-        if (args.has(flag)) checkOutputPath(inputs, args.get(flag), std::string("--") + flag);
 
     // The same workbench as `npw sweep`, `npw demo` and the studio: one calibration builder
     // (one rule for --seqlen: capped at the model's context, said in the report), one place
@@ -180,11 +179,13 @@ int runPrune(const Args& args) {
         std::string statsFile = args.has("stats-on-disk") ? args.get("stats-on-disk") : "";
         bool temporary = false;
         if (statsFile.empty() && statsBelongOnDisk(config, physicalMemoryBytes())) {
-            // Beside the export (the user chose that disk), hidden, and unlinked once mapped.
+            // Beside the export (the user chose that disk), hidden, and unlinked once mapped; named
+            // by this process, so that the next export to `out` removes it if this one is killed.
             std::filesystem::path target = std::filesystem::absolute(out);
             if (!target.has_filename()) target = target.parent_path();  // "pruned/"
             std::filesystem::create_directories(target.parent_path());
-            statsFile = (target.parent_path() / ("." + target.filename().string() + ".npw-stats.safetensors")).string();
+            removeStaleTemporaries(target.string());
+            statsFile = temporaryPathBeside(target.string(), "stats");
             temporary = true;
             std::cerr << "note: the calibration statistics need " << byteSizeText(modelStatsBytes(config)) << ", more than "
                       << 100 * kStatsRamFraction << "% of this machine's " << byteSizeText(physicalMemoryBytes())

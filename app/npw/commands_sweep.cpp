@@ -27,7 +27,9 @@ int runSweepCommand(const Args& args) {
     if (!args.has("eval") && !args.has("zeroshot") && !args.flag("speed"))
         throw Error("give --eval SETS, --zeroshot TASKS, --speed or several");
     LanguageModel lm = openLanguageModel(modelName, chooseRuntime(args.get("device"), args.get("dtype")), args.get("tokenizer"));
-    if (args.has("csv")) checkOutputPath({lm.model->checkpoint().source}, args.get("csv"), "--csv");
+    // The file loaded, as a source: --csv is checked against it (and against --calib, --eval and
+    // every other input of the table, in main) by the run's output guard.
+    runOutputGuard().addModel(lm.model->checkpoint().source);
 
     // The flags as a request; core reads what it names, as for the studio's Sweep tab.
     SweepRequest request;

@@ -16,7 +16,9 @@
 #include "core/text/bpe_trainer.h"
 #include "core/train/classifier_trainer.h"
 #include "core/util/error.h"
+#include "core/util/paths.h"
 
+#include <filesystem>
 #include <limits>
 #include <sstream>
 
@@ -84,34 +86,37 @@ std::vector<FlagEntry> buildTable() {
     const ZeroShotOptions zeroShot;
 
     // ---- Inputs -------------------------------------------------------------------------------
-    const Flag text = Flag::text("text", "FILE", "UTF-8 text, tokenized once with BOS at the start");
+    const Flag text = Flag::text("text", "FILE", "UTF-8 text, tokenized once with BOS at the start").reads();
     t.add(text, {"eval"});
     t.add(text.described("one verse per line (the held-out New Testament)"), {"make-verse-task"});
     t.add(text.described("UTF-8 text file to tokenize (as a whole)"), {"tokenize"});
     t.add(Flag::text("string", "S", "the text to tokenize, given on the command line"), {"tokenize"});
     t.add(Flag::toggle("no-bos", "do not put BOS first (npw's eval and generate do, when the tokenizer has one)"), {"tokenize"});
-    t.add(Flag::text("ids", "FILE", "whitespace-separated token ids, used exactly as given"), {"eval"});
-    t.add(Flag::text("dataset", "NAME:FILE", "a paper's evaluation text prepared as GPTQ does: " + textDatasetSyntax()),
+    t.add(Flag::text("ids", "FILE", "whitespace-separated token ids, used exactly as given").reads(), {"eval"});
+    t.add(Flag::text("dataset", "NAME:FILE", "a paper's evaluation text prepared as GPTQ does: " + textDatasetSyntax())
+              .readsSpec(),
           {"eval"});
     t.add(Flag::text("prompt", "TEXT", "text to continue (BOS is prepended)"), {"generate"});
     t.add(Flag::text("prompt", "TEXT", "text every model continues (BOS is prepended)"), {"compare"});
-    t.add(Flag::text("prompts", "FILE", "prompts, one per non-empty line (UTF-8)"), {"compare"});
+    t.add(Flag::text("prompts", "FILE", "prompts, one per non-empty line (UTF-8)").reads(), {"compare"});
     t.add(Flag::text("prompt-ids", "IDS", "token ids to continue, e.g. \"1 461\" (no tokenizer needed)"), {"generate"});
-    t.add(Flag::text("task", "NAME:FILE,…", "tasks as JSONL files: " + zeroShotTaskKinds()), {"zeroshot"});
-    const Flag corpus = Flag::text("corpus", "FILE", "training text, one document per line");
+    t.add(Flag::text("task", "NAME:FILE,…", "tasks as JSONL files: " + zeroShotTaskKinds()).readsSpec(), {"zeroshot"});
+    const Flag corpus = Flag::text("corpus", "FILE", "training text, one document per line").reads();
     t.add(corpus, {"train-tokenizer"});
     t.add(corpus.described("training text"), {"train-lm"});
-    const Flag tokenizer = Flag::text("tokenizer", "FILE", "tokenizer.json to tokenize it with (copied into DIR)");
+    const Flag tokenizer = Flag::text("tokenizer", "FILE", "tokenizer.json to tokenize it with (copied into DIR)").reads();
     t.add(tokenizer, {"train-lm"});
     t.add(tokenizer.described("tokenizer to use instead of the model's own: tokenizer.json, tokenizer.model (SentencePiece, "
                               "or LLaMA-3's tiktoken file) or llama2.c's tokenizer.bin (prune copies it into DIR)"),
           {"info", "eval", "generate", "compare", "bench", "prune", "sweep", "zeroshot", "export-gguf", "tokenize"});
-    t.add(Flag::text("data", "DIR", "folder of the Fashion-MNIST IDX files (default: Debian's, or $NPW_FASHION_MNIST)"),
+    t.add(Flag::text("data", "DIR", "folder of the Fashion-MNIST IDX files (default: Debian's, or $NPW_FASHION_MNIST)").reads(),
           {"train-classifier", "train-vq", "train-c2i"});
-    t.add(Flag::text("generated", "DIR", "folder of generated images (PNG/JPEG/BMP, one size)"), {"metrics"});
-    t.add(Flag::text("images-idx", "FILE", "an IDX image file (.gz or plain) or fashion-mnist-train / fashion-mnist-test"),
+    t.add(Flag::text("generated", "DIR", "folder of generated images (PNG/JPEG/BMP, one size)").reads(), {"metrics"});
+    t.add(Flag::text("images-idx", "FILE", "an IDX image file (.gz or plain) or fashion-mnist-train / fashion-mnist-test")
+              .readsSpec(),
           {"metrics"});
-    t.add(Flag::text("model", "MODEL", "generate the images with a class-conditional LlamaGen model first (e.g. demo:c2i)"),
+    t.add(Flag::text("model", "MODEL", "generate the images with a class-conditional LlamaGen model first (e.g. demo:c2i)")
+              .readsModel(),
           {"metrics"});
 
     // ---- Pruning settings (PruneSettings) ---------------------------------------------------------
@@ -206,7 +211,8 @@ std::vector<FlagEntry> buildTable() {
     // ---- Calibration ------------------------------------------------------------------------------
     t.add(Flag::text("calib", "FILE",
                      "calibration text (tokenized once with BOS), a data set NAME:FILE (" + textDatasetNames() +
-                         ": its train split, prepared as GPTQ does), or token ids with --calib-ids; image models: generated"),
+                         ": its train split, prepared as GPTQ does), or token ids with --calib-ids; image models: generated")
+              .readsSpec(),
           {"prune", "sweep"});
     t.add(Flag::toggle("calib-ids", "--calib holds whitespace-separated token ids"), {"prune", "sweep"});
     t.add(Flag::toggle("calib-per-line", "--calib holds token ids, one sample per line (e.g. sampled from BOS): each "
@@ -235,7 +241,8 @@ std::vector<FlagEntry> buildTable() {
           {"sweep"});
 
     // ---- Evaluation ---------------------------------------------------------------------------------
-    t.add(Flag::text("eval", "SETS", "text:FILE, ids:FILE or a data set NAME:FILE (" + textDatasetNames() + "), comma-separated"),
+    t.add(Flag::text("eval", "SETS", "text:FILE, ids:FILE or a data set NAME:FILE (" + textDatasetNames() + "), comma-separated")
+              .readsSpec(),
           {"sweep"});
     t.add(Flag::integer("eval-seqlen", "N", 2, kMaxSeqlen, "evaluation window length").byDefault(std::to_string(sweep.evalSeqlen)),
           {"sweep"});
@@ -249,13 +256,14 @@ std::vector<FlagEntry> buildTable() {
     t.add(maxWindows.byDefault("100"), {"demo"});
     const Flag reference = Flag::text("reference", "REF", "reference images or statistics of the image metrics: "
                                                           "fashion-mnist-test, fashion-mnist-train, a folder of images, an "
-                                                          "IDX file, or statistics (.safetensors)");
-    t.add(reference.valueNamed("MODEL").described("also report KL(reference || model) per token"), {"eval"});
+                                                          "IDX file, or statistics (.safetensors)")
+                                .readsSpec();
+    t.add(reference.valueNamed("MODEL").readsModel().described("also report KL(reference || model) per token"), {"eval"});
     t.add(reference.byDefault("fashion-mnist-test"), {"prune", "sweep", "metrics"});
     t.add(Flag::toggle("layerwise", "one decoder block at a time over every window, weights memory-mapped (chosen by "
                                     "itself when the model exceeds half of the RAM; not with --reference)"),
           {"eval"});
-    t.add(Flag::text("zeroshot", "NAME:FILE,…", "also zero-shot accuracy on these tasks (see npw zeroshot)"), {"sweep"});
+    t.add(Flag::text("zeroshot", "NAME:FILE,…", "also zero-shot accuracy on these tasks (see npw zeroshot)").readsSpec(), {"sweep"});
     const Flag limit = Flag::integer("limit", "N", 0, kNoLimit, "score only the first N items of each task (0 = all)");
     t.add(limit.byDefault(std::to_string(zeroShot.limit)), {"zeroshot"});
     t.add(limit.byDefault("0").described("use only the first N images (0 = all)"), {"metrics"});
@@ -301,7 +309,8 @@ std::vector<FlagEntry> buildTable() {
     t.add(Flag::integer("top-k", "K", 0, kMaxVocabulary, "image models: sample only the K most likely tokens (0 = all)")
               .byDefault(std::to_string(sampling.topK)),
           {"generate", "prune", "sweep", "metrics"});
-    const Flag vq = Flag::text("vq", "FILE", "image models: the VQ tokenizer (LlamaGen .pt or npw directory; default MODEL/vq)");
+    const Flag vq = Flag::text("vq", "FILE", "image models: the VQ tokenizer (LlamaGen .pt or npw directory; default MODEL/vq)")
+                       .readsModel();
     t.add(vq, {"generate", "prune", "sweep", "metrics"});
     t.add(vq.valueNamed("DIR").described("the VQ tokenizer from train-vq (copied into DIR/vq)"), {"train-c2i"});
     t.add(Flag::text("gpt-model", "NAME", "size of a LlamaGen checkpoint that does not say it: B, L, XL, XXL or 3B"),
@@ -332,16 +341,17 @@ std::vector<FlagEntry> buildTable() {
           {"sweep"});
     t.add(Flag::text("features", "NET", "feature network of the image metrics: demo (the bundled classifier), a classifier "
                                         "folder, or a TorchScript file")
+              .readsModel()
               .byDefault("demo"),
           {"prune", "sweep", "metrics"});
     t.add(Flag::text("degrade", "HOW", "noise:SIGMA or blur:SIGMA applied to the images first (for sanity checks)").byDefault("none"),
           {"metrics"});
     t.add(Flag::integer("is-splits", "N", 1, kMaxRepeats, "Inception Score splits (mean and std over them)").byDefault("10"),
           {"metrics"});
-    t.add(Flag::text("cache-dir", "DIR", "where reference statistics are cached (default $NPW_CACHE_DIR, ~/.cache/npw)"),
+    t.add(Flag::text("cache-dir", "DIR", "where reference statistics are cached (default $NPW_CACHE_DIR, ~/.cache/npw)").writes(),
           {"metrics"});
     t.add(Flag::toggle("no-cache", "compute the reference statistics afresh and do not store them"), {"metrics"});
-    t.add(Flag::text("save-reference", "FILE", "also write the reference statistics to FILE (.safetensors)"), {"metrics"});
+    t.add(Flag::text("save-reference", "FILE", "also write the reference statistics to FILE (.safetensors)").writes(), {"metrics"});
 
     // ---- Batches and seeds ------------------------------------------------------------------------------
     const Flag batch = Flag::integer("batch", "N", 1, kMaxBatch, "image models: samples per forward pass");
@@ -427,12 +437,12 @@ std::vector<FlagEntry> buildTable() {
     t.add(epochs.described("passes over the 60 000 training images (default: the demo recipe)"), {"train-vq", "train-c2i"});
     t.add(Flag::real("max-minutes", "M", "stop (after a checkpoint) after M minutes; 0 = run to the end").atLeast(0).byDefault("0"),
           {"train-lm", "train-classifier", "train-vq", "train-c2i"});
-    const Flag work = Flag::text("work", "DIR", "checkpoint folder (default DIR.train)");
+    const Flag work = Flag::text("work", "DIR", "checkpoint folder (default DIR.train)").writes();
     t.add(work, {"train-lm", "train-classifier", "train-vq"});
     t.add(work.described("checkpoint folder, also caching the training codes (default DIR.train)"), {"train-c2i"});
 
     // ---- Outputs --------------------------------------------------------------------------------------------
-    const Flag out = Flag::text("out", "DIR", "output directory (Hugging Face layout + npw-manifest.json)");
+    const Flag out = Flag::text("out", "DIR", "output directory (Hugging Face layout + npw-manifest.json)").writes();
     t.add(out, {"prune"});
     t.add(out.valueNamed("FILE.png").described("image models: the PNG to write (one image, or a labelled grid)"), {"generate"});
     t.add(out.valueNamed("FILE").described("the .gguf file to write (atomically)"), {"export-gguf"});
@@ -444,15 +454,17 @@ std::vector<FlagEntry> buildTable() {
     t.add(out.described("model folder written when training finishes (LlamaGen keys + config.json)"), {"train-c2i"});
     t.add(out.byDefault("npw-demo-results").described("folder for results.json, the CSV and the pruned models"), {"demo"});
     t.add(Flag::text("name", "TEXT", "general.name (default: the model's folder or file name)"), {"export-gguf"});
-    t.add(Flag::text("save-scores", "FILE", "also write the scores (safetensors)"), {"prune"});
-    t.add(Flag::text("save-stats", "FILE", "also write the calibration statistics (safetensors, raw sums)"), {"prune"});
+    t.add(Flag::text("save-scores", "FILE", "also write the scores (safetensors)").writes(), {"prune"});
+    t.add(Flag::text("save-stats", "FILE", "also write the calibration statistics (safetensors, raw sums)").writes(), {"prune"});
     t.add(Flag::text("stats", "FILE", "reuse statistics written by --save-stats or --stats-on-disk instead of calibrating "
-                                      "(same model; memory-mapped)"),
+                                      "(same model; memory-mapped)")
+              .reads(),
           {"prune"});
     t.add(Flag::text("stats-on-disk", "FILE", "calibrate layer by layer, statistics written to FILE and memory-mapped, not "
-                                              "held in RAM (automatic, with a temporary file, when they exceed half the RAM)"),
+                                              "held in RAM (automatic, with a temporary file, when they exceed half the RAM)")
+              .writes(),
           {"prune"});
-    t.add(Flag::text("csv", "FILE", "also write every row as CSV"), {"sweep"});
+    t.add(Flag::text("csv", "FILE", "also write every row as CSV").writes(), {"sweep"});
 
     // ---- Runtime and output format ----------------------------------------------------------------------------
     t.add(Flag::text("device", "DEV", "auto, cpu, cuda or cuda:N (auto: CUDA when available)").byDefault("auto"),
@@ -486,6 +498,43 @@ std::vector<Flag> flagsFor(const std::string& command) {
         for (const std::string& c : e.commands)
             if (c == command) flags.push_back(e.flag);
     return flags;
+}
+
+namespace {
+
+// A model argument: demo:NAME is its bundled folder; a path that does not exist is no file of
+// anyone's (the command will say it is missing).
+void addModelArgument(OutputGuard& guard, const std::string& value, const std::string& what) {
+    std::string path = value;
+    try {
+        path = resolveModelPath(value);
+    } catch (const Error&) {
+        return;  // an unknown demo: the command refuses it
+    }
+    std::error_code ec;
+    if (std::filesystem::exists(std::filesystem::symlink_status(path, ec))) guard.addModel(path, what);
+}
+
+} // namespace
+
+OutputGuard outputGuardFromArgs(const std::vector<Flag>& flags, const Args& args) {
+    OutputGuard guard;
+    for (const std::string& positional : args.positional()) addModelArgument(guard, positional, "the model");
+    for (const Flag& f : flags) {
+        if (!args.has(f.name)) continue;
+        const std::string value = args.get(f.name), what = "--" + f.name;
+        switch (f.role) {
+        case PathRole::Reads: guard.addInput(value, what); break;
+        case PathRole::ReadsModel: addModelArgument(guard, value, what); break;
+        case PathRole::ReadsSpec: guard.addInputSpec(value, what); break;
+        case PathRole::None:
+        case PathRole::Writes: break;
+        }
+    }
+    for (const Flag& f : flags)
+        if (f.role == PathRole::Writes && (args.has(f.name) || !f.defaultValue.empty()))
+            guard.claim(args.get(f.name), "--" + f.name);
+    return guard;
 }
 
 } // namespace npw::cli

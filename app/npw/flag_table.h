@@ -11,6 +11,7 @@
 // entries are consecutive, and no command takes two entries of one name (tst_cli_flags checks
 // both).
 #include "app/npw/cli_args.h"
+#include "core/util/output_guard.h"
 
 #include <string>
 #include <vector>
@@ -26,5 +27,12 @@ struct FlagEntry {
 const std::vector<FlagEntry>& flagTable();
 // The flags `command` takes, in table order.
 std::vector<Flag> flagsFor(const std::string& command);
+
+// The run's files as the table declares them (Flag::role): every positional argument (a model,
+// a tokenizer) and every flag given that reads is an input; then every flag that writes, given or
+// defaulted, is claimed (OutputGuard::claim), so an output that is an input, holds one, or
+// collides with another output is refused (npw::Error) before the command starts. main installs
+// the result as runOutputGuard(), which core's writers consult on every write.
+OutputGuard outputGuardFromArgs(const std::vector<Flag>& flags, const Args& args);
 
 } // namespace npw::cli

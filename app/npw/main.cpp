@@ -4,6 +4,7 @@
 #include "app/npw/commands.h"
 #include "core/models/torch_llama.h"
 #include "core/util/error.h"
+#include "core/util/output_guard.h"
 #include "core/util/openmp_wait.h"
 
 #include <iostream>
@@ -46,6 +47,9 @@ int main(int argc, char** argv) {
             }
         try {
             const cli::Args parsed = cli::parseArgs(c.flags, rest, c.name);
+            // No output may be an input of the run, or another output: checked here for every
+            // flag the table marks, and by core's writers on every write (output_guard.h).
+            runOutputGuard() = cli::outputGuardFromArgs(c.flags, parsed);
             // Read by the Meta-checkpoint loader wherever a command opens one (core/models/torch_llama.h).
             if (parsed.has("rope-scaling-factor")) setMetaRopeScalingFactor(parsed.getDouble("rope-scaling-factor"));
             return c.run(parsed);

@@ -244,6 +244,7 @@ bool StudioSession::runSweep(const SweepRequest& asked) {
     request.alphaMode = knobs_.mode;
     request.alpha = knobs_.alpha;
     if (request.evalSources.empty()) request.evalSources = {"text:" + studio::defaultEvaluationSource()};
+    sweepEvalSources_ = request.evalSources;
     const npw::LanguageModel lm = workbench_.model();
     const bool started = jobs_.startWithPartials<int, npw::SweepRow>(
         tr("Sweep"),
@@ -276,9 +277,11 @@ bool StudioSession::exportPrunedModel(const QString& dir) {
     const npw::WorkbenchSelection selection = *selected_;
     const npw::CalibrationSummary calibration = workbench_.calibration().summary;
     const std::string target = dir.toStdString(), source = modelRef_.toStdString();
+    const npw::OutputGuard guard = outputGuard();
     return jobs_.start<QString>(
         tr("Export pruned model"),
         [=](const npw::ProgressFn& progress) {
+            guard.check(target, "the export");
             npw::checkExportTarget(model->checkpoint().source, target);
             // The same selection, application and report as `npw prune` (the core workbench).
             const npw::WorkbenchPrune run =
@@ -300,9 +303,11 @@ bool StudioSession::exportBaseline(const QString& dir) {
     const npw::WorkbenchSelection selection = *selected_;
     const npw::CalibrationSummary calibration = workbench_.calibration().summary;
     const std::string target = dir.toStdString(), source = modelRef_.toStdString();
+    const npw::OutputGuard guard = outputGuard();
     return jobs_.start<QString>(
         tr("Export %1 model").arg(qs(selection.method)),
         [=](const npw::ProgressFn& progress) {
+            guard.check(target, "the export");
             npw::checkExportTarget(model->checkpoint().source, target);
             // The kept scores at the selection's ρ in the method's own structure, written as
             // `npw prune --method …` writes it (a sliced model in npw's own format).
@@ -320,8 +325,17 @@ bool StudioSession::exportBaseline(const QString& dir) {
         [this](QString message) { emit logMessage(message); });
 }
 
+npw::OutputGuard StudioSession::outputGuard() const {
+    npw::OutputGuard guard;
+    if (hasModel()) guard.addModel(workbench_.model().model->checkpoint().source);
+    guard.addInputSpec(npw::calibrationRequest(settings_.calibration).source, "the calibration text");
+    if (workbench_.isCalibrated()) guard.addInputSpec(workbench_.calibration().summary.source, "the calibration text");
+    for (const std::string& e : sweepEvalSources_) guard.addInputSpec(e, "the evaluation text");
+    return guard;
+}
+
 void StudioSession::exportSweepCsv(const QString& path) const {
-    if (hasModel()) npw::checkOutputPath({workbench_.model().model->checkpoint().source}, path.toStdString(), "the sweep CSV");
+    outputGuard().check(path.toStdString(), "the sweep CSV");
     npw::writeTextAtomically(path.toStdString(), npw::sweepRowsCsv(sweepRows_));
 }
 
@@ -347,6 +361,10 @@ void StudioSession::saveWorkspace(const QString& path, const nlohmann::json& ima
         if (view_) w.mask = npw::maskToJson(view_->selection.mask);
         w.sweepRows = sweepRows_;
     }
+    // The calibration and evaluation texts too (the models are checked in writeWorkspace).
+    const npw::OutputGuard guard = outputGuard();
+    guard.check(path.toStdString(), "the workspace");
+    guard.check(npw::workspaceStatsPath(path.toStdString()), "the workspace's statistics");
     npw::writeWorkspace(path.toStdString(), w, workbench_.calibration().stats.get(), sources);
 }
 

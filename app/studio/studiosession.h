@@ -16,6 +16,7 @@
 #include "core/experiments/sweep.h"
 #include "core/experiments/sweep_request.h"
 #include "core/experiments/workspace.h"
+#include "core/util/output_guard.h"
 
 #include <QByteArray>
 #include <QMap>
@@ -103,6 +104,9 @@ public:
     void saveWorkspace(const QString& path, const nlohmann::json& images = nullptr,
                        const std::string& imageSource = {}, const nlohmann::json& text = nullptr) const;
     void exportSweepCsv(const QString& path) const;
+    // Every file this session reads (the model, the Run settings' calibration text, the last
+    // sweep's evaluation texts): what no output of the session may be (core/util/output_guard.h).
+    npw::OutputGuard outputGuard() const;
 
 public slots:
     // Re-scores in closed form when λ moved (numerical), re-selects, emits selectionChanged
@@ -152,4 +156,5 @@ private:
     std::vector<npw::LayerPruneReport> layerReports_;
     std::atomic<quint64> reportGeneration_{0};  // stale loss results are dropped (read by the loss job)
     std::vector<npw::SweepRow> sweepRows_;
+    std::vector<std::string> sweepEvalSources_;  // the last sweep's --eval specs (outputGuard)
 };

@@ -300,9 +300,9 @@ void TextSession::save(const QString& path) const {
         (path.endsWith(QLatin1String(".html"), Qt::CaseInsensitive) || path.endsWith(QLatin1String(".htm")) ? html()
                                                                                                               : plainText())
             .toStdString();
-    std::vector<std::string> sources;
-    if (session_->hasModel()) sources.push_back(session_->model().model->checkpoint().source);
-    for (const QString& e : request_.exports) sources.push_back(e.toStdString());
-    npw::checkOutputPath(sources, path.toStdString(), "the saved comparison");
+    // The session's model, calibration and evaluation texts, and the exports compared.
+    npw::OutputGuard guard = session_->outputGuard();
+    for (const QString& e : request_.exports) guard.addModel(e.toStdString(), "the compared export");
+    guard.check(path.toStdString(), "the saved comparison");
     npw::writeFileAtomically(path.toStdString(), [&](std::ostream& out) { out << text; });
 }

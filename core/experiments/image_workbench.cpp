@@ -15,10 +15,9 @@ void savePrunedImageModel(const LlamaGenCheckpoint& pruned, const VqModel* vq, c
                           const std::string& manifestJson, const std::string& extraConfigJson) {
     nlohmann::json extra = {{"npw_pruned", {{"manifest", "npw-manifest.json"}}}};
     if (!extraConfigJson.empty()) extra.update(nlohmann::json::parse(extraConfigJson));
-    writeExportDirectory(pruned.source, dir, [&](const std::string& staging) {
+    writeExportDirectory(pruned.source, dir, manifestJson, [&](const std::string& staging) {
         saveLlamaGenDirectory(pruned, staging, extra.dump());
         if (vq) vq->save((std::filesystem::path(staging) / "vq").string());
-        writeTextAtomically((std::filesystem::path(staging) / "npw-manifest.json").string(), manifestJson);
     });
 }
 

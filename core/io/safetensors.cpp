@@ -372,11 +372,9 @@ SafeTensorsStreamWriter::SafeTensorsStreamWriter(const std::string& path, const 
         slots_[entries[i].name] = {entries[i], offsets[i], false};
         total += entryBytes(entries[i]);
     }
-    namespace fs = std::filesystem;
-    const fs::path target(path);
-    const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
-    std::random_device rd;
-    tempPath_ = (dir / ("." + target.filename().string() + ".tmp" + std::to_string(rd() % 1000000))).string();
+    runOutputGuard().check(path, "the output");
+    removeStaleTemporaries(path);  // what a killed writer of this file left
+    tempPath_ = temporaryPathBeside(path, "tmp");
     fd_ = ::open(tempPath_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd_ < 0) fail(path, "cannot create the temporary file '" + tempPath_ + "': " + std::strerror(errno));
     try {
@@ -442,6 +440,7 @@ void SafeTensorsStreamWriter::commit() {
             fail(path_, std::string("closing '") + tempPath_ + "' failed: " + std::strerror(errno));
         }
         fd_ = -1;
+        testStallPoint("file-written");
         if (::rename(tempPath_.c_str(), path_.c_str()) != 0) {
             const int e = errno;
             ::unlink(tempPath_.c_str());

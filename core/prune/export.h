@@ -11,8 +11,12 @@
 namespace npw {
 
 // Refuses (npw::Error) an export target that is the source model, its directory, a directory
-// inside a source directory, an existing file, or a non-empty directory that is not an earlier
-// npw export. Cheap: the CLI checks before calibrating.
+// inside a source directory, an input of the run (runOutputGuard), an existing file, or a
+// non-empty directory that is not provably an export npw wrote: one whose npw-manifest.json is
+// npw's and lists every other file in it with its size, with nothing else present (a user's
+// folder is never replaced, whatever file in it is named npw-manifest.json; a manifest of an
+// older npw, which listed no files, does not prove it either). An empty directory may be
+// written into. Cheap: the CLI checks before calibrating.
 void checkExportTarget(const std::string& sourceModel, const std::string& dir);
 
 // The "calibration" object of every manifest (pruneManifestJson, the baselines' manifests):
@@ -32,10 +36,12 @@ std::string pruneManifestJson(const PruneReport& report, const PruneSettings& se
 // source's is refused.
 void savePrunedModel(const LlamaCheckpoint& pruned, const std::string& dir, const std::string& manifestJson);
 
-// The atomic directory write under savePrunedModel (and the image models' export): checks the
-// target as checkExportTarget does, lets `write` fill a sibling staging directory, then renames
-// it into place (replacing an earlier export). The staging directory is removed on any error.
-void writeExportDirectory(const std::string& sourceModel, const std::string& dir,
+// The atomic directory write under savePrunedModel (and the other exports): checks the target
+// as checkExportTarget does, lets `write` fill a sibling staging directory, writes
+// npw-manifest.json there (`manifestJson` with "files": every file written and its size), then
+// renames it into place (replacing an earlier export). The staging directory is removed on any
+// error; those of a killed run are removed by the next export to `dir` (removeStaleTemporaries).
+void writeExportDirectory(const std::string& sourceModel, const std::string& dir, const std::string& manifestJson,
                           const std::function<void(const std::string& staging)>& write);
 
 // --save-scores: per layer the channel scores (at ρ) and unit scores as float64 tensors

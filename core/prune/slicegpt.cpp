@@ -226,10 +226,9 @@ BaselineRun pruneSliceGpt(const LlamaModel& model, const CalibrationSet& set, co
 
 void saveSlicedModel(const SlicedLlama& model, const std::string& dir, const std::string& manifestJson,
                      const std::string& sourceModel) {
-    writeExportDirectory(sourceModel, dir, [&](const std::string& staging) {
+    writeExportDirectory(sourceModel, dir, manifestJson, [&](const std::string& staging) {
         std::filesystem::create_directories(staging);
         model.writeFiles(staging);
-        writeTextAtomically((std::filesystem::path(staging) / "npw-manifest.json").string(), manifestJson);
     });
 }
 

@@ -1,6 +1,13 @@
 #pragma once
 // Atomic writes: write to a temporary file beside the target, fsync, then rename.
 // A reader never sees a half-written file, and a failed write leaves the old one intact.
+//
+// Temporaries are named ".TARGET.npw-KIND-PID-RANDOM" (KIND: tmp, staging, previous, stats) by
+// the process PID that writes them. One killed mid-write (kill -9, power loss) cannot remove its
+// own; the next write of the same target does (removeStaleTemporaries): only entries with exactly
+// that form, for that target, whose PID is no longer alive.
+#include "core/util/output_guard.h"
+
 #include <functional>
 #include <iosfwd>
 #include <string>
@@ -9,20 +16,27 @@
 namespace npw {
 
 // Calls write(stream) on a temp file in the target's directory, then renames it over path.
-// Throws npw::Error naming the path when anything fails; the temp file is removed.
+// Throws npw::Error naming the path when anything fails; the temp file is removed. Checks the
+// path against the run's inputs first (runOutputGuard, output_guard.h) and removes what an
+// interrupted write of the same path left (removeStaleTemporaries).
 void writeFileAtomically(const std::string& path, const std::function<void(std::ostream&)>& write);
 void writeTextAtomically(const std::string& path, const std::string& text);
 
-// The one "is this a file of a source model?" check, for every path npw writes. Refuses
-// (npw::Error naming the output and the source) when `output` is one of `sources` (also
-// through a symlink or a hard link), the directory of a source file, or lies inside a source
-// directory: a source checkpoint is never overwritten or modified. `what` names the output
-// in the message ("--save-scores", "the export"). Empty sources are skipped.
-void checkOutputPath(const std::vector<std::string>& sources, const std::string& output,
-                     const std::string& what = "the output");
-// checkOutputPath({source}, out).
-void ensureNotOverwritingSource(const std::string& source, const std::string& out);
-
 std::string readTextFile(const std::string& path);
+
+// A fresh temporary path beside `target`: ".NAME.npw-KIND-PID-RANDOM" in its directory.
+std::string temporaryPathBeside(const std::string& target, const std::string& kind);
+// Removes, in `target`'s directory, the temporaries of `target` (and the temporaries of those)
+// left by npw processes that are no longer running: files of kind tmp and stats, staging
+// folders, and previous folders (a folder moved aside while an export replaced it: when the
+// target itself is missing, the write was interrupted between its two renames, and the previous
+// folder, a whole earlier export, is moved back instead). Anything not named exactly so, or
+// of a live process, is left alone. Best effort: never throws.
+void removeStaleTemporaries(const std::string& target);
+
+// Test hook: when the environment variable NPW_TEST_STALL equals `point`, says so on stderr
+// ("npw: stalled at POINT") and sleeps, so that a test can kill the process at exactly this
+// moment of a write. A no-op otherwise.
+void testStallPoint(const char* point);
 
 } // namespace npw
