@@ -51,8 +51,8 @@ struct RuntimeBenchReport {
     // folders and loaded WeightStorage::Mapped: the runtime reads them as stored (gemv.h,
     // widened_linear.h). f16Checkpoint (the mapped F16 folder) is what llama.cpp gets as an F16
     // GGUF. Memory: RssAnon sampled every few ms from before the 16-bit model is loaded to the end
-    // of its decode rounds — the peak above the level before (the file's pages are RssFile, the
-    // float32 model of the rounds above stays resident and is not counted).
+    // of its first generation (prefill and decode) — the peak above the level before (the file's
+    // pages are RssFile; the float32 model of the rounds above stays resident and is not counted).
     ReferenceFigures bf16, f16;
     std::string bf16Dir, f16Dir;
     LlamaCheckpoint f16Checkpoint;

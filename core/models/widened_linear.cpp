@@ -13,7 +13,11 @@ namespace npw {
 // A block of 8 MiB of float32: small enough that the widened block is written and read back
 // from the caches' neighbourhood instead of a whole matrix's worth of memory, large enough that
 // the GEMM's fixed costs (OpenBLAS repacks x for every call) stay small against its arithmetic.
-// Measured below.
+// Measured (one thread, bf16, best of 5, on a machine at load average 19 — only coarse):
+// [128 × 768] · [2048 × 768]ᵀ float32 at::linear 95 ms, blocks of 1 / 8 / 32 MiB / whole matrix
+// 105 / 109 / 107 / 78 ms; [1024 × 2048] · [5632 × 2048]ᵀ 5.9 s, 5.8 / 4.8 / 6.4 / 6.3 s: the
+// widening costs little against the GEMM and no block size stands out; 8 MiB never converts more
+// than a block.
 const int64_t kLinearWidenedBlockBytes = int64_t{8} << 20;
 
 namespace {
