@@ -2,9 +2,10 @@
 // evaluation, the independent reference here: the same windows must give the same perplexity to
 // 1e-6 relative (both run the forward in float32; the scoring is float64). Rows cover the
 // bundled demo (multi-head), its GQA sibling, a llama2.c .bin (GQA, adjacent-pair RoPE, mapped
-// too) and an F16 safetensors file (each block converted on the way). Also: the weights really
-// are views of the file (their addresses lie in a mapping of it, per /proc/self/maps), the size
-// rule that makes npw eval choose the path, and a truncated file refused by name.
+// too) and an F16 safetensors file (its matrices read as stored, widened as the GEMMs read
+// them). Also: the weights really are views of the file (their addresses lie in a mapping of it,
+// per /proc/self/maps), the size rule that makes npw eval choose the path, and a truncated file
+// refused by name.
 #include "core/eval/layerwise_perplexity.h"
 #include "core/eval/perplexity.h"
 #include "core/io/safetensors.h"
@@ -169,9 +170,14 @@ private slots:
     void f16IsMappedInItsStoredDtype() {
         const LlamaCheckpoint mapped = loadLlamaCheckpoint(f16Model_, WeightStorage::Mapped);
         QCOMPARE(mapped.weights.layers.at(1).wq.scalar_type(), at::kHalf);
+        // On the CPU the block's matrices stay the file's float16 views (widened as the forward
+        // reads them); its vectors (norms, biases) become float32.
         const LlamaLayerWeights block = llamaLayerOnRuntime(mapped.weights.layers.at(1), chooseRuntime("cpu"));
-        QCOMPARE(block.wq.scalar_type(), at::kFloat);
-        QVERIFY(at::equal(block.wq, mapped.weights.layers.at(1).wq.to(at::kFloat)));
+        QCOMPARE(block.wq.scalar_type(), at::kHalf);
+        QCOMPARE(block.wq.data_ptr(), mapped.weights.layers.at(1).wq.data_ptr());
+        QCOMPARE(block.wq_bias.scalar_type(), at::kFloat);
+        QCOMPARE(block.attn_norm.scalar_type(), at::kFloat);
+        QVERIFY(at::equal(block.wq_bias, mapped.weights.layers.at(1).wq_bias.to(at::kFloat)));
     }
 
     void theSizeRuleChoosesLayerwise() {

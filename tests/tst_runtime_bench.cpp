@@ -88,6 +88,35 @@ private slots:
         const LlamaConfig c = smallModel(2).config;
         const double perLayer = 32.0 * (32 + 16 + 16 + 32) + 3.0 * 32 * 40 + 2 * 32 + 2.0 * 16 * 10;
         QCOMPARE(decodeBytesPerToken(c, 10), 4.0 * (3 * perLayer + 300.0 * 32));
+        // 16-bit weights: two bytes per weight, the norms and the cache float32 as before.
+        const double weights = 3 * (32.0 * (32 + 16 + 16 + 32) + 3.0 * 32 * 40) + 300.0 * 32;
+        const double float32Part = 3 * (2 * 32 + 2.0 * 16 * 10);
+        QCOMPARE(decodeBytesPerToken(c, 10, 2), 2.0 * weights + 4.0 * float32Part);
+    }
+
+    // The 16-bit rounds' folders: every tensor in the asked dtype, the values the float32 model's
+    // rounded (read back mapped, in place, and with Copy: the same logits as the float32 model of
+    // the rounded weights).
+    void halfPrecisionFolders_data() {
+        QTest::addColumn<int>("dtype");
+        QTest::newRow("bf16") << int(at::kBFloat16);
+        QTest::newRow("f16") << int(at::kHalf);
+    }
+    void halfPrecisionFolders() {
+        QFETCH(int, dtype);
+        QTemporaryDir dir;
+        const LlamaCheckpoint ck = smallModel(2);
+        const std::string path = (dir.path() + "/m").toStdString();
+        writeHfCheckpointIn(ck, path, at::ScalarType(dtype));
+        const LlamaCheckpoint mapped = loadLlamaCheckpoint(path, WeightStorage::Mapped);
+        QCOMPARE(mapped.weights.layers.at(1).w_up.scalar_type(), at::ScalarType(dtype));
+        QCOMPARE(mapped.weights.final_norm.scalar_type(), at::ScalarType(dtype));
+        QVERIFY(at::equal(mapped.weights.layers.at(1).w_up, ck.weights.layers.at(1).w_up.to(at::ScalarType(dtype))));
+        QVERIFY(at::equal(mapped.weights.lm_head, ck.weights.lm_head.to(at::ScalarType(dtype))));
+        const at::Tensor ids = at::arange(0, 12, at::kLong).unsqueeze(0) * 7 % 300;
+        QVERIFY(at::equal(LlamaModel(mapped, Runtime{}).logits(ids), LlamaModel(loadLlamaCheckpoint(path), Runtime{}).logits(ids)));
+        // Nothing left beside the two files (the stream writer's temporary file was renamed).
+        QCOMPARE(QDir(QString::fromStdString(path)).entryList(QDir::Files | QDir::Hidden).size(), 2);
     }
 
     // The image suite's step cost, by hand: a c2i GPT of dim 32, 2 layers × 4 heads of 8, SwiGLU

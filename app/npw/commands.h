@@ -46,11 +46,11 @@ void addTokenizeCommand(std::vector<Command>& out);        // tokenize
 // `npw bench --suite pruning` and `npw bench --synthetic SIZE` (commands_bench.cpp).
 int runPruningBench(const Args& args);
 
-// `npw bench MODEL --llamacpp`: the checkpoint exported to a temporary GGUF (f32) and timed in
-// llama.cpp through tests/fixtures/llamacpp/run_gguf.mjs (commands_gguf.cpp). Returns
-// prefill/decode tokens/s, threads, and whether llama.cpp's greedy ids equal npw's.
+// `npw bench MODEL --llamacpp`: the checkpoint exported to a temporary GGUF (f32, or ggufDtype
+// "f16") and timed in llama.cpp through tests/fixtures/llamacpp/run_gguf.mjs (commands_gguf.cpp).
+// Returns prefill/decode tokens/s, threads, and whether llama.cpp's greedy ids equal npw's.
 nlohmann::json benchLlamaCpp(const LlamaCheckpoint& checkpoint, int64_t promptTokens, int64_t decodeTokens, int repeats,
-                             int threads);
+                             int threads, const std::string& ggufDtype = "f32");
 
 // `npw info FILE.gguf`: header, metadata (long arrays shortened) and tensors of a GGUF file.
 bool isGgufPath(const std::string& path);

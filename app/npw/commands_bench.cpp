@@ -236,6 +236,20 @@ nlohmann::json runtimeSuite(const Args& args, bool json) {
     } catch (const Error& e) {
         llama = {{"skipped", e.what()}};
     }
+    // The 16-bit rounds' counterpart: llama.cpp on the same float16 weights (the mapped F16
+    // folder exported as an F16 GGUF; npw's export has no BF16 type, so the bfloat16 model is
+    // set beside the same F16 figure: both read two bytes per weight).
+    nlohmann::json llamaF16 = {{"skipped", "--suite runtime ran without the 16-bit models"}};
+    double llamaF16Prefill = 0, llamaF16Decode = 0;
+    if (!r.f16Dir.empty()) {
+        try {
+            llamaF16 = benchLlamaCpp(r.f16Checkpoint, o.promptTokens, o.decodeTokens, o.repeats, o.threads, "f16");
+            llamaF16Prefill = llamaF16.at("prefill_tokens_per_s").get<double>();
+            llamaF16Decode = llamaF16.at("decode_tokens_per_s").get<double>();
+        } catch (const Error& e) {
+            llamaF16 = {{"skipped", e.what()}};
+        }
+    }
     const auto ratio = [](double a, double b) { return a > 0 && b > 0 ? nlohmann::json(a / b) : nlohmann::json(nullptr); };
     const auto figures = [](const ReferenceFigures& f) {
         nlohmann::json j = {{"prefill_tokens_per_s", f.prefill}, {"decode_tokens_per_s", f.decode},
@@ -253,6 +267,19 @@ nlohmann::json runtimeSuite(const Args& args, bool json) {
         {"decode_bytes_per_token", r.bytesPerToken}, {"eval_flops_per_token", r.flopsPerToken},
         {"roofline_decode_tokens_per_s", r.roofline()}, {"gemm_bound_eval_tokens_per_s", r.gemmBound()},
         {"npw", figures(r.npw)}, {"runc", figures(r.runc)}, {"eager_pytorch", figures(r.eager)}, {"llamacpp", llama},
+        {"half_precision",
+         {{"npw_bf16", figures(r.bf16)}, {"npw_f16", figures(r.f16)}, {"llamacpp_f16", llamaF16},
+          {"decode_bytes_per_token", r.halfBytesPerToken},
+          {"roofline_decode_tokens_per_s", r.halfBytesPerToken > 0 ? r.bandwidthGBs * 1e9 / r.halfBytesPerToken : 0.0},
+          {"float32_weights_mib", r.float32WeightsMiB},
+          {"bf16_rss_anon_added_mib", r.bf16AnonAddedMiB}, {"f16_rss_anon_added_mib", r.f16AnonAddedMiB},
+          {"ratios",
+           {{"bf16_decode_vs_llamacpp_f16", ratio(r.bf16.decode, llamaF16Decode)},
+            {"f16_decode_vs_llamacpp_f16", ratio(r.f16.decode, llamaF16Decode)},
+            {"bf16_decode_vs_float32", ratio(r.bf16.decode, r.npw.decode)},
+            {"bf16_prefill_vs_float32", ratio(r.bf16.prefill, r.npw.prefill)},
+            {"bf16_eval_vs_float32", ratio(r.bf16.eval, r.npw.eval)},
+            {"f16_prefill_vs_llamacpp_f16", ratio(r.f16.prefill, llamaF16Prefill)}}}}},
         {"ratios",
          {{"decode_vs_runc", ratio(r.npw.decode, r.runc.decode)}, {"decode_vs_llamacpp", ratio(r.npw.decode, llamaDecode)},
           {"decode_vs_roofline", ratio(r.npw.decode, r.roofline())},
@@ -303,6 +330,25 @@ nlohmann::json runtimeSuite(const Args& args, bool json) {
                   << "  npw prefill: " << rat(q["prefill_vs_llamacpp"]) << " llama.cpp, " << rat(q["prefill_vs_eager"])
                   << " eager PyTorch; eval: " << rat(q["eval_vs_eager"]) << " eager PyTorch, "
                   << rat(q["eval_vs_gemm_bound"]) << " GEMM bound\n";
+        if (!r.bf16Dir.empty()) {
+            const nlohmann::json& h = out["half_precision"];
+            const nlohmann::json& hq = h["ratios"];
+            std::cout << "  16-bit weights (the same model as BF16 / F16 safetensors, mapped; decode reads "
+                      << std::setprecision(1) << r.halfBytesPerToken / 1e6 << " MB/token -> roofline "
+                      << fig(h["roofline_decode_tokens_per_s"].get<double>()) << " tokens/s)\n";
+            row("npw bf16", r.bf16);
+            row("npw f16", r.f16);
+            row("llama.cpp f16",
+                ReferenceFigures{llamaF16Prefill, llamaF16Decode, 0,
+                                 llamaF16.contains("skipped") ? llamaF16["skipped"].get<std::string>() : std::string()});
+            std::cout << "  npw decode: bf16 " << rat(hq["bf16_decode_vs_llamacpp_f16"]) << " llama.cpp f16, f16 "
+                      << rat(hq["f16_decode_vs_llamacpp_f16"]) << " llama.cpp f16; bf16 vs npw float32: decode "
+                      << rat(hq["bf16_decode_vs_float32"]) << ", prefill " << rat(hq["bf16_prefill_vs_float32"])
+                      << ", eval " << rat(hq["bf16_eval_vs_float32"]) << "\n"
+                      << "  memory: RssAnon peak above the level before loading, bf16 " << std::setprecision(0)
+                      << r.bf16AnonAddedMiB << " MiB, f16 " << r.f16AnonAddedMiB << " MiB (a float32 copy: "
+                      << r.float32WeightsMiB << " MiB)\n";
+        }
         if (r.prunedRatio > 0)
             std::cout << "  pruned " << std::setprecision(0) << r.prunedRatio * 100 << " % by shape: decode "
                       << fig(r.prunedDecode) << " tokens/s, speed-up " << std::setprecision(2) << measured

@@ -80,7 +80,7 @@ std::string shellQuote(const std::string& s) {
 } // namespace
 
 nlohmann::json benchLlamaCpp(const LlamaCheckpoint& checkpoint, int64_t promptTokens, int64_t decodeTokens, int repeats,
-                             int threads) {
+                             int threads, const std::string& ggufDtype) {
     namespace fs = std::filesystem;
     const std::string script = bridgeScript();
     if (!fs::exists(fs::path(script).parent_path() / "node_modules" / "node-llama-cpp" / "package.json"))
@@ -92,7 +92,9 @@ nlohmann::json benchLlamaCpp(const LlamaCheckpoint& checkpoint, int64_t promptTo
         fs::path p;
         ~Cleanup() { std::error_code ec; fs::remove(p, ec); }
     } cleanup{gguf};
-    exportGguf(checkpoint, gguf.string());
+    GgufExportOptions exportOptions;
+    exportOptions.dtype = parseGgufDtype(ggufDtype);
+    exportGguf(checkpoint, gguf.string(), exportOptions);
 
     // The same kind of prompt as benchmarkGeneration: fixed pseudo-random ids (speed does not
     // depend on the text), BOS first.
@@ -124,7 +126,7 @@ nlohmann::json benchLlamaCpp(const LlamaCheckpoint& checkpoint, int64_t promptTo
             {"decode_tokens_per_s", r.at("decode_tokens_per_second")},
             {"threads", threads},
             {"repeats", r.at("repeats")},
-            {"gguf_dtype", "f32"},
+            {"gguf_dtype", ggufDtype},
             {"same_greedy_ids", same}};
 }
 

@@ -128,9 +128,11 @@ int runInfo(const Args& args) {
 }
 
 // The model is opened mapped (model_loader.h), which costs no memory, so that its size is known
-// before anything is copied: a model bigger than kModelRamFraction of the RAM is evaluated layer
-// by layer from the mapping (layerwise_perplexity.h), any other is copied into memory and run
-// whole, as npw always has.
+// before anything is copied: a model whose weights as the runtime holds them (a bfloat16 / float16
+// file's matrices stay 2 bytes an element on the CPU) exceed kModelRamFraction of the RAM is
+// evaluated layer by layer from the mapping (layerwise_perplexity.h), any other whole — from the
+// same mapping on the CPU (LlamaModel reads float32, bfloat16 and float16 views as they are),
+// converted onto another device or dtype.
 int runEval(const Args& args) {
     const std::string& model = modelArgument(args, "eval");
     if (int(args.has("text")) + int(args.has("ids")) + int(args.has("dataset")) != 1)
@@ -152,24 +154,20 @@ int runEval(const Args& args) {
         checkpoint = loadLlamaCheckpoint(model, WeightStorage::Mapped);
         useTokenizerFile(checkpoint, args.get("tokenizer"));
         lm.tokenizer = openTokenizerOf(checkpoint);
-        const LlamaConfig& config = checkpoint.config;
         const int64_t physical = physicalMemoryBytes();
-        const bool chosen = !args.flag("layerwise") && evaluationBelongsLayerwise(config, runtime, physical);
+        const bool chosen = !args.flag("layerwise") && evaluationBelongsLayerwise(checkpoint, runtime, physical);
         layerwise = args.flag("layerwise") || chosen;
         if (layerwise && args.has("reference"))
             throw Error(std::string("--reference needs both models in memory, which layer-wise evaluation avoids") +
-                        (chosen ? " (chosen because the model needs " + byteSizeText(modelRuntimeBytes(config, runtime)) +
+                        (chosen ? " (chosen because the model needs " + byteSizeText(modelRuntimeBytes(checkpoint, runtime)) +
                                       ", more than half of the " + byteSizeText(physical) + " of RAM)"
                                 : std::string(" (--layerwise)")));
         if (chosen)
-            std::cerr << "note: the model needs " << byteSizeText(modelRuntimeBytes(config, runtime)) << " in "
+            std::cerr << "note: the model needs " << byteSizeText(modelRuntimeBytes(checkpoint, runtime)) << " in "
                       << runtime.describe() << ", more than " << 100 * kModelRamFraction << "% of this machine's "
                       << byteSizeText(physical) << " of RAM" << (std::getenv("NPW_PHYSICAL_MEMORY_BYTES") ? " (NPW_PHYSICAL_MEMORY_BYTES)" : "")
                       << ": evaluating layer by layer, weights memory-mapped from the checkpoint (--layerwise forces it)\n";
-        if (!layerwise) {
-            copyWeightsIntoMemory(checkpoint);
-            lm.model = std::make_shared<LlamaModel>(checkpoint, runtime);
-        }
+        if (!layerwise) lm.model = std::make_shared<LlamaModel>(checkpoint, runtime);
     }
     const LlamaConfig config = lm.sliced ? lm.sliced->config() : checkpoint.config;
     std::unique_ptr<LanguageModel> reference;

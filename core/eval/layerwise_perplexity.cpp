@@ -36,6 +36,23 @@ bool evaluationBelongsLayerwise(const LlamaConfig& config, const Runtime& runtim
            static_cast<double>(modelRuntimeBytes(config, runtime)) > kModelRamFraction * static_cast<double>(physicalBytes);
 }
 
+int64_t modelRuntimeBytes(const LlamaCheckpoint& checkpoint, const Runtime& runtime) {
+    LlamaWeights weights = checkpoint.weights;  // handles (no tensor data copied), for namedTensors
+    int64_t bytes = 0;
+    for (const auto& [name, tensor] : namedTensors(weights)) {
+        if (!tensor->defined()) continue;
+        const auto size = llamaKeepsStoredDtype(*tensor, runtime) ? tensor->element_size()
+                                                                    : static_cast<int64_t>(c10::elementSize(runtime.dtype));
+        bytes += tensor->numel() * static_cast<int64_t>(size);
+    }
+    return bytes;
+}
+
+bool evaluationBelongsLayerwise(const LlamaCheckpoint& checkpoint, const Runtime& runtime, int64_t physicalBytes) {
+    return physicalBytes > 0 && static_cast<double>(modelRuntimeBytes(checkpoint, runtime)) >
+                                    kModelRamFraction * static_cast<double>(physicalBytes);
+}
+
 int64_t layerwiseEvalHiddenBytes(const LlamaConfig& config, const Runtime& runtime, int64_t windows, int64_t seqlen) {
     return windows * seqlen * config.hidden_size * static_cast<int64_t>(c10::elementSize(runtime.dtype));
 }
@@ -78,8 +95,9 @@ PerplexityResult evaluatePerplexityLayerwise(const LlamaCheckpoint& checkpoint, 
             reportProgress(progress, stage, static_cast<double>(l * windows + done), total);
         }
     }
-    const at::Tensor finalNorm = checkpoint.weights.final_norm.to(onRuntime).contiguous();
-    const at::Tensor lmHead = checkpoint.weights.lm_head.to(onRuntime).contiguous();
+    const at::Tensor finalNorm = llamaTensorOnRuntime(checkpoint.weights.final_norm, runtime);
+    // A bfloat16 / float16 classifier stays as stored (widened a block at a time as it is read).
+    const at::Tensor lmHead = llamaTensorOnRuntime(checkpoint.weights.lm_head, runtime);
     double decodeSeconds = 0;
     int64_t w0 = 0;
     for (at::Tensor& x : hidden) {

@@ -5,11 +5,12 @@
 // The weights stay where the loader put them: with WeightStorage::Mapped (model_loader.h), views
 // of the memory-mapped safetensors / llama2.c file. Every window is embedded (rows gathered from
 // the mapped table), then each block is brought onto the runtime (llamaLayerOnRuntime: no copy
-// for float32 weights on the CPU, a converted copy of that one block otherwise) and runs over the
-// hidden states of every window before the next block is touched; last, final norm and lm_head
-// per batch of windows. Anonymous memory is therefore the hidden states of all windows
-// (windows · seqlen · hidden · element size) plus one block's activations (and one converted
-// block, and the classifier, when the stored dtype or the device differs from the runtime's);
+// for float32, bfloat16 or float16 weights on the CPU — 16-bit matrices are widened a block of
+// rows at a time as the GEMMs read them — a converted copy of that one block on another device)
+// and runs over the hidden states of every window before the next block is touched; last, final
+// norm and lm_head per batch of windows. Anonymous memory is therefore the hidden states of all
+// windows (windows · seqlen · hidden · element size) plus one block's activations (and one
+// converted block, and the classifier, when the device differs from the runtime's);
 // the file's pages are read once per block, in order, and the kernel may drop them again.
 //
 // Windows are batched exactly as evaluatePerplexity batches them and every block is the same
@@ -39,6 +40,11 @@ int64_t modelRuntimeBytes(const LlamaConfig& config, const Runtime& runtime);
 constexpr double kModelRamFraction = 0.5;
 // modelRuntimeBytes > kModelRamFraction · physicalBytes (never when physicalBytes is 0).
 bool evaluationBelongsLayerwise(const LlamaConfig& config, const Runtime& runtime, int64_t physicalBytes);
+// The same for a loaded checkpoint: every tensor as the runtime holds it (llamaTensorOnRuntime:
+// a bfloat16 / float16 matrix stays 2 bytes an element on the CPU, a mapped file's pages), the
+// rest at the runtime's element size.
+int64_t modelRuntimeBytes(const LlamaCheckpoint& checkpoint, const Runtime& runtime);
+bool evaluationBelongsLayerwise(const LlamaCheckpoint& checkpoint, const Runtime& runtime, int64_t physicalBytes);
 // The hidden states layer-wise evaluation keeps: windows · seqlen · hidden · element size.
 int64_t layerwiseEvalHiddenBytes(const LlamaConfig& config, const Runtime& runtime, int64_t windows, int64_t seqlen);
 

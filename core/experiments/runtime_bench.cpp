@@ -5,7 +5,9 @@
 #include "core/models/gemv_kernel.h"
 #include "core/models/llama.h"
 #include "core/models/llama_init.h"
+#include "core/models/model_loader.h"
 #include "core/models/runtime.h"
+#include "core/io/safetensors.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
 #include "core/util/paths.h"
@@ -15,13 +17,16 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <ostream>
+#include <fstream>
 #include <random>
+#include <thread>
 #include <vector>
 
 namespace npw {
@@ -76,6 +81,46 @@ double evalTokensPerSecond(const LlamaModel& model, int64_t windows, int64_t seq
     }
     return best;
 }
+
+// RssAnon of this process in MiB (anonymous pages only: a mapped file's pages are RssFile).
+double rssAnonMiB() {
+    std::ifstream status("/proc/self/status");
+    for (std::string line; std::getline(status, line);)
+        if (line.rfind("RssAnon:", 0) == 0) return std::stod(line.substr(8)) / 1024.0;
+    return 0;
+}
+
+// Samples RssAnon every 5 ms on its own thread from construction to peakAbove(): the highest
+// level reached above the level at construction.
+class AnonPeakSampler {
+public:
+    AnonPeakSampler() : before_(rssAnonMiB()), peak_(before_) {
+        thread_ = std::thread([this] {
+            while (!stop_) {
+                const double now = rssAnonMiB();
+                double seen = peak_.load();
+                while (now > seen && !peak_.compare_exchange_weak(seen, now)) {
+                }
+                std::this_thread::sleep_for(std::chrono::milliseconds(5));
+            }
+        });
+    }
+    ~AnonPeakSampler() { finish(); }
+    double peakAbove() {
+        finish();
+        return std::max(0.0, std::max(peak_.load(), rssAnonMiB()) - before_);
+    }
+
+private:
+    void finish() {
+        stop_ = true;
+        if (thread_.joinable()) thread_.join();
+    }
+    double before_;
+    std::atomic<double> peak_;
+    std::atomic<bool> stop_{false};
+    std::thread thread_;
+};
 
 LlamaCheckpoint syntheticCheckpoint(const LlamaConfig& config, uint64_t seed) {
     LlamaCheckpoint ck;
@@ -160,15 +205,31 @@ void writeLlama2cCheckpoint(const LlamaCheckpoint& ck, const std::string& path) 
     });
 }
 
-double decodeBytesPerToken(const LlamaConfig& c, int64_t context) {
-    double elements = double(c.vocab_size) * double(c.hidden_size);  // lm_head (tied or not: read once)
+double decodeBytesPerToken(const LlamaConfig& c, int64_t context, int weightBytes) {
+    double weights = double(c.vocab_size) * double(c.hidden_size);  // lm_head (tied or not: read once)
+    double cache = 0;
     for (int64_t l = 0; l < c.num_layers; ++l) {
         const double q = double(c.num_heads[l] * c.head_dim), kv = double(c.num_kv_heads[l] * c.head_dim);
-        elements += double(c.hidden_size) * (2 * q + 2 * kv) + 3.0 * double(c.hidden_size) * double(c.intermediate_size[l]);
-        elements += 2 * c.hidden_size;          // the two norms
-        elements += 2.0 * kv * double(context);  // K and V of the cached positions
+        weights += double(c.hidden_size) * (2 * q + 2 * kv) + 3.0 * double(c.hidden_size) * double(c.intermediate_size[l]);
+        cache += 2 * c.hidden_size;          // the two norms (float32 whatever the weights)
+        cache += 2.0 * kv * double(context);  // K and V of the cached positions
     }
-    return 4.0 * elements;
+    return double(weightBytes) * weights + 4.0 * cache;
+}
+
+void writeHfCheckpointIn(const LlamaCheckpoint& checkpoint, const std::string& dir, c10::ScalarType dtype) {
+    saveHfLlamaDirectory(checkpoint, dir);
+    const std::string file = (fs::path(dir) / "model.safetensors").string();
+    const std::shared_ptr<SafeTensorsFile> f32 = SafeTensorsFile::open(file);
+    std::vector<SafeTensorsEntry> entries;
+    for (const std::string& name : f32->names()) {
+        const at::Tensor view = f32->view(name);
+        entries.push_back({name, dtype, view.sizes().vec()});
+    }
+    // Renamed over the float32 file at commit; the mapping keeps reading the old one till then.
+    SafeTensorsStreamWriter writer(file, entries, {{"format", "pt"}});
+    for (const SafeTensorsEntry& e : entries) writer.write(e.name, f32->view(e.name).to(dtype));
+    writer.commit();
 }
 
 namespace {
@@ -316,6 +377,41 @@ RuntimeBenchReport runRuntimeBench(const RuntimeBenchOptions& o, const ProgressF
         r.npw.eval = evalTokensPerSecond(dense, o.evalWindows, o.evalSeqlen, o.repeats);
         r.gemmGflops = std::max(r.gemmGflops, measureGemmRate(o.evalSeqlen * o.evalWindows, config.hidden_size,
                                                               config.intermediate_size[0], o.repeats + 1));
+    }
+
+    if (o.halfPrecision) {
+        // The same weights as bfloat16 and float16 safetensors, each loaded mapped and decoded in
+        // its own rounds (alternating with the bandwidth figure, as above).
+        reportProgress(progress, "runtime: bfloat16 / float16 weights", 3.5, steps);
+        r.float32WeightsMiB = double(config.parameterCount()) * 4.0 / (1024.0 * 1024.0);
+        r.halfBytesPerToken = decodeBytesPerToken(config, o.promptTokens + o.decodeTokens / 2, 2);
+        r.bf16Dir = (fs::path(o.workDir) / ("synthetic-" + o.size + "-bf16")).string();
+        r.f16Dir = (fs::path(o.workDir) / ("synthetic-" + o.size + "-f16")).string();
+        writeHfCheckpointIn(r.checkpoint, r.bf16Dir, at::kBFloat16);
+        writeHfCheckpointIn(r.checkpoint, r.f16Dir, at::kHalf);
+        std::mt19937_64 rng(1234);  // the float32 rounds' prompt
+        std::vector<int32_t> prompt(static_cast<size_t>(o.promptTokens));
+        for (auto& id : prompt) id = static_cast<int32_t>(rng() % static_cast<uint64_t>(config.vocab_size));
+        SamplingOptions greedy;
+        greedy.maxNewTokens = o.decodeTokens;
+        const auto rounds = [&](const std::string& dir, ReferenceFigures& f, double& anonAdded) {
+            // Memory: the model's load and one generation (prefill and decode), sampled before
+            // the timed rounds, whose bandwidth figure allocates a 1 GiB buffer of its own.
+            AnonPeakSampler sampler;
+            const LlamaModel model(loadLlamaCheckpoint(dir, WeightStorage::Mapped), Runtime{});
+            generate(model, prompt, greedy);  // also the warm-up: the file's pages, the allocator
+            anonAdded = sampler.peakAbove();
+            for (int i = 0; i < o.repeats; ++i) {
+                bandwidthRound();
+                const GenerationResult g = generate(model, prompt, greedy);
+                f.prefill = std::max(f.prefill, double(o.promptTokens) / g.prefillSeconds);
+                if (g.tokens.size() > 1) f.decode = std::max(f.decode, double(g.tokens.size() - 1) / g.decodeSeconds);
+            }
+            if (&f == &r.bf16) f.eval = evalTokensPerSecond(model, o.evalWindows, o.evalSeqlen, o.repeats);
+        };
+        rounds(r.bf16Dir, r.bf16, r.bf16AnonAddedMiB);
+        rounds(r.f16Dir, r.f16, r.f16AnonAddedMiB);
+        r.f16Checkpoint = loadLlamaCheckpoint(r.f16Dir, WeightStorage::Mapped);
     }
 
     reportProgress(progress, "runtime: eager PyTorch", 4, steps);

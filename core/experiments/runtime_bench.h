@@ -6,6 +6,8 @@
 // roofline) and the GEMM rate of LibTorch's BLAS (the evaluation bound). llama.cpp runs from
 // the command (it needs the CLI's Node bridge) on the checkpoint this returns.
 #include "core/models/llama_weights.h"
+
+#include <c10/core/ScalarType.h>
 #include "core/util/progress.h"
 
 #include <cstdint>
@@ -24,6 +26,7 @@ struct RuntimeBenchOptions {
     std::string runcSource;          // llama2.c's run.c; empty or missing: run.c skipped
     std::string python = "/usr/bin/python3";
     std::string eagerScript;         // eager_llama.py; empty or missing: skipped
+    bool halfPrecision = true;       // also the same weights as BF16 and F16 safetensors, mapped
 };
 
 // One reference's figures; tokens/s ≤ 0 where it has none. `skipped` says why it did not run.
@@ -44,6 +47,18 @@ struct RuntimeBenchReport {
     ReferenceFigures npw, runc, eager;
     // The pruned model (by shape, every layer's KV groups and MLP channels × (1 − ratio)).
     double prunedRatio = 0, prunedBytesPerToken = 0, prunedDecode = 0;
+    // The same weights rounded to bfloat16 and to float16, written as Hugging Face safetensors
+    // folders and loaded WeightStorage::Mapped: the runtime reads them as stored (gemv.h,
+    // widened_linear.h). f16Checkpoint (the mapped F16 folder) is what llama.cpp gets as an F16
+    // GGUF. Memory: RssAnon sampled every few ms from before the 16-bit model is loaded to the end
+    // of its first generation (prefill and decode) — the peak above the level before (the file's
+    // pages are RssFile; the float32 model of the rounds above stays resident and is not counted).
+    ReferenceFigures bf16, f16;
+    std::string bf16Dir, f16Dir;
+    LlamaCheckpoint f16Checkpoint;
+    double float32WeightsMiB = 0;     // parameters · 4 bytes: what a float32 copy would take
+    double bf16AnonAddedMiB = 0, f16AnonAddedMiB = 0;  // peak RssAnon above the level before
+    double halfBytesPerToken = 0;     // decode bytes per token with 2-byte weights
     double roofline() const { return bytesPerToken > 0 ? bandwidthGBs * 1e9 / bytesPerToken : 0; }
     double gemmBound() const { return flopsPerToken > 0 ? gemmGflops * 1e9 / flopsPerToken : 0; }
 };
@@ -57,9 +72,14 @@ RuntimeBenchReport runRuntimeBench(const RuntimeBenchOptions& options, const Pro
 void writeLlama2cCheckpoint(const LlamaCheckpoint& checkpoint, const std::string& path);
 
 // Bytes one decoded token reads at context `context` (weights of the layers and the
-// classifier, float32, plus the K and V cache read by attention); the embedding row is not
-// counted (one row).
-double decodeBytesPerToken(const LlamaConfig& config, int64_t context);
+// classifier, float32 — or `weightBytes` each — plus the float32 K and V cache read by
+// attention); the embedding row is not counted (one row).
+double decodeBytesPerToken(const LlamaConfig& config, int64_t context, int weightBytes = 4);
+
+// The checkpoint as a Hugging Face folder (saveHfLlamaDirectory) whose safetensors hold every
+// tensor in `dtype` (bfloat16 or float16, as such releases ship), converted tensor by tensor
+// from the float32 file through a mapping (never a second whole copy in memory).
+void writeHfCheckpointIn(const LlamaCheckpoint& checkpoint, const std::string& dir, c10::ScalarType dtype);
 
 // One-thread streaming read rate in GB/s over a buffer of `bytes` (best of repeats).
 double measureStreamBandwidth(int64_t bytes, int repeats);

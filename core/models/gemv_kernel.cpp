@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define NPW_GEMV_X86 1
@@ -10,7 +11,46 @@
 
 namespace npw {
 
+float halfBitsToFloat(uint16_t h) {
+    const uint32_t sign = uint32_t(h & 0x8000u) << 16;
+    const uint32_t exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
+    uint32_t bits;
+    if (exponent == 0x1f) {  // infinity, NaN (payload kept)
+        bits = sign | 0x7f800000u | (mantissa << 13);
+    } else if (exponent != 0) {  // normal: rebias 15 → 127
+        bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
+    } else {  // zero or subnormal: mantissa · 2⁻²⁴, exact in float32
+        const float magnitude = float(mantissa) * (1.0f / 16777216.0f);
+        std::memcpy(&bits, &magnitude, sizeof bits);
+        bits |= sign;
+    }
+    float f;
+    std::memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
 namespace {
+
+// The weight formats the kernels read (GemvWeights): each is widened to float32 as it is loaded.
+// The float32 instantiations are the kernels as they were before 16-bit weights: the same
+// loads, FMAs and order.
+struct F32W {
+    using T = float;
+    static float scalar(float w) { return w; }
+};
+struct Bf16W {
+    using T = uint16_t;
+    static float scalar(uint16_t w) {
+        const uint32_t bits = uint32_t(w) << 16;
+        float f;
+        std::memcpy(&f, &bits, sizeof f);
+        return f;
+    }
+};
+struct F16W {
+    using T = uint16_t;
+    static float scalar(uint16_t w) { return halfBitsToFloat(w); }
+};
 
 // Each version computes R rows against NV vectors; the column loop keeps R·NV·U accumulators
 // so that consecutive FMAs do not wait on each other's latency, and every weight is loaded once
@@ -31,9 +71,32 @@ inline F4 load4(const float* p) {
 }
 inline float sum4(F4 v) { return (v[0] + v[1]) + (v[2] + v[3]); }
 
-template <int R, int NV>
-void blockPortable(const float* W, int64_t ldw, int64_t cols, const float* x, int64_t ldx, float* y, int64_t ldy,
-                   int64_t r) {
+// Four weights of format Fmt, widened to float32.
+template <class Fmt>
+inline F4 loadW4(const typename Fmt::T* p);
+template <>
+inline F4 loadW4<F32W>(const float* p) {
+    return load4(p);
+}
+template <>
+inline F4 loadW4<Bf16W>(const uint16_t* p) {
+    typedef uint16_t U16x4 __attribute__((vector_size(8)));
+    typedef uint32_t U32x4 __attribute__((vector_size(16)));
+    U16x4 h;
+    std::memcpy(&h, p, sizeof h);
+    const U32x4 bits = __builtin_convertvector(h, U32x4) << 16;
+    F4 v;
+    std::memcpy(&v, &bits, sizeof v);
+    return v;
+}
+template <>
+inline F4 loadW4<F16W>(const uint16_t* p) {
+    return F4{halfBitsToFloat(p[0]), halfBitsToFloat(p[1]), halfBitsToFloat(p[2]), halfBitsToFloat(p[3])};
+}
+
+template <class Fmt, int R, int NV>
+void blockPortable(const typename Fmt::T* W, int64_t ldw, int64_t cols, const float* x, int64_t ldx, float* y,
+                   int64_t ldy, int64_t r) {
     constexpr int U = (R == 1 ? 4 : 2) / NV;
     F4 acc[R][NV][U];
     for (int i = 0; i < R; ++i)
@@ -48,33 +111,33 @@ void blockPortable(const float* W, int64_t ldw, int64_t cols, const float* x, in
             for (int u = 0; u < U; ++u) xs[v][u] = load4(x + v * ldx + k + 4 * u);
 #pragma GCC unroll 4
         for (int i = 0; i < R; ++i) {
-            const float* w = W + (r + i) * ldw + k;
+            const typename Fmt::T* w = W + (r + i) * ldw + k;
 #pragma GCC unroll 4
             for (int u = 0; u < U; ++u) {
-                const F4 wv = load4(w + 4 * u);
+                const F4 wv = loadW4<Fmt>(w + 4 * u);
 #pragma GCC unroll 4
                 for (int v = 0; v < NV; ++v) acc[i][v][u] += wv * xs[v][u];
             }
         }
     }
     for (int i = 0; i < R; ++i) {
-        const float* w = W + (r + i) * ldw;
+        const typename Fmt::T* w = W + (r + i) * ldw;
         for (int v = 0; v < NV; ++v) {
             float s = 0;
             for (int u = 0; u < U; ++u) s += sum4(acc[i][v][u]);
-            for (int64_t c = k; c < cols; ++c) s += w[c] * x[v * ldx + c];
+            for (int64_t c = k; c < cols; ++c) s += Fmt::scalar(w[c]) * x[v * ldx + c];
             y[v * ldy + r + i] = s;
         }
     }
 }
 #else
-template <int R, int NV>
-void blockPortable(const float* W, int64_t ldw, int64_t cols, const float* x, int64_t ldx, float* y, int64_t ldy,
-                   int64_t r) {
+template <class Fmt, int R, int NV>
+void blockPortable(const typename Fmt::T* W, int64_t ldw, int64_t cols, const float* x, int64_t ldx, float* y,
+                   int64_t ldy, int64_t r) {
     for (int i = 0; i < R; ++i)
         for (int v = 0; v < NV; ++v) {
             float s = 0;
-            for (int64_t c = 0; c < cols; ++c) s += W[(r + i) * ldw + c] * x[v * ldx + c];
+            for (int64_t c = 0; c < cols; ++c) s += Fmt::scalar(W[(r + i) * ldw + c]) * x[v * ldx + c];
             y[v * ldy + r + i] = s;
         }
 }
@@ -83,9 +146,9 @@ void blockPortable(const float* W, int64_t ldw, int64_t cols, const float* x, in
 // A few rows of x at once (LlamaGen's guided batches: 2·images rows per step): R weight rows
 // against NV rows of x, one accumulator each (R·NV independent FMAs per column chunk, enough to
 // hide their latency), every weight and x chunk loaded once per chunk and used NV resp. R times.
-template <int R, int NV>
-void tilePortable(const float* W, int64_t ldw, int64_t cols, const float* x, int64_t ldx, float* y, int64_t ldy,
-                  int64_t r) {
+template <class Fmt, int R, int NV>
+void tilePortable(const typename Fmt::T* W, int64_t ldw, int64_t cols, const float* x, int64_t ldx, float* y,
+                  int64_t ldy, int64_t r) {
 #if defined(__GNUC__) || defined(__clang__)
     F4 acc[R][NV];
     for (int i = 0; i < R; ++i)
@@ -94,7 +157,7 @@ void tilePortable(const float* W, int64_t ldw, int64_t cols, const float* x, int
     for (; k + 4 <= cols; k += 4) {
         F4 ws[R];
 #pragma GCC unroll 4
-        for (int i = 0; i < R; ++i) ws[i] = load4(W + (r + i) * ldw + k);
+        for (int i = 0; i < R; ++i) ws[i] = loadW4<Fmt>(W + (r + i) * ldw + k);
 #pragma GCC unroll 8
         for (int v = 0; v < NV; ++v) {
             const F4 xv = load4(x + v * ldx + k);
@@ -105,22 +168,23 @@ void tilePortable(const float* W, int64_t ldw, int64_t cols, const float* x, int
     for (int i = 0; i < R; ++i)
         for (int v = 0; v < NV; ++v) {
             float s = sum4(acc[i][v]);
-            for (int64_t c = k; c < cols; ++c) s += W[(r + i) * ldw + c] * x[v * ldx + c];
+            for (int64_t c = k; c < cols; ++c) s += Fmt::scalar(W[(r + i) * ldw + c]) * x[v * ldx + c];
             y[v * ldy + r + i] = s;
         }
 #else
-    blockPortable<R, NV>(W, ldw, cols, x, ldx, y, ldy, r);
+    blockPortable<Fmt, R, NV>(W, ldw, cols, x, ldx, y, ldy, r);
 #endif
 }
 
-template <int NV>
-void rowsPortable(const float* W, int64_t ldw, int64_t cols, const float* x, int64_t ldx, float* y, int64_t ldy,
-                  int64_t begin, int64_t end) {
+template <class Fmt, int NV>
+void rowsPortable(const typename Fmt::T* W, int64_t ldw, int64_t cols, const float* x, int64_t ldx, float* y,
+                  int64_t ldy, int64_t begin, int64_t end) {
     int64_t r = begin;
-    for (; r < end; ++r) blockPortable<1, NV>(W, ldw, cols, x, ldx, y, ldy, r);
+    for (; r < end; ++r) blockPortable<Fmt, 1, NV>(W, ldw, cols, x, ldx, y, ldy, r);
 }
 
-using TileFn = void (*)(const float*, int64_t, int64_t, const float*, int64_t, float*, int64_t, int64_t);
+template <class Fmt>
+using TileFn = void (*)(const typename Fmt::T*, int64_t, int64_t, const float*, int64_t, float*, int64_t, int64_t);
 constexpr int kMaxTileRows = 2, kMaxTileVecs = 6;
 
 // Rows [begin, end) of W against nvec rows of x, in tiles of R weight rows × up to V rows of x.
@@ -130,11 +194,12 @@ constexpr int kMaxTileRows = 2, kMaxTileVecs = 6;
 // (measured, 390 MB, 6 rows of x in one group: 46 ms without, 28 ms with). The groups
 // are balanced (32 rows: 6, 6, 5, 5, 5, 5 rather than five of 6 and a 2, whose tile has too few
 // accumulators to keep the FMA units busy).
-void tiledRows(const TileFn (&tiles)[kMaxTileRows][kMaxTileVecs], int R, int V, const float* W, int64_t ldw,
-               int64_t cols, const float* x, int64_t ldx, int nvec, float* y, int64_t ldy, int64_t begin,
+template <class Fmt>
+void tiledRows(const TileFn<Fmt> (&tiles)[kMaxTileRows][kMaxTileVecs], int R, int V, const typename Fmt::T* W,
+               int64_t ldw, int64_t cols, const float* x, int64_t ldx, int nvec, float* y, int64_t ldy, int64_t begin,
                int64_t end) {
     constexpr int64_t kBlockBytes = 64 * 1024, kLine = 64;
-    const int64_t rowBytes = std::max<int64_t>(1, cols * int64_t(sizeof(float)));
+    const int64_t rowBytes = std::max<int64_t>(1, cols * int64_t(sizeof(typename Fmt::T)));
     const int64_t blockRows = std::max<int64_t>(R, (kBlockBytes / rowBytes) / R * R);
     const int groups = (nvec + V - 1) / V, small = nvec / groups, large = nvec % groups;  // `large` groups of small + 1
     for (int64_t rb = begin; rb < end; rb += blockRows) {
@@ -161,21 +226,43 @@ void tiledRows(const TileFn (&tiles)[kMaxTileRows][kMaxTileVecs], int R, int V, 
     }
 }
 
-#define NPW_TILES(fn)                                                                                          \
-    {{fn<1, 1>, fn<1, 2>, fn<1, 3>, fn<1, 4>, fn<1, 5>, fn<1, 6>}, {fn<2, 1>, fn<2, 2>, fn<2, 3>, fn<2, 4>, fn<2, 5>, fn<2, 6>}}
+#define NPW_TILES(fn, F)                                                                                       \
+    {{fn<F, 1, 1>, fn<F, 1, 2>, fn<F, 1, 3>, fn<F, 1, 4>, fn<F, 1, 5>, fn<F, 1, 6>},                           \
+     {fn<F, 2, 1>, fn<F, 2, 2>, fn<F, 2, 3>, fn<F, 2, 4>, fn<F, 2, 5>, fn<F, 2, 6>}}
 
 #ifdef NPW_GEMV_X86
 // AVX2 + FMA (x86-64 since Haswell / Zen 1), chosen at run time; the rest of npw stays baseline
-// x86-64, so the binary runs on any x86-64 machine.
-__attribute__((target("avx2,fma"))) inline float sum8(__m256 v) {
+// x86-64, so the binary runs on any x86-64 machine. The kernels are compiled with F16C too
+// (float16 weights' vcvtph2ps); only the float16 instantiations use it, and they run only where
+// the CPU has it (haveF16c), the float32 and bfloat16 ones wherever AVX2 and FMA are.
+#define NPW_AVX2 __attribute__((target("avx2,fma,f16c")))
+NPW_AVX2 inline float sum8(__m256 v) {
     const __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     const __m128 t = _mm_add_ps(s, _mm_movehl_ps(s, s));
     return _mm_cvtss_f32(_mm_add_ss(t, _mm_shuffle_ps(t, t, 1)));
 }
 
-template <int R, int NV>
-__attribute__((target("avx2,fma"))) void blockAvx2(const float* W, int64_t ldw, int64_t cols, const float* x,
-                                                   int64_t ldx, float* y, int64_t ldy, int64_t r) {
+// Eight weights of format Fmt, widened to float32.
+template <class Fmt>
+NPW_AVX2 inline __m256 loadW8(const typename Fmt::T* p);
+template <>
+NPW_AVX2 inline __m256 loadW8<F32W>(const float* p) {
+    return _mm256_loadu_ps(p);
+}
+template <>
+NPW_AVX2 inline __m256 loadW8<Bf16W>(const uint16_t* p) {
+    // Zero-extended to 32 bits and shifted into the top half: bfloat16 is a float32's top half.
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+template <>
+NPW_AVX2 inline __m256 loadW8<F16W>(const uint16_t* p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
+template <class Fmt, int R, int NV>
+NPW_AVX2 void blockAvx2(const typename Fmt::T* W, int64_t ldw, int64_t cols, const float* x, int64_t ldx, float* y,
+                        int64_t ldy, int64_t r) {
     constexpr int U = (R == 1 ? 4 : 2) / NV;
     __m256 acc[R][NV][U];
 #pragma GCC unroll 4
@@ -193,39 +280,39 @@ __attribute__((target("avx2,fma"))) void blockAvx2(const float* W, int64_t ldw, 
             for (int u = 0; u < U; ++u) xs[v][u] = _mm256_loadu_ps(x + v * ldx + k + 8 * u);
 #pragma GCC unroll 4
         for (int i = 0; i < R; ++i) {
-            const float* w = W + (r + i) * ldw + k;
+            const typename Fmt::T* w = W + (r + i) * ldw + k;
 #pragma GCC unroll 4
             for (int u = 0; u < U; ++u) {
-                const __m256 wv = _mm256_loadu_ps(w + 8 * u);
+                const __m256 wv = loadW8<Fmt>(w + 8 * u);
 #pragma GCC unroll 4
                 for (int v = 0; v < NV; ++v) acc[i][v][u] = _mm256_fmadd_ps(wv, xs[v][u], acc[i][v][u]);
             }
         }
     }
     for (int i = 0; i < R; ++i) {
-        const float* w = W + (r + i) * ldw;
+        const typename Fmt::T* w = W + (r + i) * ldw;
         for (int v = 0; v < NV; ++v) {
             __m256 a = acc[i][v][0];
             for (int u = 1; u < U; ++u) a = _mm256_add_ps(a, acc[i][v][u]);
             float s = sum8(a);
-            for (int64_t c = k; c < cols; ++c) s += w[c] * x[v * ldx + c];
+            for (int64_t c = k; c < cols; ++c) s += Fmt::scalar(w[c]) * x[v * ldx + c];
             y[v * ldy + r + i] = s;
         }
     }
 }
 
-template <int NV>
-__attribute__((target("avx2,fma"))) void rowsAvx2(const float* W, int64_t ldw, int64_t cols, const float* x,
-                                                  int64_t ldx, float* y, int64_t ldy, int64_t begin, int64_t end) {
+template <class Fmt, int NV>
+NPW_AVX2 void rowsAvx2(const typename Fmt::T* W, int64_t ldw, int64_t cols, const float* x, int64_t ldx, float* y,
+                       int64_t ldy, int64_t begin, int64_t end) {
     int64_t r = begin;
-    for (; r < end; ++r) blockAvx2<1, NV>(W, ldw, cols, x, ldx, y, ldy, r);
+    for (; r < end; ++r) blockAvx2<Fmt, 1, NV>(W, ldw, cols, x, ldx, y, ldy, r);
 }
 
 // See tilePortable. R = 2 weight rows × NV ≤ 6 rows of x: 12 accumulators, 2 weight chunks and
 // one x chunk in flight fit the 16 ymm registers.
-template <int R, int NV>
-__attribute__((target("avx2,fma"))) void tileAvx2(const float* W, int64_t ldw, int64_t cols, const float* x,
-                                                  int64_t ldx, float* y, int64_t ldy, int64_t r) {
+template <class Fmt, int R, int NV>
+NPW_AVX2 void tileAvx2(const typename Fmt::T* W, int64_t ldw, int64_t cols, const float* x, int64_t ldx, float* y,
+                       int64_t ldy, int64_t r) {
     __m256 acc[R][NV];
 #pragma GCC unroll 4
     for (int i = 0; i < R; ++i)
@@ -235,7 +322,7 @@ __attribute__((target("avx2,fma"))) void tileAvx2(const float* W, int64_t ldw, i
     for (; k + 8 <= cols; k += 8) {
         __m256 ws[R];
 #pragma GCC unroll 4
-        for (int i = 0; i < R; ++i) ws[i] = _mm256_loadu_ps(W + (r + i) * ldw + k);
+        for (int i = 0; i < R; ++i) ws[i] = loadW8<Fmt>(W + (r + i) * ldw + k);
 #pragma GCC unroll 8
         for (int v = 0; v < NV; ++v) {
             const __m256 xv = _mm256_loadu_ps(x + v * ldx + k);
@@ -246,12 +333,12 @@ __attribute__((target("avx2,fma"))) void tileAvx2(const float* W, int64_t ldw, i
     for (int i = 0; i < R; ++i)
         for (int v = 0; v < NV; ++v) {
             float s = sum8(acc[i][v]);
-            for (int64_t c = k; c < cols; ++c) s += W[(r + i) * ldw + c] * x[v * ldx + c];
+            for (int64_t c = k; c < cols; ++c) s += Fmt::scalar(W[(r + i) * ldw + c]) * x[v * ldx + c];
             y[v * ldy + r + i] = s;
         }
 }
 
-__attribute__((target("avx2,fma"))) float streamSumAvx2(const float* p, int64_t n) {
+NPW_AVX2 float streamSumAvx2(const float* p, int64_t n) {
     __m256 a[8];
 #pragma GCC unroll 8
     for (int i = 0; i < 8; ++i) a[i] = _mm256_setzero_ps();
@@ -266,6 +353,17 @@ __attribute__((target("avx2,fma"))) float streamSumAvx2(const float* p, int64_t 
     return s;
 }
 
+// Widening n weights, 16 at a time (the prefill's blocks, written to an L2-sized buffer).
+template <class Fmt>
+NPW_AVX2 void widenAvx2(const typename Fmt::T* src, float* dst, int64_t n) {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        _mm256_storeu_ps(dst + i, loadW8<Fmt>(src + i));
+        _mm256_storeu_ps(dst + i + 8, loadW8<Fmt>(src + i + 8));
+    }
+    for (; i < n; ++i) dst[i] = Fmt::scalar(src[i]);
+}
+
 bool haveAvx2Fma() {
     static const bool have = [] {
         __builtin_cpu_init();
@@ -273,51 +371,131 @@ bool haveAvx2Fma() {
     }();
     return have;
 }
+
+bool haveF16c() {
+    static const bool have = [] {
+        __builtin_cpu_init();
+        return haveAvx2Fma() && __builtin_cpu_supports("f16c");
+    }();
+    return have;
+}
 #endif
+
+// Whether the AVX2 kernels run for format Fmt on this machine.
+template <class Fmt>
+bool avx2For() {
+#ifdef NPW_GEMV_X86
+    return std::is_same_v<Fmt, F16W> ? haveF16c() : haveAvx2Fma();
+#else
+    return false;
+#endif
+}
+
+template <class Fmt>
+void rowsTiledAs(const typename Fmt::T* W, int64_t ldw, int64_t cols, const float* x, int64_t ldx, int nvec, float* y,
+                 int64_t ldy, int64_t rowBegin, int64_t rowEnd, int tileRows, int tileVecs, bool portable) {
+    const int R = std::clamp(tileRows, 1, kMaxTileRows), V = std::clamp(tileVecs, 1, kMaxTileVecs);
+#ifdef NPW_GEMV_X86
+    if (!portable && avx2For<Fmt>()) {
+        static const TileFn<Fmt> tiles[kMaxTileRows][kMaxTileVecs] = NPW_TILES(tileAvx2, Fmt);
+        tiledRows<Fmt>(tiles, R, V, W, ldw, cols, x, ldx, nvec, y, ldy, rowBegin, rowEnd);
+        return;
+    }
+#endif
+    static const TileFn<Fmt> tiles[kMaxTileRows][kMaxTileVecs] = NPW_TILES(tilePortable, Fmt);
+    tiledRows<Fmt>(tiles, R, V, W, ldw, cols, x, ldx, nvec, y, ldy, rowBegin, rowEnd);
+}
+
+template <class Fmt>
+void rowsAs(const typename Fmt::T* W, int64_t ldw, int64_t cols, const float* x, int64_t ldx, int nvec, float* y,
+            int64_t ldy, int64_t rowBegin, int64_t rowEnd, bool portable) {
+    if (nvec > 2) {
+        rowsTiledAs<Fmt>(W, ldw, cols, x, ldx, nvec, y, ldy, rowBegin, rowEnd, kGemvTileRows, kGemvTileVecs, portable);
+        return;
+    }
+#ifdef NPW_GEMV_X86
+    if (!portable && avx2For<Fmt>()) {
+        if (nvec == 2)
+            rowsAvx2<Fmt, 2>(W, ldw, cols, x, ldx, y, ldy, rowBegin, rowEnd);
+        else
+            rowsAvx2<Fmt, 1>(W, ldw, cols, x, ldx, y, ldy, rowBegin, rowEnd);
+        return;
+    }
+#endif
+    if (nvec == 2)
+        rowsPortable<Fmt, 2>(W, ldw, cols, x, ldx, y, ldy, rowBegin, rowEnd);
+    else
+        rowsPortable<Fmt, 1>(W, ldw, cols, x, ldx, y, ldy, rowBegin, rowEnd);
+}
+
+template <class Fmt>
+void widenAs(const typename Fmt::T* src, float* dst, int64_t n, bool portable) {
+#ifdef NPW_GEMV_X86
+    if (!portable && avx2For<Fmt>()) {
+        widenAvx2<Fmt>(src, dst, n);
+        return;
+    }
+#endif
+    (void)portable;
+    for (int64_t i = 0; i < n; ++i) dst[i] = Fmt::scalar(src[i]);
+}
 
 } // namespace
 
 void gemvF32RowsTiled(const float* W, int64_t ldw, int64_t cols, const float* x, int64_t ldx, int nvec, float* y,
                       int64_t ldy, int64_t rowBegin, int64_t rowEnd, int tileRows, int tileVecs, bool portable) {
-    const int R = std::clamp(tileRows, 1, kMaxTileRows), V = std::clamp(tileVecs, 1, kMaxTileVecs);
-#ifdef NPW_GEMV_X86
-    if (!portable && haveAvx2Fma()) {
-        static const TileFn tiles[kMaxTileRows][kMaxTileVecs] = NPW_TILES(tileAvx2);
-        tiledRows(tiles, R, V, W, ldw, cols, x, ldx, nvec, y, ldy, rowBegin, rowEnd);
-        return;
-    }
-#endif
-    (void)portable;
-    static const TileFn tiles[kMaxTileRows][kMaxTileVecs] = NPW_TILES(tilePortable);
-    tiledRows(tiles, R, V, W, ldw, cols, x, ldx, nvec, y, ldy, rowBegin, rowEnd);
+    rowsTiledAs<F32W>(W, ldw, cols, x, ldx, nvec, y, ldy, rowBegin, rowEnd, tileRows, tileVecs, portable);
 }
 
 void gemvF32Rows(const float* W, int64_t ldw, int64_t cols, const float* x, int64_t ldx, int nvec, float* y,
                  int64_t ldy, int64_t rowBegin, int64_t rowEnd) {
-    if (nvec > 2) {
-        gemvF32RowsTiled(W, ldw, cols, x, ldx, nvec, y, ldy, rowBegin, rowEnd, kGemvTileRows, kGemvTileVecs, false);
-        return;
-    }
-#ifdef NPW_GEMV_X86
-    if (haveAvx2Fma()) {
-        if (nvec == 2)
-            rowsAvx2<2>(W, ldw, cols, x, ldx, y, ldy, rowBegin, rowEnd);
-        else
-            rowsAvx2<1>(W, ldw, cols, x, ldx, y, ldy, rowBegin, rowEnd);
-        return;
-    }
-#endif
-    gemvF32RowsPortable(W, ldw, cols, x, ldx, nvec, y, ldy, rowBegin, rowEnd);
+    rowsAs<F32W>(W, ldw, cols, x, ldx, nvec, y, ldy, rowBegin, rowEnd, false);
 }
 
 void gemvF32RowsPortable(const float* W, int64_t ldw, int64_t cols, const float* x, int64_t ldx, int nvec, float* y,
                          int64_t ldy, int64_t rowBegin, int64_t rowEnd) {
-    if (nvec > 2)
-        gemvF32RowsTiled(W, ldw, cols, x, ldx, nvec, y, ldy, rowBegin, rowEnd, kGemvTileRows, kGemvTileVecs, true);
-    else if (nvec == 2)
-        rowsPortable<2>(W, ldw, cols, x, ldx, y, ldy, rowBegin, rowEnd);
-    else
-        rowsPortable<1>(W, ldw, cols, x, ldx, y, ldy, rowBegin, rowEnd);
+    rowsAs<F32W>(W, ldw, cols, x, ldx, nvec, y, ldy, rowBegin, rowEnd, true);
+}
+
+void gemvRows(GemvWeights format, const void* W, int64_t ldw, int64_t cols, const float* x, int64_t ldx, int nvec,
+              float* y, int64_t ldy, int64_t rowBegin, int64_t rowEnd, bool portable) {
+    switch (format) {
+    case GemvWeights::F32:
+        return rowsAs<F32W>(static_cast<const float*>(W), ldw, cols, x, ldx, nvec, y, ldy, rowBegin, rowEnd, portable);
+    case GemvWeights::BF16:
+        return rowsAs<Bf16W>(static_cast<const uint16_t*>(W), ldw, cols, x, ldx, nvec, y, ldy, rowBegin, rowEnd,
+                             portable);
+    case GemvWeights::F16:
+        return rowsAs<F16W>(static_cast<const uint16_t*>(W), ldw, cols, x, ldx, nvec, y, ldy, rowBegin, rowEnd,
+                            portable);
+    }
+}
+
+void gemvRowsTiled(GemvWeights format, const void* W, int64_t ldw, int64_t cols, const float* x, int64_t ldx, int nvec,
+                   float* y, int64_t ldy, int64_t rowBegin, int64_t rowEnd, int tileRows, int tileVecs, bool portable) {
+    switch (format) {
+    case GemvWeights::F32:
+        return rowsTiledAs<F32W>(static_cast<const float*>(W), ldw, cols, x, ldx, nvec, y, ldy, rowBegin, rowEnd,
+                                 tileRows, tileVecs, portable);
+    case GemvWeights::BF16:
+        return rowsTiledAs<Bf16W>(static_cast<const uint16_t*>(W), ldw, cols, x, ldx, nvec, y, ldy, rowBegin, rowEnd,
+                                  tileRows, tileVecs, portable);
+    case GemvWeights::F16:
+        return rowsTiledAs<F16W>(static_cast<const uint16_t*>(W), ldw, cols, x, ldx, nvec, y, ldy, rowBegin, rowEnd,
+                                 tileRows, tileVecs, portable);
+    }
+}
+
+void widenToF32(GemvWeights format, const void* src, float* dst, int64_t n, bool portable) {
+    switch (format) {
+    case GemvWeights::F32:
+        std::memcpy(dst, src, static_cast<size_t>(std::max<int64_t>(0, n)) * sizeof(float));
+        return;
+    case GemvWeights::BF16:
+        return widenAs<Bf16W>(static_cast<const uint16_t*>(src), dst, n, portable);
+    case GemvWeights::F16:
+        return widenAs<F16W>(static_cast<const uint16_t*>(src), dst, n, portable);
+    }
 }
 
 float streamSumF32(const float* p, int64_t n) {
@@ -340,11 +518,11 @@ float streamSumF32(const float* p, int64_t n) {
     return s;
 }
 
-const char* gemvF32Isa() {
-#ifdef NPW_GEMV_X86
-    if (haveAvx2Fma()) return "avx2+fma";
-#endif
-    return "portable";
+const char* gemvF32Isa() { return gemvIsa(GemvWeights::F32); }
+
+const char* gemvIsa(GemvWeights format) {
+    if (format == GemvWeights::F16) return avx2For<F16W>() ? "avx2+fma+f16c" : "portable";
+    return avx2For<F32W>() ? "avx2+fma" : "portable";
 }
 
 } // namespace npw

@@ -45,4 +45,39 @@ float streamSumF32(const float* p, int64_t n);
 // Which version gemvF32Rows runs on this machine ("avx2+fma" or "portable"), for the benchmark.
 const char* gemvF32Isa();
 
+// 16-bit weights, as checkpoints store them (safetensors BF16 / F16, read in place from the
+// mapped file): the same kernels, each weight widened to float32 as it is loaded (bfloat16: a
+// 16-bit shift; float16: F16C's vcvtph2ps, checked at run time like AVX2, or bit arithmetic),
+// x, y and the accumulation float32. Decoding reads half the bytes of float32, and the decode
+// step is the rate at which the weights stream in. The result is the float32 kernel's on the
+// widened weights: the same products summed in the same order.
+// Measured (Xeon, Sapphire Rapids, one thread, 1.5–6 MB of weights in L2/L3, best of 100): float32
+// 7.0, bfloat16 12.5, float16 13.6 G weights/s. Tried and dropped for bfloat16: reading 16
+// weights as even/odd lanes (shift and mask, x de-interleaved; no vpmovzxwd) 11.8 — the shift
+// competes with the FMAs for the same two ports — and eight accumulators instead of four, which
+// spill (4.7).
+enum class GemvWeights { F32, BF16, F16 };
+
+// gemvF32Rows on W of format `format` (W points at float for F32, at the 16-bit patterns for
+// BF16 / F16; ldw in elements). `portable` forces the portable version (tests compare both).
+void gemvRows(GemvWeights format, const void* W, int64_t ldw, int64_t cols, const float* x, int64_t ldx, int nvec,
+              float* y, int64_t ldy, int64_t rowBegin, int64_t rowEnd, bool portable = false);
+
+// gemvF32RowsTiled on W of format `format`.
+void gemvRowsTiled(GemvWeights format, const void* W, int64_t ldw, int64_t cols, const float* x, int64_t ldx, int nvec,
+                   float* y, int64_t ldy, int64_t rowBegin, int64_t rowEnd, int tileRows, int tileVecs,
+                   bool portable = false);
+
+// dst[i] = src[i] widened to float32, n elements (exact: every bfloat16 and float16 value,
+// infinities and NaN included, is a float32). Prefill's GEMMs widen one block of a 16-bit matrix
+// at a time with it. F32 copies.
+void widenToF32(GemvWeights format, const void* src, float* dst, int64_t n, bool portable = false);
+
+// One float16 bit pattern as float32 (subnormals, infinities and NaN kept), without F16C.
+float halfBitsToFloat(uint16_t h);
+
+// Which version gemvRows runs for `format` on this machine: "avx2+fma", "avx2+fma+f16c" (F16)
+// or "portable".
+const char* gemvIsa(GemvWeights format);
+
 } // namespace npw

@@ -1,5 +1,6 @@
 #include "core/models/llama.h"
 #include "core/models/gemv.h"
+#include "core/models/widened_linear.h"
 #include "core/util/error.h"
 
 #include <ATen/ATen.h>
@@ -108,7 +109,29 @@ at::Tensor applyRope(const at::Tensor& x, const at::Tensor& cos, const at::Tenso
 // llama2.c's plain loop does (issue 17). Up to gemvF32MaxRows() rows the kernel reads each weight
 // once for all rows; beyond, GEMM's blocking wins. CUDA, half precision and training keep
 // LibTorch's ops (one or two rows as matrix-vector products, more as GEMM).
+//
+// bfloat16 / float16 weights on the CPU (a checkpoint's matrices used as it stores them: the
+// runtime keeps them, llamaTensorOnRuntime) with float32 activations: the same split, each weight
+// widened to float32 as it is read — the GEMV kernel for a few rows, the float32 GEMM on one
+// widened block of rows at a time for more (widened_linear.h) — float32 products and sums.
 at::Tensor denseLayer(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias = {}) {
+    if (linearWidenedApplies(x, w)) {
+        const int64_t width = x.size(-1);
+        const int64_t rows = width > 0 ? x.numel() / width : 0;
+        if (rows > 0 && x.dim() >= 2 && gemvApplies(x.reshape({rows, width}), w)) {
+            std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end());
+            shape.back() = w.size(0);
+            at::Tensor out = gemv(x.reshape({rows, width}), w);
+            if (bias.defined()) out = out + bias;
+            return out.view(shape);
+        }
+        return linearWidened(x, w, bias);
+    }
+    if (w.device().is_cpu() && (w.scalar_type() == at::kBFloat16 || w.scalar_type() == at::kHalf) &&
+        x.scalar_type() != w.scalar_type())
+        // 16-bit weights against activations that need gradients (or another dtype): LibTorch's
+        // differentiable ops on a float32 copy of this one matrix.
+        return at::linear(x, w.to(x.scalar_type()), bias.defined() ? c10::optional<at::Tensor>(bias) : c10::nullopt);
     const int64_t width = x.size(-1);
     const int64_t rows = width > 0 ? x.numel() / width : 0;
     if (rows == 0 || x.dim() < 2 || (rows > 2 && rows > gemvF32MaxRows()))
@@ -274,19 +297,33 @@ LlamaPositionTables llamaCachedPositionTables(const LlamaConfig& cfg, KvCache& c
     return tables;
 }
 
+namespace {
+
+// The dtype the activations are computed in: the weights' own, except that 16-bit matrices on
+// the CPU (kept as a checkpoint stores them, llamaTensorOnRuntime) run with float32 activations.
+at::TensorOptions activationOptions(const at::Tensor& embed) {
+    if (embed.device().is_cpu() && (embed.scalar_type() == at::kBFloat16 || embed.scalar_type() == at::kHalf))
+        return embed.options().dtype(at::kFloat);
+    return embed.options();
+}
+
+} // namespace
+
 at::Tensor llamaForward(const LlamaConfig& cfg, const LlamaWeights& w, const at::Tensor& ids, KvCache* cache,
                         const ActivationTap& tap) {
     if (ids.dim() != 2) throw Error("llamaForward: ids must be [batch, tokens]");
     const int64_t start = cache ? cache->length : 0;
     cfg.checkAttentionSpan(start + ids.size(1), "a sequence");
     const int64_t T = ids.size(1);
+    const at::TensorOptions activations = activationOptions(w.embed);
     at::Tensor cos, sin;
     if (cache) {
-        std::tie(cos, sin) = cachedRope(cfg, *cache, T, w.embed.options());
+        std::tie(cos, sin) = cachedRope(cfg, *cache, T, activations);
     } else {
-        std::tie(cos, sin) = ropeTables(cfg, start, T, w.embed.options());
+        std::tie(cos, sin) = ropeTables(cfg, start, T, activations);
     }
-    return llamaForwardEmbeddings(cfg, w, at::embedding(w.embed, ids), cos, sin, cache, tap);
+    // Rows gathered from the stored table, then widened (a no-op for float32 weights).
+    return llamaForwardEmbeddings(cfg, w, at::embedding(w.embed, ids).to(activations.dtype()), cos, sin, cache, tap);
 }
 
 at::Tensor llamaForwardEmbeddings(const LlamaConfig& cfg, const LlamaWeights& w, const at::Tensor& embeddings,
@@ -304,7 +341,7 @@ at::Tensor llamaForwardEmbeddings(const LlamaConfig& cfg, const LlamaWeights& w,
         cache->k.resize(cfg.num_layers);
         cache->v.resize(cfg.num_layers);
     }
-    const LlamaPositionTables tables{cos, sin, causalMask(start, T, w.embed.options())};
+    const LlamaPositionTables tables{cos, sin, causalMask(start, T, activationOptions(w.embed))};
     at::Tensor x = embeddings;  // [B, T, D]
     for (int64_t l = 0; l < cfg.num_layers; ++l) x = llamaBlockForward(cfg, w.layers[l], l, x, tables, cache, tap);
     if (cache) cache->length = start + T;
@@ -316,12 +353,20 @@ at::Tensor llamaOutputLogits(const LlamaConfig& cfg, const at::Tensor& finalNorm
     return denseLayer(rmsNorm(x, finalNorm, cfg.rms_norm_eps), lmHead);
 }
 
-namespace {
+bool llamaKeepsStoredDtype(const at::Tensor& t, const Runtime& rt) {
+    return t.defined() && t.dim() == 2 && t.device().is_cpu() && rt.device.is_cpu() && rt.dtype == at::kFloat &&
+           (t.scalar_type() == at::kBFloat16 || t.scalar_type() == at::kHalf);
+}
 
-at::Tensor toRuntime(const at::Tensor& t, const Runtime& rt) {
+at::Tensor llamaTensorOnRuntime(const at::Tensor& t, const Runtime& rt) {
     if (!t.defined()) return t;
+    if (llamaKeepsStoredDtype(t, rt)) return t.contiguous();  // a mapped file's view: itself
     return t.to(rt.device, rt.dtype).contiguous();
 }
+
+namespace {
+
+at::Tensor toRuntime(const at::Tensor& t, const Runtime& rt) { return llamaTensorOnRuntime(t, rt); }
 
 } // namespace
 

@@ -54,7 +54,14 @@ at::Tensor llamaOutputLogits(const LlamaConfig& config, const at::Tensor& finalN
 // One layer's weights as the forward runs them on `runtime` (device, dtype, contiguous): what
 // LlamaModel does to every layer up front, and layer-wise evaluation to one block at a time. A
 // tensor already there (float32 CPU weights, or a float32 view of a mapped file) is not copied.
+// On the CPU's float32 runtime a bfloat16 / float16 matrix (a checkpoint's stored dtype, a view
+// of its mapped file) stays as it is: the forward widens it as it reads it (llamaLinear), so no
+// float32 copy of the model is made; vectors (norms, biases) become float32.
 LlamaLayerWeights llamaLayerOnRuntime(const LlamaLayerWeights& weights, const Runtime& runtime);
+// One tensor as llamaLayerOnRuntime brings it onto the runtime (embedding, classifier, norms too).
+at::Tensor llamaTensorOnRuntime(const at::Tensor& tensor, const Runtime& runtime);
+// Whether llamaTensorOnRuntime keeps the tensor in its stored 16-bit dtype.
+bool llamaKeepsStoredDtype(const at::Tensor& tensor, const Runtime& runtime);
 
 // Functional forward over any weights (also used by the trainer with autograd on).
 // ids: [B, T] int64 on the weights' device. Returns logits [B, T, vocab] in the weights'
@@ -86,7 +93,8 @@ at::Tensor llamaMlpBranch(const LlamaConfig& config, const LlamaLayerWeights& we
 // an undefined weight means none (SliceGPT's RMSN divides by the dense width D, unscaled).
 at::Tensor llamaRmsNorm(const at::Tensor& x, const at::Tensor& weight, double eps, int64_t width = 0);
 // x [..., in] · wᵀ (+ bias) as the forward's linear layers run it: one or two rows through the
-// GEMV kernel (gemv.h; w's rows must be contiguous for it), more through GEMM.
+// GEMV kernel (gemv.h; w's rows must be contiguous for it), more through GEMM. w may be a CPU
+// bfloat16 / float16 matrix with float32 x (widened as it is read; float32 result).
 at::Tensor llamaLinear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias = {});
 // The position tables of `length` new positions after cache.length, the rotary part sliced from
 // the cache's own tables (grown by doubling; llamaForward's decode path).
@@ -124,7 +132,8 @@ public:
     LlamaModel(LlamaCheckpoint checkpoint, Runtime runtime);
 
     const LlamaConfig& config() const override { return checkpoint_.config; }
-    const LlamaCheckpoint& checkpoint() const { return checkpoint_; }  // CPU float32 weights
+    // The weights as loaded: CPU float32, or (WeightStorage::Mapped) views of the file in its dtype.
+    const LlamaCheckpoint& checkpoint() const { return checkpoint_; }
     const Runtime& runtime() const override { return runtime_; }
     const LlamaWeights& deviceWeights() const { return weights_; }
     int64_t parameters() const override { return checkpoint_.config.parameterCount(); }
@@ -136,7 +145,7 @@ protected:
 private:
     LlamaCheckpoint checkpoint_;
     Runtime runtime_;
-    LlamaWeights weights_;  // on runtime_.device in runtime_.dtype
+    LlamaWeights weights_;  // on runtime_.device in runtime_.dtype (16-bit CPU matrices as stored)
 };
 
 } // namespace npw
