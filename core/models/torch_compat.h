@@ -29,5 +29,10 @@ inline double cudaPeakAllocatedMiB(c10::DeviceIndex device) {
     return static_cast<double>(stats.allocated_bytes[static_cast<size_t>(StatType::AGGREGATE)].peak) / (1024.0 * 1024.0);
 }
 
+// Caps the caching allocator's share of `device`'s memory (same spelling in 1.13 and 2.x).
+inline void setCudaMemoryFraction(double fraction, int device) {
+    c10::cuda::CUDACachingAllocator::setMemoryFraction(fraction, static_cast<c10::DeviceIndex>(device));
+}
+
 } // namespace npw::torch_compat
 #endif
