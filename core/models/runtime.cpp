@@ -95,10 +95,6 @@ Runtime chooseRuntime(const std::string& preference, const std::string& dtype) {
     } else if (preference == "cpu") {
         rt.device = c10::Device(c10::kCPU);
     } else if (preference.rfind("cuda", 0) == 0) {
-        if (gpus == 0)
-            throw Error("device '" + preference + "' asked for, but " +
-                        (at::globalContext().hasCUDA() ? std::string("no CUDA GPU is present")
-                                                       : std::string("this LibTorch was built without CUDA")));
         int index = 0;
         if (preference.size() > 4) {
             const std::string digits = preference.substr(5);
@@ -107,6 +103,10 @@ Runtime chooseRuntime(const std::string& preference, const std::string& dtype) {
                 throw Error("unknown device '" + preference + "' (expected auto, cpu, cuda or cuda:N)");
             index = std::stoi(digits);
         }
+        if (gpus == 0)
+            throw Error("device '" + preference + "' asked for, but " +
+                        (at::globalContext().hasCUDA() ? std::string("no CUDA GPU is present")
+                                                       : std::string("this LibTorch was built without CUDA")));
         if (index < 0 || index >= gpus)
             throw Error("device '" + preference + "' does not exist (" + std::to_string(gpus) + " CUDA devices)");
         rt.device = c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(index));
