@@ -15,7 +15,8 @@
 #   bash packaging/gpu-check.sh                     on the GPU machine (carry build-gpu-deps)
 #   bash packaging/gpu-check.sh --dry-run           without a GPU: the same build steps against
 #                                                   the CPU LibTorch, the CUDA checks skipped
-# Options: --out DIR (default build-gpu-check/out: gpu-check.json, gpu-check.log),
+# Options: --out DIR (default BUILD_DIR/out: gpu-check.json, gpu-check.log), --build-dir DIR
+#   (default build-gpu-check),
 #   --time-limit S, --npw PATH (use this npw: configure only, no build), --bench-size 1b|tiny.
 # Exit: 0 all ran checks passed, 1 a check failed, 2 the build or the setup failed.
 set -uo pipefail
@@ -23,7 +24,7 @@ cd "$(dirname "$0")/.."
 ROOT="$PWD"
 DEPS_DIR="$ROOT/build-gpu-deps"
 BUILD="$ROOT/build-gpu-check"
-OUT="$BUILD/out"
+OUT=""
 TIME_LIMIT=300
 DRY=0
 NPW=""
@@ -68,6 +69,7 @@ if [ "$PREPARE" = 1 ]; then
   exit 0
 fi
 
+OUT="${OUT:-$BUILD/out}"
 START=$(date +%s)
 DEADLINE=$((START + TIME_LIMIT))
 mkdir -p "$OUT" "$BUILD"
