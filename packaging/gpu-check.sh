@@ -18,7 +18,8 @@
 # Options: --out DIR (default BUILD_DIR/out: gpu-check.json, gpu-check.log), --build-dir DIR
 #   (default build-gpu-check),
 #   --time-limit S, --npw PATH (use this npw: configure only, no build), --bench-size 1b|tiny.
-# Exit: 0 all ran checks passed, 1 a check failed, 2 the build or the setup failed.
+# Exit: 0 every check passed (or was skipped for want of a GPU in a dry run), 1 a check failed or
+# was cut off by the time limit, 2 the build or the setup failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$PWD"

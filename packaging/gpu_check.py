@@ -9,7 +9,8 @@
 # The JSON is rewritten after every check, so a run stopped at its time limit still says what
 # passed. Dry run (no GPU): each check runs its CPU side twice and compares the two (the same
 # comparison code, so a broken reader or tolerance shows here); its status is "skipped" with the
-# reason and the dry comparison's outcome. Exit 0 when nothing failed.
+# reason and the dry comparison's outcome. Exit 0 when nothing failed and nothing was cut off by
+# the time limit.
 import argparse, json, math, os, struct, subprocess, sys, time
 
 import numpy as np
@@ -324,10 +325,13 @@ def main():
         left = [n for n, _ in steps if n not in done and not any(c["name"] == n for c in rep.data["checks"])]
         for n in left:
             rep.check(n, "skipped", reason="time limit reached")
+    # A check cut off by the time limit did not pass: the run says so in its exit status too.
+    cut = [c["name"] for c in rep.data["checks"] if c.get("reason") == "time limit reached"]
     rep.data["failures"] = failures
+    rep.data["cut_by_time_limit"] = cut
     rep.data["finished"] = True
     rep.write()
-    return 1 if failures else 0
+    return 1 if failures or cut else 0
 
 
 if __name__ == "__main__":
