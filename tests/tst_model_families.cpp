@@ -54,7 +54,6 @@ std::string modelPath(const QString& name) {
     return kRef + name.toStdString();
 }
 
-
 std::string meta(const SafeTensorsFile& f, const std::string& key) {
     auto it = f.metadata().find(key);
     return it == f.metadata().end() ? std::string() : it->second;
