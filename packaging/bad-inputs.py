@@ -220,6 +220,8 @@ def cases(w, npw):
     yield ("flags", "`generate --temperature nan`", ["generate", m, "--prompt", "a", "--tokens", "2", "--temperature", "nan"])
     yield ("flags", "`eval --seqlen 0`", ["eval", m, "--text", calib, "--seqlen", "0"])
     yield ("flags", "`prune --nsamples 1e11`", pruned(w.model)[:8] + ["--nsamples", "1e11", "--seqlen", "16", "--out", w.path("out-n")])
+    yield ("flags", "`eval --device cuda:x`", ["eval", m, "--text", calib, "--device", "cuda:x"])
+    yield ("flags", "`eval --device cuda:0` (a LibTorch without CUDA, or no GPU)", ["eval", m, "--text", calib, "--device", "cuda:0"])
 
     # Folders npw did not write, as --out: refused whatever npw-manifest.json holds; the user's
     # files stay byte for byte (the answer says so when they did).

@@ -29,6 +29,7 @@
 #include "tiny_llama.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>  // at::NoGradGuard (LibTorch 2.x's ATen.h no longer includes it)
 #include <c10/core/InferenceMode.h>
 #include <QTemporaryDir>
 #include <QtTest>

@@ -370,7 +370,7 @@ private:
         const LlamaCheckpoint c = loadLlamaCheckpoint(name);
         const LlamaModel model(c, chooseRuntime("cpu", "float32"));
         const LanguageModel lm{std::make_shared<LlamaModel>(c, chooseRuntime("cpu", "float32")),
-                               Tokenizer::fromFile(c.tokenizerPath), c.source};
+                               Tokenizer::fromFile(c.tokenizerPath), c.source, /*sliced=*/nullptr};
         const std::vector<int32_t> stream = readCalibrationStream(resourcesDir() + "/demo/data/kjv-ot.txt", false, lm);
         const std::vector<int32_t> head(stream.begin(), stream.begin() + std::min<size_t>(stream.size(), 40000));
         BaselineOptions options;
@@ -381,7 +381,7 @@ private:
     static LlamaCheckpoint prunedDemoAs(const LlamaCheckpoint& c, PruneMethod method) {
         const LlamaModel model(c, chooseRuntime("cpu", "float32"));
         const LanguageModel lm{std::make_shared<LlamaModel>(c, chooseRuntime("cpu", "float32")),
-                               Tokenizer::fromFile(c.tokenizerPath), c.source};
+                               Tokenizer::fromFile(c.tokenizerPath), c.source, /*sliced=*/nullptr};
         const std::vector<int32_t> stream = readCalibrationStream(resourcesDir() + "/demo/data/kjv-ot.txt", false, lm);
         const std::vector<int32_t> head(stream.begin(), stream.begin() + std::min<size_t>(stream.size(), 40000));
         PruneSettings settings;

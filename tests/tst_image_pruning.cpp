@@ -100,7 +100,10 @@ private slots:
         llamaGenForward(c, toDouble(ck.weights), ck.classEmbedding.to(at::kDouble), at::tensor(set.classes, at::kLong),
                         set.tokens.narrow(1, 0, 15), nullptr, tap);
         for (size_t l = 0; l < 2; ++l) {
-            for (auto [site, rows] : {std::make_pair(&stats.attn[l], &attn[l]), std::make_pair(&stats.mlp[l], &mlp[l])}) {
+            // A named array, not a braced list of make_pair temporaries (gcc 14: -Wdangling-reference).
+            const std::pair<decltype(&stats.attn[l]), std::vector<at::Tensor>*> sites[] = {{&stats.attn[l], &attn[l]},
+                                                                                           {&stats.mlp[l], &mlp[l]}};
+            for (const auto& [site, rows] : sites) {
                 const at::Tensor X = at::cat(*rows, 0);
                 QCOMPARE(site->tokens, int64_t(20 * 16));
                 const double err = normalisedError(site->gram, X.t().matmul(X));

@@ -54,8 +54,6 @@ std::string modelPath(const QString& name) {
     return kRef + name.toStdString();
 }
 
-bool isHf(const QString& name) { return !name.startsWith("meta_") && name != "llama2c_ckpt"; }
-
 std::string meta(const SafeTensorsFile& f, const std::string& key) {
     auto it = f.metadata().find(key);
     return it == f.metadata().end() ? std::string() : it->second;

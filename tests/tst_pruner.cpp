@@ -33,12 +33,6 @@ Fixture makeFixture(std::vector<int64_t> heads, std::vector<int64_t> kv, std::ve
     return {std::move(model), std::move(set), std::move(stats)};
 }
 
-std::vector<bool> indicesToKeep(int64_t n, std::initializer_list<int64_t> dropped) {
-    std::vector<bool> keep(size_t(n), true);
-    for (int64_t i : dropped) keep[size_t(i)] = false;
-    return keep;
-}
-
 // The dense model with the pruned input channels of o_proj/down_proj removed the slow way:
 // compensation (Theorem 3 or FLAP's bias) on the full weight, or plain zeroing; nothing sliced.
 LlamaCheckpoint maskedDense(const LlamaCheckpoint& dense, const ModelStats& stats, const Mask& mask,

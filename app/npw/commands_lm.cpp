@@ -24,7 +24,8 @@ namespace npw::cli {
 
 namespace {
 
-const std::string& modelArgument(const Args& args, const std::string& command) {
+// A copy, not a reference into `args`: callers pass the command's name as a temporary string.
+std::string modelArgument(const Args& args, const std::string& command) {
     if (args.positional().size() != 1)
         throw Error("'npw " + command + "' takes exactly one MODEL (a checkpoint path or demo:lm), got " +
                     std::to_string(args.positional().size()));
@@ -73,7 +74,7 @@ int runSlicedInfo(const Args& args, const std::string& model) {
 }
 
 int runInfo(const Args& args) {
-    const std::string& model = modelArgument(args, "info");
+    const std::string model = modelArgument(args, "info");
     if (isGgufPath(model)) return runGgufInfo(args, model);
     if (isImageModelRequest(args, model)) return runImageInfo(args, model);
     if (SlicedLlama::isSlicedDirectory(model)) return runSlicedInfo(args, model);
@@ -134,7 +135,7 @@ int runInfo(const Args& args) {
 // same mapping on the CPU (LlamaModel reads float32, bfloat16 and float16 views as they are),
 // converted onto another device or dtype.
 int runEval(const Args& args) {
-    const std::string& model = modelArgument(args, "eval");
+    const std::string model = modelArgument(args, "eval");
     if (int(args.has("text")) + int(args.has("ids")) + int(args.has("dataset")) != 1)
         throw Error("give exactly one of --text FILE, --ids FILE or --dataset NAME:FILE");
     std::optional<TextDatasetRef> datasetRef;
@@ -249,7 +250,7 @@ std::vector<int32_t> parseIdList(const std::string& text) {
 }
 
 int runGenerate(const Args& args) {
-    const std::string& model = modelArgument(args, "generate");
+    const std::string model = modelArgument(args, "generate");
     if (isImageModelRequest(args, model)) return runImageGenerate(args, model);
     LanguageModel lm = openCausalFromArgs(args, model);
     const LlamaConfig& c = lm.causal().config();
@@ -292,7 +293,7 @@ int runGenerate(const Args& args) {
 
 int runBench(const Args& args) {
     if (args.has("suite") || args.has("synthetic")) return runPruningBench(args);
-    const std::string& model = modelArgument(args, "bench");
+    const std::string model = modelArgument(args, "bench");
     LanguageModel lm = openCausalFromArgs(args, model);
     if (lm.sliced && args.flag("llamacpp"))
         throw Error("--llamacpp: '" + model + "' is a SliceGPT-sliced model (" + kSlicedModelFormat +

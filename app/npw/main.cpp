@@ -7,6 +7,8 @@
 #include "core/util/output_guard.h"
 #include "core/util/openmp_wait.h"
 
+#include <c10/util/Exception.h>
+
 #include <iostream>
 #include <malloc.h>
 #include <string>
@@ -58,6 +60,14 @@ int main(int argc, char** argv) {
             return 130;
         } catch (const Error& e) {
             std::cerr << "npw " << c.name << ": error: " << e.what() << "\n";
+            return 1;
+        } catch (const c10::OutOfMemoryError& e) {
+            // LibTorch's first line names the device and the size it tried to allocate ("CUDA out
+            // of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of ..."); the rest
+            // is a C++ backtrace.
+            std::string what = e.what_without_backtrace();
+            std::cerr << "npw " << c.name << ": error: out of memory: " << what.substr(0, what.find('\n'))
+                      << "\n(a smaller --batch or --seqlen, a smaller model, --layerwise for evaluation, or another device)\n";
             return 1;
         } catch (const std::exception& e) {
             std::cerr << "npw " << c.name << ": internal error: " << e.what() << "\n";

@@ -6,9 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <sys/resource.h>
-#ifdef NPW_WITH_CUDA
-#include <c10/cuda/CUDACachingAllocator.h>
-#endif
+#include "core/models/torch_compat.h"
 
 namespace npw {
 
@@ -132,9 +130,7 @@ BenchResult benchmarkGeneration(const CausalLm& model, int64_t promptTokens, int
     r.peakMemoryKind = "process peak RSS";
 #ifdef NPW_WITH_CUDA
     if (model.runtime().device.is_cuda()) {
-        using namespace c10::cuda::CUDACachingAllocator;
-        const DeviceStats stats = getDeviceStats(model.runtime().device.index());
-        r.peakMemoryMiB = stats.allocated_bytes[static_cast<size_t>(StatType::AGGREGATE)].peak / (1024.0 * 1024.0);
+        r.peakMemoryMiB = torch_compat::cudaPeakAllocatedMiB(model.runtime().device.index());
         r.peakMemoryKind = "CUDA allocator peak";
     }
 #endif

@@ -1,5 +1,6 @@
 #include "core/models/runtime.h"
 #include "core/models/compute_threads.h"
+#include "core/models/torch_compat.h"
 #include "core/util/error.h"
 
 #include <ATen/Context.h>
@@ -27,6 +28,23 @@ c10::ScalarType parseDtype(const std::string& name, bool onCuda) {
     if (name == "float16" || name == "f16") return c10::kHalf;
     if (name == "bfloat16" || name == "bf16") return c10::kBFloat16;
     throw Error("unknown dtype '" + name + "' (expected auto, float32, float16 or bfloat16)");
+}
+
+// NPW_CUDA_MEMORY_FRACTION=F (0 < F <= 1): the share of the GPU's memory npw's allocations may
+// take (PyTorch's per-process memory fraction), for sharing a GPU, and for testing what npw says
+// when the GPU runs out of memory (packaging/gpu-check.sh).
+void limitCudaMemory(int device) {
+    const char* env = std::getenv("NPW_CUDA_MEMORY_FRACTION");
+    if (!env || !*env) return;
+    char* end = nullptr;
+    const double fraction = std::strtod(env, &end);
+    if (*end != '\0' || !(fraction > 0.0 && fraction <= 1.0))
+        throw Error(std::string("NPW_CUDA_MEMORY_FRACTION is '") + env + "'; expected a number in (0, 1]");
+#ifdef NPW_WITH_CUDA
+    torch_compat::setCudaMemoryFraction(fraction, device);
+#else
+    (void)device;  // no CUDA device can have been chosen in a build without CUDA
+#endif
 }
 
 } // namespace
@@ -77,18 +95,25 @@ Runtime chooseRuntime(const std::string& preference, const std::string& dtype) {
     } else if (preference == "cpu") {
         rt.device = c10::Device(c10::kCPU);
     } else if (preference.rfind("cuda", 0) == 0) {
+        int index = 0;
+        if (preference.size() > 4) {
+            const std::string digits = preference.substr(5);
+            if (preference[4] != ':' || digits.empty() || digits.size() > 3 ||
+                digits.find_first_not_of("0123456789") != std::string::npos)
+                throw Error("unknown device '" + preference + "' (expected auto, cpu, cuda or cuda:N)");
+            index = std::stoi(digits);
+        }
         if (gpus == 0)
             throw Error("device '" + preference + "' asked for, but " +
                         (at::globalContext().hasCUDA() ? std::string("no CUDA GPU is present")
                                                        : std::string("this LibTorch was built without CUDA")));
-        int index = 0;
-        if (preference.size() > 5 && preference[4] == ':') index = std::stoi(preference.substr(5));
         if (index < 0 || index >= gpus)
             throw Error("device '" + preference + "' does not exist (" + std::to_string(gpus) + " CUDA devices)");
         rt.device = c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(index));
     } else {
         throw Error("unknown device '" + preference + "' (expected auto, cpu, cuda or cuda:N)");
     }
+    if (rt.device.is_cuda()) limitCudaMemory(rt.device.index());
     rt.dtype = parseDtype(dtype, rt.device.is_cuda());
     if (!rt.device.is_cuda() && rt.dtype != c10::kFloat)
         throw Error("dtype " + dtype + " is only supported on CUDA; the CPU runs float32");

@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <functional>
 #include <set>
+#include <string_view>
 
 namespace fs = std::filesystem;
 
@@ -108,10 +109,12 @@ namespace {
     throw Error("VQ model '" + source + "': " + problem);
 }
 
-const at::Tensor& need(const std::map<std::string, at::Tensor>& t, const std::string& source, const std::string& name,
-                       const std::string& why) {
-    auto it = t.find(name);
-    if (it == t.end()) fail(source, "tensor '" + name + "' is missing (" + why + ")");
+// The result refers into `t` only; name and why are views taken by value, so that callers may
+// pass temporaries without a reference parameter bound to them (nothing to dangle from).
+const at::Tensor& need(const std::map<std::string, at::Tensor>& t, const std::string& source, std::string_view name,
+                       std::string_view why) {
+    auto it = t.find(std::string(name));
+    if (it == t.end()) fail(source, "tensor '" + std::string(name) + "' is missing (" + std::string(why) + ")");
     return it->second;
 }
 

@@ -285,8 +285,10 @@ void saveScoreSet(const ScoreSet& scores, double rho, const std::string& path) {
             tensors.emplace_back(name(l, "mlp", "channel_scores"), scores.mlpChannelScoresAt(l, rho));
             tensors.emplace_back(name(l, "mlp", "unit_scores"), at::tensor(units.channels, at::kDouble));
         }
-        for (const auto& [site, solve] : {std::make_pair("attn", &scores.attentionSolves[l]),
-                                          std::make_pair("mlp", &scores.mlpSolves[l])}) {
+        // A named array, not a braced list of make_pair temporaries (gcc 14: -Wdangling-reference).
+        const std::pair<const char*, decltype(&scores.attentionSolves[l])> sites[] = {{"attn", &scores.attentionSolves[l]},
+                                                                                      {"mlp", &scores.mlpSolves[l]}};
+        for (const auto& [site, solve] : sites) {
             if (solve->D == 0) continue;
             tensors.emplace_back(name(l, site, "ainv1"), solve->Ainv1.cpu());
             tensors.emplace_back(name(l, site, "c"), at::full({1}, solve->c, at::kDouble));

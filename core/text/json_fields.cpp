@@ -12,11 +12,13 @@
 namespace npw::json_fields {
 namespace {
 
-std::string field(const std::string& path, const char* key) { return path.empty() ? key : path + "." + key; }
+std::string field(std::string_view path, const char* key) {
+    return path.empty() ? std::string(key) : std::string(path) + "." + key;
+}
 
-const Json* find(const Json& object, const char* key, const std::string& path) {
+const Json* find(const Json& object, const char* key, std::string_view path) {
     if (!object.is_object())
-        throw Error("'" + path + "' must be a JSON object, found " + object.type_name());
+        throw Error("'" + std::string(path) + "' must be a JSON object, found " + object.type_name());
     const auto it = object.find(key);
     return it == object.end() || it->is_null() ? nullptr : &*it;
 }
@@ -181,13 +183,13 @@ std::string preview(const Json& value, std::size_t maxChars) {
     return out;
 }
 
-const Json& optional(const Json& object, const char* key, const std::string& path) {
+const Json& optional(const Json& object, const char* key, std::string_view path) {
     static const Json null;
     const Json* value = find(object, key, path);
     return value ? *value : null;
 }
 
-const Json& required(const Json& object, const char* key, const std::string& path) {
+const Json& required(const Json& object, const char* key, std::string_view path) {
     if (const Json* value = find(object, key, path))
         return *value;
     throw Error("'" + field(path, key) + "' is missing");

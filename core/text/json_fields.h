@@ -41,9 +41,13 @@ Json readJsonFile(const std::string& path, const std::string& what = "", const J
 std::string preview(const Json& value, std::size_t maxChars = 80);
 
 // `object[key]`; throws when `object` is not an object or lacks the key.
-const Json& required(const Json& object, const char* key, const std::string& path);
+// The result refers into `object` only. The path (for messages) is a string_view taken by value,
+// not a reference: `const Json& x = required(root, "model", "model")` then binds no temporary
+// to a reference parameter, so there is nothing it could dangle from (gcc 14's
+// -Wdangling-reference checks exactly that). Passing a temporary `object` would dangle: don't.
+const Json& required(const Json& object, const char* key, std::string_view path);
 // `object[key]`, or a null value when absent; throws when `object` is not an object.
-const Json& optional(const Json& object, const char* key, const std::string& path);
+const Json& optional(const Json& object, const char* key, std::string_view path);
 
 // Absent or null fields give the fallback; any other type than asked for throws.
 std::string stringOr(const Json& object, const char* key, const std::string& fallback, const std::string& path);
