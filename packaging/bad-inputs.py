@@ -221,6 +221,13 @@ def cases(w, npw):
     yield ("flags", "`eval --seqlen 0`", ["eval", m, "--text", calib, "--seqlen", "0"])
     yield ("flags", "`prune --nsamples 1e11`", pruned(w.model)[:8] + ["--nsamples", "1e11", "--seqlen", "16", "--out", w.path("out-n")])
 
+    # Silent fallbacks that would change what a run means: refused instead.
+    yield ("fallback", "`generate --prompt TEXT` on a model without a tokenizer",
+           ["generate", w.fresh(), "--prompt", "a b", "--tokens", "2"], {"remove": "tokenizer.json"})
+    small = json.loads(h.tokenizer_json(vocab={t: i for i, t in enumerate(VOCAB[:16])}, merges=[]))
+    yield ("fallback", "`eval --tokenizer` of 16 pieces on a 32-token model",
+           ["eval", m, "--tokenizer", w.write("small-tokenizer.json", json.dumps(small)), "--text", calib])
+
 
 def make_special(w, key):
     """Inputs that need PyTorch or copies of bundled models, made on demand."""
