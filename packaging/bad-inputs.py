@@ -312,6 +312,13 @@ def cases(w, npw):
     yield ("kill -9, rerun", "`prune --out` over an earlier export killed between its two renames, then run again", again,
            {"setup": export_and_kill, "after": leftovers(kill_dir, "out")})
 
+    # Silent fallbacks that would change what a run means: refused instead.
+    yield ("fallback", "`generate --prompt TEXT` on a model without a tokenizer",
+           ["generate", w.fresh(), "--prompt", "a b", "--tokens", "2"], {"remove": "tokenizer.json"})
+    small = json.loads(h.tokenizer_json(vocab={t: i for i, t in enumerate(VOCAB[:16])}, merges=[]))
+    yield ("fallback", "`eval --tokenizer` of 16 pieces on a 32-token model",
+           ["eval", m, "--tokenizer", w.write("small-tokenizer.json", json.dumps(small)), "--text", calib])
+
 
 def make_special(w, key):
     """Inputs that need PyTorch or copies of bundled models, made on demand."""

@@ -242,7 +242,7 @@ private slots:
         const Args lists = parseArgs(command("sweep").flags, {"--ratios", "0,0.5", "--nsamples", "8,,16"}, "sweep");
         QCOMPARE(lists.getDoubleList("ratios"), (std::vector<double>{0, 0.5}));
         QCOMPARE(lists.getIntList("nsamples"), (std::vector<int64_t>{8, 16}));
-        QCOMPARE(lists.getIntList("seqlen"), (std::vector<int64_t>{128}));  // the default
+        QVERIFY(!lists.has("seqlen"));  // no default: the protocol's, the model's context at most 2048
     }
 
     void defaultsComeFromTheSettings() {
@@ -263,14 +263,20 @@ private slots:
         QCOMPARE(flagOf("sweep", "lambda-rel").defaultValue, shortNumber(SweepSpec{}.lambdaRel));
         QCOMPARE(flagOf("generate", "tokens").defaultValue, std::to_string(SamplingOptions{}.maxNewTokens));
         QCOMPARE(flagOf("eval", "batch").defaultValue, std::to_string(PerplexityOptions{}.batchWindows));
-        // The window lengths keep their per-command defaults: eval and prune none (2048 or the
-        // model's context, effectiveSeqlen), sweep 128 (SweepSpec).
+        // The window lengths follow the one protocol (evaluation_protocol.h): evaluation 2048
+        // capped at the context (eval none given, sweep's --eval-seqlen 2048), calibration the
+        // model's context at most 2048 (prune and sweep none given); --max-windows: every window.
         QCOMPARE(flagOf("eval", "seqlen").defaultValue, std::string());
         QVERIFY(flagOf("eval", "seqlen").help.find("2048") != std::string::npos);
         QCOMPARE(flagOf("prune", "seqlen").defaultValue, std::string());
         QVERIFY(flagOf("prune", "seqlen").help.find("2048") != std::string::npos);
-        QCOMPARE(flagOf("sweep", "seqlen").defaultValue, std::string("128"));
-        QCOMPARE(flagOf("sweep", "eval-seqlen").defaultValue, std::string("128"));
+        QCOMPARE(flagOf("sweep", "seqlen").defaultValue, std::string());
+        QVERIFY(flagOf("sweep", "seqlen").help.find("2048") != std::string::npos);
+        QCOMPARE(flagOf("sweep", "eval-seqlen").defaultValue, std::to_string(kProtocolSeqlen));
+        QCOMPARE(flagOf("sweep", "max-windows").defaultValue, std::string("0"));
+        QCOMPARE(flagOf("eval", "max-windows").defaultValue, std::string("0"));
+        QCOMPARE(flagOf("sweep", "nsamples").defaultValue, std::to_string(kDefaultCalibrationSamples));
+        QCOMPARE(flagOf("prune", "nsamples").defaultValue, std::to_string(kDefaultCalibrationSamples));
         QCOMPARE(flagOf("bench", "calib-seqlen").defaultValue, std::string("128"));
         QCOMPARE(flagOf("demo", "ratio").defaultValue, std::string("0.3"));
     }

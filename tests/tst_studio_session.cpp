@@ -359,7 +359,7 @@ void TestStudioSession::sweepRowsArriveAndExportAsCsv() {
     SweepRequest request;
     request.methods = {"numerical", "wanda-sp", "numerical-box"};
     request.ratios = {0.2};
-    request.evalMaxWindows = 2;
+    request.evaluation.maxWindows = 2;
     QVERIFY(session.runSweep(request));
     QVERIFY(waitIdle(session));
     QCOMPARE(rows.count(), 4);  // dense + 3 methods × 1 ratio, each as it was computed
@@ -443,7 +443,7 @@ void TestStudioSession::workspaceRoundTrip() {
     SweepRequest request;
     request.methods = {"magnitude"};
     request.ratios = {0.1};
-    request.evalMaxWindows = 1;
+    request.evaluation.maxWindows = 1;
     request.zeroShotTask = studio::defaultZeroShotTask();  // rows without a perplexity (null in JSON)
     request.zeroShotLimit = 4;
     request.measureSpeed = true;
@@ -663,8 +663,8 @@ void TestStudioSession::dataSetsInTheTextFields() {
     SweepRequest request;
     request.methods = {"flap"};
     request.ratios = {0.2};
-    request.evalSeqlen = 32;
-    request.evalMaxWindows = 2;
+    request.evaluation.seqlen = 32;
+    request.evaluation.maxWindows = 2;
     request.evalSources = {"wikitext2:" NPW_TEST_DATA "/text_datasets/wikitext-2-raw/wiki.test.raw"};
     QVERIFY(session.runSweep(request));
     QVERIFY(waitIdle(session));

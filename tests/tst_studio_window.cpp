@@ -315,7 +315,7 @@ void TestStudioWindow::sweepPlotsZeroShotAccuracyBesidePerplexity() {
     SweepRequest request;
     request.methods = {"numerical"};
     request.ratios = {0.2};
-    request.evalMaxWindows = 2;
+    request.evaluation.maxWindows = 2;
     request.zeroShotTask = studio::defaultZeroShotTask();
     request.zeroShotLimit = 12;
     request.lambdas = {1e-4, 100};  // an ablation axis: one curve per λ
@@ -394,7 +394,7 @@ void TestStudioWindow::sweepDrawsOneCurvePerMethodAndText() {
     SweepRequest request;
     request.methods = {"magnitude"};
     request.ratios = {0.2};
-    request.evalMaxWindows = 1;
+    request.evaluation.maxWindows = 1;
     const std::string data = npw::resourcesDir() + "/demo/data/";
     request.evalSources = {data + "kjv-nt.txt", data + "jargon.txt"};
     window_->sweepPage()->setSweepRequest(request);

@@ -6,6 +6,7 @@
 #include "core/experiments/run_settings.h"
 #include "core/experiments/sweep_request.h"
 #include "core/util/atomic_file.h"
+#include "core/util/content_hash.h"
 #include "core/util/error.h"
 
 #include "error_of.h"
@@ -48,8 +49,8 @@ private slots:
         r.methods = {"numerical", "flap"};
         r.ratios = {0.1, 0.5};
         r.seeds = 2;
-        r.evalSeqlen = 16;
-        r.evalMaxWindows = 3;
+        r.evaluation.seqlen = 16;
+        r.evaluation.maxWindows = 3;
         r.calibration.source = calib_;
         r.calibration.samples = 6;
         r.calibration.seqlen = 12;
@@ -75,8 +76,8 @@ private slots:
         QCOMPARE(spec.lambdaRel, 2.0);
         QCOMPARE(spec.alpha, 0.5);
         QVERIFY(spec.alphaMode == AlphaMode::Paper);
-        QCOMPARE(spec.evalSeqlen, int64_t(16));
-        QCOMPARE(spec.evalMaxWindows, int64_t(3));
+        QCOMPARE(spec.evaluation.seqlen, int64_t(16));
+        QCOMPARE(spec.evaluation.maxWindows, int64_t(3));
         // The calibration pool: the text tokenized once with BOS, as the tokenizer gives it.
         QCOMPARE(spec.calibStream, lm_.encode(kCalibText, true));
         QCOMPARE(spec.calibSource, calib_);
@@ -98,6 +99,12 @@ private slots:
         QCOMPARE(spec.evalSets[2].name, std::string("wikitext2-test"));
         QVERIFY(spec.evalSets[2].isText);
         QVERIFY(!spec.evalSets[2].ids.empty());
+        // Which texts, exactly: each file's content hash (the rows carry them).
+        QCOMPARE(spec.evalSets[0].hash, fileContentHash(eval_));
+        QCOMPARE(spec.evalSets[1].hash, fileContentHash(ids_));
+        QCOMPARE(spec.evalSets[2].hash, fileContentHash(kWikiTest));
+        QCOMPARE(spec.calibSourceHash, fileContentHash(calib_));
+        QVERIFY(spec.evalSets[0].hash != spec.calibSourceHash);
     }
 
     void axesAndPerLineCalibration() {

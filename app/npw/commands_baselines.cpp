@@ -78,7 +78,7 @@ int runBaselinePrune(const Args& args, const std::string& model, BaselineMethod 
             if (args.has(flag)) throw Error("--" + std::string(flag) + " is an llm-pruner option");
     checkCalibDataset(args);  // before the model is loaded
 
-    LanguageModel lm = openLanguageModel(model, chooseRuntime(args.get("device"), args.get("dtype")), args.get("tokenizer"));
+    LanguageModel lm = openLanguageModel(model, chooseRuntime(args.get("device"), args.get("dtype")), args.get("tokenizer"), args.flag("allow-small-vocab"));
     const LlamaConfig& config = lm.model->config();
     const std::string out = args.get("out");
     runOutputGuard().addModel(lm.model->checkpoint().source);  // the file loaded, as a source
@@ -92,6 +92,8 @@ int runBaselinePrune(const Args& args, const std::string& model, BaselineMethod 
     const CalibrationSet set = buildCalibrationSet(lm, request, &note);
     if (!note.empty()) std::cerr << "note: " << note << "\n";
     const CalibrationSummary calibration = CalibrationSummary::of(set);
+    const std::string reuse = calibrationReuseWarning(calibration);
+    if (!reuse.empty()) std::cerr << "warning: " << reuse << "\n";
 
     // Through the workbench, as the studio prunes: the method's scores kept, selected at ρ and
     // applied in its own structure (the same numbers as runBaseline).
@@ -123,7 +125,9 @@ int runBaselinePrune(const Args& args, const std::string& model, BaselineMethod 
     j["format"] = run.sliced ? kSlicedModelFormat : "npw-pruned-model";
     j["timings"] = {{"prune_s", run.report.timings.scoreSeconds}, {"save_s", saveSeconds}};
     j["calibration"] = {{"source", calibration.source}, {"samples", calibration.samples},
-                        {"seqlen", calibration.seqlen}, {"tokens", calibration.tokens}};
+                        {"seqlen", calibration.seqlen}, {"tokens", calibration.tokens}, {"seed", calibration.seed},
+                        {"source_hash", calibration.sourceHash}, {"distinct_tokens", calibration.distinctTokens}};
+    if (!reuse.empty()) j["calibration"]["warning"] = reuse;
     printResult(args, j, [&] { printBaselineHuman(run, model, out); });
     return 0;
 }

@@ -65,7 +65,7 @@ int runCompare(const Args& args) {
     const Runtime runtime = chooseRuntime(args.get("device"), args.get("dtype"));
     std::vector<LanguageModel> models;
     // Any of them may be a SliceGPT export (sliced_llama.h): all run through CausalLm.
-    for (const std::string& m : pos) models.push_back(openCausalLanguageModel(m, runtime, args.get("tokenizer")));
+    for (const std::string& m : pos) models.push_back(openCausalLanguageModel(m, runtime, args.get("tokenizer"), args.flag("allow-small-vocab")));
     const LanguageModel& dense = models.front();
     SamplingOptions o;
     o.maxNewTokens = args.getInt("tokens");

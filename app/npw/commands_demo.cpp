@@ -15,6 +15,7 @@
 #include "core/prune/calibration.h"
 #include "core/prune/pruner.h"
 #include "core/util/atomic_file.h"
+#include "core/util/content_hash.h"
 #include "core/util/error.h"
 #include "core/util/paths.h"
 
@@ -102,55 +103,69 @@ int runDemo(const Args& args) {
     const std::vector<DemoEvalSet> evalSets = {{"kjv-nt", (data / "kjv-nt.txt").string()},
                                                {"jargon", (data / "jargon.txt").string()}};
     const std::string calibPath = (data / "kjv-ot.txt").string();
-    const int64_t maxWindows = args.getInt("max-windows");
+    // The one protocol (core/eval/evaluation_protocol.h): windows of 2048 capped at the context
+    // (512 for the demo models), the first --max-windows of each held-out set (a cap, recorded).
+    EvaluationProtocol protocol;
+    protocol.maxWindows = args.getInt("max-windows");
+    const int64_t maxWindows = protocol.maxWindows;
     const double ratio = args.getDouble("ratio");
-    const std::vector<int64_t> seqlens = {128, 512};
     const Runtime runtime = chooseRuntime(args.get("device"), args.get("dtype"));
     const fs::path out = args.get("out");
     fs::create_directories(out);
 
     nlohmann::json results = nlohmann::json::array();
-    std::string csv = "model,variant,eval,seqlen,achieved_ratio,ppl,bits_per_byte,tokens\n";
+    std::string csv = "model,variant,eval,seqlen,achieved_ratio,ppl,bits_per_byte,tokens,windows,max_windows,eval_hash,"
+                      "calib_source,calib_seqlen,calib_samples,calib_seed,calib_hash\n";
     std::cout << "npw demo — the bundled demo models, dense and pruned to ρ = " << ratio << " ("
               << runtime.describe() << ")\n"
               << "evaluation: " << (maxWindows > 0 ? "first " + std::to_string(maxWindows) + " windows" : "every window")
-              << " of each held-out set; calibration: 128 windows × 128 tokens of the Old Testament\n\n";
+              << " of each held-out set, windows of the model's context (at most 2048); calibration: "
+              << kDefaultCalibrationSamples << " windows of the model's context of the Old Testament\n\n";
     std::cout << std::left << std::setw(8) << "model" << std::setw(13) << "variant" << std::setw(9) << "eval"
               << std::right << std::setw(7) << "seqlen" << std::setw(10) << "removed" << std::setw(10) << "ppl"
               << std::setw(11) << "bits/byte" << "\n";
     for (const std::string name : {"demo:lm", "demo:lm-gqa"}) {
         LanguageModel lm = openLanguageModel(name, runtime);
         std::vector<std::vector<int32_t>> evalIds;
-        for (const auto& set : evalSets) evalIds.push_back(lm.encode(readTextFile(set.path), true));
+        std::vector<std::string> evalHashes;
+        for (const auto& set : evalSets) {
+            evalIds.push_back(lm.encode(readTextFile(set.path), true));
+            evalHashes.push_back(fileContentHash(set.path));
+        }
         // The workbench of `npw prune` and the studio: calibrated once, scored per method.
         LanguagePruningWorkbench workbench(lm);
-        CalibrationRequest request;
+        CalibrationRequest request;  // the protocol's defaults: 128 windows of the model's context
         request.source = calibPath;
-        request.samples = 128;
-        request.seqlen = 128;
         workbench.setCalibration(LanguagePruningWorkbench::calibrate(lm, request, terminalProgress()));
+        const CalibrationSummary& calibration = workbench.calibration().summary;
 
         auto evaluateVariant = [&](const LlamaModel& model, const std::string& variant, double achieved) {
-            for (size_t e = 0; e < evalSets.size(); ++e)
-                for (int64_t seqlen : seqlens) {
-                    PerplexityOptions o;
-                    o.seqlen = effectiveSeqlen(seqlen, model.config());
-                    o.maxWindows = maxWindows;
-                    PerplexityResult r = evaluatePerplexity(model, evalIds[e], o, nullptr,
-                                                            [&lm](const std::vector<int32_t>& v) { return lm.decode(v); },
-                                                            terminalProgress());
-                    std::cout << std::left << std::setw(8) << name.substr(5) << std::setw(13) << variant << std::setw(9)
-                              << evalSets[e].name << std::right << std::setw(7) << o.seqlen << std::fixed
-                              << std::setprecision(3) << std::setw(10) << achieved << std::setprecision(2)
-                              << std::setw(10) << r.ppl << std::setprecision(3) << std::setw(11) << r.bitsPerByte
-                              << std::endl;
-                    results.push_back({{"model", name}, {"variant", variant}, {"eval", evalSets[e].name},
-                                       {"seqlen", o.seqlen}, {"achieved_ratio", achieved}, {"ppl", r.ppl},
-                                       {"bits_per_byte", r.bitsPerByte}, {"tokens", r.tokens}, {"windows", r.windows}});
-                    csv += name + "," + variant + "," + evalSets[e].name + "," + std::to_string(o.seqlen) + "," +
-                           std::to_string(achieved) + "," + std::to_string(r.ppl) + "," +
-                           std::to_string(r.bitsPerByte) + "," + std::to_string(r.tokens) + "\n";
-                }
+            for (size_t e = 0; e < evalSets.size(); ++e) {
+                const PerplexityOptions o = perplexityOptions(protocol, model.config());
+                PerplexityResult r = evaluatePerplexity(model, evalIds[e], o, nullptr,
+                                                        [&lm](const std::vector<int32_t>& v) { return lm.decode(v); },
+                                                        terminalProgress());
+                std::cout << std::left << std::setw(8) << name.substr(5) << std::setw(13) << variant << std::setw(9)
+                          << evalSets[e].name << std::right << std::setw(7) << o.seqlen << std::fixed
+                          << std::setprecision(3) << std::setw(10) << achieved << std::setprecision(2)
+                          << std::setw(10) << r.ppl << std::setprecision(3) << std::setw(11) << r.bitsPerByte
+                          << std::endl;
+                results.push_back({{"model", name}, {"variant", variant}, {"eval", evalSets[e].name},
+                                   {"seqlen", o.seqlen}, {"achieved_ratio", achieved}, {"ppl", r.ppl},
+                                   {"bits_per_byte", r.bitsPerByte}, {"tokens", r.tokens}, {"windows", r.windows},
+                                   {"max_windows", maxWindows}, {"eval_hash", evalHashes[e]},
+                                   {"calibration", {{"source", calibration.source}, {"seqlen", calibration.seqlen},
+                                                    {"samples", calibration.samples}, {"seed", calibration.seed},
+                                                    {"source_hash", calibration.sourceHash},
+                                                    {"distinct_tokens", calibration.distinctTokens}}}});
+                csv += name + "," + variant + "," + evalSets[e].name + "," + std::to_string(o.seqlen) + "," +
+                       std::to_string(achieved) + "," + std::to_string(r.ppl) + "," +
+                       std::to_string(r.bitsPerByte) + "," + std::to_string(r.tokens) + "," +
+                       std::to_string(r.windows) + "," + std::to_string(maxWindows) + "," + evalHashes[e] + "," +
+                       calibration.source + "," + std::to_string(calibration.seqlen) + "," +
+                       std::to_string(calibration.samples) + "," + std::to_string(calibration.seed) + "," +
+                       calibration.sourceHash + "\n";
+            }
         };
         evaluateVariant(*lm.model, "dense", 0.0);
         for (const PruneMethod method : {PruneMethod::Numerical, PruneMethod::Flap}) {

@@ -4,18 +4,21 @@
 #include "core/eval/generate.h"
 #include "core/eval/layerwise_perplexity.h"
 #include "core/eval/perplexity.h"
+#include "core/experiments/language_workbench.h"
 #include "core/models/language_model.h"
 #include "core/models/model_loader.h"
 #include "core/models/sliced_llama.h"
 #include "core/text/token_ids.h"
 #include "core/text/tokenizer_files.h"
 #include "core/util/atomic_file.h"
+#include "core/util/content_hash.h"
 #include "core/util/error.h"
 #include "core/util/number_text.h"
 #include "core/util/system_memory.h"
 
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -33,12 +36,12 @@ std::string modelArgument(const Args& args, const std::string& command) {
 }
 
 LanguageModel openFromArgs(const Args& args, const std::string& model) {
-    return openLanguageModel(model, chooseRuntime(args.get("device"), args.get("dtype")), args.get("tokenizer"));
+    return openLanguageModel(model, chooseRuntime(args.get("device"), args.get("dtype")), args.get("tokenizer"), args.flag("allow-small-vocab"));
 }
 
 // A LLaMA or a SliceGPT export (what only runs text: generate, bench, eval's reference).
 LanguageModel openCausalFromArgs(const Args& args, const std::string& model) {
-    return openCausalLanguageModel(model, chooseRuntime(args.get("device"), args.get("dtype")), args.get("tokenizer"));
+    return openCausalLanguageModel(model, chooseRuntime(args.get("device"), args.get("dtype")), args.get("tokenizer"), args.flag("allow-small-vocab"));
 }
 
 nlohmann::json jsonOrNull(double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); }
@@ -128,6 +131,32 @@ int runInfo(const Args& args) {
     return 0;
 }
 
+// An export npw wrote (npw-manifest.json beside the weights) records its calibration text: a
+// warning (empty: none) when the text evaluated now is it, by hash, or shares its spans
+// (calibrationOverlapWarning) — perplexity on calibration text is not held-out perplexity.
+std::string calibrationOverlapOfExport(const std::string& model, const LanguageModel& lm, int64_t vocab,
+                                       const std::string& textName, const std::string& textHash,
+                                       const std::vector<int32_t>& ids) {
+    const std::filesystem::path manifestPath = std::filesystem::path(model) / "npw-manifest.json";
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(manifestPath, ec)) return {};
+    try {
+        const nlohmann::json manifest = nlohmann::json::parse(readTextFile(manifestPath.string()));
+        const nlohmann::json& c = manifest.at("calibration");
+        CalibrationPool pool;
+        pool.source = c.at("source").get<std::string>();
+        pool.sourceHash = c.value("source_hash", std::string());
+        // The span check needs the calibration text itself, unchanged since (its hash) and readable.
+        const bool idFile = c.value("kind", std::string()).rfind("token ids", 0) == 0;
+        if (!pool.sourceHash.empty() && pool.sourceHash != textHash && std::filesystem::is_regular_file(pool.source, ec) &&
+            fileContentHash(pool.source) == pool.sourceHash && (idFile || lm.tokenizer))
+            pool.stream = idFile ? readTokenIdFile(pool.source, vocab) : lm.encode(readTextFile(pool.source), /*addBos=*/true);
+        return calibrationOverlapWarning(pool, textName, textHash, ids);
+    } catch (const std::exception&) {
+        return {};  // a manifest of another shape says nothing about this; the evaluation itself stands
+    }
+}
+
 // The model is opened mapped (model_loader.h), which costs no memory, so that its size is known
 // before anything is copied: a model whose weights as the runtime holds them (a bfloat16 / float16
 // file's matrices stay 2 bytes an element on the CPU) exceed kModelRamFraction of the RAM is
@@ -150,11 +179,11 @@ int runEval(const Args& args) {
     if (SlicedLlama::isSlicedDirectory(model)) {
         if (args.flag("layerwise"))
             throw Error("--layerwise: '" + model + "' is a SliceGPT export, which npw evaluates whole");
-        lm = openCausalLanguageModel(model, runtime, args.get("tokenizer"));
+        lm = openCausalLanguageModel(model, runtime, args.get("tokenizer"), args.flag("allow-small-vocab"));
     } else {
         checkpoint = loadLlamaCheckpoint(model, WeightStorage::Mapped);
         useTokenizerFile(checkpoint, args.get("tokenizer"));
-        lm.tokenizer = openTokenizerOf(checkpoint);
+        lm.tokenizer = openTokenizerOf(checkpoint, args.flag("allow-small-vocab"));
         const int64_t physical = physicalMemoryBytes();
         const bool chosen = !args.flag("layerwise") && evaluationBelongsLayerwise(checkpoint, runtime, physical);
         layerwise = args.flag("layerwise") || chosen;
@@ -174,9 +203,12 @@ int runEval(const Args& args) {
     std::unique_ptr<LanguageModel> reference;
     if (args.has("reference"))
         reference = std::make_unique<LanguageModel>(openCausalFromArgs(args, args.get("reference")));
-    PerplexityOptions opt;
-    opt.seqlen = effectiveSeqlen(args.has("seqlen") ? args.getInt("seqlen") : 0, config);  // ≥ 2: flag table
-    opt.maxWindows = args.getInt("max-windows");
+    // The one protocol (core/eval/evaluation_protocol.h): 2048 capped at the context, every window
+    // unless --max-windows caps them.
+    EvaluationProtocol protocol;
+    if (args.has("seqlen")) protocol.seqlen = args.getInt("seqlen");  // ≥ 2: flag table
+    protocol.maxWindows = args.getInt("max-windows");
+    PerplexityOptions opt = perplexityOptions(protocol, config);
     opt.batchWindows = args.getInt("batch");
     std::vector<int32_t> ids;
     std::string source;
@@ -200,6 +232,12 @@ int runEval(const Args& args) {
         source = args.get("ids");
         ids = readTokenIdFile(source, config.vocab_size);
     }
+    // Which text, exactly: its name (as a sweep row names it) and its bytes' hash.
+    const std::string textFile = datasetRef ? datasetRef->path : source;
+    const std::string textName = datasetRef ? datasetRef->label() : std::filesystem::path(source).stem().string();
+    const std::string textHash = fileContentHash(textFile);
+    const std::string overlap = calibrationOverlapOfExport(model, lm, config.vocab_size, textName, textHash, ids);
+    if (!overlap.empty()) std::cerr << "warning: " << overlap << "\n";
     DecodeFn decode;
     if (!args.has("ids")) decode = [&lm](const std::vector<int32_t>& v) { return lm.decode(v); };
     PerplexityResult r;
@@ -213,7 +251,9 @@ int runEval(const Args& args) {
                         {"windows", r.windows}, {"seqlen", r.seqlen}, {"corpus_tokens", ids.size()},
                         {"stride", r.seqlen}, {"bits_per_byte", jsonOrNull(r.bitsPerByte)}, {"bytes", r.bytes},
                         {"path", r.path}, {"eval_seconds", r.seconds}, {"tokens_per_second", r.tokensPerSecond()},
-                        {"device", runtime.describe()}};
+                        {"device", runtime.describe()}, {"max_windows", protocol.maxWindows},
+                        {"text_name", textName}, {"text_hash", textHash}};
+    if (!overlap.empty()) j["warnings"] = {overlap};
     if (!dataset.is_null()) j["dataset"] = dataset;
     if (reference) {
         j["kl"] = r.kl;
@@ -259,8 +299,13 @@ int runGenerate(const Args& args) {
         prompt = parseIdList(args.get("prompt-ids"));
     } else if (lm.tokenizer) {
         prompt = lm.encode(args.get("prompt"), /*addBos=*/true);
+    } else if (args.has("prompt")) {
+        // Never generate from BOS in place of a prompt that was given: the output would look like an answer to it.
+        throw Error("model '" + model + "' has no tokenizer (no tokenizer.json, tokenizer.model or tokenizer.bin beside "
+                    "it), so --prompt text cannot be encoded; give one with --tokenizer FILE, or the prompt as token "
+                    "ids with --prompt-ids");
     } else {
-        prompt = {static_cast<int32_t>(c.bos_token_id)};  // no tokenizer: start from BOS, print ids
+        prompt = {static_cast<int32_t>(c.bos_token_id)};  // no tokenizer, no prompt: start from BOS, print ids
     }
     SamplingOptions o;
     o.maxNewTokens = args.getInt("tokens");

@@ -161,7 +161,7 @@ int runPrune(const Args& args) {
     // --calib wikitext2:FILE (ptb:, c4:, …): a data set's train split, prepared as GPTQ does.
     checkCalibDataset(args);
 
-    LanguageModel lm = openLanguageModel(model, chooseRuntime(args.get("device"), args.get("dtype")), args.get("tokenizer"));
+    LanguageModel lm = openLanguageModel(model, chooseRuntime(args.get("device"), args.get("dtype")), args.get("tokenizer"), args.flag("allow-small-vocab"));
     const LlamaConfig& config = lm.model->config();
     const std::string out = args.get("out");
     // The file loaded, as a source: every output (--out, --save-stats, --save-scores,
@@ -213,6 +213,8 @@ int runPrune(const Args& args) {
             statsOnDisk = temporary ? "temporary file (removed)" : statsFile;
         }
         if (!workbench.calibration().note.empty()) std::cerr << "note: " << workbench.calibration().note << "\n";
+        const std::string reuse = calibrationReuseWarning(workbench.calibration().summary);
+        if (!reuse.empty()) std::cerr << "warning: " << reuse << "\n";
     } else {
         std::map<std::string, std::string> metadata;
         LanguagePruningWorkbench::Calibration c;
@@ -240,7 +242,9 @@ int runPrune(const Args& args) {
     j["out"] = out;
     j["timings"]["save_s"] = saveSeconds;
     j["calibration"] = {{"source", calibration.source}, {"samples", calibration.samples},
-                        {"seqlen", calibration.seqlen}, {"tokens", calibration.tokens}};
+                        {"seqlen", calibration.seqlen}, {"tokens", calibration.tokens}, {"seed", calibration.seed},
+                        {"source_hash", calibration.sourceHash}, {"distinct_tokens", calibration.distinctTokens}};
+    if (const std::string reuse = calibrationReuseWarning(calibration); !reuse.empty()) j["calibration"]["warning"] = reuse;
     if (!calibration.statsFile.empty()) j["calibration"]["statistics_file"] = calibration.statsFile;
     j["calibration"]["layerwise"] = !statsOnDisk.empty();
     if (!workbench.calibration().note.empty()) j["calibration"]["note"] = workbench.calibration().note;

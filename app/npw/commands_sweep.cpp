@@ -26,7 +26,7 @@ int runSweepCommand(const Args& args) {
         if (!args.has(required)) throw Error(std::string("--") + required + " is required");
     if (!args.has("eval") && !args.has("zeroshot") && !args.flag("speed"))
         throw Error("give --eval SETS, --zeroshot TASKS, --speed or several");
-    LanguageModel lm = openLanguageModel(modelName, chooseRuntime(args.get("device"), args.get("dtype")), args.get("tokenizer"));
+    LanguageModel lm = openLanguageModel(modelName, chooseRuntime(args.get("device"), args.get("dtype")), args.get("tokenizer"), args.flag("allow-small-vocab"));
     // The file loaded, as a source: --csv is checked against it (and against --calib, --eval and
     // every other input of the table, in main) by the run's output guard.
     runOutputGuard().addModel(lm.model->checkpoint().source);
@@ -36,12 +36,12 @@ int runSweepCommand(const Args& args) {
     request.methods = args.getList("methods");
     request.ratios = args.getDoubleList("ratios");
     request.calibSamples = args.getIntList("nsamples");
-    request.calibSeqlens = args.getIntList("seqlen");
+    if (args.has("seqlen")) request.calibSeqlens = args.getIntList("seqlen");  // else the protocol's (the context, ≤ 2048)
     if (args.has("lambda")) request.lambdas = args.getDoubleList("lambda");  // absolute; else relative
     request.lambdaRel = args.getDouble("lambda-rel");
     request.seeds = static_cast<int>(args.getInt("seeds"));
-    request.evalSeqlen = args.getInt("eval-seqlen");
-    request.evalMaxWindows = args.getInt("max-windows");
+    request.evaluation.seqlen = args.getInt("eval-seqlen");
+    request.evaluation.maxWindows = args.getInt("max-windows");
     request.alphaMode = parseAlphaMode(args.get("alpha-mode"));
     if (args.has("alpha")) request.alpha = args.getDouble("alpha");
     request.calibration.source = args.get("calib");
@@ -58,7 +58,9 @@ int runSweepCommand(const Args& args) {
     request.speedTokens = args.getInt("speed-tokens");
     request.speedRepeats = SweepSpec{}.speedRepeats;
     request.evalSources = args.getList("eval");
-    const SweepSpec spec = buildSweepSpec(lm, request);
+    std::vector<std::string> warnings;
+    const SweepSpec spec = buildSweepSpec(lm, request, &warnings);
+    for (const std::string& w : warnings) std::cerr << "warning: " << w << "\n";
 
     const bool json = args.flag("json");
     auto printRow = [&](const SweepRow& r) {
@@ -84,7 +86,8 @@ int runSweepCommand(const Args& args) {
     const std::vector<SweepRow> rows = runSweep(lm, spec, printRow, terminalProgress());
     if (args.has("csv")) writeTextAtomically(args.get("csv"), sweepRowsCsv(rows));
 
-    nlohmann::json out = {{"model", modelName}, {"rows", nlohmann::json::array()}, {"summary", nlohmann::json::array()}};
+    nlohmann::json out = {{"model", modelName}, {"rows", nlohmann::json::array()}, {"summary", nlohmann::json::array()},
+                          {"warnings", warnings}};
     using npw::json_fields::finiteOrNull;
     for (const SweepRow& r : rows) out["rows"].push_back(sweepRowJson(r));
     const auto summary = summariseOverSeeds(rows);

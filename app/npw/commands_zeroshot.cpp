@@ -29,7 +29,7 @@ int runZeroShot(const Args& args) {
     const std::vector<ZeroShotTask> tasks = loadZeroShotTasks(args.get("task"), args.getInt("limit"));
     // A LLaMA or a SliceGPT export (sliced_llama.h): scoring needs only logits.
     LanguageModel lm =
-        openCausalLanguageModel(modelName, chooseRuntime(args.get("device"), args.get("dtype")), args.get("tokenizer"));
+        openCausalLanguageModel(modelName, chooseRuntime(args.get("device"), args.get("dtype")), args.get("tokenizer"), args.flag("allow-small-vocab"));
     ZeroShotOptions options;
     options.batchRows = args.getInt("batch");
     nlohmann::json out = {{"model", modelName}, {"structure", lm.causal().structure()}, {"tasks", nlohmann::json::array()}};

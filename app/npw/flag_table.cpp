@@ -109,6 +109,9 @@ std::vector<FlagEntry> buildTable() {
     t.add(tokenizer.described("tokenizer to use instead of the model's own: tokenizer.json, tokenizer.model (SentencePiece, "
                               "or LLaMA-3's tiktoken file) or llama2.c's tokenizer.bin (prune copies it into DIR)"),
           {"info", "eval", "generate", "compare", "bench", "prune", "sweep", "zeroshot", "export-gguf", "tokenize"});
+    t.add(Flag::toggle("allow-small-vocab", "accept a tokenizer that covers less than 90 % of the model's vocabulary "
+                                            "(refused otherwise: usually another model's tokenizer)"),
+          {"info", "eval", "generate", "compare", "bench", "prune", "sweep", "zeroshot"});
     t.add(Flag::text("data", "DIR", "folder of the Fashion-MNIST IDX files (default: Debian's, or $NPW_FASHION_MNIST)").reads(),
           {"train-classifier", "train-vq", "train-c2i"});
     t.add(Flag::text("generated", "DIR", "folder of generated images (PNG/JPEG/BMP, one size)").reads(), {"metrics"});
@@ -219,32 +222,34 @@ std::vector<FlagEntry> buildTable() {
                                          "window is a line's first --seqlen tokens"),
           {"prune", "sweep"});
     const Flag nsamples = Flag::integer("nsamples", "N", 1, kMaxWindows, "calibration windows, drawn at seeded random offsets");
-    t.add(nsamples.byDefault("128"), {"prune"});
+    t.add(nsamples.byDefault(std::to_string(kDefaultCalibrationSamples)), {"prune"});
     t.add(nsamples.asList("N1,N2")
               .byDefault(std::to_string(sweep.calibSamples.at(0)))
               .described("calibration samples (a list: the samples ablation)"),
           {"sweep"});
-    // --seqlen, the window length, defaults differently per command, as it always has:
-    //   eval   none given: 2048, capped at the model's context (effectiveSeqlen); at least 2 tokens,
+    // --seqlen, the window length: one protocol (core/eval/evaluation_protocol.h) for every command:
+    //   eval   none given: 2048, capped at the model's context (EvaluationProtocol); at least 2 tokens,
     //          since a window scores its tokens after the first
-    //   prune  none given: the model's context, at most 2048; more than the context: capped at it,
-    //          with a note (calibrationSeqlen, core/experiments/language_workbench.h)
-    //   sweep  128 (SweepSpec::calibSeqlens), a list: the sequence-length ablation
+    //   prune, sweep (calibration)  none given: the model's context, at most 2048; more than the
+    //          context: capped at it, with a note (calibrationSeqlen); sweep takes a list: the
+    //          sequence-length ablation
     const Flag seqlen = Flag::integer("seqlen", "L", 1, kMaxSeqlen, "tokens per window (default: the model's context, at most 2048)");
     t.add(seqlen.atLeast(2).described("window length (default 2048, capped at the model's context)"), {"eval"});
     t.add(seqlen.described("tokens per window (default: the model's context, at most 2048; a longer one is capped at "
                            "the context, with a note)"),
           {"prune"});
     t.add(seqlen.asList("L1,L2")
-              .byDefault(std::to_string(sweep.calibSeqlens.at(0)))
-              .described("calibration window length (a list: the sequence-length ablation)"),
+              .described("calibration window length (default: the model's context, at most 2048; a list: the "
+                         "sequence-length ablation)"),
           {"sweep"});
 
     // ---- Evaluation ---------------------------------------------------------------------------------
     t.add(Flag::text("eval", "SETS", "text:FILE, ids:FILE or a data set NAME:FILE (" + textDatasetNames() + "), comma-separated")
               .readsSpec(),
           {"sweep"});
-    t.add(Flag::integer("eval-seqlen", "N", 2, kMaxSeqlen, "evaluation window length").byDefault(std::to_string(sweep.evalSeqlen)),
+    t.add(Flag::integer("eval-seqlen", "N", 2, kMaxSeqlen, "evaluation window length, capped at the model's context "
+                                                          "(the papers' protocol, as npw eval)")
+              .byDefault(std::to_string(sweep.evaluation.seqlen)),
           {"sweep"});
     // (declared here, beside sweep's: a name's declarations stand together)
     t.add(Flag::integer("eval-seqlen", "L", 1, kMaxSeqlen, "runtime suite: tokens per evaluation window").byDefault("256"),
@@ -252,7 +257,8 @@ std::vector<FlagEntry> buildTable() {
     const Flag maxWindows = Flag::integer("max-windows", "K", 0, kNoLimit, "evaluate only the first K windows of each set (0 = all)");
     t.add(maxWindows.byDefault(std::to_string(perplexity.maxWindows)).described("score only the first K windows (0 = all)"),
           {"eval"});
-    t.add(maxWindows.byDefault(std::to_string(sweep.evalMaxWindows)), {"sweep"});
+    t.add(maxWindows.byDefault(std::to_string(sweep.evaluation.maxWindows)).described("the window cap: evaluate only the "
+          "first K windows of each set (0 = all; every row records it)"), {"sweep"});
     t.add(maxWindows.byDefault("100"), {"demo"});
     const Flag reference = Flag::text("reference", "REF", "reference images or statistics of the image metrics: "
                                                           "fashion-mnist-test, fashion-mnist-train, a folder of images, an "

@@ -135,7 +135,7 @@ void DemoScript::onJobFinished(const QString&) {
             request.methods = {"numerical", "flap", "wanda-sp"};
             request.ratios = {0.1, 0.2, 0.3};
             request.seeds = 1;
-            request.evalMaxWindows = 8;
+            request.evaluation.maxWindows = 8;  // a window cap, for a quick demo (every row records it)
             request.zeroShotTask = studio::defaultZeroShotTask();  // accuracy beside perplexity
             request.measureSpeed = true;                           // and Figure 5 below it
             window_->sweepPage()->setSweepRequest(request);

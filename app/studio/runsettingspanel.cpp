@@ -57,8 +57,11 @@ RunSettingsPanel::RunSettingsPanel(QWidget* parent) : QWidget(parent) {
     samples_->setToolTip(tr("Calibration windows (the paper uses 128), drawn at seeded random offsets.\n"
                             "More windows: steadier statistics, longer calibration."));
     seqlen_ = new QSpinBox;
-    seqlen_->setRange(8, 8192);
-    seqlen_->setToolTip(tr("Tokens per calibration window (capped at the model's context)."));
+    // 0 is the protocol's default (core/eval/evaluation_protocol.h): the model's context, at most 2048.
+    seqlen_->setRange(0, 8192);
+    seqlen_->setSpecialValueText(tr("context (≤ 2048)"));
+    seqlen_->setToolTip(tr("Tokens per calibration window (capped at the model's context);\n"
+                           "the lowest value: the model's context, at most 2048 (as npw prune)."));
     seed_ = new QSpinBox;
     seed_->setRange(0, 1 << 30);
     seed_->setToolTip(tr("Seed of the window offsets and of the random method's scores:\n"

@@ -1,5 +1,7 @@
 #include "app/studio/studiosession.h"
 
+#include <QPointer>
+
 #include "core/models/sliced_llama.h"
 #include "core/prune/slicegpt.h"
 #include "core/util/atomic_file.h"
@@ -248,9 +250,17 @@ bool StudioSession::runSweep(const SweepRequest& asked) {
     const npw::LanguageModel lm = workbench_.model();
     const bool started = jobs_.startWithPartials<int, npw::SweepRow>(
         tr("Sweep"),
-        [lm, request](const npw::ProgressFn& progress, const PartialResults<npw::SweepRow>& rowsSoFar) {
+        [lm, request, self = QPointer<StudioSession>(this)](const npw::ProgressFn& progress,
+                                                           const PartialResults<npw::SweepRow>& rowsSoFar) {
+            std::vector<std::string> warnings;
+            const npw::SweepSpec spec = npw::buildSweepSpec(lm, request, &warnings);
+            // Said in the log before the rows (a reused short calibration text, an evaluation text
+            // that is the calibration's), as `npw sweep` says them on stderr.
+            for (const std::string& w : warnings)
+                QMetaObject::invokeMethod(
+                    self, [self, w] { if (self) emit self->logMessage(tr("Warning: %1").arg(qs(w))); }, Qt::QueuedConnection);
             // Each row as it is ready: the plot grows while the sweep runs.
-            return static_cast<int>(npw::runSweep(lm, npw::buildSweepSpec(lm, request), rowsSoFar.callback(), progress).size());
+            return static_cast<int>(npw::runSweep(lm, spec, rowsSoFar.callback(), progress).size());
         },
         [this](npw::SweepRow row) { addSweepRow(std::move(row)); },
         [this](int rows) { emit logMessage(tr("Sweep: %1 rows.").arg(rows)); });

@@ -76,9 +76,10 @@ SweepPage::SweepPage(StudioSession* session, QWidget* parent) : QWidget(parent),
     seeds_->setToolTip(tr("Seeds 0…K−1 of the calibration windows: the curves show mean ± std over them"));
     windows_ = new QSpinBox;
     windows_->setRange(0, 100000);
-    windows_->setValue(8);
+    windows_->setValue(int(SweepRequest{}.evaluation.maxWindows));  // the protocol's: every window
     windows_->setSpecialValueText(tr("all"));
-    windows_->setToolTip(tr("Evaluation windows of 128 tokens of the held-out text (0 = all): fewer is faster"));
+    windows_->setToolTip(tr("A cap on the evaluation windows (2048 tokens, capped at the model's context, as npw eval)\n"
+                            "of each held-out text; \"all\" is the papers' protocol. Fewer is faster; every row records the cap."));
     auto axis = [](const QString& tip) {
         auto* edit = new QLineEdit;
         edit->setPlaceholderText(tr("as set"));
@@ -248,7 +249,7 @@ SweepRequest SweepPage::sweepRequest() const {
         r.methods.push_back(m.trimmed().toStdString());
     r.ratios = parseNumbers(ratios_->text());
     r.seeds = seeds_->value();
-    r.evalMaxWindows = windows_->value();
+    r.evaluation.maxWindows = windows_->value();
     for (double x : parseNumbers(samples_->text())) r.calibSamples.push_back(static_cast<int64_t>(x));
     for (double x : parseNumbers(seqlens_->text())) r.calibSeqlens.push_back(static_cast<int64_t>(x));
     r.lambdas = parseNumbers(lambdas_->text());
@@ -268,7 +269,7 @@ void SweepPage::setSweepRequest(const SweepRequest& r) {
     for (double x : r.ratios) ratios << QString::number(x);
     ratios_->setText(ratios.join(QLatin1Char(',')));
     seeds_->setValue(r.seeds);
-    windows_->setValue(int(r.evalMaxWindows));
+    windows_->setValue(int(r.evaluation.maxWindows));
     auto joined = [](auto values) {
         QStringList out;
         for (auto x : values) out << QString::number(x);
@@ -294,7 +295,7 @@ void SweepPage::restoreSettings(const QSettings& s) {
     const QString ratios = s.value(QStringLiteral("sweep/ratios")).toString();
     if (!ratios.isEmpty()) sweep.ratios = parseNumbers(ratios);
     sweep.seeds = s.value(QStringLiteral("sweep/seeds"), sweep.seeds).toInt();
-    sweep.evalMaxWindows = s.value(QStringLiteral("sweep/windows"), qlonglong(sweep.evalMaxWindows)).toLongLong();
+    sweep.evaluation.maxWindows = s.value(QStringLiteral("sweep/windows"), qlonglong(sweep.evaluation.maxWindows)).toLongLong();
     setSweepRequest(sweep);
 }
 
@@ -305,5 +306,5 @@ void SweepPage::saveSettings(QSettings& s) const {
     s.setValue(QStringLiteral("sweep/methods"), methods);
     s.setValue(QStringLiteral("sweep/ratios"), ratios_->text());
     s.setValue(QStringLiteral("sweep/seeds"), sweep.seeds);
-    s.setValue(QStringLiteral("sweep/windows"), qlonglong(sweep.evalMaxWindows));
+    s.setValue(QStringLiteral("sweep/windows"), qlonglong(sweep.evaluation.maxWindows));
 }

@@ -111,8 +111,18 @@ bool TextSession::run(const TextRequest& request) {
     std::vector<std::vector<int32_t>> prompts;
     for (const QString& p : request.prompts) {
         if (p.trimmed().isEmpty()) continue;
-        prompts.push_back(lm.tokenizer ? lm.encode(p.toStdString(), true)
-                                       : std::vector<int32_t>{int32_t(lm.model->config().bos_token_id)});
+        if (!lm.tokenizer) {
+            // Never continue from BOS in place of a prompt that was given (npw generate refuses too):
+            // said as any failed job is, in the error box and the log.
+            const std::string message =
+                "model '" + lm.name + "' has no tokenizer (no tokenizer.json, tokenizer.model or tokenizer.bin beside "
+                "it), so the prompt \"" + p.toStdString() + "\" cannot be encoded; open it with a tokenizer, or "
+                "clear the prompts to continue from BOS";
+            return session_->jobs()->start<int>(
+                tr("Compare continuations"), [message](const npw::ProgressFn&) -> int { throw npw::Error(message); },
+                [](int) {});
+        }
+        prompts.push_back(lm.encode(p.toStdString(), true));
     }
     if (prompts.empty()) prompts.push_back({int32_t(lm.model->config().bos_token_id)});
     // What the worker needs, copied: every score set's mask at the current ρ/α/λ and how to apply it.

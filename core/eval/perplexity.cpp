@@ -10,8 +10,7 @@
 namespace npw {
 
 int64_t effectiveSeqlen(int64_t requested, const LlamaConfig& config) {
-    const int64_t want = requested > 0 ? requested : 2048;
-    return std::min(want, config.max_position_embeddings);
+    return EvaluationProtocol{requested}.seqlenFor(config.max_position_embeddings);
 }
 
 double PerplexityResult::tokensPerSecond() const {

@@ -3,6 +3,7 @@
 // corpus tokenized once, cut into floor(N/seqlen) non-overlapping windows, each scored
 // independently; PPL = exp(mean next-token NLL over all windows). Also the KL divergence
 // from a reference model and, for text, bits per byte.
+#include "core/eval/evaluation_protocol.h"
 #include "core/models/llama.h"
 #include "core/util/progress.h"
 
@@ -15,7 +16,7 @@
 namespace npw {
 
 struct PerplexityOptions {
-    int64_t seqlen = 2048;    // capped at the model's context by the caller (see effectiveSeqlen)
+    int64_t seqlen = kProtocolSeqlen;  // capped at the model's context by the caller (perplexityOptions)
     int64_t maxWindows = 0;   // 0 = all windows
     int64_t batchWindows = 4; // windows per forward pass
 };
@@ -57,7 +58,10 @@ LogitsSource logitsSourceOf(const CausalLm& model);
 PerplexityResult evaluatePerplexity(const LogitsSource& model, const std::vector<int32_t>& ids,
                                     const PerplexityOptions& options, const LogitsSource* reference = nullptr,
                                     const DecodeFn& decode = nullptr, const ProgressFn& progress = nullptr);
-// min(requested, model context); requested <= 0 means the default 2048.
+// min(requested, model context); requested <= 0 means the protocol's 2048 (EvaluationProtocol::seqlenFor).
 int64_t effectiveSeqlen(int64_t requested, const LlamaConfig& config);
+// The options that score `protocol` on a model of `config` (window length capped at its context,
+// the window cap); the batch stays the default.
+PerplexityOptions perplexityOptions(const EvaluationProtocol& protocol, const LlamaConfig& config);
 
 } // namespace npw

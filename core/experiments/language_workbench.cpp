@@ -6,7 +6,9 @@
 #include "core/experiments/sweep.h"
 #include "core/models/parameter_count.h"
 #include "core/prune/slicegpt.h"
+#include "core/util/content_hash.h"
 #include "core/util/error.h"
+#include <unordered_map>
 
 #include <algorithm>
 #include <chrono>
@@ -58,6 +60,7 @@ CalibrationPool readCalibrationPool(const LanguageModel& lm, const std::string& 
             throw Error("calibration source " + source + " is a data set (text): token ids and one sample per line do not apply");
         CalibrationCorpus corpus = calibrationCorpus(readTextDataset(*dataset, TextDatasetUse::Calibration), encoderOf(lm));
         pool.source = corpus.source;
+        pool.sourceHash = fileContentHash(dataset->path);
         pool.stream = std::move(corpus.stream);
         pool.documents = std::move(corpus.documents);
         return pool;
@@ -66,6 +69,7 @@ CalibrationPool readCalibrationPool(const LanguageModel& lm, const std::string& 
     pool.sourceIsIds = sourceIsIds || perLine;
     if (perLine) pool.sequences = readTokenIdLines(source, lm.model->config().vocab_size);
     else pool.stream = readCalibrationStream(source, sourceIsIds, lm);
+    pool.sourceHash = fileContentHash(source);  // read above, so a missing file was named there
     return pool;
 }
 
@@ -77,6 +81,7 @@ CalibrationSet drawCalibration(const CalibrationPool& pool, const LanguageModel&
         : !pool.sequences.empty() ? drawCalibrationSetFromSequences(pool.sequences, samples, length, seed, pool.source)
                                   : drawCalibrationSet(pool.stream, samples, length, seed, pool.source);
     set.sourceIsIds = pool.sourceIsIds;
+    set.sourceHash = pool.sourceHash;
     return set;
 }
 
@@ -90,6 +95,47 @@ void setSweepCalibrationPool(SweepSpec& spec, CalibrationPool pool) {
     spec.calibSequences = std::move(pool.sequences);
     spec.calibDocuments = std::move(pool.documents);
     spec.calibSource = std::move(pool.source);
+    spec.calibSourceHash = std::move(pool.sourceHash);
+}
+
+std::string calibrationReuseWarning(const CalibrationSummary& c) {
+    if (c.distinctTokens <= 0 || c.tokens < 2 * c.distinctTokens) return {};
+    return std::to_string(c.samples) + " calibration windows × " + std::to_string(c.seqlen) + " tokens = " +
+           std::to_string(c.tokens) + " positions cover only " + std::to_string(c.distinctTokens) +
+           " distinct tokens of " + (c.source.empty() ? std::string("the calibration text") : c.source) + " (each used " +
+           fixed(double(c.tokens) / double(c.distinctTokens), 1) +
+           " times on average): the statistics describe a short text many times over; give a longer text, or fewer "
+           "or shorter windows";
+}
+
+std::string calibrationOverlapWarning(const CalibrationPool& pool, const std::string& evalName, const std::string& evalHash,
+                                      const std::vector<int32_t>& evalIds) {
+    const std::string calibName = pool.source.empty() ? std::string("the calibration text") : pool.source;
+    const std::string consequence = ": its perplexity measures text the statistics were computed on, not held-out text";
+    if (!evalHash.empty() && evalHash == pool.sourceHash)
+        return "the evaluation text '" + evalName + "' is the calibration text " + calibName + " (the same bytes, " +
+               evalHash + ")" + consequence;
+    // Non-overlapping 32-token spans of the evaluation text, looked up at every offset of the
+    // calibration's token sequences: one pass over each.
+    constexpr size_t kSpan = 32;
+    auto spanHash = [](const int32_t* p) { return fnv1a64(p, kSpan * sizeof(int32_t)); };
+    std::unordered_map<uint64_t, size_t> evalSpans;  // hash → index
+    for (size_t i = 0; i + kSpan <= evalIds.size(); i += kSpan) evalSpans.emplace(spanHash(evalIds.data() + i), evalSpans.size());
+    if (evalSpans.empty()) return {};
+    std::vector<char> found(evalSpans.size(), 0);
+    auto scan = [&](const std::vector<int32_t>& ids) {
+        for (size_t i = 0; i + kSpan <= ids.size(); ++i) {
+            const auto it = evalSpans.find(spanHash(ids.data() + i));
+            if (it != evalSpans.end()) found[it->second] = 1;
+        }
+    };
+    scan(pool.stream);
+    for (const std::vector<int32_t>& sequence : pool.sequences) scan(sequence);
+    const auto shared = static_cast<size_t>(std::count(found.begin(), found.end(), char(1)));
+    if (shared * 100 < evalSpans.size()) return {};
+    return std::to_string(shared) + " of the " + std::to_string(evalSpans.size()) + " 32-token spans of the evaluation text '" +
+           evalName + "' (" + percent(double(shared) / double(evalSpans.size())) + ") also occur in the calibration text " +
+           calibName + consequence;
 }
 
 LanguagePruningWorkbench::LanguagePruningWorkbench(LanguageModel model) : model_(std::move(model)) {}

@@ -15,6 +15,7 @@
 // score per block; the fewest lowest blocks reaching ρ) and SliceGPT (no per-unit scores: a
 // selection is its width for ρ; applying it slices, seconds). They score from the calibration
 // windows, not the statistics. No Qt.
+#include "core/eval/evaluation_protocol.h"
 #include "core/models/language_model.h"
 #include "core/prune/baselines.h"
 #include "core/prune/block_influence.h"
@@ -42,6 +43,7 @@ struct CalibrationPool {
     std::vector<std::string> documents;
     std::string source;
     bool sourceIsIds = false;
+    std::string sourceHash;  // of the file's bytes (fileContentHash)
 };
 
 // A calibration as a user asks for it (CLI flags, the studio's Run settings).
@@ -49,8 +51,10 @@ struct CalibrationRequest {
     std::string source;        // a text file, an id file (sourceIsIds), or NAME:FILE (wikitext2:, c4:, …)
     bool sourceIsIds = false;
     bool perLine = false;      // an id file, one sample per line: a window at each start
-    int64_t samples = 128;
-    int64_t seqlen = 0;        // 0: the model's context, at most 2048 (effectiveSeqlen)
+    // The protocol's defaults (core/eval/evaluation_protocol.h): 128 windows of the model's
+    // context, at most 2048 tokens.
+    int64_t samples = kDefaultCalibrationSamples;
+    int64_t seqlen = kDefaultCalibrationSeqlen;  // 0: the model's context, at most 2048 (calibrationSeqlen)
     uint64_t seed = 0;         // of the window offsets
 };
 
@@ -71,6 +75,18 @@ CalibrationSet buildCalibrationSet(const LanguageModel& lm, const CalibrationReq
 
 // A sweep's calibration from the same pool (SweepSpec keeps stream, sequences and documents).
 void setSweepCalibrationPool(SweepSpec& spec, CalibrationPool pool);
+
+// A warning (empty: none) when the calibration reuses its text heavily: its windows cover fewer
+// than half as many distinct tokens as they hold (a short text drawn many times over), naming
+// the counts ("128 windows × 128 tokens = 16384 positions cover only 1369 distinct tokens of
+// dream.txt (each used 12.0 times on average)").
+std::string calibrationReuseWarning(const CalibrationSummary& calibration);
+// A warning (empty: none) when an evaluation text is (in part) the calibration's: the same bytes
+// (content hash), or at least 1 % of its non-overlapping 32-token spans occur in the calibration
+// pool (its stream or sequences; a data set's documents are compared by hash only). Perplexity
+// on calibration text is not held-out perplexity.
+std::string calibrationOverlapWarning(const CalibrationPool& pool, const std::string& evalName,
+                                      const std::string& evalHash, const std::vector<int32_t>& evalIds);
 
 // What a score set is computed from: a PruneMethod's settings (from the statistics), or one of
 // the baselines in its own structure (from the calibration windows).

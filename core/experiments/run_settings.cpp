@@ -52,7 +52,8 @@ std::string num(double x, int digits = 6) {
 
 // "128 windows × 64 tokens (seed 0) of kjv-ot.txt": what a calibration reads.
 std::string describeCalibration(const CalibrationSettings& c, const char* separator) {
-    return std::to_string(c.samples) + separator + std::to_string(c.seqlen) + " tokens (seed " +
+    const std::string length = c.seqlen > 0 ? std::to_string(c.seqlen) : std::string("the model's context of");
+    return std::to_string(c.samples) + separator + length + " tokens (seed " +
            std::to_string(c.seed) + ")" +
            (c.source.empty() ? std::string() : " of " + std::filesystem::path(c.source).filename().string());
 }
@@ -104,7 +105,8 @@ CalibrationSettings calibrationFromJson(const nlohmann::json& j) {
     s.samples = fields::intOr(j, "samples", s.samples, kSettings);
     s.seqlen = fields::intOr(j, "seqlen", s.seqlen, kSettings);
     s.seed = seedOr(j, "seed", s.seed);
-    if (s.samples < 1 || s.seqlen < 2) throw Error("calibration needs samples ≥ 1 and seqlen ≥ 2");
+    if (s.samples < 1 || (s.seqlen != 0 && s.seqlen < 2))
+        throw Error("calibration needs samples ≥ 1 and seqlen 0 (the model's context, at most 2048) or ≥ 2");
     return s;
 }
 

@@ -20,8 +20,9 @@ namespace npw {
 struct CalibrationSettings {
     std::string source;        // a text file, or token ids when sourceIsIds; empty: the demo corpus
     bool sourceIsIds = false;
-    int64_t samples = 128;     // windows (the paper's 128)
-    int64_t seqlen = 128;      // tokens per window (capped at the model's context)
+    // The protocol's calibration (core/eval/evaluation_protocol.h), as `npw prune` and `npw sweep`.
+    int64_t samples = kDefaultCalibrationSamples;  // windows (the paper's 128)
+    int64_t seqlen = kDefaultCalibrationSeqlen;    // tokens per window; 0: the model's context, at most 2048
     uint64_t seed = 0;         // of the window offsets (and of the random method's scores)
 
     bool operator==(const CalibrationSettings& o) const {

@@ -35,6 +35,19 @@ double optionalNumber(const nlohmann::json& j, const char* name) {
 }
 
 
+// A text field that older files lack: empty then; a wrong type is an error naming the field.
+std::string optionalString(const nlohmann::json& j, const char* name) {
+    return j.is_object() && j.contains(name) ? json_fields::requiredString(j, name, kSweepRow) : std::string();
+}
+
+// A CSV cell: quoted when it holds a comma, a quote or a line break (a file name may).
+std::string csvCell(const std::string& text) {
+    if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
+    std::string out = "\"";
+    for (char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return out + "\"";
+}
+
 MethodChoice parseSweepMethod(const std::string& name) {
     if (name == "numerical-nocomp") return {PruneMethod::Numerical, CompensationKind::None};
     if (name == "numerical-box") return {PruneMethod::Numerical, CompensationKind::MethodDefault, true};
@@ -91,9 +104,7 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
         };
     };
     auto evaluate = [&](const CausalLm& m, const SweepEvalSet& set) {
-        PerplexityOptions o;
-        o.seqlen = effectiveSeqlen(spec.evalSeqlen, m.config());
-        o.maxWindows = spec.evalMaxWindows;
+        const PerplexityOptions o = perplexityOptions(spec.evaluation, m.config());  // the one protocol
         DecodeFn decode;
         if (set.isText && lm.tokenizer) decode = [&lm](const std::vector<int32_t>& v) { return lm.decode(v); };
         return evaluatePerplexity(m, set.ids, o, nullptr, decode, within("evaluate " + set.name));
@@ -101,9 +112,13 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
 
     // One row per evaluation set and zero-shot task for a model (and its speed row first);
     // `base` carries the settings.
-    auto emitPerplexityRow = [&](const SweepRow& base, const std::string& evalSet, const PerplexityResult& r) {
+    auto emitPerplexityRow = [&](const SweepRow& base, const SweepEvalSet& set, const PerplexityResult& r) {
         SweepRow row = base;
-        row.evalSet = evalSet;
+        row.evalSet = set.name;
+        row.evalHash = set.hash;
+        row.evalSeqlen = r.seqlen;
+        row.evalWindows = r.windows;
+        row.evalMaxWindows = spec.evaluation.maxWindows;
         row.ppl = r.ppl;
         row.nll = r.nll;
         row.bitsPerByte = r.bitsPerByte;
@@ -132,7 +147,7 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
             row.decodeTokensPerSecond = b.bestDecodeTokensPerSecond;
             emitRow(row);
         }
-        for (const auto& set : spec.evalSets) emitPerplexityRow(base, set.name, evaluate(*m, set));
+        for (const auto& set : spec.evalSets) emitPerplexityRow(base, set, evaluate(*m, set));
         if (!spec.zeroShotTasks.empty()) {
             for (const ZeroShotTask& task : spec.zeroShotTasks) {
                 const ZeroShotResult r = evaluateZeroShot(pruned, task, {}, within("zero-shot " + task.name));
@@ -163,6 +178,7 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
     pool.sequences = spec.calibSequences;
     pool.documents = spec.calibDocuments;
     pool.source = spec.calibSource;
+    pool.sourceHash = spec.calibSourceHash;
     pool.sourceIsIds = !spec.calibSequences.empty();
     for (int seed = 0; seed < spec.seeds; ++seed)
         for (int64_t samples : spec.calibSamples)
@@ -171,6 +187,14 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
                 // The workbench's one builder and one rule for the window length (capped at the
                 // model's context; the rows record the length used).
                 const CalibrationSet calibration = drawCalibration(pool, lm, samples, calibSeqlen, calibSeed);
+                // What every row of this calibration records about it.
+                SweepRow calibrated;
+                calibrated.calibSamples = samples;
+                calibrated.calibSeqlen = calibration.seqlen;
+                calibrated.calibSource = calibration.source;
+                calibrated.calibHash = calibration.sourceHash;
+                calibrated.calibDistinctTokens = calibration.distinctTokens;
+                calibrated.seed = seed;
                 // The baselines (baselines.h) calibrate in their own way: statistics only for the others.
                 const bool needStats = std::any_of(spec.methods.begin(), spec.methods.end(),
                                                    [](const std::string& m) { return !parseBaselineMethod(m); });
@@ -182,12 +206,9 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
                         BaselinePruner pruner(*baseline, model, calibration, BaselineOptions{}, within("prune " + methodName));
                         for (double ratio : spec.ratios) {
                             const BaselineRun run = pruner.prune(ratio);
-                            SweepRow row;
+                            SweepRow row = calibrated;
                             row.method = methodName;
                             row.ratio = ratio;
-                            row.calibSamples = samples;
-                            row.calibSeqlen = calibration.seqlen;
-                            row.seed = seed;
                             row.achievedRatio = run.report.achievedRatio;
                             row.achievedRatioModel = run.report.achievedRatioModel;
                             evaluateAll(run.sliced ? withModel(nullptr, run.sliced)
@@ -231,15 +252,12 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
                             PrunedModel pruned = applyMask(model.checkpoint(), stats, selection.mask, settings);
                             const PruneCounts counts = countPrunedParameters(model.checkpoint(), pruned.checkpoint);
                             auto prunedModel = std::make_shared<LlamaModel>(std::move(pruned.checkpoint), model.runtime());
-                            SweepRow row;
+                            SweepRow row = calibrated;
                             row.method = methodName;
                             row.ratio = ratio;
-                            row.calibSamples = samples;
-                            row.calibSeqlen = calibration.seqlen;
                             row.lambda = lambda;
                             if (numerical && std::isnan(lambda)) row.lambdaRel = spec.lambdaRel;
                             if (numerical) row.lambdaUsed = scores->settings.lambda;
-                            row.seed = seed;
                             row.achievedRatio = counts.achievedRatio;
                             row.achievedRatioModel = counts.achievedRatioModel;
                             evaluateAll(withModel(prunedModel, nullptr), row);
@@ -306,7 +324,8 @@ std::string sweepRowsCsv(const std::vector<SweepRow>& rows) {
     out.precision(10);
     out << "method,ratio,calib_samples,calib_seqlen,lambda,lambda_rel,lambda_used,seed,eval,achieved_ratio,achieved_ratio_model,ppl,nll,"
            "bits_per_byte,eval_tokens,acc,acc_norm,parameters,weights_mib,kv_cache_mib,prefill_tokens_per_s,"
-           "decode_tokens_per_s\n";
+           "decode_tokens_per_s,eval_seqlen,eval_windows,eval_max_windows,eval_hash,calib_source,calib_hash,"
+           "calib_distinct_tokens\n";
     auto finiteCell = [&out](double x) {
         out << ",";
         if (std::isfinite(x)) out << x;
@@ -331,6 +350,8 @@ std::string sweepRowsCsv(const std::vector<SweepRow>& rows) {
         finiteCell(r.kvCacheMiB);
         finiteCell(r.prefillTokensPerSecond);
         finiteCell(r.decodeTokensPerSecond);
+        out << "," << r.evalSeqlen << "," << r.evalWindows << "," << r.evalMaxWindows << "," << r.evalHash << ","
+            << csvCell(r.calibSource) << "," << r.calibHash << "," << r.calibDistinctTokens;
         out << "\n";
     }
     return out.str();
@@ -348,7 +369,10 @@ nlohmann::json sweepRowJson(const SweepRow& r) {
             {"acc_norm", json_fields::finiteOrNull(r.accNorm)}, {"parameters", r.parameters},
             {"weights_mib", json_fields::finiteOrNull(r.weightsMiB)}, {"kv_cache_mib", json_fields::finiteOrNull(r.kvCacheMiB)},
             {"prefill_tokens_per_s", json_fields::finiteOrNull(r.prefillTokensPerSecond)},
-            {"decode_tokens_per_s", json_fields::finiteOrNull(r.decodeTokensPerSecond)}};
+            {"decode_tokens_per_s", json_fields::finiteOrNull(r.decodeTokensPerSecond)},
+            {"eval_seqlen", r.evalSeqlen}, {"eval_windows", r.evalWindows}, {"eval_max_windows", r.evalMaxWindows},
+            {"eval_hash", r.evalHash}, {"calib_source", r.calibSource}, {"calib_hash", r.calibHash},
+            {"calib_distinct_tokens", r.calibDistinctTokens}};
 }
 
 SweepRow sweepRowFromJson(const nlohmann::json& j) {
@@ -375,6 +399,14 @@ SweepRow sweepRowFromJson(const nlohmann::json& j) {
     r.kvCacheMiB = optionalNumber(j, "kv_cache_mib");
     r.prefillTokensPerSecond = optionalNumber(j, "prefill_tokens_per_s");
     r.decodeTokensPerSecond = optionalNumber(j, "decode_tokens_per_s");
+    // Recorded since the one protocol; rows of older workspaces read as 0 / empty (unknown).
+    r.evalSeqlen = json_fields::intOr(j, "eval_seqlen", 0, kSweepRow);
+    r.evalWindows = json_fields::intOr(j, "eval_windows", 0, kSweepRow);
+    r.evalMaxWindows = json_fields::intOr(j, "eval_max_windows", 0, kSweepRow);
+    r.evalHash = optionalString(j, "eval_hash");
+    r.calibSource = optionalString(j, "calib_source");
+    r.calibHash = optionalString(j, "calib_hash");
+    r.calibDistinctTokens = json_fields::intOr(j, "calib_distinct_tokens", 0, kSweepRow);
     return r;
 }
 

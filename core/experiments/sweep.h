@@ -3,6 +3,7 @@
 // as the paper's tables and ablations. The expensive parts are shared: calibration once per
 // (seed, samples, seqlen), scores once per (calibration, method, λ); each ratio then only
 // re-selects (no re-scoring), applies the mask and evaluates.
+#include "core/eval/evaluation_protocol.h"
 #include "core/eval/zeroshot.h"
 #include "core/models/language_model.h"
 #include "core/prune/pruner.h"
@@ -21,6 +22,7 @@ struct SweepEvalSet {
     std::string name;            // e.g. "kjv-nt"
     std::vector<int32_t> ids;    // tokenized once
     bool isText = false;         // bits per byte only for text
+    std::string hash;            // of the file's bytes (fileContentHash): which text, exactly
 };
 
 struct SweepSpec {
@@ -29,8 +31,9 @@ struct SweepSpec {
     // cross-layer order, eq. 7 on z; "numerical" uses the default ranking, settings.h).
     std::vector<std::string> methods;
     std::vector<double> ratios;
-    std::vector<int64_t> calibSamples = {128};
-    std::vector<int64_t> calibSeqlens = {128};
+    // The protocol's calibration (evaluation_protocol.h): 128 windows of the model's context (≤ 2048).
+    std::vector<int64_t> calibSamples = {kDefaultCalibrationSamples};
+    std::vector<int64_t> calibSeqlens = {kDefaultCalibrationSeqlen};
     // Numerical only: absolute λ values; NaN = relative, λ = lambdaRel / median c (the default).
     std::vector<double> lambdas = {std::numeric_limits<double>::quiet_NaN()};
     double lambdaRel = kDefaultLambdaRel;
@@ -39,10 +42,10 @@ struct SweepSpec {
     std::vector<std::vector<int32_t>> calibSequences;  // when set: one window per sequence (its start)
     std::vector<std::string> calibDocuments;  // when set (C4): a window inside a seeded long-enough document
     std::string calibSource;
+    std::string calibSourceHash;
     std::vector<SweepEvalSet> evalSets;
     std::vector<ZeroShotTask> zeroShotTasks;  // accuracy rows beside the perplexity rows
-    int64_t evalSeqlen = 128;
-    int64_t evalMaxWindows = 0;  // 0 = every window
+    EvaluationProtocol evaluation;  // the one protocol: 2048 capped at the context, every window unless capped
     AlphaMode alphaMode = AlphaMode::Budget;
     double alpha = std::numeric_limits<double>::quiet_NaN();
     // Memory and generation speed of every model (the paper's Figure 5): a "speed" row each,
@@ -59,7 +62,9 @@ inline constexpr const char* kSpeedEvalSet = "speed";
 struct SweepRow {
     std::string method;
     double ratio = 0;  // requested ρ (0 = the dense model)
-    int64_t calibSamples = 0, calibSeqlen = 0;
+    int64_t calibSamples = 0, calibSeqlen = 0;  // as drawn (the length after the cap at the context)
+    std::string calibSource, calibHash;         // the calibration text and its content hash
+    int64_t calibDistinctTokens = 0;            // distinct positions the windows cover (0: unknown)
     double lambda = std::numeric_limits<double>::quiet_NaN();  // numerical only: as given (NaN: relative)
     double lambdaRel = std::numeric_limits<double>::quiet_NaN();  // numerical with a relative λ: λ_rel
     double lambdaUsed = std::numeric_limits<double>::quiet_NaN();  // numerical: the absolute λ scored with
@@ -69,6 +74,10 @@ struct SweepRow {
     double ppl = 0, nll = 0;
     double bitsPerByte = std::numeric_limits<double>::quiet_NaN();
     int64_t evalTokens = 0;  // scored tokens; items for a zero-shot task
+    // Perplexity rows: the evaluation as run (the protocol resolved on this model and text) and
+    // which text, exactly; 0 and empty elsewhere (and in workspaces written before they were recorded).
+    int64_t evalSeqlen = 0, evalWindows = 0, evalMaxWindows = 0;  // evalMaxWindows: the cap (0: every window)
+    std::string evalHash;
     // Zero-shot rows (evalSet = the task's name): accuracy; ppl and nll are NaN there.
     double acc = std::numeric_limits<double>::quiet_NaN();
     double accNorm = std::numeric_limits<double>::quiet_NaN();

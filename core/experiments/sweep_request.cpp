@@ -3,8 +3,10 @@
 #include "core/experiments/dataset_inputs.h"
 #include "core/text/token_ids.h"
 #include "core/util/atomic_file.h"
+#include "core/util/content_hash.h"
 #include "core/util/error.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <iomanip>
@@ -13,8 +15,11 @@
 namespace npw {
 
 SweepEvalSet sweepEvalSet(const LanguageModel& lm, const std::string& source, int64_t evalSeqlen) {
-    if (const std::optional<TextDatasetRef> dataset = parseTextDatasetRef(source))
-        return datasetEvalSet(*dataset, lm, evalSeqlen);
+    if (const std::optional<TextDatasetRef> dataset = parseTextDatasetRef(source)) {
+        SweepEvalSet set = datasetEvalSet(*dataset, lm, evalSeqlen);
+        set.hash = fileContentHash(dataset->path);
+        return set;
+    }
     const auto colon = source.find(':');
     const std::string kind = colon == std::string::npos ? std::string() : source.substr(0, colon);
     if (kind != "text" && kind != "ids")
@@ -24,6 +29,7 @@ SweepEvalSet sweepEvalSet(const LanguageModel& lm, const std::string& source, in
     set.name = std::filesystem::path(path).stem().string();
     set.isText = kind == "text";  // bits per byte only for text
     set.ids = set.isText ? lm.encode(readTextFile(path), true) : readTokenIdFile(path, lm.model->config().vocab_size);
+    set.hash = fileContentHash(path);
     return set;
 }
 
@@ -37,7 +43,7 @@ std::string evalSourceOfPath(const std::string& item) {
     return "text:" + item;
 }
 
-SweepSpec buildSweepSpec(const LanguageModel& lm, const SweepRequest& r) {
+SweepSpec buildSweepSpec(const LanguageModel& lm, const SweepRequest& r, std::vector<std::string>* warnings) {
     SweepSpec spec;
     spec.methods = r.methods;
     spec.ratios = r.ratios;
@@ -49,16 +55,41 @@ SweepSpec buildSweepSpec(const LanguageModel& lm, const SweepRequest& r) {
     spec.lambdaRel = r.lambdaRel;
     spec.alphaMode = r.alphaMode;
     spec.alpha = r.alpha;
-    spec.evalSeqlen = r.evalSeqlen;
-    spec.evalMaxWindows = r.evalMaxWindows;
+    spec.evaluation = r.evaluation;
     // The workbench's one calibration builder (its pool; the sweep draws each seed's windows).
-    setSweepCalibrationPool(spec, readCalibrationPool(lm, r.calibration.source, r.calibration.sourceIsIds,
-                                                      r.calibration.perLine));
+    CalibrationPool pool = readCalibrationPool(lm, r.calibration.source, r.calibration.sourceIsIds, r.calibration.perLine);
+
     if (!r.zeroShotTask.empty()) spec.zeroShotTasks = loadZeroShotTasks(r.zeroShotTask, r.zeroShotLimit);
     spec.measureSpeed = r.measureSpeed;
     spec.speedPromptTokens = spec.speedDecodeTokens = r.speedTokens;
     spec.speedRepeats = r.speedRepeats;
-    for (const std::string& source : r.evalSources) spec.evalSets.push_back(sweepEvalSet(lm, source, spec.evalSeqlen));
+    // Data sets cut to windows of the length the protocol resolves to on this model.
+    const int64_t evalSeqlen = spec.evaluation.seqlenFor(lm.causal().config().max_position_embeddings);
+    for (const std::string& source : r.evalSources) {
+        spec.evalSets.push_back(sweepEvalSet(lm, source, evalSeqlen));
+        if (warnings) {
+            const SweepEvalSet& set = spec.evalSets.back();
+            const std::string w = calibrationOverlapWarning(pool, set.name, set.hash, set.ids);
+            if (!w.empty()) warnings->push_back(w);
+        }
+    }
+    if (warnings) {
+        // The windows each seed and setting will draw (cheap: offsets and copies), checked for
+        // reuse. A setting that cannot be drawn is runSweep's error to report, in its order.
+        for (int seed = 0; seed < r.seeds; ++seed)
+            for (int64_t samples : spec.calibSamples)
+                for (int64_t seqlen : spec.calibSeqlens) {
+                    std::string w;
+                    try {
+                        w = calibrationReuseWarning(
+                            CalibrationSummary::of(drawCalibration(pool, lm, samples, seqlen, uint64_t(seed))));
+                    } catch (const Error&) {
+                    }
+                    if (!w.empty() && std::find(warnings->begin(), warnings->end(), w) == warnings->end())
+                        warnings->push_back(w);
+                }
+    }
+    setSweepCalibrationPool(spec, std::move(pool));
     return spec;
 }
 

@@ -19,8 +19,9 @@ struct SweepRequest {
     std::vector<std::string> methods{"numerical", "flap", "wanda-sp"};
     std::vector<double> ratios{0.1, 0.2, 0.3};
     int seeds = 1;  // seeds 0..seeds-1 (the calibration's own seed is not used)
-    int64_t evalMaxWindows = 8;
-    int64_t evalSeqlen = 128;
+    // The one protocol (evaluation_protocol.h): windows of 2048 capped at the model's context, every
+    // window unless a cap is given (rows record the cap).
+    EvaluationProtocol evaluation;
     // Held-out sets, one perplexity curve per method and set: text:FILE, ids:FILE or a data set
     // (NAME:FILE, parseTextDatasetRef). Empty: none (then a zero-shot task or speed is the point).
     std::vector<std::string> evalSources;
@@ -47,6 +48,7 @@ struct SweepRequest {
 
 // One evaluation source of a request (text:FILE, ids:FILE or a data set), read and tokenized;
 // named by the file's stem (a data set: by its label). npw::Error naming the item otherwise.
+// evalSeqlen: the resolved window length (a data set such as C4 is cut to windows of it).
 SweepEvalSet sweepEvalSet(const LanguageModel& lm, const std::string& source, int64_t evalSeqlen);
 
 // An item of a form that lists texts by path (the studio's Sweep tab): a plain path is a text
@@ -54,7 +56,10 @@ SweepEvalSet sweepEvalSet(const LanguageModel& lm, const std::string& source, in
 std::string evalSourceOfPath(const std::string& item);
 
 // Reads what the request names (npw::Error naming the file or item) into the spec runSweep runs.
-SweepSpec buildSweepSpec(const LanguageModel& lm, const SweepRequest& request);
+// `warnings` (when given) receives what the user should know before trusting the rows: a
+// calibration that reuses a short text heavily (calibrationReuseWarning, per seed and setting)
+// and an evaluation text that is the calibration's (calibrationOverlapWarning).
+SweepSpec buildSweepSpec(const LanguageModel& lm, const SweepRequest& request, std::vector<std::string>* warnings = nullptr);
 
 // A row in one line, as the studio logs it while the sweep runs: speed, accuracy or perplexity.
 std::string sweepRowSummary(const SweepRow& row);

@@ -40,7 +40,7 @@ void useTokenizerFile(LlamaCheckpoint& checkpoint, const std::string& tokenizerF
     checkpoint.tokenizerPath = tokenizerFile;
 }
 
-std::shared_ptr<Tokenizer> openTokenizerOf(const LlamaCheckpoint& checkpoint) {
+std::shared_ptr<Tokenizer> openTokenizerOf(const LlamaCheckpoint& checkpoint, bool allowSmallVocab) {
     if (checkpoint.tokenizerPath.empty()) return nullptr;
     const int64_t vocab = checkpoint.config.vocab_size;
     std::shared_ptr<Tokenizer> tokenizer = Tokenizer::fromAnyFile(checkpoint.tokenizerPath, vocab);
@@ -48,21 +48,28 @@ std::shared_ptr<Tokenizer> openTokenizerOf(const LlamaCheckpoint& checkpoint) {
         throw Error("tokenizer '" + checkpoint.tokenizerPath + "' has " + std::to_string(tokenizer->vocabSize()) +
                     " tokens but the model's vocabulary is " + std::to_string(vocab) +
                     " (is it the tokenizer of another model?)");
+    if (!allowSmallVocab && double(tokenizer->vocabSize()) < kMinTokenizerCoverage * double(vocab))
+        throw Error("tokenizer '" + checkpoint.tokenizerPath + "' has " + std::to_string(tokenizer->vocabSize()) +
+                    " tokens but the model's vocabulary is " + std::to_string(vocab) + ": it covers " +
+                    std::to_string(int(100.0 * double(tokenizer->vocabSize()) / double(vocab))) +
+                    " %, less than 90 % (is it the tokenizer of another model? --allow-small-vocab uses it anyway)");
     return tokenizer;
 }
 
-LanguageModel openLanguageModel(const std::string& model, const Runtime& runtime, const std::string& tokenizerFile) {
+LanguageModel openLanguageModel(const std::string& model, const Runtime& runtime, const std::string& tokenizerFile,
+                                bool allowSmallVocab) {
     LanguageModel lm;
     lm.name = model;
     LlamaCheckpoint ckpt = loadLlamaCheckpoint(model);
     useTokenizerFile(ckpt, tokenizerFile);
-    lm.tokenizer = openTokenizerOf(ckpt);
+    lm.tokenizer = openTokenizerOf(ckpt, allowSmallVocab);
     lm.model = std::make_shared<LlamaModel>(std::move(ckpt), runtime);
     return lm;
 }
 
-LanguageModel openCausalLanguageModel(const std::string& model, const Runtime& runtime, const std::string& tokenizerFile) {
-    if (!SlicedLlama::isSlicedDirectory(model)) return openLanguageModel(model, runtime, tokenizerFile);
+LanguageModel openCausalLanguageModel(const std::string& model, const Runtime& runtime, const std::string& tokenizerFile,
+                                      bool allowSmallVocab) {
+    if (!SlicedLlama::isSlicedDirectory(model)) return openLanguageModel(model, runtime, tokenizerFile, allowSmallVocab);
     LanguageModel lm;
     lm.name = model;
     lm.sliced = std::make_shared<SlicedLlama>(SlicedLlama::load(model, runtime));
@@ -72,7 +79,7 @@ LanguageModel openCausalLanguageModel(const std::string& model, const Runtime& r
     tokenizerOnly.config = lm.sliced->config();
     tokenizerOnly.tokenizerPath = lm.sliced->tokenizerPath();
     useTokenizerFile(tokenizerOnly, tokenizerFile);
-    lm.tokenizer = openTokenizerOf(tokenizerOnly);
+    lm.tokenizer = openTokenizerOf(tokenizerOnly, allowSmallVocab);
     return lm;
 }
 

@@ -30,18 +30,25 @@ struct LanguageModel {
 
 // `tokenizerFile`: a tokenizer to use instead of the model's own (`--tokenizer FILE`); "" takes
 // the one beside the checkpoint (tokenizerFileOfModel in model_loader.h).
-LanguageModel openLanguageModel(const std::string& model, const Runtime& runtime, const std::string& tokenizerFile = "");
+// `allowSmallVocab`: accept a tokenizer that covers less than kMinTokenizerCoverage of the
+// model's vocabulary (openTokenizerOf).
+LanguageModel openLanguageModel(const std::string& model, const Runtime& runtime, const std::string& tokenizerFile = "",
+                                bool allowSmallVocab = false);
 // The same, or a SliceGPT-sliced directory (sliced_llama.h) into `sliced`: for what only needs
 // to run text (generate, compare, zeroshot, bench, eval). Commands that need a LLaMA's structure
 // (prune, calibrate, export-gguf) open with openLanguageModel, which refuses the sliced model by name.
 LanguageModel openCausalLanguageModel(const std::string& model, const Runtime& runtime,
-                                      const std::string& tokenizerFile = "");
+                                      const std::string& tokenizerFile = "", bool allowSmallVocab = false);
 
 // checkpoint.tokenizerPath = tokenizerFile (when not empty); npw::Error when there is no such file.
 void useTokenizerFile(LlamaCheckpoint& checkpoint, const std::string& tokenizerFile);
 // The checkpoint's tokenizer, whatever its kind (a tokenizer.bin read with the model's
 // vocab_size, as run.c does); null when it has none. npw::Error when the tokenizer names more
-// tokens than the model has embedding rows.
-std::shared_ptr<Tokenizer> openTokenizerOf(const LlamaCheckpoint& checkpoint);
+// tokens than the model has embedding rows, or — unless allowSmallVocab — fewer than
+// kMinTokenizerCoverage of them: many real models pad the embedding table beyond their tokenizer
+// (Code Llama, Qwen: a few percent), but a tokenizer far smaller is another model's, and its ids
+// mean other tokens (perplexity in the tens of thousands, without a word).
+inline constexpr double kMinTokenizerCoverage = 0.9;
+std::shared_ptr<Tokenizer> openTokenizerOf(const LlamaCheckpoint& checkpoint, bool allowSmallVocab = false);
 
 } // namespace npw

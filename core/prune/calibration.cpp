@@ -10,6 +10,8 @@
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
 #include <algorithm>
+#include <limits>
+#include <map>
 #include <cstdlib>
 #include <random>
 #include <sstream>
@@ -46,6 +48,18 @@ void requirePositive(int64_t samples, int64_t seqlen) {
 
 // The one place a drawn set's provenance is filled in (the three draws below differ only in
 // where their windows come from).
+// Positions covered by windows of `seqlen` at `starts` (the union of the intervals).
+int64_t coveredPositions(std::vector<int64_t> starts, int64_t seqlen) {
+    std::sort(starts.begin(), starts.end());
+    int64_t covered = 0, end = std::numeric_limits<int64_t>::min();
+    for (int64_t start : starts) {
+        const int64_t from = std::max(start, end);
+        if (start + seqlen > from) covered += start + seqlen - from;
+        end = std::max(end, start + seqlen);
+    }
+    return covered;
+}
+
 CalibrationSet newCalibrationSet(int64_t samples, int64_t seqlen, uint64_t seed, const std::string& source) {
     requirePositive(samples, seqlen);
     CalibrationSet set;
@@ -68,10 +82,13 @@ CalibrationSet drawCalibrationSet(const std::vector<int32_t>& stream, int64_t sa
                     std::to_string(seqlen) + " (use a longer file or shorter windows)");
     set.streamTokens = length;
     std::mt19937_64 rng(seed);
+    std::vector<int64_t> starts;
     for (int64_t i = 0; i < samples; ++i) {
         const int64_t start = drawWindowStart(rng, length, seqlen);
+        starts.push_back(start);
         set.windows.emplace_back(stream.begin() + start, stream.begin() + start + seqlen);
     }
+    set.distinctTokens = coveredPositions(std::move(starts), seqlen);
     return set;
 }
 
@@ -97,6 +114,7 @@ CalibrationSet drawCalibrationSetFromSequences(const std::vector<std::vector<int
         const std::vector<int32_t>& sequence = sequences[longEnough[size_t(k)]];
         set.windows.emplace_back(sequence.begin(), sequence.begin() + seqlen);
     }
+    set.distinctTokens = set.tokens();  // distinct sequences, one window each
     return set;
 }
 
@@ -120,6 +138,7 @@ CalibrationSet drawCalibrationSetFromDocuments(const std::vector<std::string>& d
                      std::to_string(count) + " documents; use shorter windows)");
     };
     std::mt19937_64 rng(seed);
+    std::map<uint64_t, std::vector<int64_t>> startsPerDocument;  // a document may be drawn again
     for (int64_t k = 0; k < samples; ++k) {
         for (;;) {
             if (shortKnown == count) throw noneLongEnough();
@@ -138,10 +157,12 @@ CalibrationSet drawCalibrationSetFromDocuments(const std::vector<std::string>& d
             if (length < seqlen) continue;
             const int64_t start = drawWindowStart(rng, length, seqlen);
             set.windows.emplace_back(ids.begin() + start, ids.begin() + start + seqlen);
+            startsPerDocument[i].push_back(start);
             set.streamTokens += length;
             break;
         }
     }
+    for (auto& [document, starts] : startsPerDocument) set.distinctTokens += coveredPositions(std::move(starts), seqlen);
     return set;
 }
 
@@ -188,6 +209,8 @@ CalibrationSummary CalibrationSummary::of(const CalibrationSet& set) {
     s.streamTokens = set.streamTokens;
     s.tokens = set.tokens();
     s.seed = set.seed;
+    s.distinctTokens = set.distinctTokens;
+    s.sourceHash = set.sourceHash;
     return s;
 }
 
@@ -198,7 +221,9 @@ std::map<std::string, std::string> CalibrationSummary::toMetadata() const {
             {"calibration_seqlen", std::to_string(seqlen)},
             {"calibration_stream_tokens", std::to_string(streamTokens)},
             {"calibration_tokens", std::to_string(tokens)},
-            {"calibration_seed", std::to_string(seed)}};
+            {"calibration_seed", std::to_string(seed)},
+            {"calibration_distinct_tokens", std::to_string(distinctTokens)},
+            {"calibration_source_hash", sourceHash}};
 }
 
 CalibrationSummary CalibrationSummary::fromMetadata(const std::map<std::string, std::string>& metadata,
@@ -225,6 +250,9 @@ CalibrationSummary CalibrationSummary::fromMetadata(const std::map<std::string, 
     s.streamTokens = integer("calibration_stream_tokens");
     s.tokens = integer("calibration_tokens");
     s.seed = static_cast<uint64_t>(integer("calibration_seed"));
+    // Recorded since the one protocol; older statistics files lack them (0 and empty: unknown).
+    if (metadata.count("calibration_distinct_tokens")) s.distinctTokens = integer("calibration_distinct_tokens");
+    if (const auto it = metadata.find("calibration_source_hash"); it != metadata.end()) s.sourceHash = it->second;
     s.statsFile = file;
     return s;
 }

@@ -47,6 +47,10 @@ struct CalibrationSet {
     int64_t streamTokens = 0;   // length of the stream the windows were drawn from
     std::string source;         // where the stream came from (for the manifest); may be empty
     bool sourceIsIds = false;   // an id file (true) or a text tokenized with BOS (false)
+    std::string sourceHash;     // of the source file's bytes (fileContentHash); empty when unknown
+    // Distinct positions of the source the windows cover (overlapping windows count a position
+    // once): tokens() / distinctTokens is how often each calibration token is reused.
+    int64_t distinctTokens = 0;
 
     int64_t tokens() const { return static_cast<int64_t>(windows.size()) * seqlen; }
 };
@@ -57,6 +61,8 @@ struct CalibrationSummary {
     std::string source;
     bool sourceIsIds = false;
     int64_t samples = 0, seqlen = 0, streamTokens = 0, tokens = 0;
+    int64_t distinctTokens = 0;  // 0: unknown (statistics files written before it was recorded)
+    std::string sourceHash;      // empty: unknown
     uint64_t seed = 0;
     std::string statsFile;  // set when the statistics were read from a file instead of computed
 

@@ -145,7 +145,9 @@ nlohmann::json calibrationManifestJson(const CalibrationSummary& calibration) {
             {"seqlen", calibration.seqlen},
             {"seed", calibration.seed},
             {"stream_tokens", calibration.streamTokens},
-            {"tokens", calibration.tokens}};
+            {"tokens", calibration.tokens},
+            {"distinct_tokens", calibration.distinctTokens},
+            {"source_hash", calibration.sourceHash}};
 }
 
 std::string pruneManifestJson(const PruneReport& report, const PruneSettings& s, const CalibrationSummary& calibration,
