@@ -1,6 +1,7 @@
 // compare: the continuations of a dense model and of pruned versions of it, side by side
 // (core/eval/compare): where each pruned one leaves the dense one, per-model KL and NLL.
 #include "app/npw/commands.h"
+#include "core/util/regular_file.h"
 #include "core/eval/compare.h"
 #include "core/models/language_model.h"
 #include "core/util/error.h"
@@ -23,6 +24,7 @@ std::vector<std::string> promptsFrom(const Args& args) {
         throw Error("'npw compare' takes --prompt TEXT or --prompts FILE, not both");
     if (!args.has("prompts")) return {args.has("prompt") ? args.get("prompt") : std::string()};
     const std::string path = args.get("prompts");
+    requireRegularFile(path, "--prompts file");  // a FIFO is refused, never waited on
     std::ifstream in(path);
     if (!in) throw Error("--prompts '" + path + "': cannot open the file");
     std::vector<std::string> prompts;

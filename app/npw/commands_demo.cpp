@@ -3,6 +3,7 @@
 // folder (results.json, perplexity.csv, and the pruned checkpoints); the same for the image
 // model demo:c2i with the image metrics.
 #include "app/npw/commands.h"
+#include "core/util/regular_file.h"
 #include "core/eval/generate.h"
 #include "core/models/parameter_count.h"
 #include "core/models/vq_model.h"
@@ -121,7 +122,7 @@ int runDemo(const Args& args) {
     for (const std::string name : {"demo:lm", "demo:lm-gqa"}) {
         LanguageModel lm = openLanguageModel(name, runtime);
         std::vector<std::vector<int32_t>> evalIds;
-        for (const auto& set : evalSets) evalIds.push_back(lm.encode(readTextFile(set.path), true));
+        for (const auto& set : evalSets) evalIds.push_back(lm.encode(readTextInput(set.path, "evaluation text"), true));
         // The workbench of `npw prune` and the studio: calibrated once, scored per method.
         LanguagePruningWorkbench workbench(lm);
         CalibrationRequest request;

@@ -1,5 +1,6 @@
 // info, eval, generate, bench: looking at and measuring a language model.
 #include "app/npw/commands.h"
+#include "core/util/regular_file.h"
 #include "core/data/text_datasets.h"
 #include "core/eval/generate.h"
 #include "core/eval/layerwise_perplexity.h"
@@ -194,7 +195,7 @@ int runEval(const Args& args) {
                    {"tokens_before_cut", corpus.tokensBeforeCut}};
     } else if (args.has("text")) {
         source = args.get("text");
-        const std::string text = readTextFile(source);
+        const std::string text = readTextInput(source, "evaluation text");
         if (text.empty()) throw Error("evaluation text '" + source + "' is empty");
         ids = lm.encode(text, /*addBos=*/true);  // the protocol: tokenize once, BOS once at the start
     } else {

@@ -1,6 +1,7 @@
 // zeroshot: multiple-choice accuracy as lm-evaluation-harness scores it; make-verse-task: the
 // demo task built from the held-out New Testament.
 #include "app/npw/commands.h"
+#include "core/util/regular_file.h"
 #include "core/eval/zeroshot.h"
 #include "core/models/language_model.h"
 #include "core/text/json_fields.h"
@@ -57,7 +58,7 @@ int runMakeVerseTask(const Args& args) {
     for (const char* required : {"text", "out"})
         if (!args.has(required)) throw Error(std::string("--") + required + " is required");
     const std::vector<std::string> lines =
-        buildVerseEndingTask(readTextFile(args.get("text")), args.getInt("n"), uint64_t(args.getInt("seed")));
+        buildVerseEndingTask(readTextInput(args.get("text"), "verse text"), args.getInt("n"), uint64_t(args.getInt("seed")));
     std::string body;
     for (const std::string& line : lines) body += line + "\n";
     writeTextAtomically(args.get("out"), body);

@@ -1,4 +1,5 @@
 #include "core/eval/feature_network.h"
+#include "core/util/regular_file.h"
 
 #include "core/io/shape_text.h"
 #include "core/data/fashion_mnist.h"
@@ -106,6 +107,7 @@ private:
 } // namespace
 
 std::string fileFingerprint(const std::string& path) {
+    requireRegularFile(path);  // a FIFO is refused, never waited on
     std::ifstream in(path, std::ios::binary);
     if (!in) throw Error("cannot open '" + path + "'");
     uint64_t h = 1469598103934665603ULL;

@@ -1,4 +1,5 @@
 #include "core/experiments/sweep_request.h"
+#include "core/util/regular_file.h"
 
 #include "core/experiments/dataset_inputs.h"
 #include "core/text/token_ids.h"
@@ -23,7 +24,7 @@ SweepEvalSet sweepEvalSet(const LanguageModel& lm, const std::string& source, in
     const std::string path = source.substr(colon + 1);
     set.name = std::filesystem::path(path).stem().string();
     set.isText = kind == "text";  // bits per byte only for text
-    set.ids = set.isText ? lm.encode(readTextFile(path), true) : readTokenIdFile(path, lm.model->config().vocab_size);
+    set.ids = set.isText ? lm.encode(readTextInput(path, "evaluation text"), true) : readTokenIdFile(path, lm.model->config().vocab_size);
     return set;
 }
 

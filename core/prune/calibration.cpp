@@ -1,4 +1,5 @@
 #include "core/prune/calibration.h"
+#include "core/util/regular_file.h"
 
 #include "core/io/safetensors.h"
 #include "core/io/shape_text.h"
@@ -174,7 +175,7 @@ std::vector<std::vector<int32_t>> readTokenIdLines(const std::string& path, int6
 
 std::vector<int32_t> readCalibrationStream(const std::string& path, bool idFile, const LanguageModel& model) {
     if (idFile) return readTokenIdFile(path, model.model->config().vocab_size);
-    const std::string text = readTextFile(path);
+    const std::string text = readTextInput(path, "calibration text");
     if (text.empty()) throw Error("calibration text '" + path + "' is empty");
     return model.encode(text, /*addBos=*/true);  // tokenized once, one BOS, as the perplexity protocol
 }

@@ -1,4 +1,5 @@
 #include "core/text/tokenizer.h"
+#include "core/util/regular_file.h"
 
 #include "core/text/added_tokens.h"
 #include "core/text/bpe_model.h"
@@ -338,6 +339,7 @@ private:
 std::shared_ptr<Tokenizer> Tokenizer::fromFile(const std::string& tokenizerJsonPath) {
     if (std::filesystem::is_directory(tokenizerJsonPath))
         throw Error("tokenizer '" + tokenizerJsonPath + "' is a folder; give the tokenizer.json file in it");
+    requireRegularFile(tokenizerJsonPath, "tokenizer");  // a FIFO is refused, never waited on
     std::ifstream file(tokenizerJsonPath, std::ios::binary);
     if (!file)
         throw Error("cannot open tokenizer '" + tokenizerJsonPath + "': " + std::strerror(errno));

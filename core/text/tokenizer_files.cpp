@@ -1,5 +1,6 @@
 // Tokenizer::fromAnyFile (issue 14): dispatch on a tokenizer file's content.
 #include "core/text/tokenizer_files.h"
+#include "core/util/regular_file.h"
 
 #include "core/text/llama2c_tokenizer.h"
 #include "core/text/sentencepiece_model.h"
@@ -55,6 +56,7 @@ bool looksLikeTiktoken(std::string_view bytes) {
 std::string readTokenizerFileBytes(const std::string& path) {
     if (std::filesystem::is_directory(path))
         throw Error("tokenizer '" + path + "' is a folder; give the tokenizer file in it (tokenizer.json, tokenizer.model or tokenizer.bin)");
+    requireRegularFile(path, "tokenizer");  // a FIFO is refused, never waited on
     std::ifstream file(path, std::ios::binary | std::ios::ate);
     if (!file)
         throw Error("cannot open tokenizer '" + path + "': " + std::strerror(errno));

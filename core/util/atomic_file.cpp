@@ -1,5 +1,6 @@
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
+#include "core/util/regular_file.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -110,11 +111,7 @@ void ensureNotOverwritingSource(const std::string& source, const std::string& ou
 }
 
 std::string readTextFile(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error("cannot open '" + path + "': " + std::strerror(errno));
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
+    return readRegularFile(path);  // a FIFO or a directory is refused, never waited on
 }
 
 } // namespace npw
