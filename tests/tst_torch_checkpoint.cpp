@@ -525,6 +525,12 @@ private slots:
         auto checkpoint = TorchCheckpoint::open(fixture("llamagen_like.pt"));
         verifyMentionsAll(errorOf([&] { checkpoint->loadFloat("test.mask"); }),
                           {"tensor 'test.mask'", "has dtype BOOL"});
+        // Integer storages are never weights: refused by name, as the safetensors reader does.
+        verifyMentionsAll(errorOf([&] { checkpoint->loadFloat("test.i32"); }),
+                          {"tensor 'test.i32'", "has dtype I32", "a floating-point tensor (F32, F16, BF16, F64) was expected"});
+        verifyMentionsAll(errorOf([&] { checkpoint->loadFloat("test.i64"); }), {"tensor 'test.i64'", "has dtype I64"});
+        QCOMPARE(checkpoint->load("test.i32").scalar_type(), at::kInt);  // still readable as stored
+        QCOMPARE(checkpoint->loadFloat("test.f64").scalar_type(), at::kFloat);
         verifyMentionsAll(errorOf([&] { checkpoint->info("nope"); }),
                           {"llamagen_like.pt", "no tensor named 'nope'", "at 'model'"});
     }

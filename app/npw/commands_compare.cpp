@@ -1,10 +1,10 @@
 // compare: the continuations of a dense model and of pruned versions of it, side by side
 // (core/eval/compare): where each pruned one leaves the dense one, per-model KL and NLL.
 #include "app/npw/commands.h"
-#include "core/util/regular_file.h"
 #include "core/eval/compare.h"
 #include "core/models/language_model.h"
 #include "core/util/error.h"
+#include "core/util/regular_file.h"
 
 #include <cmath>
 #include <filesystem>

@@ -3,7 +3,6 @@
 // folder (results.json, perplexity.csv, and the pruned checkpoints); the same for the image
 // model demo:c2i with the image metrics.
 #include "app/npw/commands.h"
-#include "core/util/regular_file.h"
 #include "core/eval/generate.h"
 #include "core/models/parameter_count.h"
 #include "core/models/vq_model.h"
@@ -18,6 +17,7 @@
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
 #include "core/util/paths.h"
+#include "core/util/regular_file.h"
 
 #include <ATen/ATen.h>
 #include <filesystem>

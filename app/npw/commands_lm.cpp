@@ -1,6 +1,5 @@
 // info, eval, generate, bench: looking at and measuring a language model.
 #include "app/npw/commands.h"
-#include "core/util/regular_file.h"
 #include "core/data/text_datasets.h"
 #include "core/eval/generate.h"
 #include "core/eval/layerwise_perplexity.h"
@@ -13,6 +12,7 @@
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
 #include "core/util/number_text.h"
+#include "core/util/regular_file.h"
 #include "core/util/system_memory.h"
 
 #include <cmath>

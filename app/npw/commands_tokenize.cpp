@@ -1,11 +1,11 @@
 // tokenize: a text's token ids and pieces with a model's tokenizer (or a tokenizer file), so a
 // user can put npw's tokenization beside their own tools' (issue 14).
 #include "app/npw/commands.h"
-#include "core/util/regular_file.h"
 #include "core/models/model_loader.h"
 #include "core/text/tokenizer_files.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
+#include "core/util/regular_file.h"
 
 #include <cstring>
 #include <filesystem>

@@ -1,6 +1,5 @@
 // train-tokenizer, train-lm: how the bundled demo models were made (resumable, seeded).
 #include "app/npw/commands.h"
-#include "core/util/regular_file.h"
 #include "core/models/model_loader.h"
 #include "core/models/runtime.h"
 #include "core/text/bpe_trainer.h"
@@ -8,6 +7,7 @@
 #include "core/train/demo_presets.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
+#include "core/util/regular_file.h"
 
 #include <filesystem>
 #include <iostream>

@@ -1,12 +1,12 @@
 // zeroshot: multiple-choice accuracy as lm-evaluation-harness scores it; make-verse-task: the
 // demo task built from the held-out New Testament.
 #include "app/npw/commands.h"
-#include "core/util/regular_file.h"
 #include "core/eval/zeroshot.h"
 #include "core/models/language_model.h"
 #include "core/text/json_fields.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
+#include "core/util/regular_file.h"
 
 #include <cmath>
 #include <iomanip>

@@ -316,6 +316,7 @@ TextDataset readTextDataset(const TextDatasetRef& given, TextDatasetUse use) {
     std::vector<char> chunk(size_t(1) << 20);
     std::string pending;         // the bytes of a line not yet ended
     uint64_t pendingOffset = 0;  // pending's first byte in the inflated stream
+    size_t searched = 0;         // pending's bytes before this hold no line end
     uint64_t total = 0;
     bool atEnd = false;
     while (!atEnd && data.rows.size() < rowsNeeded) {
@@ -356,13 +357,22 @@ TextDataset readTextDataset(const TextDatasetRef& given, TextDatasetUse use) {
         pending.append(bytes);
         // Hand out the complete lines. Raw text ends a line at "\n", "\r\n" or a lone "\r" (Python's
         // universal newlines); JSON lines at "\n" (a "\r" before it is dropped by takeLine).
+        // `searched`: where the last search stopped, so that a long line is scanned once, not once
+        // per chunk.
         size_t start = 0;
         while (data.rows.size() < rowsNeeded) {
-            const size_t end = data.jsonLines ? pending.find('\n', start) : pending.find_first_of("\r\n", start);
-            if (end == std::string::npos) break;
+            const size_t from = std::max(start, searched);
+            const size_t end = data.jsonLines ? pending.find('\n', from) : pending.find_first_of("\r\n", from);
+            if (end == std::string::npos) {
+                searched = pending.size();
+                break;
+            }
             size_t next = end + 1;
             if (pending[end] == '\r') {
-                if (end + 1 == pending.size() && !atEnd) break;  // is it "\r\n"? the next chunk tells
+                if (end + 1 == pending.size() && !atEnd) {  // is it "\r\n"? the next chunk tells
+                    searched = end;
+                    break;
+                }
                 if (end + 1 < pending.size() && pending[end + 1] == '\n') ++next;
             }
             takeLine(std::string_view(pending).substr(start, end - start), pendingOffset + start, true);
@@ -370,6 +380,7 @@ TextDataset readTextDataset(const TextDatasetRef& given, TextDatasetUse use) {
         }
         pending.erase(0, start);
         pendingOffset += start;
+        searched = searched > start ? searched - start : 0;
     }
     if (!pending.empty() && data.rows.size() < rowsNeeded) takeLine(pending, pendingOffset, false);
     data.fileBytes = total;

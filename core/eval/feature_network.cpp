@@ -1,11 +1,11 @@
 #include "core/eval/feature_network.h"
-#include "core/util/regular_file.h"
 
 #include "core/io/shape_text.h"
 #include "core/data/fashion_mnist.h"
 #include "core/io/image_files.h"
 #include "core/util/error.h"
 #include "core/util/paths.h"
+#include "core/util/regular_file.h"
 
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>

@@ -3,6 +3,7 @@
 #include "core/text/utf8.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
+#include "core/util/regular_file.h"
 #include "core/text/json_fields.h"
 
 #include <ATen/ATen.h>
@@ -256,7 +257,7 @@ ZeroShotTask loadZeroShotTask(const std::string& name, const std::string& path, 
     task.name = task.kind == "mc" ? std::filesystem::path(path).stem().string() : name;
     task.source = path;
     task.reportsAccNorm = task.kind != "boolq" && task.kind != "winogrande";
-    std::istringstream lines(readTextFile(path));
+    std::istringstream lines(readRegularFile(path, "task file"));  // a FIFO is refused, never waited on
     int64_t lineNumber = 0;
     for (std::string line; std::getline(lines, line);) {
         ++lineNumber;

@@ -1,10 +1,10 @@
 #include "core/experiments/sweep_request.h"
-#include "core/util/regular_file.h"
 
 #include "core/experiments/dataset_inputs.h"
 #include "core/text/token_ids.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
+#include "core/util/regular_file.h"
 
 #include <cmath>
 #include <filesystem>

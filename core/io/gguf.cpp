@@ -1,10 +1,10 @@
 #include "core/io/gguf.h"
-#include "core/util/regular_file.h"
 
 #include "core/text/utf8.h"
 #include "core/util/atomic_file.h"
 #include "core/util/checked_math.h"
 #include "core/util/error.h"
+#include "core/util/regular_file.h"
 
 #include <algorithm>
 #include <cerrno>

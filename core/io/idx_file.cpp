@@ -1,7 +1,7 @@
 #include "core/io/idx_file.h"
-#include "core/util/regular_file.h"
 #include "core/util/checked_math.h"
 #include "core/util/error.h"
+#include "core/util/regular_file.h"
 
 #include <ATen/ATen.h>
 #include <algorithm>

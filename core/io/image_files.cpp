@@ -1,7 +1,7 @@
 #include "core/io/image_files.h"
-#include "core/util/regular_file.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
+#include "core/util/regular_file.h"
 
 #include <ATen/ATen.h>
 #include <algorithm>

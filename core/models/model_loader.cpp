@@ -1,5 +1,4 @@
 #include "core/models/model_loader.h"
-#include "core/util/regular_file.h"
 #include "core/models/sliced_llama.h"
 
 #include "core/io/mapped_file.h"
@@ -11,6 +10,7 @@
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
 #include "core/util/paths.h"
+#include "core/util/regular_file.h"
 
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>

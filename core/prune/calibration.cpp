@@ -1,5 +1,4 @@
 #include "core/prune/calibration.h"
-#include "core/util/regular_file.h"
 
 #include "core/io/safetensors.h"
 #include "core/io/shape_text.h"
@@ -7,6 +6,7 @@
 #include "core/text/token_ids.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
+#include "core/util/regular_file.h"
 
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>

@@ -1,8 +1,8 @@
 #include "core/text/llama2c_tokenizer.h"
-#include "core/util/regular_file.h"
 
 #include "core/text/utf8.h"
 #include "core/util/error.h"
+#include "core/util/regular_file.h"
 
 #include <algorithm>
 #include <cerrno>

@@ -1,9 +1,9 @@
 #include "core/text/sentencepiece_tokenizer.h"
-#include "core/util/regular_file.h"
 
 #include "core/text/sentencepiece_normalizer.h"
 #include "core/text/utf8.h"
 #include "core/util/error.h"
+#include "core/util/regular_file.h"
 
 #include <algorithm>
 #include <cerrno>

@@ -1,7 +1,7 @@
 #include "core/text/token_ids.h"
-#include "core/util/regular_file.h"
 
 #include "core/util/error.h"
+#include "core/util/regular_file.h"
 
 #include <fstream>
 

@@ -1,6 +1,5 @@
 // Tokenizer::fromAnyFile (issue 14): dispatch on a tokenizer file's content.
 #include "core/text/tokenizer_files.h"
-#include "core/util/regular_file.h"
 
 #include "core/text/llama2c_tokenizer.h"
 #include "core/text/sentencepiece_model.h"
@@ -8,6 +7,7 @@
 #include "core/text/tiktoken.h"
 #include "core/text/tokenizer.h"
 #include "core/util/error.h"
+#include "core/util/regular_file.h"
 
 #include <nlohmann/json.hpp>
 
