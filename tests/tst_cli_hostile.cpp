@@ -307,7 +307,7 @@ private slots:
         QTest::newRow("rope_theta 1e-320") << "rope_theta" << "1e-320" << "rope_theta";
         QTest::newRow("rms_norm_eps 1e-320") << "rms_norm_eps" << "1e-320" << "rms_norm_eps";
         QTest::newRow("rms_norm_eps 1e300") << "rms_norm_eps" << "1e300" << "rms_norm_eps";
-        QTest::newRow("llama3 high_freq_factor 1e-310")
+        QTest::newRow("llama3 low_freq_factor 1e-310")
             << "rope_scaling"
             << R"({"rope_type": "llama3", "factor": 8, "low_freq_factor": 1e-310, "high_freq_factor": 4, "original_max_position_embeddings": 8192})"
             << "low_freq_factor";

@@ -77,8 +77,7 @@ ChosenTokenizer chooseTokenizer(const Args& args, const std::string& source) {
         head.resize(static_cast<std::size_t>(in.gcount()));
         const TokenizerFileKind kind = detectTokenizerFile(head);
         if (namedLikeATokenizer(source) || (kind != TokenizerFileKind::Unknown && kind != TokenizerFileKind::Llama2cBin)) {
-            Tokenizer::fromAnyFile(source);  // its own error, naming the file and the field
-            sourceIsTokenizer = true;
+            sourceIsTokenizer = true;  // read as one below: a damaged file gets the reader's own error
         } else if (kind == TokenizerFileKind::Llama2cBin) {
             // tokenizer.bin files are small (LLaMA-2's 32,000 pieces: 0.4 MB); a large file whose
             // header describes a model is not read whole as a tokenizer first.
