@@ -231,7 +231,7 @@ def cases(w, npw):
            ["eval", m, "--dataset", "wikitext2:" + w.write("wiki-test.jsonl.gz", bomb * 4096)])
     yield ("inflating archive", "`eval --dataset c4:` a 4 GiB bomb (evaluation reads only its first 1100 documents)",
            ["eval", m, "--dataset", "c4:" + w.write("c4/c4-validation.00000-of-00008.json.gz", bomb * 4096),
-            "--seqlen", "8", "--max-windows", "2"])
+            "--seqlen", "8", "--max-windows", "2"], {"show": "dataset"})
     sparse = w.path("nul-2g.txt")
     with open(sparse, "wb") as f:
         f.truncate(2 << 30)
