@@ -447,10 +447,13 @@ private slots:
             QVERIFY2(loaded.is_contiguous(), name.c_str());
             QCOMPARE(loaded.sizes().vec(), info.shape);
             QVERIFY2(at::equal(loaded.to(at::kDouble), values), name.c_str());
-            if (dtype != "BOOL") {
+            if (dtype == "F32" || dtype == "F16" || dtype == "BF16" || dtype == "F64") {
                 const at::Tensor asFloat = checkpoint->loadFloat(name);
                 QCOMPARE(asFloat.scalar_type(), at::kFloat);
                 QVERIFY2(at::equal(asFloat, values.to(at::kFloat)), name.c_str());
+            } else {  // integers and booleans are never weights: refused by name
+                verifyMentionsAll(errorOf([&] { checkpoint->loadFloat(name); }),
+                                  {QString::fromStdString("tensor '" + name + "'"), QString::fromStdString("has dtype " + dtype)});
             }
         }
     }
