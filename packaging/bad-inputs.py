@@ -319,6 +319,68 @@ def cases(w, npw):
     yield ("fallback", "`eval --tokenizer` of 16 pieces on a 32-token model",
            ["eval", m, "--tokenizer", w.write("small-tokenizer.json", json.dumps(small)), "--text", calib])
 
+    # Inputs that inflate, never end, or grow a reader's work without bound.
+    line = json.dumps({"text": "a" * 1000}) + "\n"
+    bomb = gzip.compress((line * ((1 << 20) // len(line))).encode(), 9)
+    yield ("inflating archive", "`prune --calib c4:` a 2 MB .json.gz that inflates to 2 GiB",
+           pruned(w.model)[:6] + ["--calib", "c4:" + w.write("c4/c4-train.00000-of-01024.json.gz", bomb * 2048),
+                                  "--nsamples", "2", "--seqlen", "16", "--out", w.path("out-bomb")])
+    yield ("inflating archive", "`eval --dataset wikitext2:` a .jsonl.gz that inflates to 4 GiB",
+           ["eval", m, "--dataset", "wikitext2:" + w.write("wiki-test.jsonl.gz", bomb * 4096)])
+    yield ("inflating archive", "`eval --dataset c4:` a 4 GiB bomb (evaluation reads only its first 1100 documents)",
+           ["eval", m, "--dataset", "c4:" + w.write("c4/c4-validation.00000-of-00008.json.gz", bomb * 4096),
+            "--seqlen", "8", "--max-windows", "2"], {"show": "dataset"})
+    sparse = w.path("nul-2g.txt")
+    with open(sparse, "wb") as f:
+        f.truncate(2 << 30)
+    yield ("NUL text", "`eval --text` a 2 GiB file of NUL bytes (sparse)", ["eval", m, "--text", sparse])
+    yield ("NUL text", "`prune --calib` the same 2 GiB file", pruned(w.model)[:6] + ["--calib", sparse, "--out", w.path("out-nul")])
+    yield ("NUL text", "`eval --dataset wikitext2-test:` the same 2 GiB file",
+           ["eval", m, "--dataset", "wikitext2-test:" + sparse])
+    fifo_model = w.fresh(model__safetensors__index__json=json.dumps(
+        {"weight_map": {name: "model-00001-of-00001.safetensors" for name in tensor_names(tiny_weights(CONFIG))}}))
+    os.remove(os.path.join(fifo_model, "model.safetensors"))
+    os.mkfifo(os.path.join(fifo_model, "model-00001-of-00001.safetensors"))
+    yield ("FIFO", "the safetensors index names a shard that is a named pipe", ["info", fifo_model])
+    fifo = w.path("pipe.txt")
+    os.mkfifo(fifo)
+    yield ("FIFO", "`eval --text` a named pipe", ["eval", m, "--text", fifo])
+    yield ("FIFO", "`zeroshot --task mc:` a named pipe", ["zeroshot", m, "--task", "mc:" + fifo])
+    tiktoken = open(os.path.join(ROOT, "tests/data/tokenizers/llama3/tokenizer.model")).read()
+    cut = tiktoken.index("\n", 1000) + 1
+    yield ("tiktoken", "LLaMA-3 tokenizer.model with one token of 300 KB",
+           ["tokenize", w.write("tt/tokenizer.model", tiktoken[:cut] + "YWFh" * 100000 + " 127999\n" + tiktoken[cut:]),
+            "--string", "hello"])
+    many = json.dumps({"context": "Pick:", "choices": ["c%d" % i for i in range(100000)], "gold": 0})
+    yield ("zero-shot", "an item with 100,000 choices", ["zeroshot", m, "--task", "mc:" + w.write("many.jsonl", many + "\n")])
+    yield ("zero-shot", "a choice that is the empty string",
+           ["zeroshot", m, "--task", "mc:" + w.write("empty.jsonl", json.dumps({"context": "The sky is", "choices": ["blue", ""],
+                                                                              "gold": 1}) + "\n")])
+    yield ("dtype", "llama2.c `ckpt.pt` whose weights are int32 storages",
+           ["eval", os.path.join(ROOT, "tests/data/torch_checkpoints/llama2c_int32_weights.pt"),
+            "--ids", w.write("ids.txt", " ".join(str(i) for i in range(1, 40))), "--seqlen", "8"])
+    meta = w.path("meta-mixed")
+    os.makedirs(meta)
+    for source, name in (("meta_llama2_2shards", "params.json"), ("meta_llama2_2shards", "consolidated.00.pth"),
+                         ("meta_llama31_2shards", "consolidated.01.pth")):
+        shutil.copy(os.path.join(ROOT, "tests/data/family_ref", source, name), os.path.join(meta, name))
+    yield ("Meta shards", "`consolidated.01.pth` of another model of the family (LLaMA-3.1's beside LLaMA-2's)", ["info", meta])
+    yield ("denormal", "config.json `rope_scaling` factor 1e-320",
+           ["eval", w.fresh(config__json=json.dumps(dict(CONFIG, rope_scaling={"rope_type": "linear", "factor": 1e-320}))),
+            "--text", calib])
+    yield ("denormal", "config.json `rms_norm_eps` 1e-320", ["eval", w.fresh(config__json=json.dumps(dict(CONFIG, rms_norm_eps=1e-320))),
+                                                             "--text", calib])
+    for source, name in (("tok105.bin", "tokenizer.bin"), ("tok105.model", "tokenizer.model")):
+        whole = open(os.path.join(ROOT, "tests/data/sentencepiece", source), "rb").read()
+        yield ("tokenize", "`npw tokenize` a damaged `%s` (its first half)" % name,
+               ["tokenize", w.write("damaged-" + source + "/" + name, whole[:len(whole) // 2]), "--string", "hello"])
+
+
+def tensor_names(safetensors):
+    """The tensor names of a safetensors file's header."""
+    length = struct.unpack("<Q", safetensors[:8])[0]
+    return [k for k in json.loads(safetensors[8:8 + length]) if k != "__metadata__"]
+
 
 def make_special(w, key):
     """Inputs that need PyTorch or copies of bundled models, made on demand."""
@@ -373,6 +435,8 @@ def main():
     parser.add_argument("--npw", default=os.path.join(ROOT, "build", "app", "npw"))
     parser.add_argument("--timeout", type=float, default=300)
     parser.add_argument("--rows", help="only these rows, e.g. 4,6,54-64 (their numbers stay those of the full table)")
+    parser.add_argument("--from", dest="first", type=int, default=1,
+                        help="run only the cases from this number on (the table's rows keep their numbers)")
     args = parser.parse_args()
     npw = os.path.abspath(args.npw)
     if not os.path.exists(npw):
@@ -389,7 +453,7 @@ def main():
                 lo, _, hi = part.partition("-")
                 wanted.update(range(int(lo), int(hi or lo) + 1))
         for number, case in enumerate(cases(w, npw), 1):
-            if wanted is not None and number not in wanted:
+            if (wanted is not None and number not in wanted) or number < args.first:
                 continue
             klass, what, argv = case[0], case[1], list(case[2])
             model = argv[1] if len(argv) > 1 else ""

@@ -203,6 +203,11 @@ private slots:
         QTest::newRow("rank not a number") << start + "Jg== 5x\n" << "line 6: the rank '5x' is not an integer";
         QTest::newRow("two fields") << start + "Jg==\n" << "line 6 is not";
         QTest::newRow("another tiktoken file") << start << "has 5 ranks";
+        // Tokens are tens of bytes (LLaMA-3's longest: 128); a long one is refused by its length.
+        QTest::newRow("token of 1500 bytes") << start + QString("YWFh").repeated(500) + " 5\n"
+                                             << "line 6: the token is about 1500 bytes long; npw refuses tokens of more than 1024 bytes";
+        QTest::newRow("token of 1025 bytes") << start + QString("YWFh").repeated(341) + "YWE= 5\n"
+                                             << "line 6: the token is 1025 bytes long";
     }
 
     void tiktokenRefusesWhatItCannotRead() {

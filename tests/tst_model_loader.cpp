@@ -7,6 +7,7 @@
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 #include "error_of.h"
+#include <QElapsedTimer>
 #include <QFile>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -15,6 +16,8 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+
+#include <sys/stat.h>
 
 using namespace npw;
 using npw::test::errorOf;
@@ -464,6 +467,21 @@ private slots:
                  qPrintable(message));
     }
 
+    // A shard of the index that is a named pipe: refused at once, never opened for a blocking read.
+    void hfFifoShardIsRefused() {
+        std::string dir = savedTiny(tinyUniform());
+        shardHalfPrecision(dir);
+        const std::string shard = dir + "/model-00002-of-00002.safetensors";
+        std::filesystem::remove(shard);
+        QVERIFY(mkfifo(shard.c_str(), 0644) == 0);
+        QElapsedTimer timer;
+        timer.start();
+        const QString message = errorOf([&] { loadHfLlamaDirectory(dir); });
+        QVERIFY2(containsAll(message, {QString::fromStdString(shard), "a FIFO (named pipe), not a regular file"}),
+                 qPrintable(message));
+        QVERIFY(timer.elapsed() < 10000);
+    }
+
     void hfMissingTensor() {
         std::string dir = savedTiny(tinyUniform());
         editWeights(dir, [](TensorMap& t) { t.erase("model.layers.1.mlp.up_proj.weight"); });
@@ -561,6 +579,15 @@ private slots:
                                          << QStringList{"must divide the query heads", "layer 0", "3 key/value heads"};
         QTest::newRow("odd_head_dim") << R"({"head_dim": 3})" << QStringList{"head_dim must be positive and even"};
         QTest::newRow("not_json") << "" << QStringList{"not valid JSON"};
+        // Real values: normal, finite and in range (a denormal factor is "positive" and gives NaN).
+        QTest::newRow("rope_scaling_denormal") << R"({"rope_scaling": {"rope_type": "linear", "factor": 1e-320}})"
+                                               << QStringList{"rope_scaling factor", "normal, finite number from 0.001 to 1e+06"};
+        QTest::newRow("rope_theta_zero") << R"({"rope_theta": 0})" << QStringList{"rope_theta", "from 1 to 1e+12", "got 0"};
+        QTest::newRow("rms_norm_eps_denormal") << R"({"rms_norm_eps": 1e-320})" << QStringList{"rms_norm_eps", "from 1e-12 to 1"};
+        QTest::newRow("rms_norm_eps_huge") << R"({"rms_norm_eps": 1e300})" << QStringList{"rms_norm_eps", "got 1.0000000000000001e+300"};
+        QTest::newRow("llama3_high_freq_huge")
+            << R"({"rope_scaling": {"rope_type": "llama3", "factor": 8, "low_freq_factor": 1, "high_freq_factor": 1e30, "original_max_position_embeddings": 8192}})"
+            << QStringList{"high_freq_factor", "from 0.001 to 1e+06"};
     }
 
     void hfConfigRules() {

@@ -14,12 +14,17 @@
 
 #include <nlohmann/json.hpp>
 
+#include <QElapsedTimer>
+#include <QTemporaryDir>
 #include <QtTest>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include <sys/stat.h>
+#include <zlib.h>
 
 using namespace npw;
 using Json = nlohmann::json;
@@ -41,6 +46,11 @@ TextDatasetRef refOf(const std::string& spec) {
     if (!ref) throw std::runtime_error("not a data set: " + spec);
     ref->path = dataDir + ref->path;
     return *ref;
+}
+
+void writeTextFile(const std::string& path, const std::string& text) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << text;
 }
 
 TextDatasetUse useOf(const std::string& use) {
@@ -255,6 +265,88 @@ private slots:
         const QString missing = test::errorOf([] { readTextDataset(refOf("c4:ptb"), TextDatasetUse::Evaluation); });
         QVERIFY2(missing.contains("c4-validation.00000-of-00008.json.gz") && missing.contains("does not exist"),
                  qPrintable(missing));
+    }
+
+    // Hostile files (a gzip bomb, rows that cost more than their bytes, NULs, a FIFO) end in an
+    // error naming the file, early: never read whole, never held whole.
+    void gzipBombIsRefusedAfterSixteenMiB() {
+        QTemporaryDir dir;
+        const std::string line = "{\"text\": \"" + std::string(1000, 'a') + "\"}\n";
+        std::string chunk;
+        while (chunk.size() < (size_t(1) << 20)) chunk += line;
+        std::string member(compressBound(uLong(chunk.size())) + 64, '\0');
+        z_stream zs{};
+        deflateInit2(&zs, 9, Z_DEFLATED, 15 + 16, 9, Z_DEFAULT_STRATEGY);
+        zs.next_in = reinterpret_cast<Bytef*>(chunk.data());
+        zs.avail_in = uInt(chunk.size());
+        zs.next_out = reinterpret_cast<Bytef*>(member.data());
+        zs.avail_out = uInt(member.size());
+        QCOMPARE(deflate(&zs, Z_FINISH), Z_STREAM_END);
+        member.resize(zs.total_out);
+        deflateEnd(&zs);
+        const std::string path = dir.filePath("c4-train.00000-of-01024.json.gz").toStdString();
+        {
+            std::ofstream out(path, std::ios::binary);
+            for (int i = 0; i < 2048; ++i) out << member;  // 2 GiB inflated, a few MB on disk
+        }
+        QElapsedTimer timer;
+        timer.start();
+        const QString m = test::errorOf([&] { readTextDataset(*parseTextDatasetRef("c4:" + path), TextDatasetUse::Calibration); });
+        QVERIFY2(m.contains(QString::fromStdString(path)) && m.contains("inflates more than 100-fold"), qPrintable(m));
+        QVERIFY2(timer.elapsed() < 20000, qPrintable(QString::number(timer.elapsed()) + " ms"));
+        // C4's evaluation needs the first 1100 documents only: the bomb's first megabyte.
+        const std::string validation = dir.filePath("c4-validation.00000-of-00008.json.gz").toStdString();
+        std::filesystem::rename(path, validation);
+        const TextDataset data = readTextDataset(*parseTextDatasetRef("c4:" + validation), TextDatasetUse::Evaluation);
+        QCOMPARE(data.rows.size(), size_t(kC4EvalDocuments));
+        QVERIFY(data.fileBytes < (uint64_t(4) << 20));
+    }
+
+    // C4's evaluation stops after its documents: what follows is never read (nor judged).
+    void c4EvaluationReadsOnlyItsDocuments() {
+        QTemporaryDir dir;
+        std::string text;
+        for (int i = 0; i < kC4EvalDocuments; ++i) text += "{\"text\": \"document " + std::to_string(i) + "\"}\n";
+        text += "not JSON\n";
+        const std::string validation = dir.filePath("c4-validation.json").toStdString();
+        writeTextFile(validation, text);
+        const TextDataset data = readTextDataset(*parseTextDatasetRef("c4:" + validation), TextDatasetUse::Evaluation);
+        QCOMPARE(data.rows.size(), size_t(kC4EvalDocuments));
+        QCOMPARE(data.rows.back(), std::string("document 1099"));
+        const std::string train = dir.filePath("c4-train.json").toStdString();
+        writeTextFile(train, text);
+        const QString m = test::errorOf([&] { readTextDataset(*parseTextDatasetRef("c4:" + train), TextDatasetUse::Calibration); });
+        QVERIFY2(m.contains("line 1101"), qPrintable(m));
+    }
+
+    // 9 MB of empty lines would be 9 million rows of ~32 bytes each: the rows' bookkeeping
+    // counts against the bound, so such a file is refused before it takes gigabytes.
+    void rowsAreBoundedWithTheirBookkeeping() {
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("lines.test.raw").toStdString();
+        writeTextFile(path, std::string(9000000, '\n'));
+        const QString m = test::errorOf([&] { readTextDataset(*parseTextDatasetRef("wikitext2:" + path), TextDatasetUse::Evaluation); });
+        QVERIFY2(m.contains(QString::fromStdString(path)) && m.contains("rows already take more than 256 MiB"), qPrintable(m));
+    }
+
+    // A sparse 2 GiB file of NULs: refused at its first byte; a FIFO: refused without opening it
+    // for a blocking read.
+    void nulsAndFifosAreRefusedAtOnce() {
+        QTemporaryDir dir;
+        const std::string nul = dir.filePath("nul.test.raw").toStdString();
+        {
+            std::ofstream out(nul, std::ios::binary);
+        }
+        std::filesystem::resize_file(nul, uintmax_t(2) << 30);
+        QElapsedTimer timer;
+        timer.start();
+        QString m = test::errorOf([&] { readTextDataset(*parseTextDatasetRef("wikitext2:" + nul), TextDatasetUse::Evaluation); });
+        QVERIFY2(m.contains(QString::fromStdString(nul)) && m.contains("NUL byte at offset 0"), qPrintable(m));
+        QVERIFY(timer.elapsed() < 10000);
+        const std::string fifo = dir.filePath("pipe.test.raw").toStdString();
+        QVERIFY(mkfifo(fifo.c_str(), 0644) == 0);
+        m = test::errorOf([&] { readTextDataset(*parseTextDatasetRef("wikitext2:" + fifo), TextDatasetUse::Evaluation); });
+        QVERIFY2(m.contains(QString::fromStdString(fifo)) && m.contains("a FIFO (named pipe), not a regular file"), qPrintable(m));
     }
 
     // A stated split decides over the file name (a renamed file), for either use.

@@ -447,10 +447,13 @@ private slots:
             QVERIFY2(loaded.is_contiguous(), name.c_str());
             QCOMPARE(loaded.sizes().vec(), info.shape);
             QVERIFY2(at::equal(loaded.to(at::kDouble), values), name.c_str());
-            if (dtype != "BOOL") {
+            if (dtype == "F32" || dtype == "F16" || dtype == "BF16" || dtype == "F64") {
                 const at::Tensor asFloat = checkpoint->loadFloat(name);
                 QCOMPARE(asFloat.scalar_type(), at::kFloat);
                 QVERIFY2(at::equal(asFloat, values.to(at::kFloat)), name.c_str());
+            } else {  // integers and booleans are never weights: refused by name
+                verifyMentionsAll(errorOf([&] { checkpoint->loadFloat(name); }),
+                                  {QString::fromStdString("tensor '" + name + "'"), QString::fromStdString("has dtype " + dtype)});
             }
         }
     }
@@ -525,6 +528,12 @@ private slots:
         auto checkpoint = TorchCheckpoint::open(fixture("llamagen_like.pt"));
         verifyMentionsAll(errorOf([&] { checkpoint->loadFloat("test.mask"); }),
                           {"tensor 'test.mask'", "has dtype BOOL"});
+        // Integer storages are never weights: refused by name, as the safetensors reader does.
+        verifyMentionsAll(errorOf([&] { checkpoint->loadFloat("test.i32"); }),
+                          {"tensor 'test.i32'", "has dtype I32", "a floating-point tensor (F32, F16, BF16, F64) was expected"});
+        verifyMentionsAll(errorOf([&] { checkpoint->loadFloat("test.i64"); }), {"tensor 'test.i64'", "has dtype I64"});
+        QCOMPARE(checkpoint->load("test.i32").scalar_type(), at::kInt);  // still readable as stored
+        QCOMPARE(checkpoint->loadFloat("test.f64").scalar_type(), at::kFloat);
         verifyMentionsAll(errorOf([&] { checkpoint->info("nope"); }),
                           {"llamagen_like.pt", "no tensor named 'nope'", "at 'model'"});
     }

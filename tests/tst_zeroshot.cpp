@@ -224,6 +224,37 @@ private slots:
         QVERIFY(errorOf([&] { parseZeroShotItem("winogrande", R"({"sentence":"no blank","option1":"a","option2":"b","answer":"1"})"); })
                     .contains("blank"));
     }
+
+    // The supported tasks have 2 to 5 choices: more than kMaxZeroShotChoices is refused (100,000
+    // would take hours), and a choice without text would be scored on the context alone.
+    void choicesAreBoundedAndHaveText() {
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("mc.jsonl").toStdString();
+        std::string many = "{\"context\":\"c\",\"gold\":0,\"choices\":[";
+        for (int i = 0; i < 100000; ++i) many += std::string(i ? "," : "") + "\"x" + std::to_string(i) + "\"";
+        writeTextAtomically(path, "{\"context\":\"c\",\"choices\":[\"a\",\"b\"],\"gold\":0}\n" + many + "]}\n");
+        QString m = errorOf([&] { loadZeroShotTask("mc", path); });
+        QVERIFY2(m.contains(QString::fromStdString(path)) && m.contains("line 2") && m.contains("100000 choices") &&
+                     m.contains("at most 16"),
+                 qPrintable(m));
+        std::string sixteen = "{\"context\":\"c\",\"gold\":15,\"choices\":[";
+        for (int i = 0; i < kMaxZeroShotChoices; ++i) sixteen += std::string(i ? "," : "") + "\"x" + std::to_string(i) + "\"";
+        QCOMPARE(parseZeroShotItem("mc", sixteen + "]}").choiceCount(), size_t(kMaxZeroShotChoices));
+        QVERIFY(errorOf([&] { parseZeroShotItem("mc", sixteen + ",\"one more\"]}"); }).contains("17 choices"));
+
+        writeTextAtomically(path, "{\"context\":\"c\",\"choices\":[\"a\",\"b\"],\"gold\":0}\n"
+                                  "{\"context\":\"c\",\"choices\":[\"a\",\"\"],\"gold\":1}\n");
+        m = errorOf([&] { loadZeroShotTask("mc", path); });
+        QVERIFY2(m.contains(QString::fromStdString(path)) && m.contains("line 2") && m.contains("choice 1") &&
+                     m.contains("the empty string"),
+                 qPrintable(m));
+        m = errorOf([&] { parseZeroShotItem("piqa", R"({"goal":"g","sol1":"  ","sol2":"b","label":0})"); });
+        QVERIFY2(m.contains("choice 0") && m.contains("only whitespace"), qPrintable(m));
+        m = errorOf([&] {
+            parseZeroShotItem("hellaswag", R"({"activity_label":"A","ctx_a":"x","ctx_b":"y","endings":["e1","","e3","e4"],"label":"0"})");
+        });
+        QVERIFY2(m.contains("choice 1"), qPrintable(m));
+    }
 };
 
 QTEST_APPLESS_MAIN(TestZeroShot)

@@ -4,6 +4,7 @@
 #include "core/eval/compare.h"
 #include "core/models/language_model.h"
 #include "core/util/error.h"
+#include "core/util/regular_file.h"
 
 #include <cmath>
 #include <filesystem>
@@ -23,6 +24,7 @@ std::vector<std::string> promptsFrom(const Args& args) {
         throw Error("'npw compare' takes --prompt TEXT or --prompts FILE, not both");
     if (!args.has("prompts")) return {args.has("prompt") ? args.get("prompt") : std::string()};
     const std::string path = args.get("prompts");
+    requireRegularFile(path, "--prompts file");  // a FIFO is refused, never waited on
     std::ifstream in(path);
     if (!in) throw Error("--prompts '" + path + "': cannot open the file");
     std::vector<std::string> prompts;

@@ -18,6 +18,7 @@
 #include "core/util/content_hash.h"
 #include "core/util/error.h"
 #include "core/util/paths.h"
+#include "core/util/regular_file.h"
 
 #include <ATen/ATen.h>
 #include <filesystem>
@@ -129,7 +130,7 @@ int runDemo(const Args& args) {
         std::vector<std::vector<int32_t>> evalIds;
         std::vector<std::string> evalHashes;
         for (const auto& set : evalSets) {
-            evalIds.push_back(lm.encode(readTextFile(set.path), true));
+            evalIds.push_back(lm.encode(readTextInput(set.path, "evaluation text"), true));
             evalHashes.push_back(fileContentHash(set.path));
         }
         // The workbench of `npw prune` and the studio: calibrated once, scored per method.

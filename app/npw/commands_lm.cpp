@@ -14,6 +14,7 @@
 #include "core/util/content_hash.h"
 #include "core/util/error.h"
 #include "core/util/number_text.h"
+#include "core/util/regular_file.h"
 #include "core/util/system_memory.h"
 
 #include <cmath>
@@ -225,7 +226,7 @@ int runEval(const Args& args) {
                    {"tokens_before_cut", corpus.tokensBeforeCut}};
     } else if (args.has("text")) {
         source = args.get("text");
-        const std::string text = readTextFile(source);
+        const std::string text = readTextInput(source, "evaluation text");
         if (text.empty()) throw Error("evaluation text '" + source + "' is empty");
         ids = lm.encode(text, /*addBos=*/true);  // the protocol: tokenize once, BOS once at the start
     } else {

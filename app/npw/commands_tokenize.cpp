@@ -5,7 +5,9 @@
 #include "core/text/tokenizer_files.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
+#include "core/util/regular_file.h"
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -20,48 +22,78 @@ struct ChosenTokenizer {
     int64_t vocabSize = -1;  // the model's, when it matters (a tokenizer.bin)
 };
 
-// SOURCE may be a tokenizer file or a model (folder, checkpoint, demo name). A llama2.c model
-// .bin starts like a tokenizer.bin (a small int), so a .bin that does not read as a tokenizer
-// is taken as a model.
+// Whether the name says "tokenizer": tokenizer.json/.model/.bin, llama2.c's tok{V}.bin/.model,
+// *.model and *.tiktoken (no model file npw reads is named so).
+bool namedLikeATokenizer(const std::string& path) {
+    const std::filesystem::path p(path);
+    const std::string name = p.filename().string(), ext = p.extension().string();
+    if (name == "tokenizer.json" || name == "tokenizer.model" || name == "tokenizer.bin") return true;
+    if (ext == ".model" || ext == ".tiktoken") return true;
+    if (ext == ".bin" && name.size() > 7 && name.compare(0, 3, "tok") == 0) {  // tok105.bin, tok4096.bin
+        const std::string digits = name.substr(3, name.size() - 7);
+        return !digits.empty() && digits.find_first_not_of("0123456789") == std::string::npos;
+    }
+    return false;
+}
+
+// A llama2.c model checkpoint's header: seven positive int32 sizes (vocab_size negative when the
+// classifier is not shared) that describe a LLaMA. A tokenizer.bin starts with one small int
+// (its longest token) and then a float score: its next ints are not such sizes.
+bool looksLikeLlama2cModel(const std::string& head) {
+    if (head.size() < 28) return false;
+    int32_t h[7];
+    std::memcpy(h, head.data(), sizeof h);
+    const int64_t dim = h[0], hidden = h[1], layers = h[2], heads = h[3], kvHeads = h[4], vocab = h[5], seqLen = h[6];
+    return dim > 0 && hidden > 0 && layers > 0 && layers <= 100000 && heads > 0 && dim % heads == 0 && kvHeads > 0 &&
+           heads % kvHeads == 0 && vocab != 0 && seqLen > 0;
+}
+
+// SOURCE may be a tokenizer file or a model (folder, checkpoint, demo name): decided from what
+// the file is, its name and its first bytes. A file that is a tokenizer by name or content is
+// read as one, so a damaged tokenizer gets the tokenizer reader's own error. Only a llama2.c .bin
+// is ambiguous (a model starts with small ints too): it is a tokenizer when it reads as one, else
+// a model when its header describes one, else the tokenizer reader's error stands.
 ChosenTokenizer chooseTokenizer(const Args& args, const std::string& source) {
     ChosenTokenizer chosen;
+    const auto modelChoice = [&] {
+        chosen.model = source;
+        chosen.path = args.has("tokenizer") ? args.get("tokenizer") : tokenizerFileOfModel(source);
+        if (chosen.path.empty())
+            throw Error("model '" + source + "' has no tokenizer (no tokenizer.json, tokenizer.model or tokenizer.bin "
+                        "beside it); give one with --tokenizer FILE");
+        // A tokenizer.bin holds as many tokens as the model's vocabulary (run.c reads that many).
+        if (detectTokenizerFile(readTokenizerFileBytes(chosen.path)) == TokenizerFileKind::Llama2cBin)
+            chosen.vocabSize = loadLlamaCheckpoint(source).config.vocab_size;
+        return chosen;
+    };
     std::error_code ec;
     bool sourceIsTokenizer = false;
-    if (std::filesystem::is_regular_file(source, ec)) {
+    if (!std::filesystem::is_directory(source, ec) && std::filesystem::exists(source, ec)) {
         // The kinds are told apart by their first bytes; a checkpoint may be many GB.
+        requireRegularFile(source);  // a FIFO is refused, never waited on
         std::ifstream in(source, std::ios::binary);
         std::string head(64 * 1024, '\0');
         in.read(head.data(), static_cast<std::streamsize>(head.size()));
         head.resize(static_cast<std::size_t>(in.gcount()));
         const TokenizerFileKind kind = detectTokenizerFile(head);
-        if (kind == TokenizerFileKind::Llama2cBin) {
-            // tokenizer.bin files are small (LLaMA-2's 32,000 pieces: 0.4 MB); a llama2.c model is not one.
+        if (namedLikeATokenizer(source) || (kind != TokenizerFileKind::Unknown && kind != TokenizerFileKind::Llama2cBin)) {
+            sourceIsTokenizer = true;  // read as one below: a damaged file gets the reader's own error
+        } else if (kind == TokenizerFileKind::Llama2cBin) {
+            // tokenizer.bin files are small (LLaMA-2's 32,000 pieces: 0.4 MB); a large file whose
+            // header describes a model is not read whole as a tokenizer first.
             const auto size = std::filesystem::file_size(source, ec);
-            if (!ec && size <= (std::uintmax_t{64} << 20)) {
-                try {
-                    Tokenizer::fromAnyFile(source);
-                    sourceIsTokenizer = true;
-                } catch (const Error&) {
-                    sourceIsTokenizer = false;  // a llama2.c checkpoint, most likely
-                }
+            if (looksLikeLlama2cModel(head) && (ec || size > (std::uintmax_t{64} << 20))) return modelChoice();
+            try {
+                Tokenizer::fromAnyFile(source);
+                sourceIsTokenizer = true;
+            } catch (const Error&) {
+                if (!looksLikeLlama2cModel(head)) throw;  // neither: the tokenizer reader says why
             }
-        } else {
-            sourceIsTokenizer = kind != TokenizerFileKind::Unknown;
         }
     }
-    if (sourceIsTokenizer) {
-        if (args.has("tokenizer")) throw Error("'npw tokenize " + source + "': it is a tokenizer file already; --tokenizer is for a MODEL");
-        chosen.path = source;
-        return chosen;
-    }
-    chosen.model = source;
-    chosen.path = args.has("tokenizer") ? args.get("tokenizer") : tokenizerFileOfModel(source);
-    if (chosen.path.empty())
-        throw Error("model '" + source + "' has no tokenizer (no tokenizer.json, tokenizer.model or tokenizer.bin beside it); "
-                    "give one with --tokenizer FILE");
-    // A tokenizer.bin holds as many tokens as the model's vocabulary (run.c reads that many).
-    if (detectTokenizerFile(readTokenizerFileBytes(chosen.path)) == TokenizerFileKind::Llama2cBin)
-        chosen.vocabSize = loadLlamaCheckpoint(source).config.vocab_size;
+    if (!sourceIsTokenizer) return modelChoice();
+    if (args.has("tokenizer")) throw Error("'npw tokenize " + source + "': it is a tokenizer file already; --tokenizer is for a MODEL");
+    chosen.path = source;
     return chosen;
 }
 
@@ -70,7 +102,7 @@ int runTokenize(const Args& args) {
         throw Error("'npw tokenize' takes exactly one MODEL or TOKENIZER file, got " + std::to_string(args.positional().size()));
     if (args.has("text") == args.has("string")) throw Error("give exactly one of --text FILE or --string S");
     const ChosenTokenizer chosen = chooseTokenizer(args, args.positional()[0]);
-    const std::string text = args.has("text") ? readTextFile(args.get("text")) : args.get("string");
+    const std::string text = args.has("text") ? readTextInput(args.get("text"), "text") : args.get("string");
     const std::string fileKind = tokenizerFileKindName(detectTokenizerFile(readTokenizerFileBytes(chosen.path)));
     const std::shared_ptr<Tokenizer> tokenizer = Tokenizer::fromAnyFile(chosen.path, chosen.vocabSize);
     const bool addBos = !args.flag("no-bos");

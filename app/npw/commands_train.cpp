@@ -7,6 +7,7 @@
 #include "core/train/demo_presets.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
+#include "core/util/regular_file.h"
 
 #include <filesystem>
 #include <iostream>
@@ -28,7 +29,7 @@ std::vector<std::string> splitLines(const std::string& text) {
 
 int runTrainTokenizer(const Args& args) {
     if (!args.has("corpus") || !args.has("out")) throw Error("--corpus FILE and --out FILE are required");
-    const std::string text = readTextFile(args.get("corpus"));
+    const std::string text = readTextInput(args.get("corpus"), "corpus");
     std::vector<std::string> lines = splitLines(text);
     if (lines.empty()) throw Error("corpus '" + args.get("corpus") + "' has no text");
     BpeTrainOptions o;
@@ -60,7 +61,7 @@ int runTrainLm(const Args& args) {
     fs::create_directories(work);
     o.checkpointPath = (work / "train-checkpoint.safetensors").string();
 
-    const std::string text = readTextFile(args.get("corpus"));
+    const std::string text = readTextInput(args.get("corpus"), "corpus");
     std::vector<int32_t> corpus = tokenizer->encode(text, /*addBos=*/true);
     std::cerr << "corpus: " << text.size() << " bytes, " << corpus.size() << " tokens; model "
               << o.config.parameterCount() << " parameters\n";

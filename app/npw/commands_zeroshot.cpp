@@ -6,6 +6,7 @@
 #include "core/text/json_fields.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
+#include "core/util/regular_file.h"
 
 #include <cmath>
 #include <iomanip>
@@ -57,7 +58,7 @@ int runMakeVerseTask(const Args& args) {
     for (const char* required : {"text", "out"})
         if (!args.has(required)) throw Error(std::string("--") + required + " is required");
     const std::vector<std::string> lines =
-        buildVerseEndingTask(readTextFile(args.get("text")), args.getInt("n"), uint64_t(args.getInt("seed")));
+        buildVerseEndingTask(readTextInput(args.get("text"), "verse text"), args.getInt("n"), uint64_t(args.getInt("seed")));
     std::string body;
     for (const std::string& line : lines) body += line + "\n";
     writeTextAtomically(args.get("out"), body);

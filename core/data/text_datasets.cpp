@@ -1,15 +1,17 @@
 #include "core/data/text_datasets.h"
 
-#include "core/io/idx_file.h"
 #include "core/text/json_fields.h"
 #include "core/text/utf8.h"
 #include "core/util/error.h"
+#include "core/util/regular_file.h"
 
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <string_view>
+
+#include <zlib.h>
 
 namespace npw {
 
@@ -115,62 +117,6 @@ bool startsWithGzipMagic(const std::string& path) {
     unsigned char magic[2] = {0, 0};
     in.read(reinterpret_cast<char*>(magic), 2);
     return in.gcount() == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
-}
-
-// Python's text mode: "\r\n" and a lone "\r" end a line as "\n" does.
-std::string universalNewlines(std::string_view bytes) {
-    if (bytes.find('\r') == std::string::npos) return std::string(bytes);
-    std::string out;
-    out.reserve(bytes.size());
-    for (size_t i = 0; i < bytes.size(); ++i) {
-        if (bytes[i] != '\r') {
-            out.push_back(bytes[i]);
-            continue;
-        }
-        out.push_back('\n');
-        if (i + 1 < bytes.size() && bytes[i + 1] == '\n') ++i;
-    }
-    return out;
-}
-
-// The lines of `text`, each with its "\n" (the last may have none), as Python iterates a file.
-std::vector<std::string> linesKeepingNewline(const std::string& text) {
-    std::vector<std::string> lines;
-    size_t start = 0;
-    while (start < text.size()) {
-        const size_t nl = text.find('\n', start);
-        const size_t end = nl == std::string::npos ? text.size() : nl + 1;
-        lines.push_back(text.substr(start, end - start));
-        start = end;
-    }
-    return lines;
-}
-
-std::vector<std::string> jsonRows(std::string_view text, const TextDatasetRef& ref, const char* field) {
-    std::vector<std::string> rows;
-    size_t start = 0;
-    int64_t lineNumber = 0;
-    while (start < text.size()) {
-        const size_t nl = text.find('\n', start);
-        const size_t end = nl == std::string::npos ? text.size() : nl;
-        std::string_view line = text.substr(start, end - start);
-        start = end + 1;
-        ++lineNumber;
-        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-        if (isBlank(line)) continue;  // a blank line holds no row (the JSON-lines convention)
-        const std::string where = "'" + ref.path + "' line " + std::to_string(lineNumber);
-        json_fields::Json row;
-        try {
-            row = json_fields::parseJsonLimited(line, where);
-        } catch (const Error& e) {
-            throw Error(std::string(e.what()) + "; expected " + expectedForm(ref));
-        }
-        if (!row.is_object() || !row.contains(field) || !row[field].is_string())
-            throw Error(where + ": expected a JSON object with a string field \"" + field + "\" (" + expectedForm(ref) +
-                        "), got " + json_fields::preview(row));
-        rows.push_back(row[field].get<std::string>());
-    }
-    return rows;
 }
 
 std::string join(const std::vector<std::string>& rows, size_t count, const std::string& separator) {
@@ -287,8 +233,11 @@ TextDataset readTextDataset(const TextDatasetRef& given, TextDatasetUse use) {
                                                         : " scores a held-out split (test or validation)") +
                     ". Give that file, or say " + splitHint(ref, use) + " if this file is that split");
 
-    if (!std::filesystem::is_regular_file(ref.path))
-        throw Error(kind + " file '" + ref.path + "' does not exist or is not a file; expected " + expectedForm(ref));
+    const std::string fileKind = fileKindOf(ref.path);
+    if (fileKind == "missing")
+        throw Error(kind + " file '" + ref.path + "' does not exist; expected " + expectedForm(ref));
+    if (fileKind != "a regular file")
+        throw Error(kind + " file '" + ref.path + "' is " + fileKind + ", not a regular file; expected " + expectedForm(ref));
     std::string name = lower(std::filesystem::path(ref.path).filename().string());
     if (endsWith(name, ".gz")) {
         if (!startsWithGzipMagic(ref.path))
@@ -296,36 +245,146 @@ TextDataset readTextDataset(const TextDatasetRef& given, TextDatasetUse use) {
                         "expected " + expectedForm(ref));
         name.resize(name.size() - 3);
     }
-    const std::vector<uint8_t> raw = readMaybeGzip(ref.path, kMaxTextDatasetBytes);
-    data.fileBytes = raw.size();
-    const std::string_view bytes(reinterpret_cast<const char*>(raw.data()), raw.size());
-    if (bytes.empty()) throw Error(kind + " file '" + ref.path + "' is empty; expected " + expectedForm(ref));
-    const size_t nul = bytes.find('\0');
-    if (nul != std::string::npos)
-        throw Error("'" + ref.path + "' is binary, not text (a NUL byte at offset " + std::to_string(nul) +
-                    "); expected " + expectedForm(ref));
-    const size_t bad = utf8::findInvalid(bytes);
-    if (bad != std::string::npos)
-        throw Error("'" + ref.path + "' is not UTF-8 text (an ill-formed byte sequence at offset " + std::to_string(bad) +
-                    "); expected " + expectedForm(ref));
-
     data.jsonLines = ref.kind == TextDatasetKind::C4 || endsWith(name, ".jsonl") || endsWith(name, ".json");
-    if (data.jsonLines) {
-        const char* field = ref.kind == TextDatasetKind::Ptb || ref.kind == TextDatasetKind::PtbFlap ? "sentence" : "text";
-        data.rows = jsonRows(bytes, ref, field);
-    } else {
-        // JSON lines under a raw-text name would become rows of JSON syntax: say so instead.
-        const size_t first = bytes.find_first_not_of(" \t\r\n");
-        if (first != std::string::npos && bytes.compare(first, 2, "{\"") == 0)
-            throw Error("'" + ref.path + "' looks like JSON lines (it starts with '{\"') but its name does not end in "
-                        ".jsonl or .json (optionally .gz); rename it, or give " + expectedForm(ref));
-        for (std::string& line : linesKeepingNewline(universalNewlines(bytes))) {
+    const char* field = ref.kind == TextDatasetKind::Ptb || ref.kind == TextDatasetKind::PtbFlap ? "sentence" : "text";
+    // C4's evaluation joins its first documents only: the rest of the shard is never read.
+    const size_t rowsNeeded = use == TextDatasetUse::Evaluation && ref.kind == TextDatasetKind::C4
+                                  ? size_t(kC4EvalDocuments)
+                                  : SIZE_MAX;
+    const uint64_t budget = ref.kind == TextDatasetKind::C4 ? kMaxC4DatasetBytes : kMaxTextDatasetBytes;
+    uint64_t kept = 0;  // the rows' bytes and bookkeeping
+    bool seenText = false;
+    int64_t lineNumber = 0;
+
+    // One line, without its end (raw text: universal newlines, `ended` when a line end followed).
+    const auto takeLine = [&](std::string_view line, uint64_t offset, bool ended) {
+        ++lineNumber;
+        const size_t bad = utf8::findInvalid(line);
+        if (bad != std::string::npos)
+            throw Error("'" + ref.path + "' is not UTF-8 text (an ill-formed byte sequence at offset " +
+                        std::to_string(offset + bad) + "); expected " + expectedForm(ref));
+        if (data.jsonLines) {
+            if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+            if (isBlank(line)) return;  // a blank line holds no row (the JSON-lines convention)
+            const std::string where = "'" + ref.path + "' line " + std::to_string(lineNumber);
+            json_fields::Json row;
+            try {
+                row = json_fields::parseJsonLimited(line, where);
+            } catch (const Error& e) {
+                throw Error(std::string(e.what()) + "; expected " + expectedForm(ref));
+            }
+            if (!row.is_object() || !row.contains(field) || !row[field].is_string())
+                throw Error(where + ": expected a JSON object with a string field \"" + field + "\" (" +
+                            expectedForm(ref) + "), got " + json_fields::preview(row));
+            data.rows.push_back(row[field].get<std::string>());
+        } else {
+            // JSON lines under a raw-text name would become rows of JSON syntax: say so instead.
+            if (!seenText) {
+                const size_t first = line.find_first_not_of(" \t\r\n");
+                if (first != std::string::npos) {
+                    seenText = true;
+                    if (line.compare(first, 2, "{\"") == 0)
+                        throw Error("'" + ref.path + "' looks like JSON lines (it starts with '{\"') but its name does "
+                                    "not end in .jsonl or .json (optionally .gz); rename it, or give " + expectedForm(ref));
+                }
+            }
+            std::string row(line);
+            if (ended) row.push_back('\n');
             if (ref.kind == TextDatasetKind::WikiText2)
-                data.rows.push_back(isBlank(line) ? std::string() : std::move(line));  // HF's wikitext builder
+                data.rows.push_back(isBlank(row) ? std::string() : std::move(row));  // HF's wikitext builder
             else
-                data.rows.push_back(pythonStrip(line));  // HF's ptb_text_only builder
+                data.rows.push_back(pythonStrip(row));  // HF's ptb_text_only builder
         }
+        kept += data.rows.back().size() + sizeof(std::string);
+        if (kept > budget)
+            throw Error(kind + " file '" + ref.path + "': its first " + std::to_string(data.rows.size()) +
+                        " rows already take more than " + std::to_string(budget >> 20) + " MiB; npw reads at most that "
+                        "of a " + kind + " file (" + (ref.kind == TextDatasetKind::C4 ? "C4's train shard holds ~0.8 GB"
+                                                                                      : "the release's files are 11 MB at most") +
+                        "); expected " + expectedForm(ref));
+    };
+
+    // The file in chunks, through zlib (which reads plain files as they are): nothing is kept but
+    // the rows, a file that inflates past the budget is refused there.
+    gzFile gz = gzdopen(RegularFile::open(ref.path, kind + " file").release(), "rb");
+    if (!gz) throw Error(kind + " file '" + ref.path + "': cannot start reading it (zlib)");
+    struct CloseGz {
+        gzFile file;
+        ~CloseGz() { gzclose(file); }
+    } closeGz{gz};
+    gzbuffer(gz, 1 << 17);
+    std::vector<char> chunk(size_t(1) << 20);
+    std::string pending;         // the bytes of a line not yet ended
+    uint64_t pendingOffset = 0;  // pending's first byte in the inflated stream
+    size_t searched = 0;         // pending's bytes before this hold no line end
+    uint64_t total = 0;
+    bool atEnd = false;
+    while (!atEnd && data.rows.size() < rowsNeeded) {
+        const int n = gzread(gz, chunk.data(), static_cast<unsigned>(chunk.size()));
+        if (n < 0) {
+            int code = 0;
+            const char* message = gzerror(gz, &code);
+            throw Error("gzip file '" + ref.path + "' is corrupt: " + (message ? message : "zlib error") +
+                        "; expected " + expectedForm(ref));
+        }
+        if (n == 0) {
+            int code = 0;
+            gzerror(gz, &code);
+            if (code == Z_BUF_ERROR)
+                throw Error("gzip file '" + ref.path + "' is truncated (the compressed stream ends early); expected " +
+                            expectedForm(ref));
+            atEnd = true;
+        }
+        const std::string_view bytes(chunk.data(), static_cast<size_t>(std::max(n, 0)));
+        const size_t nul = bytes.find('\0');
+        if (nul != std::string::npos)
+            throw Error("'" + ref.path + "' is binary, not text (a NUL byte at offset " + std::to_string(total + nul) +
+                        "); expected " + expectedForm(ref));
+        total += bytes.size();
+        if (total > budget)
+            throw Error(kind + " file '" + ref.path + "' holds more than " + std::to_string(budget >> 20) +
+                        " MiB of text (after gzip); npw reads at most that of a " + kind + " file (" +
+                        (ref.kind == TextDatasetKind::C4 ? "C4's train shard holds ~0.8 GB" : "the release's files are 11 MB at most") +
+                        "); expected " + expectedForm(ref));
+        if (!gzdirect(gz) && total >= kGzipRatioCheckBytes) {
+            const int64_t compressed = gzoffset(gz);
+            if (compressed > 0 && total > kMaxGzipRatio * static_cast<uint64_t>(compressed))
+                throw Error("gzip file '" + ref.path + "' inflates more than " + std::to_string(kMaxGzipRatio) + "-fold (" +
+                            std::to_string(total) + " bytes from its first " + std::to_string(compressed) +
+                            " compressed bytes): not text as the data sets hold it (3- to 5-fold); expected " +
+                            expectedForm(ref));
+        }
+        pending.append(bytes);
+        // Hand out the complete lines. Raw text ends a line at "\n", "\r\n" or a lone "\r" (Python's
+        // universal newlines); JSON lines at "\n" (a "\r" before it is dropped by takeLine).
+        // `searched`: where the last search stopped, so that a long line is scanned once, not once
+        // per chunk.
+        size_t start = 0;
+        while (data.rows.size() < rowsNeeded) {
+            const size_t from = std::max(start, searched);
+            const size_t end = data.jsonLines ? pending.find('\n', from) : pending.find_first_of("\r\n", from);
+            if (end == std::string::npos) {
+                searched = pending.size();
+                break;
+            }
+            size_t next = end + 1;
+            if (pending[end] == '\r') {
+                if (end + 1 == pending.size() && !atEnd) {  // is it "\r\n"? the next chunk tells
+                    searched = end;
+                    break;
+                }
+                if (end + 1 < pending.size() && pending[end + 1] == '\n') ++next;
+            }
+            takeLine(std::string_view(pending).substr(start, end - start), pendingOffset + start, true);
+            start = next;
+        }
+        pending.erase(0, start);
+        pendingOffset += start;
+        searched = searched > start ? searched - start : 0;
     }
+    if (!pending.empty() && data.rows.size() < rowsNeeded) takeLine(pending, pendingOffset, false);
+    data.fileBytes = total;
+    if (total == 0) throw Error(kind + " file '" + ref.path + "' is empty; expected " + expectedForm(ref));
     if (data.rows.empty()) throw Error(kind + " file '" + ref.path + "' holds no rows; expected " + expectedForm(ref));
     return data;
 }

@@ -65,21 +65,32 @@ struct TextDataset {
     TextDatasetRef ref;             // split resolved
     std::vector<std::string> rows;  // see the top of this file
     bool jsonLines = false;         // read as JSON lines (false: the release's raw text)
-    uint64_t fileBytes = 0;         // after gzip
+    uint64_t fileBytes = 0;         // after gzip: the bytes read (C4's evaluation stops after its documents)
 };
 
-// Bounds what a (gzip'd) data-set file may inflate to: C4's train shard is ~0.8 GB of JSON.
-constexpr uint64_t kMaxTextDatasetBytes = uint64_t(4) << 30;
+// What a data-set file may inflate to (and its rows hold, counting each row's bookkeeping): a
+// file past it is refused as soon as the bound is crossed, never read whole. WikiText-2's and
+// PTB's files are 11 MB at most; C4's first train shard, the largest file the papers read, is
+// ~0.8 GB of JSON.
+constexpr uint64_t kMaxTextDatasetBytes = uint64_t(256) << 20;
+constexpr uint64_t kMaxC4DatasetBytes = uint64_t(1) << 30;
+// A gzip'd data set is text: it inflates 3- to 5-fold. One that has inflated more than
+// kMaxGzipRatio-fold after kGzipRatioCheckBytes is a bomb, refused there.
+constexpr uint64_t kMaxGzipRatio = 100;
+constexpr uint64_t kGzipRatioCheckBytes = uint64_t(16) << 20;
 
 // A folder stands for the release's file in it for `use` (or the stated split): wikitext2
 // wiki.test.raw / wiki.train.raw (wiki.valid.raw); ptb ptb.test.txt, ptb-flap ptb.valid.txt,
 // calibration ptb.train.txt; c4 c4-validation.00000-of-00008.json.gz / c4-train.00000-of-01024.json.gz.
-// Reads the file (gzip detected from its magic; zlib, bounded by kMaxTextDatasetBytes) and
-// checks that its split suits `use` (calibration: train; evaluation: test or validation).
-// npw::Error naming the file, and the row where one is at fault, for: a file that is missing,
-// empty, binary (a NUL byte) or not UTF-8; a name ending in .gz that is not gzip; a broken gzip
-// stream; a JSON line that is not an object with the expected string field; a split that the
-// name does not tell or that does not suit the use.
+// Reads the file in chunks (gzip detected from its magic; zlib), line by line, and checks that
+// its split suits `use` (calibration: train; evaluation: test or validation). C4's evaluation
+// reads only its first kC4EvalDocuments documents. npw::Error naming the file, and the row or
+// byte offset where one is at fault, for: a file that is missing, not a regular file (a FIFO is
+// never opened for a blocking read), empty, binary (a NUL byte: refused at the first one) or not
+// UTF-8; a name ending in .gz that is not gzip; a broken gzip stream; a stream that inflates past
+// kMaxTextDatasetBytes (C4: kMaxC4DatasetBytes) or more than kMaxGzipRatio-fold; a JSON line that
+// is not an object with the expected string field; a split that the name does not tell or that
+// does not suit the use.
 TextDataset readTextDataset(const TextDatasetRef& ref, TextDatasetUse use);
 
 // The text GPTQ tokenizes for `use` (see the top). C4's calibration is not one text: throws.

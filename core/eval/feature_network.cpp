@@ -5,6 +5,7 @@
 #include "core/io/image_files.h"
 #include "core/util/error.h"
 #include "core/util/paths.h"
+#include "core/util/regular_file.h"
 
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
@@ -106,6 +107,7 @@ private:
 } // namespace
 
 std::string fileFingerprint(const std::string& path) {
+    requireRegularFile(path);  // a FIFO is refused, never waited on
     std::ifstream in(path, std::ios::binary);
     if (!in) throw Error("cannot open '" + path + "'");
     uint64_t h = 1469598103934665603ULL;

@@ -3,6 +3,7 @@
 #include "core/text/utf8.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
+#include "core/util/regular_file.h"
 #include "core/text/json_fields.h"
 
 #include <ATen/ATen.h>
@@ -167,7 +168,33 @@ std::string zeroShotTaskKinds() {
            "answerKey), mc (context, choices, gold)";
 }
 
+namespace {
+
+// What every kind's item must be to be scored: a handful of choices, each with text. An empty
+// choice is scored on the context alone and wins for free; 100,000 choices take hours.
+MultipleChoiceItem checkedChoices(MultipleChoiceItem item) {
+    if (item.choiceCount() > size_t(kMaxZeroShotChoices))
+        throw Error("the item has " + std::to_string(item.choiceCount()) + " choices; npw scores at most " +
+                    std::to_string(kMaxZeroShotChoices) + " per item (the supported tasks have 2 to 5)");
+    for (size_t c = 0; c < item.choiceCount(); ++c)
+        if (strip(item.choices[c]).empty())
+            throw Error("choice " + std::to_string(c) + " (counting from 0) is " +
+                        (item.choices[c].empty() ? "the empty string" : "only whitespace") +
+                        "; every choice needs text to be scored");
+    return item;
+}
+
+MultipleChoiceItem parseItem(const std::string& kind, const std::string& jsonLine);
+
+} // namespace
+
 MultipleChoiceItem parseZeroShotItem(const std::string& kind, const std::string& jsonLine) {
+    return checkedChoices(parseItem(kind, jsonLine));
+}
+
+namespace {
+
+MultipleChoiceItem parseItem(const std::string& kind, const std::string& jsonLine) {
     const json doc = json_fields::parseJsonLimited(jsonLine, "the line");
     if (!doc.is_object()) throw Error("a line must hold one JSON object");
     try {
@@ -221,6 +248,8 @@ MultipleChoiceItem parseZeroShotItem(const std::string& kind, const std::string&
     throw Error("unknown task kind '" + kind + "'");
 }
 
+} // namespace
+
 ZeroShotTask loadZeroShotTask(const std::string& name, const std::string& path, int64_t limit) {
     ZeroShotTask task;
     task.kind = kindOfTaskName(name);
@@ -228,7 +257,7 @@ ZeroShotTask loadZeroShotTask(const std::string& name, const std::string& path, 
     task.name = task.kind == "mc" ? std::filesystem::path(path).stem().string() : name;
     task.source = path;
     task.reportsAccNorm = task.kind != "boolq" && task.kind != "winogrande";
-    std::istringstream lines(readTextFile(path));
+    std::istringstream lines(readRegularFile(path, "task file"));  // a FIFO is refused, never waited on
     int64_t lineNumber = 0;
     for (std::string line; std::getline(lines, line);) {
         ++lineNumber;

@@ -42,8 +42,12 @@ struct ZeroShotTask {
 // The task kinds npw knows and the JSONL fields each reads, for help texts and errors.
 std::string zeroShotTaskKinds();
 
+// Choices per item at most: the supported tasks have 2 to 5 (HellaSwag 4, ARC up to 5).
+inline constexpr int kMaxZeroShotChoices = 16;
+
 // Parses one JSON line of `kind` into an item (lm-eval's prompt and choices). Throws npw::Error
-// naming the missing or malformed field.
+// naming the missing or malformed field, an item of more than kMaxZeroShotChoices choices, and a
+// choice that is empty or only whitespace (by its index, from 0).
 MultipleChoiceItem parseZeroShotItem(const std::string& kind, const std::string& jsonLine);
 
 // Reads a JSONL task file. `name` picks the kind: boolq, piqa, hellaswag, winogrande,

@@ -5,6 +5,7 @@
 #include "core/util/atomic_file.h"
 #include "core/util/content_hash.h"
 #include "core/util/error.h"
+#include "core/util/regular_file.h"
 
 #include <algorithm>
 #include <cmath>
@@ -28,7 +29,7 @@ SweepEvalSet sweepEvalSet(const LanguageModel& lm, const std::string& source, in
     const std::string path = source.substr(colon + 1);
     set.name = std::filesystem::path(path).stem().string();
     set.isText = kind == "text";  // bits per byte only for text
-    set.ids = set.isText ? lm.encode(readTextFile(path), true) : readTokenIdFile(path, lm.model->config().vocab_size);
+    set.ids = set.isText ? lm.encode(readTextInput(path, "evaluation text"), true) : readTokenIdFile(path, lm.model->config().vocab_size);
     set.hash = fileContentHash(path);
     return set;
 }

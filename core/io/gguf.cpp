@@ -4,6 +4,7 @@
 #include "core/util/atomic_file.h"
 #include "core/util/checked_math.h"
 #include "core/util/error.h"
+#include "core/util/regular_file.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -406,6 +407,7 @@ GgufFile readGgufFile(const std::string& path) {
     std::error_code ec;
     const auto size = std::filesystem::file_size(path, ec);
     if (ec) throw Error("cannot open GGUF file '" + path + "': " + ec.message());
+    requireRegularFile(path, "GGUF file");  // a FIFO is refused, never waited on
     std::ifstream in(path, std::ios::binary);
     if (!in) throw Error("cannot open GGUF file '" + path + "': " + std::strerror(errno));
     Reader r(in, path, size);
@@ -501,6 +503,7 @@ GgufFile readGgufFile(const std::string& path) {
 }
 
 std::string readGgufTensorBytes(const GgufFile& file, const GgufTensorInfo& tensor) {
+    requireRegularFile(file.path, "GGUF file");
     std::ifstream in(file.path, std::ios::binary);
     if (!in) throw Error("cannot open GGUF file '" + file.path + "': " + std::strerror(errno));
     in.seekg(static_cast<std::streamoff>(file.dataOffset + tensor.offset));

@@ -1,6 +1,7 @@
 #include "core/io/idx_file.h"
 #include "core/util/checked_math.h"
 #include "core/util/error.h"
+#include "core/util/regular_file.h"
 
 #include <ATen/ATen.h>
 #include <algorithm>
@@ -18,6 +19,7 @@ namespace {
 }
 
 std::vector<uint8_t> readRaw(const std::string& path) {
+    requireRegularFile(path, "IDX file");  // a FIFO is refused, never waited on
     std::ifstream in(path, std::ios::binary | std::ios::ate);
     if (!in) throw Error("cannot open '" + path + "'");
     const std::streamoff size = in.tellg();

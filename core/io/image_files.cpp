@@ -1,6 +1,7 @@
 #include "core/io/image_files.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
+#include "core/util/regular_file.h"
 
 #include <ATen/ATen.h>
 #include <algorithm>
@@ -32,6 +33,7 @@ std::vector<std::string> listImageFiles(const std::string& dir) {
 
 at::Tensor readImageRgb(const std::string& path) {
     int w = 0, h = 0, channels = 0;
+    requireRegularFile(path, "image");  // a FIFO is refused, never waited on
     unsigned char* pixels = stbi_load(path.c_str(), &w, &h, &channels, 3);
     if (!pixels)
         throw Error("cannot read image '" + path + "': " +

@@ -11,7 +11,8 @@ namespace npw {
 class MappedFile {
 public:
     // Maps `path`. `kind` names the format in errors ("safetensors file", "zip archive"), which
-    // read "<kind> '<path>': cannot open: …", "… not a regular file", "… cannot map: …".
+    // read "cannot open <kind> '<path>': …", "<kind> '<path>' is a FIFO (named pipe), not a regular file …"
+    // (regular_file.h), "<kind> '<path>': cannot map: …".
     // An empty file is not mapped: bytes() is nullptr and size() 0 (the caller's size check
     // reports it in its own words).
     static std::unique_ptr<MappedFile> open(const std::string& path, const std::string& kind);

@@ -273,8 +273,11 @@ at::Tensor TorchCheckpoint::load(const std::string& name) const {
 
 at::Tensor TorchCheckpoint::loadFloat(const std::string& name) const {
     const std::string& dtype = info(name).dtype;
-    if (dtype != "F32" && dtype != "F16" && dtype != "BF16" && dtype != "F64" && dtype != "I64" && dtype != "I32")
-        failTensor(path_, name, "has dtype " + dtype + "; loadFloat converts F32, F16, BF16, F64, I64 and I32");
+    // Weights are floating point: integer storages would be converted into a model that runs
+    // and says nothing (a perplexity of null, a generation of zeros), so they are refused, as
+    // the safetensors reader refuses them.
+    if (dtype != "F32" && dtype != "F16" && dtype != "BF16" && dtype != "F64")
+        failTensor(path_, name, "has dtype " + dtype + "; a floating-point tensor (F32, F16, BF16, F64) was expected");
     return load(name).to(at::kFloat);
 }
 

@@ -55,7 +55,8 @@ public:
 
     // A contiguous copy in the stored dtype (any storage type LibTorch 1.13 has).
     at::Tensor load(const std::string& name) const;
-    // A contiguous float32 copy; F32, F16, BF16, F64, I64 and I32 are converted, others refused.
+    // A contiguous float32 copy of a floating-point tensor (F32, F16, BF16, F64); any other dtype
+    // (integers, bool) is refused by name: weights are never read from integer storages.
     at::Tensor loadFloat(const std::string& name) const;
 
     // What else the checkpoint holds, one line per entry that is not a tensor of the state

@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iomanip>
+#include <sstream>
 
 namespace npw {
 
@@ -257,8 +259,18 @@ void LlamaConfig::validate(const std::string& source) const {
         fail("head_dim must be positive and even (RoPE rotates pairs), got " + std::to_string(head_dim));
     if (max_position_embeddings <= 0)
         fail("max_position_embeddings must be positive, got " + std::to_string(max_position_embeddings));
-    if (!(rope_theta > 0)) fail("rope_theta must be positive, got " + std::to_string(rope_theta));
-    if (!(rms_norm_eps > 0)) fail("rms_norm_eps must be positive, got " + std::to_string(rms_norm_eps));
+    // Every real-valued field: a normal, finite number in a range that real models stay far
+    // inside. A denormal factor (1e-320) or epsilon is "positive" but divides to infinity.
+    const auto inRange = [&](const std::string& name, double value, double low, double high) {
+        if (!std::isnormal(value) || !(value >= low && value <= high)) {
+            std::ostringstream out;
+            out << name << " must be a normal, finite number from " << low << " to " << high << ", got "
+                << std::setprecision(17) << value;
+            fail(out.str());
+        }
+    };
+    inRange("rope_theta", rope_theta, 1.0, 1e12);  // 10,000 (LLaMA-2) to 1e6 (Qwen, Mistral) and beyond
+    inRange("rms_norm_eps", rms_norm_eps, 1e-12, 1.0);  // 1e-5, 1e-6
     for (const auto& [name, sizes] : {std::pair<const char*, const std::vector<int64_t>&>{"num_heads", num_heads},
                                       {"num_kv_heads", num_kv_heads},
                                       {"intermediate_size", intermediate_size}}) {
@@ -268,8 +280,18 @@ void LlamaConfig::validate(const std::string& source) const {
         for (size_t layer = 0; layer < sizes.size(); ++layer)
             if (sizes[layer] < 0) fail(std::string(name) + " of layer " + std::to_string(layer) + " is negative");
     }
-    if (rope_scaling.type != RopeScaling::Type::None && !(rope_scaling.factor > 0))
-        fail("rope_scaling factor must be positive");
+    if (rope_scaling.type != RopeScaling::Type::None)
+        inRange("rope_scaling factor", rope_scaling.factor, 1e-3, 1e6);  // 2 to 32 in released models
+    if (rope_scaling.type == RopeScaling::Type::Llama3) {
+        inRange("rope_scaling low_freq_factor", rope_scaling.low_freq_factor, 1e-3, 1e6);    // 1
+        inRange("rope_scaling high_freq_factor", rope_scaling.high_freq_factor, 1e-3, 1e6);  // 4
+        if (!(rope_scaling.high_freq_factor > rope_scaling.low_freq_factor))
+            fail("rope_scaling needs low_freq_factor < high_freq_factor");
+        if (rope_scaling.original_max_position_embeddings < 1 ||
+            rope_scaling.original_max_position_embeddings > (int64_t(1) << 31))
+            fail("rope_scaling original_max_position_embeddings must be from 1 to 2^31, got " +
+                 std::to_string(rope_scaling.original_max_position_embeddings));
+    }
     if (sliding_window < 0) fail("sliding_window must not be negative");
     if (qk_norm && family != ModelFamily::Qwen3) fail(std::string("q/k norms belong to qwen3, not ") + familyName(family));
     for (size_t layer = 0; layer < num_heads.size(); ++layer) {

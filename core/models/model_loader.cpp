@@ -10,6 +10,7 @@
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
 #include "core/util/paths.h"
+#include "core/util/regular_file.h"
 
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
@@ -347,7 +348,9 @@ std::string llama2cTokenizerFile(const std::string& binPath) {
     const fs::path file(binPath);
     const fs::path dir = file.has_parent_path() ? file.parent_path() : fs::path(".");
     std::vector<std::string> names = {"tokenizer.bin"};
-    if (std::ifstream in{binPath, std::ios::binary}) {
+    std::ifstream in;
+    if (fileKindOf(binPath) == "a regular file") in.open(binPath, std::ios::binary);  // never wait on a FIFO
+    if (in) {
         int32_t header[7] = {};
         if (in.read(reinterpret_cast<char*>(header), sizeof header)) {
             const int64_t vocab = std::abs(static_cast<int64_t>(header[5]));  // negative: unshared classifier
@@ -464,6 +467,7 @@ LlamaCheckpoint loadHfLlamaDirectory(const std::string& dir, WeightStorage stora
 
 LlamaCheckpoint loadLlama2cCheckpoint(const std::string& binPath, WeightStorage storage) {
     auto fail = [&](const std::string& problem) { throw Error("llama2.c checkpoint '" + binPath + "': " + problem); };
+    requireRegularFile(binPath, "llama2.c checkpoint");  // a FIFO is refused, never waited on
     std::ifstream in(binPath, std::ios::binary);
     if (!in) fail(std::string("cannot open: ") + std::strerror(errno));
     std::error_code ec;

@@ -180,6 +180,19 @@ LlamaCheckpoint loadMetaCheckpoint(const std::string& dirName) {
             // (Llama-3) the vocabulary. A shard as wide as dim is split by vocabulary.
             join = ranks == 1 || pieces[0].size(1) == p.dim ? Join::Dim0 : Join::Dim1;
         }
+        // Model-parallel shards hold equal pieces: a shard from another model (another width or
+        // MLP size) is named here, before anything is joined (at::cat would fail inside LibTorch).
+        for (size_t r = 1; r < pieces.size(); ++r)
+            if (pieces[r].sizes() != pieces[0].sizes()) {
+                const std::string joined = join == Join::Replicated ? "replicated in every shard"
+                                           : join == Join::Dim0     ? "split along dim 0"
+                                                                    : "split along dim 1";
+                throw Error("tensor '" + name + "' in '" + shardPaths[r] + "' has shape " + formatShape(pieces[r].sizes()) +
+                            " but " + formatShape(pieces[0].sizes()) + " in '" + shardPaths[0] +
+                            "': model-parallel shards hold equal pieces (params '" + paramsPath + "' imply " +
+                            formatShape(expected) + " in all, " + joined + " over " + std::to_string(ranks) +
+                            " shards); is the shard from another model?");
+            }
         if (join == Join::Replicated) {
             for (size_t r = 1; r < pieces.size(); ++r)
                 if (!at::equal(pieces[r], pieces[0]))

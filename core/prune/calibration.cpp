@@ -6,6 +6,7 @@
 #include "core/text/token_ids.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
+#include "core/util/regular_file.h"
 
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
@@ -195,7 +196,7 @@ std::vector<std::vector<int32_t>> readTokenIdLines(const std::string& path, int6
 
 std::vector<int32_t> readCalibrationStream(const std::string& path, bool idFile, const LanguageModel& model) {
     if (idFile) return readTokenIdFile(path, model.model->config().vocab_size);
-    const std::string text = readTextFile(path);
+    const std::string text = readTextInput(path, "calibration text");
     if (text.empty()) throw Error("calibration text '" + path + "' is empty");
     return model.encode(text, /*addBos=*/true);  // tokenized once, one BOS, as the perplexity protocol
 }

@@ -2,6 +2,7 @@
 
 #include "core/text/utf8.h"
 #include "core/util/error.h"
+#include "core/util/regular_file.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -52,6 +53,7 @@ bool Llama2cTokenizer::looksLikeTokenizerBin(std::string_view bytes) {
 std::shared_ptr<Llama2cTokenizer> Llama2cTokenizer::fromFile(const std::string& path, int64_t vocabSize) {
     if (std::filesystem::is_directory(path))
         throw Error("llama2.c tokenizer '" + path + "' is a folder; give the tokenizer.bin file in it");
+    requireRegularFile(path, "llama2.c tokenizer");  // a FIFO is refused, never waited on
     std::ifstream file(path, std::ios::binary | std::ios::ate);
     if (!file)
         throw Error("cannot open llama2.c tokenizer '" + path + "': " + std::strerror(errno));

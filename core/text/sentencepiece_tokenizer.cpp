@@ -3,6 +3,7 @@
 #include "core/text/sentencepiece_normalizer.h"
 #include "core/text/utf8.h"
 #include "core/util/error.h"
+#include "core/util/regular_file.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -33,6 +34,7 @@ std::size_t oneCharLen(char lead) {
 std::string readWholeFile(const std::string& path, std::size_t limit, const char* what) {
     if (std::filesystem::is_directory(path))
         throw Error(std::string(what) + " '" + path + "' is a folder; give the file in it");
+    requireRegularFile(path, what);  // a FIFO is refused, never waited on
     std::ifstream file(path, std::ios::binary | std::ios::ate);
     if (!file)
         throw Error(std::string("cannot open ") + what + " '" + path + "': " + std::strerror(errno));

@@ -104,7 +104,14 @@ json tiktokenAsTokenizerJson(std::string_view bytes, const std::string& sourceNa
         const std::size_t space = line.find(' ');
         if (space == std::string_view::npos || line.find(' ', space + 1) != std::string_view::npos)
             fail(where + " is not \"<base64 token> <rank>\"");
+        // Checked before decoding: a token's base64 is 4/3 of its bytes.
+        if (space > (kTiktokenMaxTokenBytes + 2) / 3 * 4)
+            fail(where + ": the token is about " + std::to_string(space / 4 * 3) + " bytes long; npw refuses tokens of more than " +
+                 std::to_string(kTiktokenMaxTokenBytes) + " bytes (LLaMA-3's longest is 128)");
         if (!decodeBase64(line.substr(0, space), token)) fail(where + ": the token is not base64");
+        if (token.size() > kTiktokenMaxTokenBytes)
+            fail(where + ": the token is " + std::to_string(token.size()) + " bytes long; npw refuses tokens of more than " +
+                 std::to_string(kTiktokenMaxTokenBytes) + " bytes (LLaMA-3's longest is 128)");
         const std::string_view rankText = line.substr(space + 1);
         int64_t rank = 0;
         if (rankText.empty() || rankText.size() > 9) fail(where + ": the rank is not an integer from 0 to 999999999");

@@ -18,6 +18,7 @@
 // refused by name: only a file of exactly LLaMA-3's 128,000 ranks is read.
 #include <nlohmann/json_fwd.hpp>
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -26,6 +27,10 @@ namespace npw {
 
 inline constexpr int32_t kLlama3BaseTokens = 128000;
 inline constexpr int32_t kLlama3SpecialTokens = 256;
+// The longest token a tiktoken file may hold. LLaMA-3's longest is 128 bytes (tens for most);
+// building the merges splits each token at every byte, so a token of hundreds of KB would
+// take minutes (quadratic in its length): refused by line instead.
+inline constexpr std::size_t kTiktokenMaxTokenBytes = 1024;
 
 // LLaMA-3's pre-tokenizer pattern (Meta's tokenizer.py pat_str), the same text as in its
 // tokenizer.json.
@@ -33,7 +38,7 @@ extern const char* const kLlama3Pattern;
 
 // The tokenizer.json equivalent of a LLaMA-3 tiktoken file's content. Throws npw::Error naming
 // `sourceName`, the line and what was expected for a malformed line (bad base64, a rank that is
-// not an integer, a duplicate token or rank, ranks that are not 0..n-1), a file missing one of
+// not an integer, a duplicate token or rank, a token longer than kTiktokenMaxTokenBytes, ranks that are not 0..n-1), a file missing one of
 // the 256 single bytes, or a file that is not LLaMA-3's (not 128,000 ranks).
 nlohmann::json tiktokenAsTokenizerJson(std::string_view bytes, const std::string& sourceName);
 

@@ -1,12 +1,17 @@
 #include "core/text/token_ids.h"
 
 #include "core/util/error.h"
+#include "core/util/regular_file.h"
 
 #include <fstream>
 
 namespace npw {
 
 std::vector<int32_t> readTokenIdFile(const std::string& path, int64_t vocabSize) {
+    const RegularFile file = RegularFile::open(path, "token id file");  // a FIFO is refused, never waited on
+    if (file.size() > kMaxTextInputBytes)
+        throw Error("token id file '" + path + "' is " + std::to_string(file.size()) + " bytes; npw reads at most " +
+                    std::to_string(kMaxTextInputBytes >> 20) + " MiB of token ids");
     std::ifstream in(path);
     if (!in) throw Error("cannot open token id file '" + path + "'");
     std::vector<int32_t> ids;

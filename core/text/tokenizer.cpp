@@ -8,6 +8,7 @@
 #include "core/text/token_decoder.h"
 #include "core/text/utf8.h"
 #include "core/util/error.h"
+#include "core/util/regular_file.h"
 
 #include <cerrno>
 #include <cstring>
@@ -338,14 +339,8 @@ private:
 std::shared_ptr<Tokenizer> Tokenizer::fromFile(const std::string& tokenizerJsonPath) {
     if (std::filesystem::is_directory(tokenizerJsonPath))
         throw Error("tokenizer '" + tokenizerJsonPath + "' is a folder; give the tokenizer.json file in it");
-    std::ifstream file(tokenizerJsonPath, std::ios::binary);
-    if (!file)
-        throw Error("cannot open tokenizer '" + tokenizerJsonPath + "': " + std::strerror(errno));
-    std::ostringstream content;
-    content << file.rdbuf();
-    if (file.bad())
-        throw Error("cannot read tokenizer '" + tokenizerJsonPath + "': " + std::strerror(errno));
-    return fromJson(content.str(), tokenizerJsonPath);
+    // A FIFO is refused, never waited on; 1 GiB at most (Gemma's tokenizer.json is 34 MB).
+    return fromJson(readRegularFile(tokenizerJsonPath, "tokenizer", uint64_t(1) << 30), tokenizerJsonPath);
 }
 
 std::shared_ptr<Tokenizer> Tokenizer::fromJson(const std::string& json, const std::string& sourceName) {

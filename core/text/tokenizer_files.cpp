@@ -7,6 +7,7 @@
 #include "core/text/tiktoken.h"
 #include "core/text/tokenizer.h"
 #include "core/util/error.h"
+#include "core/util/regular_file.h"
 
 #include <nlohmann/json.hpp>
 
@@ -55,6 +56,7 @@ bool looksLikeTiktoken(std::string_view bytes) {
 std::string readTokenizerFileBytes(const std::string& path) {
     if (std::filesystem::is_directory(path))
         throw Error("tokenizer '" + path + "' is a folder; give the tokenizer file in it (tokenizer.json, tokenizer.model or tokenizer.bin)");
+    requireRegularFile(path, "tokenizer");  // a FIFO is refused, never waited on
     std::ifstream file(path, std::ios::binary | std::ios::ate);
     if (!file)
         throw Error("cannot open tokenizer '" + path + "': " + std::strerror(errno));

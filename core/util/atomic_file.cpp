@@ -1,6 +1,7 @@
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
 #include "core/util/output_guard.h"
+#include "core/util/regular_file.h"
 
 #include <cerrno>
 #include <chrono>
@@ -171,11 +172,7 @@ void writeTextAtomically(const std::string& path, const std::string& text) {
 }
 
 std::string readTextFile(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error("cannot open '" + path + "': " + std::strerror(errno));
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
+    return readRegularFile(path);  // a FIFO or a directory is refused, never waited on
 }
 
 } // namespace npw

@@ -188,6 +188,17 @@ void torchCheckpoint(std::string_view bytes) {
         if (numel <= kLoadBytes / 8) {
             const at::Tensor t = checkpoint->load(name);
             if (static_cast<uint64_t>(t.numel()) != numel) violated(what + ": the loaded tensor has another size");
+            // Weights come only from floating-point storages: loadFloat refuses the others.
+            const bool floating = info.dtype == "F32" || info.dtype == "F16" || info.dtype == "BF16" || info.dtype == "F64";
+            if (!floating) {
+                bool refused = false;
+                try {
+                    (void)checkpoint->loadFloat(name);
+                } catch (const Error&) {
+                    refused = true;
+                }
+                if (!refused) violated(what + ": loadFloat accepted the non-floating dtype " + info.dtype);
+            }
         }
     }
     (void)checkpoint->summary();
