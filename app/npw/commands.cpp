@@ -1,4 +1,5 @@
 #include "app/npw/commands.h"
+#include "core/text/json_output.h"
 
 #include <chrono>
 #include <filesystem>
@@ -75,7 +76,7 @@ ProgressFn terminalProgress() {
 
 void printResult(const Args& args, const nlohmann::json& result, const std::function<void()>& printHuman) {
     if (args.flag("json"))
-        std::cout << result.dump(2) << std::endl;
+        std::cout << npw::json_fields::dumpJson(result, 2) << std::endl;
     else
         printHuman();
 }

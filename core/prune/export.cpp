@@ -1,5 +1,6 @@
 // Step "export": manifests, the pruned model directory and score files (export.h).
 #include "core/models/model_loader.h"
+#include "core/text/json_output.h"
 #include "core/io/safetensors.h"
 #include "core/prune/export.h"
 #include "core/util/atomic_file.h"
@@ -87,7 +88,7 @@ std::string pruneManifestJson(const PruneReport& report, const PruneSettings& s,
                          "FLAP mean/variance and Wanda-sp norms from the same raw sums";
     j["calibration"] = calibrationManifestJson(calibration);
     if (!calibration.statsFile.empty()) j["calibration"]["statistics_file"] = calibration.statsFile;
-    return j.dump(2) + "\n";
+    return json_fields::dumpJson(j, 2, "the export manifest") + "\n";
 }
 
 void checkExportTarget(const std::string& sourceModel, const std::string& dir) {
@@ -145,7 +146,7 @@ void writeExportDirectory(const std::string& sourceModel, const std::string& dir
 void savePrunedModel(const LlamaCheckpoint& pruned, const std::string& dir, const std::string& manifestJson) {
     writeExportDirectory(pruned.source, dir, [&](const std::string& staging) {
         const json extra = {{"npw_pruned", {{"manifest", kManifestName}}}};
-        saveHfLlamaDirectory(pruned, staging, extra.dump());
+        saveHfLlamaDirectory(pruned, staging, json_fields::dumpJson(extra));
         writeTextAtomically((fs::path(staging) / kManifestName).string(), manifestJson);
     });
 }
