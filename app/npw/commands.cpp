@@ -1,5 +1,6 @@
 #include "app/npw/commands.h"
 #include "core/text/json_output.h"
+#include "core/io/export_manifest.h"
 
 #include <chrono>
 #include <filesystem>
@@ -40,13 +41,12 @@ std::string modelLabel(const std::string& model) {
                                                                  : fs::path(model).filename().string();
     if (!fs::is_regular_file(manifest, ec)) return model.find('/') == std::string::npos ? model : name;
     try {
-        std::ifstream in(manifest);
-        const nlohmann::json j = nlohmann::json::parse(in);
+        // The bounded reader: a manifest is a file the user can edit (nested 100,000 deep, say).
+        const ExportManifestSummary summary = readExportManifestSummary(manifest.string());
         std::ostringstream out;
-        out << name << " (" << j.at("method").get<std::string>() << " ρ=" << std::fixed << std::setprecision(2)
-            << j.at("ratio").get<double>() << ")";
+        out << name << " (" << summary.method << " ρ=" << std::fixed << std::setprecision(2) << summary.ratio << ")";
         return out.str();
-    } catch (const std::exception&) {
+    } catch (const Error&) {
         return name;  // a label only: a manifest npw cannot read does not stop the command
     }
 }
