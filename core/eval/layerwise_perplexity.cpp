@@ -9,6 +9,7 @@
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
 #include <chrono>
+#include <cmath>
 #include <limits>
 
 namespace npw {
@@ -77,8 +78,9 @@ PerplexityResult evaluatePerplexityLayerwise(const LlamaCheckpoint& checkpoint, 
         for (at::Tensor& x : hidden) {
             x = llamaBlockForward(config, block, l, x, tables);
             // The hidden states are gone once the next layer runs: where they first become
-            // non-finite is told now (one pass over [B, T, hidden], small beside the block).
-            if (!at::isfinite(x).all().item<bool>()) {
+            // non-finite is told now. A float64 sum (no temporary the size of x; it cannot
+            // overflow on float32 values) is non-finite exactly when a value is.
+            if (!std::isfinite(x.sum(at::kDouble).item<double>())) {
                 const int64_t first = done;
                 for (int64_t b = 0; b < x.size(0); ++b)
                     if (const std::string values = nonFiniteValues(x[b]); !values.empty())

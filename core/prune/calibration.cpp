@@ -28,11 +28,15 @@ std::string statName(size_t layer, const std::string& site, const std::string& f
     return "layers." + std::to_string(layer) + "." + site + "." + field;
 }
 
-// A tapped input (o_proj's or down_proj's, windows first..first+B−1 of `windows`) that holds NaN
-// or ±∞: an error naming the layer, the site and the first such window, where it happens (the
-// summed statistics would only say that something, somewhere, overflowed).
-void requireFiniteInput(const at::Tensor& input, int64_t layer, TapSite site, int64_t first, int64_t windows) {
-    if (at::isfinite(input).all().item<bool>()) return;
+// Accumulates a tapped input (o_proj's or down_proj's, windows first..first+B−1 of `windows`);
+// one that holds NaN or ±∞ is an error naming the layer, the site and the first such window,
+// where it happens (the summed statistics would only say that something, somewhere,
+// overflowed). The running sum tells cheaply: a float64 sum of float32 values cannot overflow,
+// so it is non-finite exactly when an input was; only then is the input searched.
+void accumulateFinite(LayerStats& stats, const at::Tensor& input, int64_t layer, TapSite site, int64_t first,
+                      int64_t windows) {
+    stats.accumulate(input);
+    if (at::isfinite(stats.sum).all().item<bool>()) return;
     for (int64_t b = 0; b < input.size(0); ++b)
         if (const std::string values = nonFiniteValues(input[b]); !values.empty())
             throw Error("calibration: layer " + std::to_string(layer) + "'s " +
@@ -40,6 +44,9 @@ void requireFiniteInput(const at::Tensor& input, int64_t layer, TapSite site, in
                                                                : "MLP activation (down_proj's input)") +
                         " became non-finite (" + values + ") in calibration window " + std::to_string(first + b + 1) +
                         " of " + std::to_string(windows) + kNonFiniteHint);
+    throw Error("calibration: layer " + std::to_string(layer) + "'s statistics became non-finite in calibration windows " +
+                std::to_string(first + 1) + "-" + std::to_string(first + input.size(0)) + " of " + std::to_string(windows) +
+                kNonFiniteHint);
 }
 
 void requireFinite(const LayerStats& s, size_t layer, const char* what) {
@@ -317,9 +324,8 @@ ModelStats calibrateWithForward(const LlamaConfig& config, c10::Device statsDevi
         std::tie(stats.attn[l], stats.mlp[l]) = emptyLayerStats(config, l, statsDevice);
     int64_t first = 0;
     const ActivationTap tap = [&stats, &first, samples](int64_t layer, TapSite site, const at::Tensor& input) {
-        requireFiniteInput(input, layer, site, first, samples);
         auto& sites = site == TapSite::AttentionOutputInput ? stats.attn : stats.mlp;
-        sites.at(static_cast<size_t>(layer)).accumulate(input);
+        accumulateFinite(sites.at(static_cast<size_t>(layer)), input, layer, site, first, samples);
     };
     reportProgress(progress, "calibrate", 0, static_cast<double>(samples));
     for (first = 0; first < samples; first += perBatch) {
@@ -407,8 +413,7 @@ ModelStats calibrateLayerwise(const LlamaModel& model, const CalibrationSet& set
         LayerStats& mlp = layerStats.second;
         int64_t done = 0;
         const ActivationTap tap = [&attn, &mlp, &done, windows](int64_t layer, TapSite site, const at::Tensor& input) {
-            requireFiniteInput(input, layer, site, done, windows);
-            (site == TapSite::AttentionOutputInput ? attn : mlp).accumulate(input);
+            accumulateFinite(site == TapSite::AttentionOutputInput ? attn : mlp, input, layer, site, done, windows);
         };
         for (at::Tensor& x : hidden) {
             x = llamaBlockForward(config, weights.layers[l], static_cast<int64_t>(l), x, tables, nullptr, tap);
