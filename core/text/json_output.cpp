@@ -40,12 +40,27 @@ bool findNonFinite(const nlohmann::json& value, std::string& path, double& found
     return false;
 }
 
+// Whether any number under `value` is non-finite: the common case, without building paths.
+bool anyNonFinite(const nlohmann::json& value) {
+    std::vector<const nlohmann::json*> stack{&value};
+    while (!stack.empty()) {
+        const nlohmann::json& v = *stack.back();
+        stack.pop_back();
+        if (v.is_number_float()) {
+            if (!std::isfinite(v.get<double>())) return true;
+        } else if (v.is_structured()) {
+            for (const nlohmann::json& child : v) stack.push_back(&child);
+        }
+    }
+    return false;
+}
+
 } // namespace
 
 std::string dumpJson(const nlohmann::json& value, int indent, const std::string& what) {
     std::string path;
     double found = 0;
-    if (findNonFinite(value, path, found)) {
+    if (anyNonFinite(value) && findNonFinite(value, path, found)) {
         const char* spelled = std::isnan(found) ? "NaN" : found > 0 ? "inf" : "-inf";
         throw Error((path.empty() ? std::string("the value") : "'" + path + "'") + " of " + what + " is not finite (" +
                     spelled + "): a non-finite result has no JSON spelling and is never written as null");
