@@ -120,7 +120,7 @@ TextComparison compareContinuations(const ComparedModel& dense, const std::vecto
                 any = true;
                 std::vector<int32_t> context = prompt;
                 context.insert(context.end(), c.tokens.begin(), c.tokens.end());
-                requireFiniteLogits(*g.model, g.last, context, "compare: model '" + c.name + "''s next-token logits");
+                requireFiniteLogits(*g.model, g.last, context, "compare: the next-token logits of model '" + c.name + "'");
                 const int32_t next = sampleToken(g.last, options, g.rng);
                 const double lp = at::log_softmax(g.last.to(at::kDouble), -1)[next].item<double>();
                 c.tokens.push_back(next);
@@ -165,7 +165,7 @@ TextComparison compareContinuations(const ComparedModel& dense, const std::vecto
         c.kl = k == 0 ? 0.0 : (denseP * (denseLogP - logP)).sum(1).mean().item<double>();
         // The generation's logits were finite; teacher forcing runs the whole continuation at
         // once (another kernel path), so its results are checked too.
-        requireFinite(c.nll, "compare: model '" + c.name + "''s NLL of the dense model's continuation", kNonFiniteHint);
+        requireFinite(c.nll, "compare: the NLL of the dense model's continuation under model '" + c.name + "'", kNonFiniteHint);
         requireFinite(c.kl, "compare: the KL divergence from the dense model to model '" + c.name + "'", kNonFiniteHint);
     }
     return r;
