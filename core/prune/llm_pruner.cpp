@@ -243,7 +243,9 @@ LlmPrunerScores llmPrunerScores(const LlamaModel& model, const CalibrationSet& s
 
 LlmPrunerSelection llmPrunerSelect(const LlamaConfig& cfg, const BaselineOptions& options,
                                    const std::function<const LlmPrunerScores&()>& importances) {
-    const auto [start, end] = llmPrunerLayers(cfg, options);
+    // Not a structured binding: clang 14 (the fuzz tree's compiler) cannot capture one in a lambda.
+    const std::pair<int64_t, int64_t> layers = llmPrunerLayers(cfg, options);
+    const int64_t start = layers.first, end = layers.second;
     const int64_t D = cfg.hidden_size, hd = cfg.head_dim;
     auto headCost = [&](size_t l) {
         const int64_t g = cfg.num_kv_heads[l] > 0 ? cfg.num_heads[l] / cfg.num_kv_heads[l] : 0;
