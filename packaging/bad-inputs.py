@@ -34,7 +34,9 @@ CONFIG = {"model_type": "llama", "vocab_size": len(VOCAB), "hidden_size": 8, "nu
           "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "tie_word_embeddings": False, "bos_token_id": 1, "eos_token_id": 2}
 
 
-def tiny_weights(config):
+def tiny_weights(config, huge=()):
+    """The tiny model's safetensors; tensors named in `huge` hold ±3e38 (finite, past float32's
+    range once multiplied)."""
     d, v, inter = config["hidden_size"], config["vocab_size"], config["intermediate_size"]
     q = config["num_attention_heads"] * (d // config["num_attention_heads"])
     shapes = {"model.embed_tokens.weight": [v, d], "model.norm.weight": [d], "lm_head.weight": [v, d]}
@@ -53,7 +55,8 @@ def tiny_weights(config):
         values = []
         for _ in range(n):
             seed = (seed * 1103515245 + 12345) % (1 << 31)
-            values.append(1.0 if name.endswith("norm.weight") else (seed / (1 << 31) - 0.5) * 0.2)
+            value = 1.0 if name.endswith("norm.weight") else (seed / (1 << 31) - 0.5) * 0.2
+            values.append((3e38 if value >= 0 else -3e38) if name in huge else value)
         raw = struct.pack("<%df" % n, *values)
         header[name] = {"dtype": "F32", "shape": shapes[name], "data_offsets": [len(data), len(data) + len(raw)]}
         data += raw
@@ -380,6 +383,27 @@ def tensor_names(safetensors):
     """The tensor names of a safetensors file's header."""
     length = struct.unpack("<Q", safetensors[:8])[0]
     return [k for k in json.loads(safetensors[8:8 + length]) if k != "__metadata__"]
+
+    huge = w.fresh(model__safetensors=tiny_weights(CONFIG, huge={"model.layers.1.mlp.up_proj.weight"}))
+    text = w.write("text.txt", "a bad cab " * 200)
+    yield ("huge finite weights", "layer 1's up_proj ±3e38: `eval`", ["eval", huge, "--text", text, "--seqlen", "16", "--json"])
+    yield ("huge finite weights", "layer 1's up_proj ±3e38: `eval --layerwise`",
+           ["eval", huge, "--text", text, "--seqlen", "16", "--layerwise", "--json"])
+    yield ("huge finite weights", "layer 1's up_proj ±3e38: `generate --json`",
+           ["generate", huge, "--prompt", "a b", "--tokens", "4", "--json"])
+    yield ("huge finite weights", "layer 1's up_proj ±3e38: `compare` against the valid model",
+           ["compare", m, huge, "--prompt", "a b", "--tokens", "4", "--json"])
+    yield ("huge finite weights", "layer 1's up_proj ±3e38: `prune`", pruned(huge, "--json"))
+    yield ("huge finite weights", "layer 1's up_proj ±3e38: `zeroshot`",
+           ["zeroshot", huge, "--task", "mc:" + w.write("task3.jsonl", '{"context": "a b", "choices": [" cab", " bad"], "gold": 0}\n'),
+            "--json"])
+    yield ("huge finite weights", "layer 1's up_proj ±3e38: `sweep`",
+           ["sweep", huge, "--methods", "magnitude", "--ratios", "0.25", "--calib", calib, "--eval", "text:" + text,
+            "--nsamples", "2", "--seqlen", "16", "--seeds", "1", "--json"])
+    labelled = w.fresh()
+    w.write(os.path.relpath(os.path.join(labelled, "npw-manifest.json"), w.root), deep)
+    yield ("export manifest", "a pruned model's npw-manifest.json nested 400,000 deep (`compare` labels the model by it)",
+           ["compare", m, labelled, "--prompt", "a b", "--tokens", "2"])
 
 
 def make_special(w, key):

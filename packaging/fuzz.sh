@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fuzzes npw's own parsers (issue 16). Configures and builds a separate tree with clang and
-# -DNPW_FUZZ=ON (only core's parser layers and tests/fuzz's harnesses, with libFuzzer,
+# -DNPW_FUZZ=ON (only core and tests/fuzz's harnesses, with libFuzzer,
 # AddressSanitizer and UBSan), makes each harness's seed corpus from the fixtures
 # (tests/fuzz/make_seeds.py), runs every harness for SECONDS, and prints executions and
 # executions per second. A finding stops that harness and leaves the input under
@@ -21,7 +21,8 @@ shift || true
 build=${NPW_FUZZ_BUILD:-build-fuzz}
 jobs=${NPW_FUZZ_JOBS:-1}
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(safetensors gguf torch_checkpoint tokenizer_json config_json llama2c idx tokenizer_files)
+[ ${#targets[@]} -gt 0 ] || targets=(safetensors gguf torch_checkpoint tokenizer_json config_json llama2c idx tokenizer_files
+                                        tiktoken tokenizer_bin text_dataset zeroshot manifest workspace)
 
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)

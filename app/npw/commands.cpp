@@ -1,6 +1,8 @@
 #include "app/npw/commands.h"
 #include "core/text/json_fields.h"
 #include "core/util/atomic_file.h"
+#include "core/text/json_output.h"
+#include "core/io/export_manifest.h"
 
 #include <chrono>
 #include <filesystem>
@@ -45,12 +47,12 @@ std::string modelLabel(const std::string& model) {
     const uintmax_t bytes = fs::file_size(manifest, ec);
     if (ec || bytes > (uintmax_t(1) << 26)) return name;
     try {
-        const nlohmann::json j = json_fields::parseJsonLimited(readTextFile(manifest.string()), manifest.string());
+        // The bounded reader: a manifest is a file the user can edit (nested 100,000 deep, say).
+        const ExportManifestSummary summary = readExportManifestSummary(manifest.string());
         std::ostringstream out;
-        out << name << " (" << j.at("method").get<std::string>() << " ρ=" << std::fixed << std::setprecision(2)
-            << j.at("ratio").get<double>() << ")";
+        out << name << " (" << summary.method << " ρ=" << std::fixed << std::setprecision(2) << summary.ratio << ")";
         return out.str();
-    } catch (const std::exception&) {
+    } catch (const Error&) {
         return name;  // a label only: a manifest npw cannot read does not stop the command
     }
 }
@@ -80,7 +82,7 @@ ProgressFn terminalProgress() {
 
 void printResult(const Args& args, const nlohmann::json& result, const std::function<void()>& printHuman) {
     if (args.flag("json"))
-        std::cout << result.dump(2) << std::endl;
+        std::cout << npw::json_fields::dumpJson(result, 2) << std::endl;
     else
         printHuman();
 }

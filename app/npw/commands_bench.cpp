@@ -2,6 +2,7 @@
 // engine's figures, the runtime against run.c, llama.cpp and eager PyTorch (core/experiments/
 // runtime_bench.h), and image generation against its bounds (core/experiments/image_runtime_bench.h).
 #include "app/npw/commands.h"
+#include "core/text/json_output.h"
 #include "core/eval/generate.h"
 #include "core/experiments/image_runtime_bench.h"
 #include "core/experiments/pruning_bench.h"
@@ -162,7 +163,7 @@ nlohmann::json calibrationMemorySuite(const Args& args, bool json) {
             measureCalibrationMemory(config, runtime, windows, seqlen, mode == "layerwise", statsPath, terminalProgress());
         std::error_code ec;
         std::filesystem::remove(statsPath, ec);
-        std::cout << kMemoryRowMarker << memoryRowJson(row).dump() << std::endl;
+        std::cout << kMemoryRowMarker << npw::json_fields::dumpJson(memoryRowJson(row)) << std::endl;
         return nullptr;
     }
     const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
@@ -455,7 +456,7 @@ int runPruningBench(const Args& args) {
     } else {
         throw Error("unknown --suite '" + args.get("suite") + "' (expected pruning, calibration-memory, runtime or image-runtime)");
     }
-    if (json) std::cout << out.dump(2) << std::endl;
+    if (json) std::cout << npw::json_fields::dumpJson(out, 2) << std::endl;
     return 0;
 }
 

@@ -3,6 +3,7 @@
 // folder (results.json, perplexity.csv, and the pruned checkpoints); the same for the image
 // model demo:c2i with the image metrics.
 #include "app/npw/commands.h"
+#include "core/text/json_output.h"
 #include "core/eval/generate.h"
 #include "core/models/parameter_count.h"
 #include "core/models/vq_model.h"
@@ -89,7 +90,7 @@ void runImageDemo(const Args& args, const Runtime& runtime, double ratio, const 
         const double achieved = double(before - prunableParameters(pruned.checkpoint.config)) / double(before);
         const fs::path dir = out / ("c2i-" + method + "-" + std::to_string(int(ratio * 100)));
         savePrunedImageModel(ck, vq.get(), dir.string(), bench.manifestJson(name, method, ratio, lambda, pruned),
-                             nlohmann::json{{"class_names", classNames(name)}}.dump());
+                             npw::json_fields::dumpJson(nlohmann::json{{"class_names", classNames(name)}}));
         measure(LlamaGenModel(ck, runtime), method, achieved);
     }
     // dense | numerical | FLAP, a row per class, the same four seeds in each, each panel titled
@@ -195,7 +196,7 @@ int runDemo(const Args& args) {
     if (args.getInt("image-samples") > 0 && fs::is_directory(fs::path(resourcesDir()) / "demo" / "c2i"))
         runImageDemo(args, runtime, ratio, out, results);
     writeTextAtomically((out / "perplexity.csv").string(), csv);
-    writeTextAtomically((out / "results.json").string(), results.dump(2) + "\n");
+    writeTextAtomically((out / "results.json").string(), npw::json_fields::dumpJson(results, 2, "results.json") + "\n");
     std::cout << "\nwrote " << (out / "results.json").string() << ", " << (out / "perplexity.csv").string()
               << " and the pruned models in " << out.string() << "/\n";
     return 0;

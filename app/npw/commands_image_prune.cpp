@@ -2,6 +2,7 @@
 // pruning engine on LlamaGen's GPT, calibrated on samples the dense model generates, measured
 // by the image metrics (core/experiments/image_calibration.h, core/experiments/image_sweep.h).
 #include "app/npw/commands.h"
+#include "core/text/json_output.h"
 #include "core/data/fashion_mnist.h"
 #include "core/eval/image_eval.h"
 #include "core/eval/metrics_run.h"
@@ -105,7 +106,7 @@ int runImagePrune(const Args& args, const std::string& model, const PruneSetting
     nlohmann::json extra = nlohmann::json::object();
     const std::vector<std::string> names = classNames(model);
     if (!names.empty()) extra["class_names"] = names;
-    savePrunedImageModel(pruned, vq.get(), out, manifest.dump(2) + "\n", extra.dump());
+    savePrunedImageModel(pruned, vq.get(), out, npw::json_fields::dumpJson(manifest, 2, "the export manifest") + "\n", npw::json_fields::dumpJson(extra));
 
     nlohmann::json j = pruneReportJson(run.report);
     j["model"] = model;
@@ -221,7 +222,7 @@ int runImageSweep(const Args& args, const std::string& model) {
         nlohmann::json out = {{"model", model}, {"reference", m.reference.description},
                               {"features", m.network->identity()}, {"rows", nlohmann::json::array()}};
         for (const ImageSweepRow& r : rows) out["rows"].push_back(imageSweepRowJson(r));
-        std::cout << out.dump(2) << std::endl;
+        std::cout << npw::json_fields::dumpJson(out, 2) << std::endl;
     }
     return 0;
 }

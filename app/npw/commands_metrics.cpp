@@ -1,5 +1,6 @@
 // train-classifier (the demo feature classifier) and metrics (FID, sFID, IS, precision, recall).
 #include "app/npw/commands.h"
+#include "core/text/json_output.h"
 #include "core/util/atomic_file.h"
 #include "core/util/paths.h"
 #include "core/data/fashion_mnist.h"
@@ -55,7 +56,7 @@ int runTrainClassifier(const Args& args) {
                                  {"batch", o.batchSize},                  {"learning_rate", o.learningRate},
                                  {"weight_decay", o.weightDecay},         {"seed", o.seed},
                                  {"final_train_loss", status.loss},       {"test_accuracy", testAccuracy}};
-        saveImageClassifier(model, out.string(), recipe.dump());
+        saveImageClassifier(model, out.string(), npw::json_fields::dumpJson(recipe));
         j["out"] = out.string();
     }
     printResult(args, j, [&] {

@@ -6,6 +6,7 @@
 #include "core/experiments/sweep.h"
 #include "core/experiments/sweep_request.h"
 #include "core/text/json_fields.h"
+#include "core/text/json_output.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
 
@@ -105,7 +106,7 @@ int runSweepCommand(const Args& args) {
                                   {"weights_mib_mean", finiteOrNull(s.weightsMiBMean)},
                                   {"kv_cache_mib_mean", finiteOrNull(s.kvCacheMiBMean)}});
     if (json) {
-        std::cout << out.dump(2) << std::endl;
+        std::cout << npw::json_fields::dumpJson(out, 2) << std::endl;
     } else {
         std::cout << "\nmean ± std over seeds\n";
         for (const SweepSummaryRow& s : summary) {

@@ -1,5 +1,6 @@
 // train-tokenizer, train-lm: how the bundled demo models were made (resumable, seeded).
 #include "app/npw/commands.h"
+#include "core/text/json_output.h"
 #include "core/models/model_loader.h"
 #include "core/models/runtime.h"
 #include "core/text/bpe_trainer.h"
@@ -81,7 +82,7 @@ int runTrainLm(const Args& args) {
                                    {"corpus_tokens", corpus.size()}, {"seqlen", o.seqlen}, {"batch", o.batchSize},
                                    {"steps", o.steps}, {"learning_rate", o.learningRate}, {"seed", o.seed},
                                    {"final_train_loss", status.loss}}}};
-        saveHfLlamaDirectory(ckpt, out.string(), recipe.dump());
+        saveHfLlamaDirectory(ckpt, out.string(), npw::json_fields::dumpJson(recipe));
         j["out"] = out.string();
     }
     printResult(args, j, [&] {

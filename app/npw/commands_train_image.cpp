@@ -1,5 +1,6 @@
 // train-vq and train-c2i: how the bundled image model demo:c2i was made (resumable, seeded).
 #include "app/npw/commands.h"
+#include "core/text/json_output.h"
 #include "core/data/fashion_mnist.h"
 #include "core/io/safetensors.h"
 #include "core/models/llamagen.h"
@@ -122,7 +123,7 @@ int runTrainC2i(const Args& args) {
                                   {"batch", o.batchSize}, {"learning_rate", o.learningRate},
                                   {"class_dropout", o.classDropout}, {"seed", o.seed},
                                   {"final_train_loss", status.loss}}}};
-        saveLlamaGenDirectory(model, out.string(), extra.dump());
+        saveLlamaGenDirectory(model, out.string(), npw::json_fields::dumpJson(extra));
         vq->save((out / "vq").string());
         j["out"] = out.string();
     }

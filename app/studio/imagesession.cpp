@@ -10,6 +10,7 @@
 
 #include "app/studio/imagesession.h"
 #include "core/text/json_fields.h"
+#include "core/text/json_output.h"
 
 #include <QFileInfo>
 #include <QPointer>
@@ -178,7 +179,7 @@ bool ImageSession::exportPrunedModel(const QString& dir) {
             const npw::LlamaGenCheckpoint ck = workbench->dense().checkpoint().withTransformer(pruned.checkpoint);
             npw::savePrunedImageModel(ck, &workbench->vq(), target,
                                       workbench->manifestJson(source, method, ratio, lambda, pruned),
-                                      names.empty() ? "" : nlohmann::json{{"class_names", names}}.dump());
+                                      names.empty() ? "" : npw::json_fields::dumpJson(nlohmann::json{{"class_names", names}}));
             return 0;
         },
         [this, dir](int) { emit logMessage(tr("Exported the pruned image model to %1").arg(dir)); });

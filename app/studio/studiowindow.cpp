@@ -11,6 +11,7 @@
 #include "core/models/llamagen.h"
 #include "core/util/error.h"
 #include "core/text/json_fields.h"
+#include "core/text/json_output.h"
 
 #include <QAction>
 #include <QApplication>
@@ -424,7 +425,7 @@ void StudioWindow::saveSettings() const {
     s.setValue(QStringLiteral("window/state"), saveState());
     s.setValue(QStringLiteral("view/dark"), darkAction_->isChecked());
     s.setValue(QStringLiteral("device"), device_->currentText());
-    s.setValue(QStringLiteral("run/settings"), QString::fromStdString(studio::toJson(session_.settings()).dump()));
+    s.setValue(QStringLiteral("run/settings"), QString::fromStdString(npw::json_fields::dumpJson(studio::toJson(session_.settings()))));
     sweepPage_->saveSettings(s);
 }
 

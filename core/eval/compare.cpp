@@ -1,5 +1,7 @@
 #include "core/eval/compare.h"
+#include "core/models/non_finite.h"
 #include "core/util/error.h"
+#include "core/util/finite.h"
 
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
@@ -116,6 +118,9 @@ TextComparison compareContinuations(const ComparedModel& dense, const std::vecto
             sc.model = c.name;
             if (!g.stopped) {
                 any = true;
+                std::vector<int32_t> context = prompt;
+                context.insert(context.end(), c.tokens.begin(), c.tokens.end());
+                requireFiniteLogits(*g.model, g.last, context, "compare: the next-token logits of model '" + c.name + "'");
                 const int32_t next = sampleToken(g.last, options, g.rng);
                 const double lp = at::log_softmax(g.last.to(at::kDouble), -1)[next].item<double>();
                 c.tokens.push_back(next);
@@ -158,6 +163,10 @@ TextComparison compareContinuations(const ComparedModel& dense, const std::vecto
         c.nll = -picked.mean().item<double>();
         // KL(dense ‖ model) = Σ p_dense (log p_dense − log p_model); exactly 0 for the dense model.
         c.kl = k == 0 ? 0.0 : (denseP * (denseLogP - logP)).sum(1).mean().item<double>();
+        // The generation's logits were finite; teacher forcing runs the whole continuation at
+        // once (another kernel path), so its results are checked too.
+        requireFinite(c.nll, "compare: the NLL of the dense model's continuation under model '" + c.name + "'", kNonFiniteHint);
+        requireFinite(c.kl, "compare: the KL divergence from the dense model to model '" + c.name + "'", kNonFiniteHint);
     }
     return r;
 }

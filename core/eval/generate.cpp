@@ -1,5 +1,6 @@
 #include "core/eval/generate.h"
 #include "core/util/error.h"
+#include "core/models/non_finite.h"
 
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
@@ -69,8 +70,11 @@ GenerationResult generate(const CausalLm& model, const std::vector<int32_t>& pro
     r.prefillSeconds = secondsSince(t0);
     t0 = std::chrono::steady_clock::now();
     const int64_t budget = std::min(o.maxNewTokens, ctx - r.promptTokens);
+    std::vector<int32_t> context = prompt;
     for (int64_t i = 0; i < budget; ++i) {
+        requireFiniteLogits(model, last, context, "the next-token logits");
         const int32_t next = sampleToken(last, o, rng);
+        context.push_back(next);
         r.tokens.push_back(next);
         if (onToken) onToken(next);
         if (next == o.stopToken || i + 1 == budget) break;

@@ -3,6 +3,7 @@
 #include "core/io/shape_text.h"
 #include "core/io/safetensors.h"
 #include "core/util/error.h"
+#include "core/util/finite.h"
 
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
@@ -239,6 +240,13 @@ ImageMetrics computeImageMetrics(const ReferenceStats& ref, const FeatureSet& f,
     PrecisionRecall pr = precisionRecall(ref.features, f.pooled, ref.k, 1024, ref.radii, progress);
     m.precision = pr.precision;
     m.recall = pr.recall;
+    // Finite inputs can still overflow (features near float64's range): never a null in the JSON.
+    for (const auto& [value, name] : {std::pair{m.fid, "FID"}, {m.sfid, "sFID"}, {m.is.mean, "Inception Score"},
+                                      {m.is.std, "the Inception Score's spread"}, {m.precision, "precision"},
+                                      {m.recall, "recall"}})
+        if (!std::isfinite(value))
+            throw Error(std::string("image metrics: ") + name + " became non-finite (" + nonFiniteName(value) +
+                        ") on " + std::to_string(m.samples) + " samples");
     return m;
 }
 

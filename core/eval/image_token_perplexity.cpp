@@ -1,5 +1,6 @@
 #include "core/eval/image_token_perplexity.h"
 #include "core/util/error.h"
+#include "core/util/finite.h"
 
 #include <ATen/ATen.h>
 #include <cmath>
@@ -45,7 +46,10 @@ TokenPerplexity classConditionalTokenPerplexity(const LlamaGenModel& model, cons
         // Position 0 is the class token, so the last code is never an input (as in training).
         const at::Tensor logits = model.logits(held.labels.narrow(0, i, b), x.narrow(1, 0, T - 1));  // [b, T, V]
         const at::Tensor logp = at::log_softmax(logits.to(at::kDouble), -1);
-        sum -= logp.gather(2, x.unsqueeze(2)).sum().item<double>();
+        const double batchNll = -logp.gather(2, x.unsqueeze(2)).sum().item<double>();
+        requireFinite(batchNll, "the image-token NLL of held-out sequences " + std::to_string(i + 1) + "-" +
+                                    std::to_string(i + b) + " of '" + held.source + "'", kNonFiniteHint);
+        sum += batchNll;
         reportProgress(progress, "token ppl", double(i + b), double(n));
     }
     TokenPerplexity r;
@@ -53,6 +57,7 @@ TokenPerplexity classConditionalTokenPerplexity(const LlamaGenModel& model, cons
     r.tokens = n * T;
     r.nll = sum / double(r.tokens);
     r.ppl = std::exp(r.nll);
+    requireFinite(r.ppl, "the image-token perplexity of '" + held.source + "'", kNonFiniteHint);
     return r;
 }
 

@@ -3,10 +3,13 @@
 #include "core/eval/perplexity_windows.h"
 #include "core/models/llama.h"
 #include "core/util/error.h"
+#include "core/util/finite.h"
+#include "core/models/non_finite.h"
 
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
 #include <chrono>
+#include <cmath>
 #include <limits>
 
 namespace npw {
@@ -91,6 +94,17 @@ PerplexityResult evaluatePerplexityLayerwise(const LlamaCheckpoint& checkpoint, 
         int64_t done = 0;
         for (at::Tensor& x : hidden) {
             x = llamaBlockForward(config, block, l, x, tables);
+            // The hidden states are gone once the next layer runs: where they first become
+            // non-finite is told now. A float64 sum (no temporary the size of x; it cannot
+            // overflow on float32 values) is non-finite exactly when a value is.
+            if (!std::isfinite(x.sum(at::kDouble).item<double>())) {
+                const int64_t first = done;
+                for (int64_t b = 0; b < x.size(0); ++b)
+                    if (const std::string values = nonFiniteValues(x[b]); !values.empty())
+                        throw Error("layer " + std::to_string(l) + "'s output became non-finite (" + values +
+                                    ") in window " + std::to_string(first + b + 1) + " of " + std::to_string(windows) +
+                                    " (layer-wise evaluation)" + kNonFiniteHint);
+            }
             done += x.size(0);
             reportProgress(progress, stage, static_cast<double>(l * windows + done), total);
         }
@@ -104,7 +118,7 @@ PerplexityResult evaluatePerplexityLayerwise(const LlamaCheckpoint& checkpoint, 
         const int64_t nb = x.size(0);
         const at::Tensor input = evaluationWindowIds(ids, seqlen, w0, nb).to(runtime.device);
         // As LlamaModel::logits: the classifier's output in float32 before the float64 scoring.
-        r.totalNll += windowsNll(llamaOutputLogits(config, finalNorm, lmHead, x).to(at::kFloat), input);
+        r.totalNll += windowsNll(llamaOutputLogits(config, finalNorm, lmHead, x).to(at::kFloat), input, w0, windows);
         x = at::Tensor();  // this batch's hidden states are done with
         if (decode) {
             const auto t0 = Clock::now();

@@ -4,7 +4,10 @@
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
 #include "core/util/regular_file.h"
+#include "core/util/finite.h"
+#include "core/models/non_finite.h"
 #include "core/text/json_fields.h"
+#include "core/text/json_output.h"
 
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
@@ -364,7 +367,15 @@ std::vector<std::vector<double>> scoreChoices(const LanguageModel& lm, const std
             at::Tensor logProbs = at::log_softmax(logits[int64_t(b - start)].narrow(0, first, r.scored).to(at::kDouble), -1);
             at::Tensor targets = at::tensor(std::vector<int64_t>(r.targets.begin(), r.targets.end()), at::kLong)
                                      .to(logProbs.device());
-            out[r.item][r.choice] = logProbs.gather(1, targets.unsqueeze(1)).sum().item<double>();
+            const double logLikelihood = logProbs.gather(1, targets.unsqueeze(1)).sum().item<double>();
+            if (!std::isfinite(logLikelihood)) {  // say where the forward of this request first overflowed
+                const std::string where = locateNonFinite(
+                    model, at::tensor(std::vector<int64_t>(r.input.begin(), r.input.end()), at::kLong).unsqueeze(0));
+                throw Error("zero-shot: the log-likelihood of item " + std::to_string(r.item) + " choice " +
+                            std::to_string(r.choice) + " became non-finite (" + nonFiniteName(logLikelihood) + ")" +
+                            (where.empty() ? std::string() : ": " + where) + kNonFiniteHint);
+            }
+            out[r.item][r.choice] = logLikelihood;
         }
         reportProgress(progress, "zero-shot", double(end), double(order.size()));
     }
@@ -378,6 +389,8 @@ ZeroShotResult summariseZeroShot(const ZeroShotTask& task, const std::vector<std
         const MultipleChoiceItem& item = task.items[i];
         const std::vector<double>& lp = logProbs[i];
         if (lp.size() != item.choiceCount()) throw Error("summariseZeroShot: one score per choice expected");
+        for (size_t c = 0; c < lp.size(); ++c)
+            requireFinite(lp[c], "zero-shot: the log-likelihood of item " + std::to_string(i) + " choice " + std::to_string(c));
         size_t best = 0, bestNorm = 0;  // the first maximum, as numpy's argmax
         for (size_t c = 1; c < lp.size(); ++c) {
             if (lp[c] > lp[best]) best = c;
@@ -446,7 +459,7 @@ std::vector<std::string> buildVerseEndingTask(const std::string& text, int64_t c
         }
         const size_t gold = size_t(rng() % 4);
         std::swap(choices[0], choices[gold]);
-        out.push_back(json{{"context", join(verse, 0, cut)}, {"choices", choices}, {"gold", gold}}.dump());
+        out.push_back(json_fields::dumpJson(json{{"context", join(verse, 0, cut)}, {"choices", choices}, {"gold", gold}}));
     }
     return out;
 }

@@ -1,4 +1,5 @@
 #include "core/experiments/image_workbench.h"
+#include "core/text/json_output.h"
 #include "core/experiments/image_sweep.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
@@ -16,7 +17,7 @@ void savePrunedImageModel(const LlamaGenCheckpoint& pruned, const VqModel* vq, c
     nlohmann::json extra = {{"npw_pruned", {{"manifest", "npw-manifest.json"}}}};
     if (!extraConfigJson.empty()) extra.update(nlohmann::json::parse(extraConfigJson));
     writeExportDirectory(pruned.source, dir, manifestJson, [&](const std::string& staging) {
-        saveLlamaGenDirectory(pruned, staging, extra.dump());
+        saveLlamaGenDirectory(pruned, staging, json_fields::dumpJson(extra));
         if (vq) vq->save((std::filesystem::path(staging) / "vq").string());
     });
 }
@@ -42,7 +43,7 @@ std::string ImagePruningWorkbench::manifestJson(const std::string& sourceModel, 
                         {"achieved_ratio", counts.achievedRatio},
                         {"calibration", calibration_.toMetadata()},
                         {"layers", layers}};
-    return j.dump(2) + "\n";
+    return json_fields::dumpJson(j, 2, "the export manifest") + "\n";
 }
 
 ImagePruningWorkbench::ImagePruningWorkbench(LlamaGenCheckpoint dense, std::shared_ptr<const VqModel> vq, Runtime runtime)

@@ -127,7 +127,7 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
     };
     // `pruned`: the dense model's LanguageModel (its tokenizer) with the pruned LLaMA in `model` or
     // a SliceGPT-sliced model in `sliced`: every row runs through CausalLm, whatever the structure.
-    auto evaluateAll = [&](const LanguageModel& pruned, const SweepRow& base) {
+    auto evaluateAllRows = [&](const LanguageModel& pruned, const SweepRow& base) {
         const CausalLm* m = &pruned.causal();
         // Speed first: timed right after the mask was applied, before this model's other rows reach
         // a GUI that redraws on each (on a small machine its drawing would share the cores).
@@ -159,6 +159,17 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
                 row.evalTokens = r.items;
                 emitRow(row);
             }
+        }
+    };
+    // A row's error names the row (a result that became non-finite says which model it was).
+    auto evaluateAll = [&](const LanguageModel& pruned, const SweepRow& base) {
+        try {
+            evaluateAllRows(pruned, base);
+        } catch (const Error& e) {
+            std::ostringstream row;
+            row << "sweep: method " << base.method << " at ratio " << base.ratio << ", seed " << base.seed << ": "
+                << e.what();
+            throw Error(row.str());
         }
     };
     // The dense LanguageModel with another model in it (the tokenizer and name stay).

@@ -3,6 +3,7 @@
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
 #include "core/text/json_fields.h"
+#include "core/text/json_output.h"
 
 #include <cmath>
 #include <filesystem>
@@ -120,7 +121,7 @@ void writeWorkspace(const std::string& path, const WorkspaceFile& w, const Model
         j["stats_file"] = std::filesystem::path(statsPath).filename().string();
         j["stats_calibration"] = toJson(w.calibration);
     }
-    writeTextAtomically(path, j.dump(2) + "\n");
+    writeTextAtomically(path, json_fields::dumpJson(j, 2, "workspace " + path) + "\n");
 }
 
 WorkspaceFile readWorkspace(const std::string& path) {

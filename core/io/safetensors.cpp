@@ -3,6 +3,7 @@
 #include "core/io/mapped_file.h"
 #include "core/io/shape_text.h"
 #include "core/text/json_fields.h"
+#include "core/text/json_output.h"
 #include "core/text/utf8.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
@@ -320,7 +321,7 @@ std::pair<std::string, std::vector<uint64_t>> planLayout(const std::string& path
     if (!metadata.empty()) header[kMetadataKey] = metadata;
     std::string headerText;
     try {
-        headerText = header.dump();
+        headerText = json_fields::dumpJson(header, -1, "the safetensors header");
     } catch (const json::type_error& e) {
         fail(path, "a tensor name or metadata string is not valid UTF-8 (" + std::string(e.what()) + ")");
     }

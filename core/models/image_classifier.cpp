@@ -5,6 +5,7 @@
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
 #include "core/text/json_fields.h"
+#include "core/text/json_output.h"
 
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
@@ -26,7 +27,7 @@ std::string ImageClassifierConfig::toJson() const {
                         {"input_mean", mean},
                         {"input_std", stdev},
                         {"class_names", classNames}};
-    return j.dump(2);
+    return json_fields::dumpJson(j, 2, "the classifier config");
 }
 
 ImageClassifierConfig ImageClassifierConfig::fromJson(const std::string& text, const std::string& source) {

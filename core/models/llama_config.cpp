@@ -1,6 +1,7 @@
 #include "core/models/llama_config.h"
 
 #include "core/text/json_fields.h"
+#include "core/text/json_output.h"
 #include "core/util/atomic_file.h"
 #include "core/util/checked_math.h"
 #include "core/util/error.h"
@@ -424,7 +425,7 @@ std::string hfLlamaConfigJson(const LlamaConfig& config, const HfBiasFlags& bias
         out["sliding_window"] = config.sliding_window > 0 ? json(config.sliding_window) : json(nullptr);
         out["max_window_layers"] = config.sliding_window > 0 ? config.max_window_layers : config.num_layers;
     }
-    return out.dump(2) + "\n";
+    return json_fields::dumpJson(out, 2, "config.json") + "\n";
 }
 
 } // namespace npw

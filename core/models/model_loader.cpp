@@ -6,6 +6,7 @@
 #include "core/io/shape_text.h"
 #include "core/models/torch_llama.h"
 #include "core/text/json_fields.h"
+#include "core/text/json_output.h"
 #include "core/text/tokenizer_files.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
@@ -291,7 +292,7 @@ std::string hfConfigText(const LlamaConfig& config, const HfBiasFlags& biases, c
         // transformers' class of this family has no place for them: it would drop them. npw reads them.
         merged["npw_biases_outside_family"] = outside;
     }
-    if (extraConfigJson.empty()) return merged.dump(2) + "\n";
+    if (extraConfigJson.empty()) return json_fields::dumpJson(merged, 2, "config.json") + "\n";
     const json extras = json_fields::parseJsonLimited(extraConfigJson, "extra config.json fields for '" + dir + "'");
     if (!extras.is_object())
         throw Error("extra config.json fields for '" + dir + "' must be a JSON object, got " + json_fields::preview(extras));
@@ -302,7 +303,7 @@ std::string hfConfigText(const LlamaConfig& config, const HfBiasFlags& biases, c
                         "' would override the model's own field");
         merged[item.key()] = item.value();
     }
-    return merged.dump(2) + "\n";
+    return json_fields::dumpJson(merged, 2, "config.json") + "\n";
 }
 
 // The model's tokenizer file, byte for byte, under the name its kind has in a model folder

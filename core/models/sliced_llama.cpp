@@ -3,6 +3,7 @@
 
 #include "core/io/safetensors.h"
 #include "core/text/json_fields.h"
+#include "core/text/json_output.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
 
@@ -180,7 +181,7 @@ void SlicedLlama::writeFiles(const std::string& dir) const {
     nlohmann::json config = nlohmann::json::parse(hfLlamaConfigJson(config_, biases));
     config["npw_format"] = kSlicedModelFormat;
     config["npw_rope_layout"] = config_.rope_layout == RopeLayout::AdjacentPairs ? "adjacent-pairs" : "half-split";
-    writeTextAtomically((fs::path(dir) / kConfigFile).string(), config.dump(2) + "\n");
+    writeTextAtomically((fs::path(dir) / kConfigFile).string(), json_fields::dumpJson(config, 2, "config.json") + "\n");
     if (!tokenizerPath_.empty()) {
         const std::string ext = fs::path(tokenizerPath_).extension().string();
         const std::string name = ext == ".json" ? "tokenizer.json" : ext == ".model" ? "tokenizer.model" : "tokenizer.bin";

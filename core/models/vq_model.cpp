@@ -7,6 +7,7 @@
 #include "core/util/error.h"
 #include "core/util/paths.h"
 #include "core/text/json_fields.h"
+#include "core/text/json_output.h"
 
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
@@ -360,7 +361,7 @@ void VqModel::save(const std::string& dir) const {
     fs::create_directories(dir, ec);
     if (ec) throw Error("cannot create the directory '" + dir + "': " + ec.message());
     writeSafeTensors((fs::path(dir) / "model.safetensors").string(), tensors, {{"format", "pt"}});
-    writeTextAtomically((fs::path(dir) / "config.json").string(), j.dump(2) + "\n");
+    writeTextAtomically((fs::path(dir) / "config.json").string(), json_fields::dumpJson(j, 2, "config.json") + "\n");
 }
 
 } // namespace npw

@@ -1,7 +1,9 @@
 // Step "apply": compensation and slicing of every layer (apply.h).
 #include "core/prune/compensation.h"
 #include "core/prune/apply.h"
+#include "core/models/non_finite.h"
 #include "core/util/error.h"
+#include "core/util/finite.h"
 
 #include <ATen/ATen.h>
 #include <algorithm>
@@ -74,6 +76,13 @@ ProjectionResult pruneProjection(const at::Tensor& weight, const at::Tensor& bia
             throw Error(where + ": " + e.what() + (kind == CompensationKind::Theorem3 ? " (a larger dampening γ helps)" : ""));
         }
     }
+    // A compensation that overflowed would be written into the pruned model: refused by name.
+    if (const std::string values = nonFiniteValues(full); !values.empty())
+        throw Error(where + ": the compensated weight became non-finite (" + values + ")" + kNonFiniteHint);
+    if (const std::string values = nonFiniteValues(out.bias); !values.empty())
+        throw Error(where + ": the compensated bias became non-finite (" + values + ")" + kNonFiniteHint);
+    requireFinite(out.loss, where + ": the layer's pruning error", kNonFiniteHint);
+    requireFinite(out.lossUncompensated, where + ": the layer's uncompensated pruning error", kNonFiniteHint);
     out.weight = keepAlong(full, 1, keep);
     return out;
 }

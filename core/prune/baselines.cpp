@@ -1,5 +1,6 @@
 // The baselines' names, dispatch, report and manifest (baselines.h).
 #include "core/prune/baselines.h"
+#include "core/text/json_output.h"
 
 #include "core/models/sliced_llama.h"
 #include "core/prune/baseline_pruner.h"
@@ -84,7 +85,7 @@ std::string baselineManifestJson(const BaselineRun& run, const CalibrationSummar
     j["source_model"] = sourceModel;
     j["native"] = run.native;
     j["calibration"] = calibrationManifestJson(calibration);
-    return j.dump(2) + "\n";
+    return json_fields::dumpJson(j, 2, "the export manifest") + "\n";
 }
 
 BaselineRun pruneBlockInfluence(const LlamaModel& model, const CalibrationSet& set, const BaselineOptions& options,

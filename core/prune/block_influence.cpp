@@ -2,6 +2,7 @@
 #include "core/prune/block_influence.h"
 
 #include "core/util/error.h"
+#include "core/util/finite.h"
 
 #include <ATen/ATen.h>
 #include <algorithm>
@@ -56,7 +57,10 @@ BlockInfluence blockInfluence(const LlamaModel& model, const CalibrationSet& set
         reportProgress(progress, "block influence", static_cast<double>(first + count), static_cast<double>(n));
     }
     out.tokens = n * set.seqlen;
-    for (size_t l = 0; l < cosSum.size(); ++l) out.influence[l] = 1.0 - cosSum[l] / static_cast<double>(out.tokens);
+    for (size_t l = 0; l < cosSum.size(); ++l) {
+        out.influence[l] = 1.0 - cosSum[l] / static_cast<double>(out.tokens);
+        requireFinite(out.influence[l], "block influence: layer " + std::to_string(l) + "'s influence", kNonFiniteHint);
+    }
     return out;
 }
 

@@ -7,6 +7,8 @@
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
 #include "core/util/regular_file.h"
+#include "core/util/finite.h"
+#include "core/models/non_finite.h"
 
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
@@ -27,6 +29,27 @@ std::string siteName(TapSite site) { return site == TapSite::AttentionOutputInpu
 
 std::string statName(size_t layer, const std::string& site, const std::string& field) {
     return "layers." + std::to_string(layer) + "." + site + "." + field;
+}
+
+// Accumulates a tapped input (o_proj's or down_proj's, windows first..first+B−1 of `windows`);
+// one that holds NaN or ±∞ is an error naming the layer, the site and the first such window,
+// where it happens (the summed statistics would only say that something, somewhere,
+// overflowed). The running sum tells cheaply: a float64 sum of float32 values cannot overflow,
+// so it is non-finite exactly when an input was; only then is the input searched.
+void accumulateFinite(LayerStats& stats, const at::Tensor& input, int64_t layer, TapSite site, int64_t first,
+                      int64_t windows) {
+    stats.accumulate(input);
+    if (at::isfinite(stats.sum).all().item<bool>()) return;
+    for (int64_t b = 0; b < input.size(0); ++b)
+        if (const std::string values = nonFiniteValues(input[b]); !values.empty())
+            throw Error("calibration: layer " + std::to_string(layer) + "'s " +
+                        (site == TapSite::AttentionOutputInput ? "attention output (o_proj's input)"
+                                                               : "MLP activation (down_proj's input)") +
+                        " became non-finite (" + values + ") in calibration window " + std::to_string(first + b + 1) +
+                        " of " + std::to_string(windows) + kNonFiniteHint);
+    throw Error("calibration: layer " + std::to_string(layer) + "'s statistics became non-finite in calibration windows " +
+                std::to_string(first + 1) + "-" + std::to_string(first + input.size(0)) + " of " + std::to_string(windows) +
+                kNonFiniteHint);
 }
 
 void requireFinite(const LayerStats& s, size_t layer, const char* what) {
@@ -328,12 +351,13 @@ ModelStats calibrateWithForward(const LlamaConfig& config, c10::Device statsDevi
     stats.mlp.resize(static_cast<size_t>(config.num_layers));
     for (size_t l = 0; l < stats.attn.size(); ++l)
         std::tie(stats.attn[l], stats.mlp[l]) = emptyLayerStats(config, l, statsDevice);
-    const ActivationTap tap = [&stats](int64_t layer, TapSite site, const at::Tensor& input) {
+    int64_t first = 0;
+    const ActivationTap tap = [&stats, &first, samples](int64_t layer, TapSite site, const at::Tensor& input) {
         auto& sites = site == TapSite::AttentionOutputInput ? stats.attn : stats.mlp;
-        sites.at(static_cast<size_t>(layer)).accumulate(input);
+        accumulateFinite(sites.at(static_cast<size_t>(layer)), input, layer, site, first, samples);
     };
     reportProgress(progress, "calibrate", 0, static_cast<double>(samples));
-    for (int64_t first = 0; first < samples; first += perBatch) {
+    for (first = 0; first < samples; first += perBatch) {
         const int64_t count = std::min(perBatch, samples - first);
         forward(first, count, tap);
         reportProgress(progress, "calibrate", static_cast<double>(first + count), static_cast<double>(samples));
@@ -416,10 +440,10 @@ ModelStats calibrateLayerwise(const LlamaModel& model, const CalibrationSet& set
         std::pair<LayerStats, LayerStats> layerStats = emptyLayerStats(config, l, statsDevice);
         LayerStats& attn = layerStats.first;
         LayerStats& mlp = layerStats.second;
-        const ActivationTap tap = [&attn, &mlp](int64_t, TapSite site, const at::Tensor& input) {
-            (site == TapSite::AttentionOutputInput ? attn : mlp).accumulate(input);
-        };
         int64_t done = 0;
+        const ActivationTap tap = [&attn, &mlp, &done, windows](int64_t layer, TapSite site, const at::Tensor& input) {
+            accumulateFinite(site == TapSite::AttentionOutputInput ? attn : mlp, input, layer, site, done, windows);
+        };
         for (at::Tensor& x : hidden) {
             x = llamaBlockForward(config, weights.layers[l], static_cast<int64_t>(l), x, tables, nullptr, tap);
             done += x.size(0);

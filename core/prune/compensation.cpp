@@ -1,6 +1,7 @@
 #include "core/prune/compensation.h"
 
 #include "core/util/error.h"
+#include "core/util/finite.h"
 
 #include <ATen/ATen.h>
 #include <cmath>
@@ -72,6 +73,7 @@ CompensationResult compensatePrunedChannels(const at::Tensor& weight, const at::
     at::Tensor compensated = w - at::matmul(hinvColsP, y);
     compensated.index_fill_(0, pruned, 0.0);  // exactly zero, not merely ≈ 0
     out.optimalLoss = 0.5 * (wPruned * y).sum().item<double>();
+    requireFinite(out.optimalLoss, "compensatePrunedChannels: the optimal error L*", kNonFiniteHint);
     out.weight = compensated.t().to(weight.device(), weight.scalar_type()).contiguous();
     return out;
 }
@@ -107,6 +109,8 @@ std::vector<double> compensatedLossCurve(const at::Tensor& weight, const at::Ten
     const at::Tensor y = at::linalg_solve_triangular(r, w, /*upper=*/false);       // R⁻¹ W[order, :]
     const at::Tensor cumulative = (0.5 * (y * y).sum(1)).cumsum(0).to(at::kCPU).contiguous();
     const double* p = cumulative.data_ptr<double>();
+    requireFinite(p[cumulative.numel() - 1], "compensatedLossCurve: the compensated error of removing " +
+                                                 std::to_string(order.size()) + " channels", kNonFiniteHint);
     return std::vector<double>(p, p + cumulative.numel());
 }
 

@@ -1,5 +1,6 @@
 // Step "export": manifests, the pruned model directory and score files (export.h).
 #include "core/models/model_loader.h"
+#include "core/text/json_output.h"
 #include "core/io/safetensors.h"
 #include "core/prune/export.h"
 #include "core/text/json_fields.h"
@@ -183,7 +184,7 @@ std::string pruneManifestJson(const PruneReport& report, const PruneSettings& s,
                          "FLAP mean/variance and Wanda-sp norms from the same raw sums";
     j["calibration"] = calibrationManifestJson(calibration);
     if (!calibration.statsFile.empty()) j["calibration"]["statistics_file"] = calibration.statsFile;
-    return j.dump(2) + "\n";
+    return json_fields::dumpJson(j, 2, "the export manifest") + "\n";
 }
 
 void checkExportTarget(const std::string& sourceModel, const std::string& dir) {
@@ -239,7 +240,7 @@ void writeExportDirectory(const std::string& sourceModel, const std::string& dir
         // The manifest lists every file written, with its size: what later proves the folder
         // npw's own, so that a later export may replace it (checkExportTarget).
         manifest["files"] = listExportFiles(staging);
-        writeTextAtomically((staging / kManifestName).string(), manifest.dump(2) + "\n");
+        writeTextAtomically((staging / kManifestName).string(), json_fields::dumpJson(manifest, 2, "the export manifest") + "\n");
         testStallPoint("export-staged");
         // Checked again: the folder may have changed while the model was written.
         checkExportTarget(sourceModel, dir);
@@ -268,7 +269,7 @@ void writeExportDirectory(const std::string& sourceModel, const std::string& dir
 void savePrunedModel(const LlamaCheckpoint& pruned, const std::string& dir, const std::string& manifestJson) {
     writeExportDirectory(pruned.source, dir, manifestJson, [&](const std::string& staging) {
         const json extra = {{"npw_pruned", {{"manifest", kManifestName}}}};
-        saveHfLlamaDirectory(pruned, staging, extra.dump());
+        saveHfLlamaDirectory(pruned, staging, json_fields::dumpJson(extra));
     });
 }
 

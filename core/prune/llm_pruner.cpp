@@ -4,6 +4,7 @@
 #include "core/models/parameter_count.h"
 #include "core/prune/apply.h"
 #include "core/util/error.h"
+#include "core/util/finite.h"
 
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
@@ -201,12 +202,19 @@ GroupImportance llmPrunerImportance(const LlamaWeights& weights, const LlamaConf
             // Per channel of the query side (q rows + o columns), per channel of k and v rows.
             const at::Tensor qSide = rows(sq) + cols(so), kvSide = rows(sk) + rows(sv);
             const at::Tensor perGroup = qSide.view({nkv, group * hd}).sum(1) + kvSide.view({nkv, hd}).sum(1);
-            for (int64_t u = 0; u < nkv; ++u) out.heads[i].push_back(perGroup[u].item<double>());
+            for (int64_t u = 0; u < nkv; ++u) {
+                out.heads[i].push_back(perGroup[u].item<double>());
+                requireFinite(out.heads[i].back(), "llm-pruner: layer " + std::to_string(l) + "'s importance of head group " +
+                                                       std::to_string(u), kNonFiniteHint);
+            }
         }
         if (inter > 0) {
             const at::Tensor perChannel = rows(sg) + rows(su) + cols(sd);
             const double* p = perChannel.data_ptr<double>();
             out.channels[i].assign(p, p + inter);
+            for (int64_t c = 0; c < inter; ++c)
+                requireFinite(p[c], "llm-pruner: layer " + std::to_string(l) + "'s importance of MLP channel " +
+                                        std::to_string(c), kNonFiniteHint);
         }
     }
     return out;
@@ -235,7 +243,9 @@ LlmPrunerScores llmPrunerScores(const LlamaModel& model, const CalibrationSet& s
 
 LlmPrunerSelection llmPrunerSelect(const LlamaConfig& cfg, const BaselineOptions& options,
                                    const std::function<const LlmPrunerScores&()>& importances) {
-    const auto [start, end] = llmPrunerLayers(cfg, options);
+    // Not a structured binding: clang 14 (the fuzz tree's compiler) cannot capture one in a lambda.
+    const std::pair<int64_t, int64_t> layers = llmPrunerLayers(cfg, options);
+    const int64_t start = layers.first, end = layers.second;
     const int64_t D = cfg.hidden_size, hd = cfg.head_dim;
     auto headCost = [&](size_t l) {
         const int64_t g = cfg.num_kv_heads[l] > 0 ? cfg.num_heads[l] / cfg.num_kv_heads[l] : 0;

@@ -4,6 +4,7 @@
 #include "core/prune/baseline_metrics.h"
 #include "core/prune/compensation.h"
 #include "core/util/error.h"
+#include "core/util/finite.h"
 #include "core/util/number_text.h"
 
 #include <ATen/ATen.h>
@@ -22,6 +23,28 @@ void requireFiniteWeights(const LlamaCheckpoint& checkpoint) {
         if (!at::isfinite(*tensor).all().item<bool>())
             throw Error("model '" + checkpoint.source + "': tensor '" + name +
                         "' has NaN or infinite values; a model with non-finite weights cannot be pruned");
+    }
+}
+
+// Scores that became NaN or ±∞ (weights too large for the arithmetic) would rank arbitrarily:
+// an error naming the layer, the site and the first such unit.
+void requireFiniteScores(const at::Tensor& scores, size_t layer, const char* site) {
+    if (!scores.defined() || scores.numel() == 0 || at::isfinite(scores).all().item<bool>()) return;
+    const at::Tensor flat = scores.to(at::kDouble).flatten();
+    const at::Tensor bad = at::logical_not(at::isfinite(flat)).nonzero();
+    const int64_t unit = bad[0][0].item<int64_t>();
+    requireFinite(flat[unit].item<double>(), "layer " + std::to_string(layer) + "'s score of " + site + " channel " +
+                                                 std::to_string(unit), kNonFiniteHint);
+}
+
+void requireFiniteRanking(const std::vector<LayerScores>& ranking) {
+    for (size_t l = 0; l < ranking.size(); ++l) {
+        for (size_t h = 0; h < ranking[l].heads.size(); ++h)
+            requireFinite(ranking[l].heads[h], "layer " + std::to_string(l) + "'s score of head " + std::to_string(h),
+                          kNonFiniteHint);
+        for (size_t c = 0; c < ranking[l].channels.size(); ++c)
+            requireFinite(ranking[l].channels[c],
+                          "layer " + std::to_string(l) + "'s score of MLP channel " + std::to_string(c), kNonFiniteHint);
     }
 }
 
@@ -353,6 +376,7 @@ ScoreSet computeScores(const LlamaCheckpoint& checkpoint, const ModelStats& stat
             const LayerStats& s = needsStats ? statsOf(sites, l, weight.size(1), what) : none;
             try {
                 ChannelScore c = scoreChannels(effective, weight, s, isAttention, rng, solved);
+                requireFiniteScores(c.scores, l, what);
                 channelsOut = c.scores;
                 solveOut = c.solve;
                 set.newtonMaxDeviation = std::max(set.newtonMaxDeviation, c.newtonDeviation);
@@ -374,6 +398,7 @@ ScoreSet computeScores(const LlamaCheckpoint& checkpoint, const ModelStats& stat
         set.medianC = medianNumericalC(set.attentionSolves, set.mlpSolves);
     rankUnits(set);
     if (set.rankingIsCompensatedError()) rankByCompensatedError(set, checkpoint, stats);
+    requireFiniteRanking(set.ranking);
     reportProgress(progress, "score", static_cast<double>(layers), static_cast<double>(layers));
     return set;
 }
@@ -401,6 +426,7 @@ ScoreSet rescoreNumerical(const ScoreSet& scores, double lambda) {
     // The L* ranking follows each layer's z-order, which λ does not change (a positive factor
     // per layer): it stays as computed.
     if (!out.rankingIsCompensatedError()) rankUnits(out);
+    requireFiniteRanking(out.ranking);
     return out;
 }
 

@@ -5,6 +5,8 @@
 #include "core/prune/compensation.h"
 #include "core/prune/units.h"
 #include "core/util/error.h"
+#include "core/util/finite.h"
+#include "core/models/non_finite.h"
 
 #include <ATen/ATen.h>
 #include <algorithm>
@@ -84,7 +86,19 @@ double meanKlDivergence(const LlamaModel& dense, const LlamaModel& pruned, const
         const at::Tensor ids = idsOf(windows, first, count);
         const at::Tensor p = at::log_softmax(dense.logits(ids).to(at::kDouble), -1);
         const at::Tensor q = at::log_softmax(pruned.logits(ids).to(at::kDouble), -1);
-        sum += (p.exp() * (p - q)).sum().item<double>();
+        const at::Tensor perWindow = (p.exp() * (p - q)).sum({1, 2}).cpu();
+        for (int64_t b = 0; b < perWindow.size(0); ++b) {
+            const double kl = perWindow[b].item<double>();
+            if (!std::isfinite(kl)) {  // where the forward went non-finite: the dense model's, else the pruned one's
+                std::string where = locateNonFinite(dense, ids[b].unsqueeze(0));
+                if (!where.empty()) where = "in the dense model, " + where;
+                else if (!(where = locateNonFinite(pruned, ids[b].unsqueeze(0))).empty()) where = "in the pruned model, " + where;
+                throw Error("the KL divergence from the dense model became non-finite (" + std::string(nonFiniteName(kl)) +
+                            ") in calibration window " + std::to_string(first + static_cast<size_t>(b) + 1) +
+                            (where.empty() ? std::string() : ": " + where) + kNonFiniteHint);
+            }
+            sum += kl;
+        }
         tokens += ids.numel();
     }
     return sum / static_cast<double>(tokens);

@@ -1,4 +1,5 @@
 #include "core/text/bpe_trainer.h"
+#include "core/text/json_output.h"
 
 #include "core/text/utf8.h"
 #include "core/util/error.h"
@@ -293,7 +294,7 @@ std::string Trainer::toJson() const {
                      {"byte_fallback", true},
                      {"vocab", std::move(vocab)},
                      {"merges", std::move(merges)}};
-    return root.dump(2) + "\n";
+    return json_fields::dumpJson(root, 2, "the trained tokenizer.json") + "\n";
 }
 
 } // namespace

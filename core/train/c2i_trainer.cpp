@@ -1,4 +1,5 @@
 #include "core/train/c2i_trainer.h"
+#include "core/text/json_output.h"
 #include "core/models/llama_init.h"
 #include "core/train/lm_trainer.h"
 #include "core/train/training_checkpoint.h"
@@ -22,7 +23,7 @@ std::string runSignature(const C2iTrainOptions& o, int64_t n) {
                         {"grid", o.config.grid},       {"epochs", o.epochs},       {"batch", o.batchSize},
                         {"lr", o.learningRate},        {"dropout", o.classDropout}, {"seed", o.seed},
                         {"images", n}};
-    return j.dump();
+    return json_fields::dumpJson(j, -1, "the training recipe");
 }
 
 } // namespace

@@ -1,4 +1,5 @@
 #include "core/train/classifier_trainer.h"
+#include "core/text/json_output.h"
 #include "core/train/training_checkpoint.h"
 #include "core/io/safetensors.h"
 #include "core/util/error.h"
@@ -25,7 +26,7 @@ std::string runSignature(const ClassifierTrainOptions& o, int64_t n) {
                         {"weight_decay", o.weightDecay},
                         {"seed", o.seed},
                         {"images", n}};
-    return j.dump();
+    return json_fields::dumpJson(j, -1, "the training recipe");
 }
 
 double learningRateAt(const ClassifierTrainOptions& o, int64_t step, int64_t steps) {

@@ -1,4 +1,5 @@
 #include "core/train/lm_trainer.h"
+#include "core/text/json_output.h"
 #include "core/train/training_checkpoint.h"
 #include "core/io/safetensors.h"
 #include "core/models/llama.h"
@@ -32,7 +33,7 @@ std::string runSignature(const LmTrainOptions& o) {
     j["steps"] = o.steps;
     j["lr"] = o.learningRate;
     j["seed"] = o.seed;
-    return j.dump();
+    return json_fields::dumpJson(j, -1, "the training recipe");
 }
 
 double learningRateAt(const LmTrainOptions& o, int64_t step) {

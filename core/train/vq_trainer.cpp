@@ -1,4 +1,5 @@
 #include "core/train/vq_trainer.h"
+#include "core/text/json_output.h"
 #include "core/train/training_checkpoint.h"
 #include "core/util/error.h"
 
@@ -21,7 +22,7 @@ std::string runSignature(const VqTrainOptions& o, int64_t n) {
                         {"groups", o.config.normGroups},       {"epochs", o.epochs},
                         {"batch", o.batchSize},               {"lr", o.learningRate},
                         {"seed", o.seed},                     {"images", n}};
-    return j.dump();
+    return json_fields::dumpJson(j, -1, "the training recipe");
 }
 
 at::Tensor l2Normalise(const at::Tensor& x) { return x / x.norm(2, {1}, true).clamp_min(1e-12); }

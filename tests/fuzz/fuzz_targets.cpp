@@ -1,5 +1,9 @@
 #include "tests/fuzz/fuzz_targets.h"
 
+#include "core/data/text_datasets.h"
+#include "core/eval/zeroshot.h"
+#include "core/experiments/workspace.h"
+#include "core/io/export_manifest.h"
 #include "core/io/gguf.h"
 #include "core/io/idx_file.h"
 #include "core/io/pickle.h"
@@ -11,8 +15,11 @@
 #include "core/models/model_loader.h"
 #include "core/models/vq_model.h"
 #include "core/text/llama2c_tokenizer.h"
+#include "core/text/json_output.h"
 #include "core/text/sentencepiece_tokenizer.h"
+#include "core/text/tiktoken.h"
 #include "core/text/tokenizer.h"
+#include "core/text/utf8.h"
 #include "core/util/error.h"
 
 #include <ATen/ATen.h>
@@ -252,6 +259,137 @@ void tokenizerFiles(std::string_view bytes) {
         exerciseTokenizerFile(*Llama2cTokenizer::fromBytes(file, "fuzz.bin", (bytes[0] & 2) ? -1 : 1000));
 }
 
+// ---- LLaMA-3's tiktoken tokenizer.model
+
+// The file as it is. Only a file of exactly 128,000 ranks converts (what the conversion does
+// after that is covered by tst_tokenizer's real LLaMA-3 vocabulary): under the fuzzer's length
+// bound this reaches every line check (base64, ranks, duplicates, counts) and the refusals.
+void tiktoken(std::string_view bytes) {
+    const nlohmann::json converted = tiktokenAsTokenizerJson(bytes, "fuzz.model");
+    auto tokenizer = Tokenizer::fromJson(json_fields::dumpJson(converted), "fuzz.model");
+    checkIds(*tokenizer, tokenizer->encode(kText, true));
+}
+
+// ---- llama2.c tokenizer.bin, encoded and decoded
+
+// The file (read to its end); what loads encodes the fixed text and a text made of its own
+// pieces (so that merges happen), decodes those ids, every id alone and runs of byte-fallback
+// ids, and the decoded text must always be writable as JSON (U+FFFD for a lone byte, never an
+// exception: the `npw generate --json` contract).
+void tokenizerBin(std::string_view bytes) {
+    auto tokenizer = Llama2cTokenizer::fromBytes(bytes, "fuzz.bin", -1);
+    const int32_t n = tokenizer->vocabSize();
+    std::string ownText;
+    // At most 2 KB: run.c's merge loop is quadratic in the text's length, by design.
+    for (int32_t id = 0; id < n && id < 64 && ownText.size() < 2048; ++id) ownText += tokenizer->tokenText(id);
+    if (ownText.size() > 2048) ownText.resize(2048);
+    std::vector<int32_t> all;
+    for (const std::string& text : {kText, ownText}) {
+        const std::vector<int32_t> ids = tokenizer->encode(text, true, true);
+        checkIds(*tokenizer, ids);
+        all.insert(all.end(), ids.begin(), ids.end());
+    }
+    for (int32_t id = 0; id < n && id < 300; ++id) all.push_back(id);
+    for (int32_t id = n - 1; id >= 0 && id >= n - 40; --id) all.push_back(id);
+    const std::string decoded = tokenizer->decode(all);
+    try {
+        const std::string text = json_fields::dumpJson(nlohmann::json{{"text", decoded}, {"ids", all}});
+        if (utf8::findInvalid(text) != std::string::npos) violated("the JSON text is not UTF-8");
+    } catch (const Error& e) {
+        violated(std::string("decoded text not writable as JSON: ") + e.what());
+    }
+}
+
+// ---- the papers' data sets (wikitext2, ptb, ptb-flap, c4; raw, JSON lines, gzip)
+
+// First byte: bits 0-1 the kind, bit 2 the use (calibration, else evaluation), bits 3-4 the file
+// name's form (raw text, .jsonl, .json.gz, .txt.gz). The rest is the file (gzip is told from its
+// magic, as the reader does; a .gz name holding no gzip is refused by name).
+void textDataset(std::string_view bytes) {
+    if (bytes.empty()) return;
+    const auto selector = static_cast<unsigned char>(bytes[0]);
+    static const TextDatasetKind kinds[] = {TextDatasetKind::WikiText2, TextDatasetKind::Ptb, TextDatasetKind::PtbFlap,
+                                            TextDatasetKind::C4};
+    static const char* const forms[] = {".raw", ".jsonl", ".json.gz", ".txt.gz"};
+    const TextDatasetUse use = (selector & 4) ? TextDatasetUse::Calibration : TextDatasetUse::Evaluation;
+    TextDatasetRef ref;
+    ref.kind = kinds[selector & 3];
+    ref.path = scratch().write(std::string("data-") + (use == TextDatasetUse::Calibration ? "train" : "test") +
+                                   forms[(selector >> 3) & 3],
+                               bytes.substr(1));
+    const TextDataset data = readTextDataset(ref, use);
+    for (size_t i = 0; i < data.rows.size(); ++i)
+        if (utf8::findInvalid(data.rows[i]) != std::string::npos)
+            violated("row " + std::to_string(i) + " is not UTF-8");
+    // Bytes as ids: what tokenizing does to the text's size, without a tokenizer.
+    const EncodeWithBos encode = [](const std::string& text) {
+        std::vector<int32_t> ids{1};
+        for (unsigned char c : text) ids.push_back(c);
+        return ids;
+    };
+    if (use == TextDatasetUse::Evaluation) {
+        const EvaluationCorpus corpus = evaluationCorpus(data, encode, 16);
+        if (corpus.ids.empty() || corpus.ids[0] != 1) violated("the evaluation ids do not start with BOS");
+    } else {
+        const CalibrationCorpus corpus = calibrationCorpus(data, encode);
+        if (corpus.stream.empty() && corpus.documents.empty()) violated("an accepted calibration set holds nothing");
+    }
+}
+
+// ---- zero-shot task files
+
+// First byte (mod 8) picks the task kind (boolq, piqa, hellaswag, winogrande, arc_easy,
+// arc_challenge, openbookqa, mc); the rest is the JSONL file.
+void zeroShot(std::string_view bytes) {
+    if (bytes.empty()) return;
+    static const char* const names[] = {"boolq", "piqa", "hellaswag", "winogrande", "arc_easy", "arc_challenge",
+                                        "openbookqa", "mc"};
+    const std::string path = scratch().write("task.jsonl", bytes.substr(1));
+    const ZeroShotTask task = loadZeroShotTask(names[static_cast<unsigned char>(bytes[0]) % 8], path);
+    if (task.items.empty()) violated("a task with no items was accepted");
+    for (size_t i = 0; i < task.items.size(); ++i) {
+        const MultipleChoiceItem& item = task.items[i];
+        const std::string what = "item " + std::to_string(i);
+        const size_t n = item.choiceCount();
+        if (n == 0) violated(what + ": no choices");
+        if (item.gold < 0 || static_cast<size_t>(item.gold) >= n) violated(what + ": gold outside the choices");
+        if (item.contexts.size() != 1 && item.contexts.size() != n) violated(what + ": contexts do not match the choices");
+        if (item.continuations.size() != 1 && item.continuations.size() != n)
+            violated(what + ": continuations do not match the choices");
+        for (size_t c = 0; c < n; ++c)
+            if (utf8::findInvalid(item.context(c) + item.continuation(c)) != std::string::npos)
+                violated(what + ": a prompt is not UTF-8");
+    }
+}
+
+// ---- export manifests (npw-manifest.json)
+
+void manifest(std::string_view bytes) {
+    const ExportManifestSummary summary = parseExportManifestSummary(bytes, "fuzz/npw-manifest.json");
+    if (!(summary.ratio >= 0 && summary.ratio <= 1)) violated("a ratio outside [0, 1] was accepted");
+    (void)json_fields::dumpJson(nlohmann::json{{"method", summary.method}});
+}
+
+// ---- workspace files (x.npw.json)
+
+// What readWorkspace accepts is written back (writeWorkspace, without statistics) and must be
+// read again: a workspace npw saved is one it reopens.
+void workspace(std::string_view bytes) {
+    const std::string path = scratch().write("input.npw.json", bytes);
+    WorkspaceFile w = readWorkspace(path);
+    w.statsCalibration.reset();  // no statistics file is written here
+    const std::string again = scratch().folder("saved") + "/again.npw.json";
+    writeWorkspace(again, w, nullptr);
+    try {
+        const WorkspaceFile reread = readWorkspace(again);
+        if (reread.model != w.model || reread.scored.size() != w.scored.size() ||
+            reread.sweepRows.size() != w.sweepRows.size())
+            violated("the workspace written back reads differently");
+    } catch (const Error& e) {
+        violated(std::string("a workspace npw wrote from an accepted one is refused: ") + e.what());
+    }
+}
+
 // ---- config files
 
 const char* kValidLlamaConfig = R"({"model_type": "llama", "vocab_size": 16, "hidden_size": 8,
@@ -326,6 +464,8 @@ const std::vector<Target>& targets() {
         {"safetensors", safetensors}, {"gguf", gguf},       {"torch_checkpoint", torchCheckpoint},
         {"tokenizer_json", tokenizerJson}, {"config_json", configJson}, {"llama2c", llama2c},
         {"idx", idx},                 {"tokenizer_files", tokenizerFiles},
+        {"tiktoken", tiktoken},       {"tokenizer_bin", tokenizerBin}, {"text_dataset", textDataset},
+        {"zeroshot", zeroShot},       {"manifest", manifest},      {"workspace", workspace},
     };
     return all;
 }

@@ -22,7 +22,10 @@ struct Target {
 
 // safetensors, gguf, torch_checkpoint (zip + pickle; first byte 'P' = a raw pickle),
 // tokenizer_json, config_json (first byte picks the config kind), llama2c, idx,
-// tokenizer_files (SentencePiece tokenizer.model / llama2.c tokenizer.bin).
+// tokenizer_files (SentencePiece tokenizer.model / llama2.c tokenizer.bin), tiktoken (LLaMA-3's
+// tokenizer.model), tokenizer_bin (llama2.c tokenizer.bin encoded and decoded, the decoded text
+// written as JSON), text_dataset (first byte: kind, use, file name form), zeroshot (first byte:
+// the task kind), manifest (npw-manifest.json), workspace (x.npw.json, written back and reread).
 const std::vector<Target>& targets();
 const Target& target(const std::string& name);  // throws std::invalid_argument when unknown
 

@@ -128,6 +128,62 @@ def main():
     for path in files("tests/data/sentencepiece/*.bin"):
         seed("tokenizer_files", rel(path), b"\x02" + read(path))
 
+    # tiktoken: the line format (a file of LLaMA-3's 128,000 ranks is past the length bound).
+    import base64
+    lines = [base64.b64encode(bytes([b])).decode() + " " + str(b) for b in range(256)]
+    lines += [base64.b64encode(t.encode()).decode() + " " + str(256 + i) for i, t in enumerate(["ab", "abc", " the", "in"])]
+    seed("tiktoken", "built_lines", ("\n".join(lines) + "\n").encode())
+    seed("tiktoken", "built_crlf", ("\r\n".join(lines[:40]) + "\r\n").encode())
+
+    for path in files("tests/data/sentencepiece/*.bin"):
+        seed("tokenizer_bin", rel(path), read(path))
+
+    # text_dataset: selector = kind (0 wikitext2, 1 ptb, 2 ptb-flap, 3 c4) | use (4: calibration)
+    # | form << 3 (0 raw, 1 .jsonl, 2 .json.gz, 3 .txt.gz).
+    raw = b" = Title = \n\n Some text , with <unk> tokens .\n \n@-@ more\r\n"
+    for kind in range(3):
+        seed("text_dataset", "built_raw_%d" % kind, bytes([kind]) + raw)
+        seed("text_dataset", "built_raw_calib_%d" % kind, bytes([kind | 4]) + raw)
+        seed("text_dataset", "built_txt_gz_%d" % kind, bytes([kind | (3 << 3)]) + h.gzip_bytes(raw))
+    for path in files("tests/data/text_datasets/*.jsonl"):
+        seed("text_dataset", rel(path), bytes([(1 << 3) | (1 if "ptb" in path else 0)]) + read(path))
+    for path in files("tests/data/text_datasets/c4/*.json.gz"):
+        seed("text_dataset", rel(path), bytes([3 | (2 << 3) | (4 if "train" in path else 0)]) + read(path))
+
+    # zeroshot: selector % 8 = boolq, piqa, hellaswag, winogrande, arc_easy, arc_challenge, openbookqa, mc.
+    items = [
+        b'{"passage":"Sky is blue.","question":"is the sky blue","label":1}',
+        b'{"goal":"Open a jar","sol1":"Twist the lid.","sol2":"Eat the lid.","label":0}',
+        b'{"activity_label":"Baking cookies","ctx_a":"A woman [header] mixes flour.","ctx_b":"she THEN adds eggs",'
+        b'"endings":[" Stirs it [title] Done ","bakes  it","eats it","leaves"],"label":"3"}',
+        b'{"sentence":"The trophy did not fit in the case because the _ was too big.","option1":"trophy",'
+        b'"option2":"case","answer":"1"}',
+        b'{"id":"x","question":{"stem":"What melts ice?","choices":[{"text":"heat","label":"A"},'
+        b'{"text":"cold","label":"B"}]},"answerKey":"A"}',
+        b'{"id":"x","question":"Q?","choices":{"text":["one","two","three"],"label":["1","2","3"]},"answerKey":"3"}',
+        b'{"id":"7","question_stem":"The sun is","choices":{"text":["hot","cold"],"label":["A","B"]},"answerKey":"A"}',
+        b'{"context":"In the beginning","choices":[" God"," a stone"],"gold":0}',
+    ]
+    for kind, item in enumerate(items):
+        seed("zeroshot", "built_kind_%d" % kind, bytes([kind]) + item + b"\n" + item + b"\n")
+    for path in files("resources/demo/data/*.jsonl"):
+        seed("zeroshot", rel(path), b"\x07" + read(path)[:8192])
+
+    seed("manifest", "built_prune", b'{"format": "npw-pruned-model", "method": "flap", "ratio": 0.3, "lambda": null, '
+                                    b'"layers": [{"layer": 0, "heads": 2}], "calibration": {"samples": 8}}')
+    seed("manifest", "built_baseline", b'{"format": "npw-baseline", "method": "slicegpt", "ratio": 0.25}')
+
+    seed("workspace", "built_minimal", (
+        b'{"format": "npw-workspace", "version": 1, "model": "demo:lm", "device": "cpu",'
+        b' "calibration": {"source": "demo", "source_is_ids": false, "samples": 8, "seqlen": 64, "seed": 0},'
+        b' "prune": {"method": "numerical", "ratio": 0.2, "lambda": null, "lambda_rel": 1.0},'
+        b' "knobs": {"rho": 0.3, "alpha": null, "alpha_mode": "paper", "lambda_rel": 1.0},'
+        b' "current_method": "numerical", "scored": [{"method": "flap"}, {"method": "llm-pruner", "layer_ratio": null}],'
+        b' "sweep_rows": [{"method": "flap", "ratio": 0.2, "calib_samples": 8, "calib_seqlen": 64, "lambda": null,'
+        b' "seed": 0, "eval": "text", "achieved_ratio": 0.19, "achieved_ratio_model": 0.1, "ppl": 12.5, "nll": 2.5,'
+        b' "bits_per_byte": null, "eval_tokens": 100}],'
+        b' "mask": {"pruned_units": [[1], [0, 2]], "pruned_channels": [[], [3]]}, "images": null}'))
+
     regressions = os.path.join(HERE, "regressions")
     for target in os.listdir(regressions):
         folder = os.path.join(regressions, target)

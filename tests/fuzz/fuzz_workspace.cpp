@@ -1,0 +1,5 @@
+// libFuzzer harness: workspace files (readWorkspace, written back and read again).
+// The contract it checks and the corpus it starts from: tests/fuzz/fuzz_targets.h, packaging/fuzz.sh.
+#include "tests/fuzz/fuzz_harness.h"
+
+NPW_FUZZ_HARNESS("workspace")
