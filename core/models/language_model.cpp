@@ -54,7 +54,10 @@ std::shared_ptr<Tokenizer> openTokenizerOf(const LlamaCheckpoint& checkpoint) {
 LanguageModel openLanguageModel(const std::string& model, const Runtime& runtime, const std::string& tokenizerFile) {
     LanguageModel lm;
     lm.name = model;
-    LlamaCheckpoint ckpt = loadLlamaCheckpoint(model);
+    // Mapped: the file's headers only, then one conversion to owned float32 that reads (and
+    // checks) each tensor once; a Copy load would be the same copy made while parsing.
+    LlamaCheckpoint ckpt = loadLlamaCheckpoint(model, WeightStorage::Mapped);
+    copyWeightsIntoMemory(ckpt);
     useTokenizerFile(ckpt, tokenizerFile);
     lm.tokenizer = openTokenizerOf(ckpt);
     lm.model = std::make_shared<LlamaModel>(std::move(ckpt), runtime);

@@ -1,0 +1,32 @@
+#pragma once
+// What a LLaMA checkpoint is, read from its config and tensor headers only: no tensor value is
+// read, so it takes seconds and little memory at any size (npw info, npw tokenize). The same
+// validation of presence and shapes as loading (it goes through the loader with
+// WeightStorage::Mapped, whose tensors are views of the files that nothing touches).
+#include "core/models/llama_weights.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace npw {
+
+struct CheckpointInspection {
+    std::string source;         // the path the model resolved to
+    std::string format;         // "safetensors", "llama2.c", "meta-pth", "llama2.c-ckpt"
+    LlamaConfig config;
+    std::string tokenizerPath;  // "" when none
+    // Every weight tensor by Hugging Face name: file, name there, stored dtype, shape, bytes.
+    std::map<std::string, TensorOrigin> tensors;
+    std::vector<std::string> files;               // the weight files, in order
+    std::map<std::string, uint64_t> bytesByDtype;  // of the weights, by stored dtype
+    uint64_t weightBytes = 0;                     // all of them
+    bool headersOnly = true;  // false: a format (Meta .pth, llama2.c ckpt.pt) read whole to know it
+};
+
+// MODEL as loadLlamaCheckpoint takes it. Throws npw::Error as loading would for a missing or
+// misshapen tensor or a bad config; a NaN in the weights is not seen (no value is read).
+CheckpointInspection inspectLlamaCheckpoint(const std::string& model);
+
+} // namespace npw
