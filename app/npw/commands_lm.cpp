@@ -32,10 +32,6 @@ const std::string& modelArgument(const Args& args, const std::string& command) {
     return args.positional()[0];
 }
 
-LanguageModel openFromArgs(const Args& args, const std::string& model) {
-    return openLanguageModel(model, chooseRuntime(args.get("device"), args.get("dtype")), args.get("tokenizer"));
-}
-
 // A LLaMA or a SliceGPT export (what only runs text: generate, bench, eval's reference).
 LanguageModel openCausalFromArgs(const Args& args, const std::string& model) {
     return openCausalLanguageModel(model, chooseRuntime(args.get("device"), args.get("dtype")), args.get("tokenizer"));

@@ -1,12 +1,10 @@
 #include "core/models/checkpoint_inspection.h"
 
-#include "core/io/torch_checkpoint.h"
 #include "core/models/model_loader.h"
 #include "core/models/torch_llama.h"
 #include "core/util/paths.h"
 
-#include <ATen/ATen.h>
-
+#include <algorithm>
 #include <filesystem>
 #include <regex>
 #include <set>
@@ -17,67 +15,64 @@ namespace npw {
 
 namespace {
 
-uint64_t elementBytes(const std::string& dtype) {
-    if (dtype == "F64" || dtype == "I64") return 8;
-    if (dtype == "F32" || dtype == "I32") return 4;
-    if (dtype == "F16" || dtype == "BF16" || dtype == "I16") return 2;
-    return 1;
-}
+// Meta's release folder and llama2.c's ckpt.pt, as loadLlamaCheckpoint tells them apart.
+enum class PickledFormat { None, Meta, Llama2cCkpt };
 
-// Meta's shards and llama2.c's ckpt.pt are loaded whole to know the config (their tensors are
-// pickled; the loader joins and compares them); their sizes and dtypes still come from the
-// archives' headers, which list every storage without reading it.
-void addTorchFileTensors(CheckpointInspection& out, const std::string& path, const std::string& stateDictPath) {
-    TorchCheckpointOptions options;
-    options.stateDictPath = stateDictPath;
-    const std::shared_ptr<TorchCheckpoint> ck = TorchCheckpoint::open(path, options);
-    out.files.push_back(path);
-    for (const std::string& name : ck->names()) {
-        const TorchTensorInfo& info = ck->info(name);
-        int64_t numel = 1;
-        for (int64_t d : info.shape) numel *= d;
-        const uint64_t bytes = static_cast<uint64_t>(numel) * elementBytes(info.dtype);
-        out.bytesByDtype[info.dtype] += bytes;
-        out.weightBytes += bytes;
+PickledFormat pickledFormatOf(const std::string& path, std::string& metaDir) {
+    std::error_code ec;
+    if (fs::is_directory(path, ec)) {
+        if (!fs::is_regular_file(fs::path(path) / "config.json", ec) && isMetaCheckpointDirectory(path)) {
+            metaDir = path;
+            return PickledFormat::Meta;
+        }
+        return PickledFormat::None;
     }
+    if (!fs::is_regular_file(path, ec)) return PickledFormat::None;
+    const fs::path file(path);
+    const std::string ext = file.extension().string();
+    if (ext != ".pt" && ext != ".pth" && ext != ".ckpt") return PickledFormat::None;
+    const fs::path dir = file.has_parent_path() ? file.parent_path() : fs::path(".");
+    if (file.filename().string().rfind("consolidated.", 0) == 0 && isMetaCheckpointDirectory(dir.string())) {
+        metaDir = dir.string();
+        return PickledFormat::Meta;
+    }
+    return PickledFormat::Llama2cCkpt;
 }
 
 } // namespace
 
 CheckpointInspection inspectLlamaCheckpoint(const std::string& model) {
     CheckpointInspection out;
-    // Mapped: safetensors and llama2.c .bin tensors are views of the files and nothing here
-    // touches their pages; the loader checks names, shapes and dtypes from the headers.
-    LlamaCheckpoint checkpoint = loadLlamaCheckpoint(model, WeightStorage::Mapped);
+    const std::string path = resolveModelPath(model);
+    std::string metaDir;
+    const PickledFormat pickled = pickledFormatOf(path, metaDir);
+    // Safetensors and llama2.c .bin: a Mapped load, whose tensors are views of the files that
+    // nothing here touches. Meta's .pth and ckpt.pt: shapes from the archives' headers (the
+    // tensors are shape-only). Either way the loader checks names, shapes and dtypes.
+    const LlamaCheckpoint checkpoint = pickled == PickledFormat::Meta          ? loadMetaCheckpoint(metaDir, true)
+                                       : pickled == PickledFormat::Llama2cCkpt ? loadLlama2cTrainingCheckpoint(path, true)
+                                                                              : loadLlamaCheckpoint(model, WeightStorage::Mapped);
     out.source = checkpoint.source;
     out.config = checkpoint.config;
     out.tokenizerPath = checkpoint.tokenizerPath;
-    if (!checkpoint.origins.empty()) {
-        out.format = fs::is_directory(checkpoint.source) ? "safetensors" : "llama2.c";
-        out.tensors = checkpoint.origins;
-        std::set<std::string> seen;
-        for (const auto& [name, origin] : out.tensors) {
-            if (seen.insert(origin.file).second) out.files.push_back(origin.file);
-            out.bytesByDtype[origin.dtype] += origin.bytes;
-            out.weightBytes += origin.bytes;
-        }
-        return out;
+    out.tensors = checkpoint.origins;
+    out.format = pickled == PickledFormat::Meta          ? "meta-pth"
+                 : pickled == PickledFormat::Llama2cCkpt ? "llama2.c-ckpt"
+                 : fs::is_directory(checkpoint.source)   ? "safetensors"
+                                                         : "llama2.c";
+    std::set<std::string> seen;
+    for (const auto& [name, origin] : out.tensors) {
+        if (seen.insert(origin.file).second) out.files.push_back(origin.file);
+        out.bytesByDtype[origin.dtype] += origin.bytes;
+        out.weightBytes += origin.bytes;
     }
-    out.headersOnly = false;
-    const std::string path = resolveModelPath(model);
-    const fs::path dir = fs::is_directory(path) ? fs::path(path) : fs::path(path).parent_path();
-    if (isMetaCheckpointDirectory(dir.string()) &&
-        (fs::is_directory(path) || fs::path(path).filename().string().rfind("consolidated.", 0) == 0)) {
-        out.format = "meta-pth";
+    std::sort(out.files.begin(), out.files.end());  // shard order (model-00001-of-…, consolidated.00, …)
+    if (pickled == PickledFormat::Meta) {  // every shard holds a piece of every tensor
+        out.files.clear();
         const std::regex shard(R"(consolidated\.(\d+)\.pth)");
-        std::vector<std::string> shards;
-        for (const auto& entry : fs::directory_iterator(dir))
-            if (std::regex_match(entry.path().filename().string(), shard)) shards.push_back(entry.path().string());
-        std::sort(shards.begin(), shards.end());
-        for (const std::string& file : shards) addTorchFileTensors(out, file, "");
-    } else {
-        out.format = "llama2.c-ckpt";
-        addTorchFileTensors(out, path, "model");
+        for (const auto& entry : fs::directory_iterator(metaDir))
+            if (std::regex_match(entry.path().filename().string(), shard)) out.files.push_back(entry.path().string());
+        std::sort(out.files.begin(), out.files.end());
     }
     return out;
 }

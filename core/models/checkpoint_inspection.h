@@ -1,8 +1,11 @@
 #pragma once
-// What a LLaMA checkpoint is, read from its config and tensor headers only: no tensor value is
+// What a LLaMA checkpoint is, read from its config and tensor headers only: no weight value is
 // read, so it takes seconds and little memory at any size (npw info, npw tokenize). The same
-// validation of presence and shapes as loading (it goes through the loader with
-// WeightStorage::Mapped, whose tensors are views of the files that nothing touches).
+// validation of presence and shapes as loading: it goes through the loaders, with
+// WeightStorage::Mapped (safetensors, llama2.c .bin: views of the files that nothing touches) or
+// headers only (Meta's .pth, llama2.c's ckpt.pt: shapes from the archives). The values read
+// anyway are few and small: biases whose zeros decide the structure, and, where a format
+// stores a classifier that may be the embedding (Meta, ckpt.pt), those two tensors.
 #include "core/models/llama_weights.h"
 
 #include <cstdint>
@@ -22,7 +25,6 @@ struct CheckpointInspection {
     std::vector<std::string> files;               // the weight files, in order
     std::map<std::string, uint64_t> bytesByDtype;  // of the weights, by stored dtype
     uint64_t weightBytes = 0;                     // all of them
-    bool headersOnly = true;  // false: a format (Meta .pth, llama2.c ckpt.pt) read whole to know it
 };
 
 // MODEL as loadLlamaCheckpoint takes it. Throws npw::Error as loading would for a missing or

@@ -369,25 +369,33 @@ GgufTensorToWrite toWrite(const PendingTensor& p, GgmlType matrixType, const std
     t.info.name = p.name;
     for (auto d = p.value.shape.rbegin(); d != p.value.shape.rend(); ++d) t.info.ne.push_back(*d);
     t.info.type = p.matrix ? matrixType : GgmlType::F32;
-    // Made, converted and written one tensor at a time (writeGguf is atomic: an error here
-    // leaves no output file).
+    // Made and written one tensor at a time, converted 4M elements at a time (writeGguf is
+    // atomic: an error here leaves no output file). A tensor that is a view of a mapped file is
+    // read from its pages chunk by chunk, so even the largest one (the embedding) is never
+    // converted whole.
     const GgmlType type = t.info.type;
     t.writeData = [p, type, source](std::ostream& out) {
-        at::Tensor data = p.value.make().to(at::kFloat).contiguous();
-        if (data.sizes().vec() != p.value.shape)
+        const at::Tensor made = p.value.make();
+        if (made.sizes().vec() != p.value.shape)
             throw Error("GGUF export: tensor '" + p.name + "' was made with another shape than planned");
-        if (!at::isfinite(data).all().item<bool>())
-            throw Error("checkpoint '" + source + "': tensor '" + p.name + "' holds NaN or Inf; not exported");
-        if (type == GgmlType::F16) {
-            const double peak = data.abs().max().item<double>();
-            if (peak > 65504.0)
-                throw Error("checkpoint '" + source + "': tensor '" + p.name + "' has |w| up to " + std::to_string(peak) +
-                            ", beyond float16's 65504; export it as f32");
-            data = data.to(at::kHalf).contiguous();
-        } else if (type == GgmlType::BF16) {
-            data = data.to(at::kBFloat16).contiguous();
+        const at::Tensor flat = made.reshape({-1});
+        constexpr int64_t kChunk = int64_t(1) << 22;
+        for (int64_t i = 0; i < flat.numel(); i += kChunk) {
+            at::Tensor data = flat.narrow(0, i, std::min(kChunk, flat.numel() - i)).to(at::kFloat).contiguous();
+            if (!at::isfinite(data).all().item<bool>())
+                throw Error("checkpoint '" + source + "': tensor '" + p.name + "' holds NaN or Inf; not exported");
+            if (type == GgmlType::F16) {
+                if (data.abs().max().item<double>() > 65504.0) {
+                    const double peak = made.abs().max().item<double>();
+                    throw Error("checkpoint '" + source + "': tensor '" + p.name + "' has |w| up to " + std::to_string(peak) +
+                                ", beyond float16's 65504; export it as f32");
+                }
+                data = data.to(at::kHalf).contiguous();
+            } else if (type == GgmlType::BF16) {
+                data = data.to(at::kBFloat16).contiguous();
+            }
+            out.write(static_cast<const char*>(data.data_ptr()), static_cast<std::streamsize>(data.nbytes()));
         }
-        out.write(static_cast<const char*>(data.data_ptr()), static_cast<std::streamsize>(data.nbytes()));
     };
     return t;
 }
