@@ -4,13 +4,17 @@
 // relative; tst_layerwise_perplexity holds the core to it on more models), and the same as the
 // eager PyTorch reference script. Bad input: a truncated safetensors file, --reference with
 // layer-wise evaluation, a malformed memory size.
+#include "core/io/safetensors.h"
 #include "core/util/paths.h"
+
+#include <ATen/ATen.h>
 
 #include <nlohmann/json.hpp>
 
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -140,6 +144,64 @@ private slots:
             QVERIFY2(std::abs(ppl - expected) <= 1e-5 * expected,
                      qPrintable(QString("npw %1 vs eager PyTorch %2").arg(ppl, 0, 'g', 17).arg(expected, 0, 'g', 17)));
             QVERIFY(expected > 100);  // random weights, vocabulary 512: far from trivial
+        }
+    }
+
+    // `npw bench --write-synthetic` writes bf16 shards tensor by tensor; `npw info` reads only
+    // their headers (dtype, bytes); with a NaN in the weights info still answers (it reads no
+    // value) while eval, whole-model or layer-wise, stops naming the file, tensor and index.
+    void syntheticCheckpointAndNanWeights() {
+        const QString model = dir_.filePath("written-tiny");
+        const Run written = run({"bench", "--write-synthetic", "tiny", "--out", model, "--shard-mib", "1", "--json"});
+        QVERIFY2(written.rc == 0, qPrintable(written.err));
+        const Json w = written.json();
+        QVERIFY(w["shards"].size() >= 2);
+        QVERIFY(!fs::exists(model.toStdString() + ".npw-partial"));
+        const Run again = run({"bench", "--write-synthetic", "tiny", "--out", model});
+        QVERIFY2(again.rc == 1 && again.err.contains("already exists"), qPrintable(again.err));
+
+        const Run info = run({"info", model, "--json"});
+        QVERIFY2(info.rc == 0, qPrintable(info.err));
+        const Json i = info.json();
+        QCOMPARE(i["format"].get<std::string>(), std::string("safetensors"));
+        QCOMPARE(i["file_dtypes"].size(), size_t(1));
+        QCOMPARE(i["file_dtypes"]["BF16"].get<int64_t>(), 2 * w["parameters"].get<int64_t>());
+        QCOMPARE(i["weight_bytes"].get<int64_t>(), 2 * w["parameters"].get<int64_t>());
+        QCOMPARE(i["params"].get<int64_t>(), w["parameters"].get<int64_t>());
+        QCOMPARE(i["files"].size(), w["shards"].size());
+        const Run clean = run(evalArgs(model));
+        QVERIFY2(clean.rc == 0, qPrintable(clean.err));
+        QVERIFY(std::isfinite(clean.json()["ppl"].get<double>()));
+
+        // A NaN at flat index 5 of one tensor, in whichever shard holds it.
+        const std::string poisoned = "model.layers.1.mlp.up_proj.weight";
+        std::string shard;
+        for (const auto& name : w["shards"]) {
+            const std::string path = model.toStdString() + "/" + name.get<std::string>();
+            std::vector<std::pair<std::string, at::Tensor>> tensors;
+            bool holds = false;
+            {
+                const auto file = npw::SafeTensorsFile::open(path);
+                for (const std::string& t : file->names()) {
+                    tensors.emplace_back(t, file->load(t));
+                    holds = holds || t == poisoned;
+                }
+            }
+            if (!holds) continue;
+            for (auto& [t, value] : tensors)
+                if (t == poisoned) value.view({-1})[5] = NAN;
+            fs::remove(path);
+            npw::writeSafeTensors(path, tensors, {{"format", "pt"}});
+            shard = path;
+        }
+        QVERIFY(!shard.empty());
+        const Run infoNan = run({"info", model, "--json"});
+        QVERIFY2(infoNan.rc == 0, qPrintable(infoNan.err));
+        for (const QStringList& args : {evalArgs(model), evalArgs(model) << "--layerwise"}) {
+            const Run e = run(args);
+            QVERIFY2(e.rc == 1 && e.err.contains(QString::fromStdString("'" + poisoned + "'")) &&
+                         e.err.contains(QString::fromStdString(shard)) && e.err.contains("index 5)"),
+                     qPrintable(e.err));
         }
     }
 

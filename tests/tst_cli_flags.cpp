@@ -231,7 +231,7 @@ private slots:
         QVERIFY(refusal(command("sweep"), "ratios", "0.1,1").contains("got '1' in '0.1,1'"));
         QVERIFY(refusal(command("generate"), "top-p", "0").startsWith("--top-p expects a number in (0, 1], got '0'"));
         QVERIFY(refusal(command("prune"), "per-class", "0").startsWith("--per-class expects an integer in [1, "));
-        QVERIFY(refusal(command("export-gguf"), "dtype", "q8").startsWith("--dtype expects f32 or f16, got 'q8'"));
+        QVERIFY(refusal(command("export-gguf"), "dtype", "q8").startsWith("--dtype expects f32, f16 or bf16, got 'q8'"));
         QVERIFY(refusal(command("prune"), "alpha-mode", "both").startsWith("--alpha-mode expects paper or budget, got 'both'"));
         // Integers may be written as exact numbers; values the table takes read back as given.
         QVERIFY(refusal(command("prune"), "nsamples", "1e3").isEmpty());
@@ -360,7 +360,7 @@ private slots:
             {{"generate", "demo:lm", "--temperature", "inf"}, "npw generate: error: --temperature expects a number ≥ 0, got 'inf'"},
             {{"sweep", "demo:lm", "--nsamples", "1e11"}, "npw sweep: error: --nsamples expects comma-separated integers in [1, 1000000], got '1e11'"},
             {{"prune", "demo:c2i", "--per-class", "0"}, "npw prune: error: --per-class expects an integer in [1, "},
-            {{"export-gguf", "demo:lm", "--dtype", "f64"}, "npw export-gguf: error: --dtype expects f32 or f16, got 'f64'"},
+            {{"export-gguf", "demo:lm", "--dtype", "f64"}, "npw export-gguf: error: --dtype expects f32, f16 or bf16, got 'f64'"},
             {{"prune", "demo:lm", "--calib", "x.txt", "--out", "/nonexistent/x", "--compensation", "bias", "--no-compensation"},
              "npw prune: error: --no-compensation contradicts --compensation bias"},
         };

@@ -25,6 +25,7 @@
 #include <QtTest/QtTest>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -385,6 +386,19 @@ private slots:
             ++checked;
         }
         QCOMPARE(checked, 6);
+        // tokenizer.bin is read with the vocabulary the model's header gives: no weight is read,
+        // so a NaN in the weights changes nothing here, while eval, which reads them, names it.
+        const std::vector<int32_t> before = tokenizeIds({QString::fromStdString(folder + "/model5000.bin")}, "Once upon a time");
+        {
+            std::fstream bin(folder + "/model5000.bin", std::ios::in | std::ios::out | std::ios::binary);
+            const float nan = NAN;
+            bin.seekp(28 + 4 * 10);
+            bin.write(reinterpret_cast<const char*>(&nan), 4);
+        }
+        QCOMPARE(tokenizeIds({QString::fromStdString(folder + "/model5000.bin")}, "Once upon a time"), before);
+        QCOMPARE(npw({"info", QString::fromStdString(folder + "/model5000.bin"), "--json"}).exitCode, 0);
+        expectFailure({"eval", QString::fromStdString(folder + "/model5000.bin"), "--text", QString::fromStdString(kSpm + "README.md")},
+                      {"'token_embedding_table'", "model5000.bin", "index 10)"});
 
         // llama2.c's own naming for a model with its own vocabulary: tok{V}.model (SentencePiece)
         // beside model5000.bin (V = 105 from its header), as babyllama ships; tokenizer.bin first.

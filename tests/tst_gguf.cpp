@@ -5,10 +5,13 @@
 // files, and refuses what it cannot export. (tst_gguf_llamacpp runs the files in llama.cpp.)
 #include "core/io/gguf.h"
 #include "core/models/gguf_export.h"
+#include "core/io/safetensors.h"
+#include "core/models/model_loader.h"
 #include "core/util/atomic_file.h"
 #include "gguf_models.h"
 #include "error_of.h"
 
+#include <QCryptographicHash>
 #include <QTemporaryDir>
 #include <QtTest>
 #include <cstring>
@@ -53,6 +56,11 @@ at::Tensor tensorOf(const GgufFile& f, const std::string& name) {
     const auto dtype = t->type == GgmlType::F16 ? at::kHalf : at::kFloat;
     return at::from_blob(const_cast<char*>(bytes.data()), shape, dtype).to(at::kFloat).clone();
 }
+
+// SHA-256 of `npw export-gguf demo:lm` (f32, f16) as the main branch wrote it before the
+// export was streamed tensor by tensor.
+constexpr const char* kMainF32Sha256 = "8c6f67af89814bd496c338213bbf4a26458a9f46d965f1d72c0a62f893cb8f78";
+constexpr const char* kMainF16Sha256 = "875a5baf172a360d1034501afce4bbad1f23d42aa44e0de36e753d08a01cc63c";
 
 } // namespace
 
@@ -318,6 +326,66 @@ private slots:
         QVERIFY2(e.contains("qwen2") && e.contains("bias"), qPrintable(e));
     }
 
+    // The exporter makes each tensor only when it writes it. From a Mapped load (views of the
+    // file) the file is byte for byte what a copying load gives, and what npw wrote before the
+    // export was streamed (SHA-256 of the main branch's files for demo:lm, recorded when the
+    // streaming was introduced).
+    void streamedExportIsByteIdentical() {
+        const std::vector<std::pair<GgufDtype, const char*>> recorded = {
+            {GgufDtype::F32, kMainF32Sha256}, {GgufDtype::F16, kMainF16Sha256}};
+        for (const auto& [dtype, sha] : recorded) {
+            const std::string copied = path("copied.gguf"), mapped = path("mapped.gguf");
+            exportGguf(loadLlamaCheckpoint("demo:lm"), copied, {dtype, ""});
+            const LlamaCheckpoint view = loadLlamaCheckpoint("demo:lm", WeightStorage::Mapped);
+            QVERIFY(view.weightsMapped);
+            exportGguf(view, mapped, {dtype, ""});
+            const std::string bytes = fileBytes(mapped);
+            QVERIFY(bytes == fileBytes(copied));
+            QCOMPARE(QCryptographicHash::hash(QByteArray::fromStdString(bytes), QCryptographicHash::Sha256).toHex(),
+                     QByteArray(sha));
+        }
+    }
+
+    void bf16KeepsNormsF32() {
+        const LlamaCheckpoint c = loadLlamaCheckpoint("demo:lm-gqa", WeightStorage::Mapped);
+        const std::string p = path("gqa-bf16.gguf");
+        const GgufExportReport r = exportGguf(c, p, {GgufDtype::BF16, ""});
+        QCOMPARE(r.dtype, std::string("bf16"));
+        const GgufFile f = readGgufFile(p);
+        QCOMPARE(f.at("general.file_type").integer, 32ll);  // llama.cpp's MOSTLY_BF16
+        QCOMPARE(f.findTensor("blk.0.attn_v.weight")->type, GgmlType::BF16);
+        QCOMPARE(f.findTensor("blk.0.attn_norm.weight")->type, GgmlType::F32);
+        const GgufTensorInfo* v = f.findTensor("blk.0.attn_v.weight");
+        const std::string bytes = readGgufTensorBytes(f, *v);
+        const at::Tensor stored = at::from_blob(const_cast<char*>(bytes.data()), {v->ne[1], v->ne[0]}, at::kBFloat16).clone();
+        QVERIFY(at::equal(stored, c.weights.layers[0].wv.to(at::kFloat).to(at::kBFloat16)));
+    }
+
+    // A NaN in a mapped checkpoint is found when its tensor is written: named by file, tensor
+    // and index, and no output file is left.
+    void mappedNanIsNamedOnExport() {
+        const std::string copy = path("lm-nan");
+        std::filesystem::copy(resolveModelPath("demo:lm"), copy);
+        const std::string weights = copy + "/model.safetensors";
+        std::vector<std::pair<std::string, at::Tensor>> tensors;
+        {
+            const auto file = SafeTensorsFile::open(weights);
+            for (const std::string& name : file->names()) tensors.emplace_back(name, file->load(name));
+        }
+        for (auto& [name, t] : tensors)
+            if (name == "model.layers.4.mlp.up_proj.weight") t.view({-1})[777] = NAN;
+        std::filesystem::remove(weights);
+        writeSafeTensors(weights, tensors);
+        const LlamaCheckpoint c = loadLlamaCheckpoint(copy, WeightStorage::Mapped);  // headers only: no error
+        const QString e = errorOf([&] { exportGguf(c, path("nan.gguf")); });
+        QVERIFY2(e.contains("'model.layers.4.mlp.up_proj.weight'") && e.contains(QString::fromStdString(weights)) &&
+                     e.contains("index 777)"),
+                 qPrintable(e));
+        QVERIFY(!std::filesystem::exists(path("nan.gguf")));
+        for (const auto& entry : std::filesystem::directory_iterator(dir_.path().toStdString()))
+            QVERIFY2(entry.path().filename().string().rfind("nan.gguf", 0) != 0, entry.path().c_str());  // no temporary left
+    }
+
     void refusals() {
         // On a copy: were the check broken, the demo model itself must not be overwritten.
         const std::string copy = path("lm-copy");
@@ -338,7 +406,7 @@ private slots:
         e = errorOf([&] { exportGguf(c, path("big.gguf"), {GgufDtype::F16, ""}); });
         QVERIFY2(e.contains("'blk.1.ffn_up.weight'") && e.contains("as f32"), qPrintable(e));
         QVERIFY(!std::filesystem::exists(path("big.gguf")));
-        QVERIFY(errorOf([] { parseGgufDtype("q8"); }).contains("f32, f16"));
+        QVERIFY(errorOf([] { parseGgufDtype("q8"); }).contains("f32, f16, bf16"));
     }
 };
 

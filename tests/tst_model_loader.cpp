@@ -1,6 +1,10 @@
 // Loading and saving LLaMA checkpoints: the real llama2.c stories260K, Hugging Face
 // directories (single file, sharded, fp16/bf16), and the errors for broken ones.
 #include "core/models/model_loader.h"
+#include "core/eval/layerwise_perplexity.h"
+#include "core/models/checkpoint_inspection.h"
+#include "core/models/llama.h"
+#include "core/models/weight_values.h"
 #include "core/io/safetensors.h"
 #include "core/util/error.h"
 
@@ -13,6 +17,7 @@
 #include <QtTest>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -507,6 +512,104 @@ private slots:
         QVERIFY2(containsAll(message, {"'model.layers.0.self_attn.k_proj.weight'",
                                        QString::fromStdString(dir + "/model.safetensors"), "NaN", "index 18"}),
                  qPrintable(message));
+    }
+
+    // Header-only inspection against the full loader on every format and family in the test
+    // data: the same config, the same tensors by name and shape, and a stored dtype for each.
+    void inspectionAgreesWithTheLoader() {
+        const std::string data = NPW_TEST_DATA;
+        const std::vector<std::string> models = {
+            kStories, "demo:lm", data + "/llama_ref/mha_halfsplit_bf16", data + "/llama_ref/mha_halfsplit_sharded",
+            data + "/llama_ref/gqa_halfsplit_tied", data + "/llama_ref/nonuniform_bias",
+            data + "/llama_ref/llama2c_gqa/llama2c_gqa.bin", data + "/family_ref/mistral", data + "/family_ref/qwen2_tied",
+            data + "/family_ref/qwen3", data + "/family_ref/llama31_rope", data + "/family_ref/meta_llama2_2shards",
+            data + "/family_ref/llama2c_ckpt/ckpt.pt"};
+        for (const std::string& model : models) {
+            const CheckpointInspection seen = inspectLlamaCheckpoint(model);
+            LlamaCheckpoint loaded = loadLlamaCheckpoint(model);
+            const QString where = QString::fromStdString(model);
+            QVERIFY2(json::parse(hfLlamaConfigJson(seen.config, {})) == json::parse(hfLlamaConfigJson(loaded.config, {})),
+                     qPrintable(where));
+            QCOMPARE(seen.config.qkv_bias, loaded.config.qkv_bias);
+            QCOMPARE(seen.config.rope_layout, loaded.config.rope_layout);
+            QCOMPARE(seen.tokenizerPath, loaded.tokenizerPath);
+            QVERIFY2(seen.weightBytes > 0 && !seen.files.empty() && !seen.bytesByDtype.empty(), qPrintable(where));
+            const auto named = namedTensors(loaded.weights);
+            QVERIFY2(named.size() == seen.tensors.size(), qPrintable(where));
+            for (const auto& [name, tensor] : named) {
+                auto it = seen.tensors.find(name);
+                QVERIFY2(it != seen.tensors.end(), qPrintable(where + ": " + QString::fromStdString(name)));
+                QVERIFY2(it->second.shape == tensor->sizes().vec(), qPrintable(where + ": " + QString::fromStdString(name)));
+            }
+        }
+        const CheckpointInspection bf16 = inspectLlamaCheckpoint(data + "/llama_ref/mha_halfsplit_bf16");
+        QCOMPARE(bf16.bytesByDtype.size(), size_t(1));
+        QCOMPARE(bf16.bytesByDtype.begin()->first, std::string("BF16"));
+        QCOMPARE(bf16.weightBytes, uint64_t(fs::file_size(data + "/llama_ref/mha_halfsplit_bf16/model.safetensors")) -
+                                       uint64_t(8) - [&] {
+                                           std::ifstream in(data + "/llama_ref/mha_halfsplit_bf16/model.safetensors", std::ios::binary);
+                                           uint64_t n = 0;
+                                           in.read(reinterpret_cast<char*>(&n), 8);
+                                           return n;
+                                       }());
+    }
+
+    // A NaN in a file is not seen by a header-only inspection or a Mapped load (no value is
+    // read), and is reported with file, tensor and index where the values are first read.
+    void mappedLoadsCheckValuesWhereRead() {
+        std::string dir = savedTiny(tinyUniform());
+        editWeights(dir, [](TensorMap& t) { t["model.layers.0.self_attn.k_proj.weight"][1][2] = NAN; });
+        const CheckpointInspection seen = inspectLlamaCheckpoint(dir);
+        QCOMPARE(seen.config.num_layers, int64_t(2));
+        LlamaCheckpoint mapped = loadHfLlamaDirectory(dir, WeightStorage::Mapped);
+        QVERIFY(!mapped.valuesChecked);
+        checkLayerValues(mapped, 1);  // layer 1 is clean
+        const QStringList expected = {"'model.layers.0.self_attn.k_proj.weight'", QString::fromStdString(dir + "/model.safetensors"),
+                                      "NaN", "index 18"};
+        QString message = errorOf([&] { checkLayerValues(mapped, 0); });
+        QVERIFY2(containsAll(message, expected), qPrintable(message));
+        message = errorOf([&] { copyWeightsIntoMemory(mapped); });
+        QVERIFY2(containsAll(message, expected), qPrintable(message));
+        // Layer-wise evaluation reads the mapped file block by block: the NaN stops it, named.
+        LlamaCheckpoint again = loadHfLlamaDirectory(dir, WeightStorage::Mapped);
+        PerplexityOptions options;
+        options.seqlen = 8;
+        message = errorOf([&] { evaluatePerplexityLayerwise(again, Runtime{}, std::vector<int32_t>(17, 3), options); });
+        QVERIFY2(containsAll(message, expected), qPrintable(message));
+
+        // llama2.c: a layer's matrix is a slice of its block; the index is the block's.
+        QByteArray bytes = fileBytes(kStories);
+        std::vector<int32_t> header(7);
+        std::memcpy(header.data(), bytes.constData(), 28);
+        const int64_t dim = header[0], vocab = std::abs(header[5]), layers = header[2];
+        const int64_t wqAt = vocab * dim + layers * dim + 3 * dim * dim + 5;  // layer 3's wq, element 5
+        float nan = NAN;
+        bytes.replace(int(28 + 4 * wqAt), 4, reinterpret_cast<const char*>(&nan), 4);
+        const std::string bin = writeFile(tmp_, "nan_stories.bin", bytes);
+        QCOMPARE(inspectLlamaCheckpoint(bin).config.hidden_size, dim);
+        LlamaCheckpoint mappedBin = loadLlama2cCheckpoint(bin, WeightStorage::Mapped);
+        checkLayerValues(mappedBin, 2);
+        message = errorOf([&] { checkAllWeightValues(mappedBin); });
+        QVERIFY2(containsAll(message, {"tensor 'wq'", QString::fromStdString(bin),
+                                       "index " + QString::number(3 * dim * dim + 5) + ")"}),
+                 qPrintable(message));
+        message = errorOf([&] { loadLlama2cCheckpoint(bin); });  // Copy: at load, the same words
+        QVERIFY2(containsAll(message, {"tensor 'wq'", "index " + QString::number(3 * dim * dim + 5) + ")"}), qPrintable(message));
+    }
+
+    // A bf16 checkpoint opened mapped (views of the file in bf16, converted once) gives exactly
+    // the logits of the copying load: both hold the same float32 numbers (tolerance 0).
+    void mappedBf16LogitsEqualCopied() {
+        const std::string dir = std::string(NPW_TEST_DATA) + "/llama_ref/mha_halfsplit_bf16";
+        LlamaCheckpoint mapped = loadHfLlamaDirectory(dir, WeightStorage::Mapped);
+        QCOMPARE(mapped.weights.layers[0].wq.scalar_type(), at::kBFloat16);
+        copyWeightsIntoMemory(mapped);
+        const LlamaModel a(loadHfLlamaDirectory(dir), Runtime{});
+        const LlamaModel b(std::move(mapped), Runtime{});
+        const at::Tensor ids = at::arange(0, 24, at::kLong).remainder(a.config().vocab_size).unsqueeze(0);
+        const at::Tensor la = a.logits(ids), lb = b.logits(ids);
+        QVERIFY(at::isfinite(la).all().item<bool>());
+        QVERIFY(at::equal(la, lb));
     }
 
     void hfUnsupportedDtype() {

@@ -45,6 +45,8 @@ void addGgufCommand(std::vector<Command>& out);            // export-gguf
 void addTokenizeCommand(std::vector<Command>& out);        // tokenize
 // `npw bench --suite pruning` and `npw bench --synthetic SIZE` (commands_bench.cpp).
 int runPruningBench(const Args& args);
+// `npw bench --write-synthetic SIZE --out DIR`: a random checkpoint of that shape (commands_bench.cpp).
+int runWriteSyntheticCheckpoint(const Args& args);
 
 // `npw bench MODEL --llamacpp`: the checkpoint exported to a temporary GGUF (f32, or ggufDtype
 // "f16") and timed in llama.cpp through tests/fixtures/llamacpp/run_gguf.mjs (commands_gguf.cpp).

@@ -7,6 +7,7 @@
 #include "core/experiments/image_runtime_bench.h"
 #include "core/experiments/pruning_bench.h"
 #include "core/experiments/runtime_bench.h"
+#include "core/experiments/synthetic_checkpoint.h"
 #include "core/models/language_model.h"
 #include "core/prune/calibration.h"
 #include "core/prune/pruner.h"
@@ -434,6 +435,29 @@ nlohmann::json imageRuntimeSuite(const Args& args, bool json) {
 }
 
 } // namespace
+
+int runWriteSyntheticCheckpoint(const Args& args) {
+    if (!args.has("out")) throw Error("--write-synthetic needs --out DIR, the model folder to create");
+    if (!args.positional().empty())
+        throw Error("--write-synthetic takes no MODEL (it writes one), got '" + args.positional()[0] + "'");
+    const std::string size = args.get("write-synthetic");
+    SyntheticCheckpointOptions options;
+    options.seed = static_cast<uint64_t>(args.getInt("seed"));
+    options.shardBytes = args.getInt("shard-mib") << 20;
+    options.tokenizerFile = args.get("tokenizer");
+    const auto start = std::chrono::steady_clock::now();
+    const SyntheticCheckpointReport r =
+        writeSyntheticHfCheckpoint(syntheticCheckpointConfig(size), args.get("out"), options, terminalProgress());
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const nlohmann::json j = {{"size", size}, {"out", r.dir}, {"shards", r.shards}, {"tensors", r.tensors},
+                              {"parameters", r.parameters}, {"bytes", r.bytes}, {"dtype", "bf16"}, {"seconds", seconds}};
+    printResult(args, j, [&] {
+        std::cout << "wrote " << r.dir << ": synthetic " << size << " LLaMA, " << r.parameters << " parameters, "
+                  << r.tensors << " tensors in " << r.shards.size() << " bf16 shard" << (r.shards.size() == 1 ? "" : "s")
+                  << " (" << r.bytes << " bytes), " << std::fixed << std::setprecision(1) << seconds << " s\n";
+    });
+    return 0;
+}
 
 int runPruningBench(const Args& args) {
     const bool json = args.flag("json");

@@ -27,7 +27,9 @@ int runExportGguf(const Args& args) {
     GgufExportOptions options;
     options.dtype = parseGgufDtype(args.get("dtype"));
     options.name = args.get("name");
-    LlamaCheckpoint checkpoint = loadLlamaCheckpoint(args.positional()[0]);
+    // Mapped: the weights stay in the file; each tensor is read, checked and converted when it is
+    // written (planGgufExport), so the model is never whole in memory.
+    LlamaCheckpoint checkpoint = loadLlamaCheckpoint(args.positional()[0], WeightStorage::Mapped);
     useTokenizerFile(checkpoint, args.get("tokenizer"));
     const GgufExportReport r = exportGguf(checkpoint, args.get("out"), options);
 
@@ -52,7 +54,7 @@ int runExportGguf(const Args& args) {
 } // namespace
 
 void addGgufCommand(std::vector<Command>& out) {
-    out.push_back({"export-gguf", "MODEL --out FILE.gguf [--dtype f32|f16] [--json]",
+    out.push_back({"export-gguf", "MODEL --out FILE.gguf [--dtype f32|f16|bf16] [--json]",
                    "write a dense or pruned model as GGUF for llama.cpp (llama or, non-uniform, deci)",
                    flagsFor("export-gguf"), runExportGguf});
 }

@@ -5,6 +5,7 @@
 #include "core/eval/layerwise_perplexity.h"
 #include "core/eval/perplexity.h"
 #include "core/experiments/language_workbench.h"
+#include "core/models/checkpoint_inspection.h"
 #include "core/models/language_model.h"
 #include "core/models/model_loader.h"
 #include "core/models/sliced_llama.h"
@@ -34,10 +35,6 @@ std::string modelArgument(const Args& args, const std::string& command) {
         throw Error("'npw " + command + "' takes exactly one MODEL (a checkpoint path or demo:lm), got " +
                     std::to_string(args.positional().size()));
     return args.positional()[0];
-}
-
-LanguageModel openFromArgs(const Args& args, const std::string& model) {
-    return openLanguageModel(model, chooseRuntime(args.get("device"), args.get("dtype")), args.get("tokenizer"), args.flag("allow-small-vocab"));
 }
 
 // A LLaMA or a SliceGPT export (what only runs text: generate, bench, eval's reference).
@@ -82,10 +79,27 @@ int runInfo(const Args& args) {
     if (isGgufPath(model)) return runGgufInfo(args, model);
     if (isImageModelRequest(args, model)) return runImageInfo(args, model);
     if (SlicedLlama::isSlicedDirectory(model)) return runSlicedInfo(args, model);
-    LanguageModel lm = openFromArgs(args, model);
-    const LlamaConfig& c = lm.model->config();
+    // Config and tensor headers only: no weight is read or converted, at any size.
+    const CheckpointInspection inspection = inspectLlamaCheckpoint(model);
+    LlamaCheckpoint tokenizerOnly;
+    tokenizerOnly.config = inspection.config;
+    tokenizerOnly.tokenizerPath = inspection.tokenizerPath;
+    useTokenizerFile(tokenizerOnly, args.get("tokenizer"));
+    const std::shared_ptr<Tokenizer> tokenizer = openTokenizerOf(tokenizerOnly);
+    const Runtime runtime = chooseRuntime(args.get("device"), args.get("dtype"));
+    const LlamaConfig& c = inspection.config;
+    std::string dtypes;
+    nlohmann::json bytesByDtype = nlohmann::json::object();
+    for (const auto& [dtype, bytes] : inspection.bytesByDtype) {
+        dtypes += (dtypes.empty() ? "" : ", ") + dtype;
+        bytesByDtype[dtype] = bytes;
+    }
     nlohmann::json j = {{"model", model},
-                        {"source", lm.model->checkpoint().source},
+                        {"source", inspection.source},
+                        {"format", inspection.format},
+                        {"files", inspection.files},
+                        {"file_dtypes", bytesByDtype},
+                        {"weight_bytes", inspection.weightBytes},
                         {"layers", c.num_layers},
                         {"hidden", c.hidden_size},
                         {"heads", c.num_heads},
@@ -103,13 +117,16 @@ int runInfo(const Args& args) {
                         {"sliding_window", c.sliding_window > 0 ? nlohmann::json(c.sliding_window) : nlohmann::json(nullptr)},
                         {"qkv_bias", c.qkv_bias},
                         {"qk_norm", c.qk_norm},
-                        {"params", lm.model->checkpoint().weights.layers.empty() ? 0 : c.parameterCount()},
-                        {"tokenizer", lm.model->checkpoint().tokenizerPath},
-                        {"tokenizer_kind", lm.tokenizer ? nlohmann::json(tokenizerKindName(lm.tokenizer->kind())) : nlohmann::json(nullptr)},
-                        {"device", lm.model->runtime().describe()}};
+                        {"params", c.parameterCount()},
+                        {"tokenizer", tokenizerOnly.tokenizerPath},
+                        {"tokenizer_kind", tokenizer ? nlohmann::json(tokenizerKindName(tokenizer->kind())) : nlohmann::json(nullptr)},
+                        {"device", runtime.describe()}};
     printResult(args, j, [&] {
         std::cout << "model          " << model << " (" << familyName(c.family) << ")\n"
-                  << "source         " << lm.model->checkpoint().source << "\n"
+                  << "source         " << inspection.source << "\n"
+                  << "weights        " << dtypes << ", " << inspection.weightBytes << " bytes ("
+                  << byteSizeText(static_cast<int64_t>(inspection.weightBytes)) << ") in " << inspection.files.size()
+                  << " file" << (inspection.files.size() == 1 ? "" : "s") << "\n"
                   << "layers         " << c.num_layers << "\n"
                   << "hidden         " << c.hidden_size << "\n"
                   << "heads          " << joinList(c.num_heads) << "\n"
@@ -338,6 +355,7 @@ int runGenerate(const Args& args) {
 }
 
 int runBench(const Args& args) {
+    if (args.has("write-synthetic")) return runWriteSyntheticCheckpoint(args);
     if (args.has("suite") || args.has("synthetic")) return runPruningBench(args);
     const std::string model = modelArgument(args, "bench");
     LanguageModel lm = openCausalFromArgs(args, model);

@@ -1,6 +1,7 @@
 // tokenize: a text's token ids and pieces with a model's tokenizer (or a tokenizer file), so a
 // user can put npw's tokenization beside their own tools' (issue 14).
 #include "app/npw/commands.h"
+#include "core/models/checkpoint_inspection.h"
 #include "core/models/model_loader.h"
 #include "core/text/tokenizer_files.h"
 #include "core/util/atomic_file.h"
@@ -61,9 +62,10 @@ ChosenTokenizer chooseTokenizer(const Args& args, const std::string& source) {
         if (chosen.path.empty())
             throw Error("model '" + source + "' has no tokenizer (no tokenizer.json, tokenizer.model or tokenizer.bin "
                         "beside it); give one with --tokenizer FILE");
-        // A tokenizer.bin holds as many tokens as the model's vocabulary (run.c reads that many).
+        // A tokenizer.bin holds as many tokens as the model's vocabulary (run.c reads that many),
+        // which the model's headers say: no weight is read.
         if (detectTokenizerFile(readTokenizerFileBytes(chosen.path)) == TokenizerFileKind::Llama2cBin)
-            chosen.vocabSize = loadLlamaCheckpoint(source).config.vocab_size;
+            chosen.vocabSize = inspectLlamaCheckpoint(source).config.vocab_size;
         return chosen;
     };
     std::error_code ec;

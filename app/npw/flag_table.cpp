@@ -378,6 +378,7 @@ std::vector<FlagEntry> buildTable() {
     t.add(seed.byDefault("0").described("image models: evaluation sample i uses seed S + i (calibration: S + 1000000 + i)"),
           {"sweep"});
     t.add(seed.described("seed of --degrade noise; --model: sample i uses seed S + i"), {"metrics"});
+    t.add(seed.byDefault("0").described("--write-synthetic: seed of the random weights"), {"bench"});
     t.add(seed.described("seed of the verse order, distractors and gold positions"), {"make-verse-task"});
     t.add(seed, {"train-lm"});
     t.add(seed.byDefault(std::to_string(ClassifierTrainOptions{}.seed)), {"train-classifier"});
@@ -415,6 +416,13 @@ std::vector<FlagEntry> buildTable() {
                        "calibration-memory: run one mode in this process (internal)"),
           {"bench"});
     t.add(Flag::text("synthetic", "SIZE", "110m, 1b or tiny: decode speed and memory of a random LLaMA pruned to each --ratios (with --suite: that suite's model)"),
+          {"bench"});
+    t.add(Flag::choice("write-synthetic", "SIZE", "7b, 8b, 1b, 110m or tiny",
+                       oneOf({"7b", "8b", "1b", "110m", "tiny"}),
+                       "write a random LLaMA of that shape to --out DIR (Hugging Face layout, bf16 shards, tensor by "
+                       "tensor; 7b: Llama-2-7B's shape, 8b: Llama-3-8B's) and stop"),
+          {"bench"});
+    t.add(Flag::integer("shard-mib", "N", 1, 1 << 20, "--write-synthetic: MiB per safetensors shard").byDefault("2048"),
           {"bench"});
     t.add(Flag::toggle("llamacpp", "also time llama.cpp on the same weights (GGUF f32; Node + tests/fixtures/llamacpp)"),
           {"bench"});
@@ -455,6 +463,7 @@ std::vector<FlagEntry> buildTable() {
     t.add(out.valueNamed("FILE").described("the task file to write (JSONL, kind mc)"), {"make-verse-task"});
     t.add(out.valueNamed("FILE").described("where to write tokenizer.json"), {"train-tokenizer"});
     t.add(out.described("model directory written when training finishes"), {"train-lm"});
+    t.add(out.described("--write-synthetic: the model folder to create (must not exist)"), {"bench"});
     t.add(out.described("model folder written when training finishes (config.json, model.safetensors)"), {"train-classifier"});
     t.add(out.described("VQ folder written when training finishes (config.json, model.safetensors)"), {"train-vq"});
     t.add(out.described("model folder written when training finishes (LlamaGen keys + config.json)"), {"train-c2i"});
@@ -478,8 +487,8 @@ std::vector<FlagEntry> buildTable() {
     const Flag dtype =
         Flag::text("dtype", "TYPE", "auto, float32, float16, bfloat16 (auto: bfloat16 on CUDA, float32 on CPU)").byDefault("auto");
     t.add(dtype, kModelCommands);
-    t.add(Flag::choice("dtype", "TYPE", "f32 or f16", [](const std::string& v) { parseGgufDtype(v); },
-                       "f32 or f16 for the weight matrices (norms and biases stay f32)")
+    t.add(Flag::choice("dtype", "TYPE", "f32, f16 or bf16", [](const std::string& v) { parseGgufDtype(v); },
+                       "f32, f16 or bf16 for the weight matrices (norms and biases stay f32)")
               .byDefault("f32"),
           {"export-gguf"});
     t.add(Flag::real("rope-scaling-factor", "F",

@@ -1,5 +1,6 @@
 #include "core/eval/layerwise_perplexity.h"
 
+#include "core/models/weight_values.h"
 #include "core/eval/perplexity_windows.h"
 #include "core/models/llama.h"
 #include "core/util/error.h"
@@ -82,6 +83,8 @@ PerplexityResult evaluatePerplexityLayerwise(const LlamaCheckpoint& checkpoint, 
 
     // Rows gathered from the stored table, then cast: the same numbers as gathering from a
     // converted table (a cast is elementwise), without converting the whole table.
+    // Values are checked (finite) as each block is first read: a Mapped load read none.
+    checkWeightValues(checkpoint, "model.embed_tokens.weight", checkpoint.weights.embed);
     std::vector<at::Tensor> hidden;
     for (int64_t w0 = 0; w0 < windows; w0 += batch) {
         const int64_t nb = std::min(batch, windows - w0);
@@ -90,6 +93,7 @@ PerplexityResult evaluatePerplexityLayerwise(const LlamaCheckpoint& checkpoint, 
     const LlamaPositionTables tables = llamaPositionTables(config, 0, seqlen, onRuntime);
     reportProgress(progress, stage, 0, total);
     for (int64_t l = 0; l < layers; ++l) {
+        checkLayerValues(checkpoint, l);
         const LlamaLayerWeights block = llamaLayerOnRuntime(checkpoint.weights.layers[static_cast<size_t>(l)], runtime);
         int64_t done = 0;
         for (at::Tensor& x : hidden) {
@@ -109,6 +113,8 @@ PerplexityResult evaluatePerplexityLayerwise(const LlamaCheckpoint& checkpoint, 
             reportProgress(progress, stage, static_cast<double>(l * windows + done), total);
         }
     }
+    checkWeightValues(checkpoint, "model.norm.weight", checkpoint.weights.final_norm);
+    checkWeightValues(checkpoint, "lm_head.weight", checkpoint.weights.lm_head);
     const at::Tensor finalNorm = llamaTensorOnRuntime(checkpoint.weights.final_norm, runtime);
     // A bfloat16 / float16 classifier stays as stored (widened a block at a time as it is read).
     const at::Tensor lmHead = llamaTensorOnRuntime(checkpoint.weights.lm_head, runtime);

@@ -1,4 +1,5 @@
 #include "core/models/gguf_export.h"
+#include "core/models/weight_values.h"
 
 #include "core/text/sentencepiece_tokenizer.h"
 #include "core/text/tiktoken.h"
@@ -15,6 +16,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <functional>
 #include <optional>
 #include <ostream>
 
@@ -103,7 +105,8 @@ int32_t pieceId(const json& vocab, const std::string& piece) {
 GgufDtype parseGgufDtype(const std::string& name) {
     if (name == "f32") return GgufDtype::F32;
     if (name == "f16") return GgufDtype::F16;
-    throw Error("GGUF weight type '" + name + "' is not one of: f32, f16");
+    if (name == "bf16") return GgufDtype::BF16;
+    throw Error("GGUF weight type '" + name + "' is not one of: f32, f16, bf16");
 }
 
 namespace {
@@ -316,9 +319,37 @@ GgufMetadata jsonTokenizerMetadata(const json& root, const std::shared_ptr<Token
     return kv;
 }
 
+// A tensor to write, made only when it is written: the checkpoint's tensors may be views of a
+// memory-mapped file in its stored dtype, and the permutations and paddings below are applied
+// one tensor at a time as the file is written, so the model is never whole in memory.
+struct LazyTensor {
+    std::vector<int64_t> shape;  // PyTorch layout
+    std::function<at::Tensor()> make;
+};
+
+// The checkpoint's tensor `hfName`: its values are checked (finite, naming file, tensor and
+// index) when it is first read, if the load left that to its reader (weight_values.h).
+LazyTensor fromCheckpoint(const LlamaCheckpoint& ckpt, const at::Tensor& t, const std::string& hfName) {
+    std::optional<TensorOrigin> origin;
+    if (auto it = ckpt.origins.find(hfName); !ckpt.valuesChecked && it != ckpt.origins.end()) origin = it->second;
+    return {t.sizes().vec(), [t, origin] {
+                if (origin) checkTensorFinite(t, origin->file, origin->tensor, origin->firstIndex);
+                return t;
+            }};
+}
+
+LazyTensor fixed(const at::Tensor& t) {
+    return {t.sizes().vec(), [t] { return t; }};
+}
+
+LazyTensor then(LazyTensor x, std::vector<int64_t> shape, std::function<at::Tensor(const at::Tensor&)> step) {
+    auto make = x.make;
+    return {std::move(shape), [make, step] { return step(make()); }};
+}
+
 struct PendingTensor {
     std::string name;
-    at::Tensor value;  // PyTorch layout, float32, contiguous
+    LazyTensor value;
     bool matrix;       // stored in the export dtype; vectors stay F32
 };
 
@@ -329,25 +360,42 @@ at::Tensor halfSplitRowsToAdjacentPairs(const at::Tensor& w, int64_t heads, int6
     return w.reshape({heads, 2, headDim / 2, w.size(1)}).transpose(1, 2).reshape({heads * headDim, w.size(1)}).contiguous();
 }
 
-at::Tensor orOnes(const at::Tensor& t, int64_t n) { return t.defined() ? t : at::ones({n}, at::kFloat); }
+LazyTensor orOnes(const LlamaCheckpoint& ckpt, const at::Tensor& t, const std::string& hfName, int64_t n) {
+    return t.defined() ? fromCheckpoint(ckpt, t, hfName) : fixed(at::ones({n}, at::kFloat));
+}
 
 GgufTensorToWrite toWrite(const PendingTensor& p, GgmlType matrixType, const std::string& source) {
     GgufTensorToWrite t;
     t.info.name = p.name;
-    for (int64_t d = p.value.dim() - 1; d >= 0; --d) t.info.ne.push_back(p.value.size(d));
+    for (auto d = p.value.shape.rbegin(); d != p.value.shape.rend(); ++d) t.info.ne.push_back(*d);
     t.info.type = p.matrix ? matrixType : GgmlType::F32;
-    at::Tensor data = p.value.to(at::kFloat).contiguous();
-    if (!at::isfinite(data).all().item<bool>())
-        throw Error("checkpoint '" + source + "': tensor '" + p.name + "' holds NaN or Inf; not exported");
-    if (t.info.type == GgmlType::F16) {
-        const double peak = data.abs().max().item<double>();
-        if (peak > 65504.0)
-            throw Error("checkpoint '" + source + "': tensor '" + p.name + "' has |w| up to " + std::to_string(peak) +
-                        ", beyond float16's 65504; export it as f32");
-        data = data.to(at::kHalf).contiguous();
-    }
-    t.writeData = [data](std::ostream& out) {
-        out.write(static_cast<const char*>(data.data_ptr()), static_cast<std::streamsize>(data.nbytes()));
+    // Made and written one tensor at a time, converted 4M elements at a time (writeGguf is
+    // atomic: an error here leaves no output file). A tensor that is a view of a mapped file is
+    // read from its pages chunk by chunk, so even the largest one (the embedding) is never
+    // converted whole.
+    const GgmlType type = t.info.type;
+    t.writeData = [p, type, source](std::ostream& out) {
+        const at::Tensor made = p.value.make();
+        if (made.sizes().vec() != p.value.shape)
+            throw Error("GGUF export: tensor '" + p.name + "' was made with another shape than planned");
+        const at::Tensor flat = made.reshape({-1});
+        constexpr int64_t kChunk = int64_t(1) << 22;
+        for (int64_t i = 0; i < flat.numel(); i += kChunk) {
+            at::Tensor data = flat.narrow(0, i, std::min(kChunk, flat.numel() - i)).to(at::kFloat).contiguous();
+            if (!at::isfinite(data).all().item<bool>())
+                throw Error("checkpoint '" + source + "': tensor '" + p.name + "' holds NaN or Inf; not exported");
+            if (type == GgmlType::F16) {
+                if (data.abs().max().item<double>() > 65504.0) {
+                    const double peak = made.abs().max().item<double>();
+                    throw Error("checkpoint '" + source + "': tensor '" + p.name + "' has |w| up to " + std::to_string(peak) +
+                                ", beyond float16's 65504; export it as f32");
+                }
+                data = data.to(at::kHalf).contiguous();
+            } else if (type == GgmlType::BF16) {
+                data = data.to(at::kBFloat16).contiguous();
+            }
+            out.write(static_cast<const char*>(data.data_ptr()), static_cast<std::streamsize>(data.nbytes()));
+        }
     };
     return t;
 }
@@ -401,7 +449,7 @@ GgufExportPlan planGgufExport(const LlamaCheckpoint& ckpt, const GgufExportOptio
 
     GgufExportPlan plan;
     GgufExportReport& report = plan.report;
-    report.dtype = options.dtype == GgufDtype::F16 ? "f16" : "f32";
+    report.dtype = options.dtype == GgufDtype::F16 ? "f16" : options.dtype == GgufDtype::BF16 ? "bf16" : "f32";
     const int64_t D = c.hidden_size, hd = c.head_dim;
 
     // Per-layer shapes as llama.cpp will build them. Its deci graph skips a layer's FFN when
@@ -416,7 +464,7 @@ GgufExportPlan planGgufExport(const LlamaCheckpoint& ckpt, const GgufExportOptio
     //    zero dimension: the loader aborts, measured with node-llama-cpp 3.22.1).
     // One head or channel of zeros costs a few kilobytes and keeps the model exactly the same.
     std::vector<PendingTensor> pending;
-    pending.push_back({"token_embd.weight", ckpt.weights.embed, true});
+    pending.push_back({"token_embd.weight", fromCheckpoint(ckpt, ckpt.weights.embed, "model.embed_tokens.weight"), true});
     bool anyBias = false;
     for (int64_t l = 0; l < c.num_layers; ++l) {
         const LlamaLayerWeights& L = ckpt.weights.layers[l];
@@ -424,14 +472,29 @@ GgufExportPlan planGgufExport(const LlamaCheckpoint& ckpt, const GgufExportOptio
         shape.heads = c.num_heads[l];
         shape.kvHeads = c.num_kv_heads[l];
         shape.feedForward = c.intermediate_size[l];
-        at::Tensor wq = L.wq, wk = L.wk, wv = L.wv, wo = L.wo;
+        const std::string hf = "model.layers." + std::to_string(l) + ".";
+        auto source = [&](const at::Tensor& t, const std::string& suffix) {
+            return t.defined() ? fromCheckpoint(ckpt, t, hf + suffix) : LazyTensor{};
+        };
+        LazyTensor wq = source(L.wq, "self_attn.q_proj.weight"), wk = source(L.wk, "self_attn.k_proj.weight"),
+                   wv = source(L.wv, "self_attn.v_proj.weight"), wo = source(L.wo, "self_attn.o_proj.weight");
         if (shape.heads == 0 && (L.wo_bias.defined() || l == 0)) {
             shape.heads = shape.kvHeads = 1;
             shape.paddedHead = true;
-            wq = wk = wv = at::zeros({hd, D}, at::kFloat);
-            wo = at::zeros({D, hd}, at::kFloat);
+            wq = wk = wv = fixed(at::zeros({hd, D}, at::kFloat));
+            wo = fixed(at::zeros({D, hd}, at::kFloat));
         }
-        at::Tensor bq = L.wq_bias, bk = L.wk_bias, bv = L.wv_bias;
+        LazyTensor bq = source(L.wq_bias, "self_attn.q_proj.bias"), bk = source(L.wk_bias, "self_attn.k_proj.bias"),
+                   bv = source(L.wv_bias, "self_attn.v_proj.bias");
+        // padHeads, applied when the tensor is written.
+        auto padded = [&](const LazyTensor& t, int64_t groups, int64_t perGroup, int64_t groupsPadded,
+                          int64_t perGroupPadded, int64_t dim) {
+            std::vector<int64_t> dims = t.shape;
+            dims[static_cast<size_t>(dim)] = groupsPadded * perGroupPadded * hd;
+            return then(t, dims, [=](const at::Tensor& x) {
+                return padHeads(x, hd, groups, perGroup, groupsPadded, perGroupPadded, dim);
+            });
+        };
         if (c.family == ModelFamily::Qwen2 && shape.heads > 0) {
             const std::optional<QwenPadding> pad = qwen2Padding(shape.heads, shape.kvHeads, D, hd);
             if (!pad)
@@ -441,13 +504,13 @@ GgufExportPlan planGgufExport(const LlamaCheckpoint& ckpt, const GgufExportOptio
                             " key/value heads cannot be padded with zero heads to that");
             if (pad->heads != shape.heads) {
                 const int64_t group = shape.heads / shape.kvHeads, groupPadded = pad->heads / pad->kvHeads;
-                wq = padHeads(wq, hd, shape.kvHeads, group, pad->kvHeads, groupPadded, 0);
-                wo = padHeads(wo, hd, shape.kvHeads, group, pad->kvHeads, groupPadded, 1);
-                wk = padHeads(wk, hd, shape.kvHeads, 1, pad->kvHeads, 1, 0);
-                wv = padHeads(wv, hd, shape.kvHeads, 1, pad->kvHeads, 1, 0);
-                if (bq.defined()) bq = padHeads(bq, hd, shape.kvHeads, group, pad->kvHeads, groupPadded, 0);
-                if (bk.defined()) bk = padHeads(bk, hd, shape.kvHeads, 1, pad->kvHeads, 1, 0);
-                if (bv.defined()) bv = padHeads(bv, hd, shape.kvHeads, 1, pad->kvHeads, 1, 0);
+                wq = padded(wq, shape.kvHeads, group, pad->kvHeads, groupPadded, 0);
+                wo = padded(wo, shape.kvHeads, group, pad->kvHeads, groupPadded, 1);
+                wk = padded(wk, shape.kvHeads, 1, pad->kvHeads, 1, 0);
+                wv = padded(wv, shape.kvHeads, 1, pad->kvHeads, 1, 0);
+                if (bq.make) bq = padded(bq, shape.kvHeads, group, pad->kvHeads, groupPadded, 0);
+                if (bk.make) bk = padded(bk, shape.kvHeads, 1, pad->kvHeads, 1, 0);
+                if (bv.make) bv = padded(bv, shape.kvHeads, 1, pad->kvHeads, 1, 0);
                 if (l == 0)
                     report.notes.push_back("qwen2 with pruned heads: written with zero heads up to " +
                                            std::to_string(pad->heads) + " query / " + std::to_string(pad->kvHeads) +
@@ -457,40 +520,48 @@ GgufExportPlan planGgufExport(const LlamaCheckpoint& ckpt, const GgufExportOptio
                 shape.kvHeads = pad->kvHeads;
             }
         }
-        at::Tensor gate = L.w_gate, up = L.w_up, down = L.w_down;
+        LazyTensor gate = source(L.w_gate, "mlp.gate_proj.weight"), up = source(L.w_up, "mlp.up_proj.weight"),
+                   down = source(L.w_down, "mlp.down_proj.weight");
         if (shape.feedForward == 0 && (shape.heads > 0 || L.w_down_bias.defined())) {
             shape.feedForward = 1;
             shape.paddedChannel = true;
-            gate = up = at::zeros({1, D}, at::kFloat);
-            down = at::zeros({D, 1}, at::kFloat);
+            gate = up = fixed(at::zeros({1, D}, at::kFloat));
+            down = fixed(at::zeros({D, 1}, at::kFloat));
         }
         const std::string blk = "blk." + std::to_string(l) + ".";
         if (shape.heads > 0) {
-            if (shape.paddedHead && c.qkv_bias) bq = bk = bv = at::zeros({hd}, at::kFloat);
+            if (shape.paddedHead && c.qkv_bias) bq = bk = bv = fixed(at::zeros({hd}, at::kFloat));
             if (permuteQk) {
-                wq = halfSplitRowsToAdjacentPairs(wq, shape.heads, hd);
-                wk = halfSplitRowsToAdjacentPairs(wk, shape.kvHeads, hd);
-                if (bq.defined()) bq = halfSplitRowsToAdjacentPairs(bq.unsqueeze(1), shape.heads, hd).squeeze(1);
-                if (bk.defined()) bk = halfSplitRowsToAdjacentPairs(bk.unsqueeze(1), shape.kvHeads, hd).squeeze(1);
+                const int64_t heads = shape.heads, kvHeads = shape.kvHeads;
+                wq = then(wq, wq.shape, [=](const at::Tensor& w) { return halfSplitRowsToAdjacentPairs(w, heads, hd); });
+                wk = then(wk, wk.shape, [=](const at::Tensor& w) { return halfSplitRowsToAdjacentPairs(w, kvHeads, hd); });
+                if (bq.make)
+                    bq = then(bq, bq.shape, [=](const at::Tensor& b) {
+                        return halfSplitRowsToAdjacentPairs(b.unsqueeze(1), heads, hd).squeeze(1);
+                    });
+                if (bk.make)
+                    bk = then(bk, bk.shape, [=](const at::Tensor& b) {
+                        return halfSplitRowsToAdjacentPairs(b.unsqueeze(1), kvHeads, hd).squeeze(1);
+                    });
             }
-            pending.push_back({blk + "attn_norm.weight", orOnes(L.attn_norm, D), false});
+            pending.push_back({blk + "attn_norm.weight", orOnes(ckpt, L.attn_norm, hf + "input_layernorm.weight", D), false});
             pending.push_back({blk + "attn_q.weight", wq, true});
             pending.push_back({blk + "attn_k.weight", wk, true});
             pending.push_back({blk + "attn_v.weight", wv, true});
-            if (bq.defined()) pending.push_back({blk + "attn_q.bias", bq, false});
-            if (bk.defined()) pending.push_back({blk + "attn_k.bias", bk, false});
-            if (bv.defined()) pending.push_back({blk + "attn_v.bias", bv, false});
-            if (L.q_norm.defined()) pending.push_back({blk + "attn_q_norm.weight", L.q_norm, false});
-            if (L.k_norm.defined()) pending.push_back({blk + "attn_k_norm.weight", L.k_norm, false});
+            if (bq.make) pending.push_back({blk + "attn_q.bias", bq, false});
+            if (bk.make) pending.push_back({blk + "attn_k.bias", bk, false});
+            if (bv.make) pending.push_back({blk + "attn_v.bias", bv, false});
+            if (L.q_norm.defined()) pending.push_back({blk + "attn_q_norm.weight", source(L.q_norm, "self_attn.q_norm.weight"), false});
+            if (L.k_norm.defined()) pending.push_back({blk + "attn_k_norm.weight", source(L.k_norm, "self_attn.k_norm.weight"), false});
             pending.push_back({blk + "attn_output.weight", wo, true});
-            if (L.wo_bias.defined()) pending.push_back({blk + "attn_output.bias", L.wo_bias, false});
+            if (L.wo_bias.defined()) pending.push_back({blk + "attn_output.bias", source(L.wo_bias, "self_attn.o_proj.bias"), false});
         }
         if (shape.feedForward > 0) {
-            pending.push_back({blk + "ffn_norm.weight", orOnes(L.ffn_norm, D), false});
+            pending.push_back({blk + "ffn_norm.weight", orOnes(ckpt, L.ffn_norm, hf + "post_attention_layernorm.weight", D), false});
             pending.push_back({blk + "ffn_gate.weight", gate, true});
             pending.push_back({blk + "ffn_up.weight", up, true});
             pending.push_back({blk + "ffn_down.weight", down, true});
-            if (L.w_down_bias.defined()) pending.push_back({blk + "ffn_down.bias", L.w_down_bias, false});
+            if (L.w_down_bias.defined()) pending.push_back({blk + "ffn_down.bias", source(L.w_down_bias, "mlp.down_proj.bias"), false});
         }
         anyBias = anyBias || L.wo_bias.defined() || L.w_down_bias.defined();
         if (shape.paddedHead)
@@ -503,8 +574,8 @@ GgufExportPlan planGgufExport(const LlamaCheckpoint& ckpt, const GgufExportOptio
                                    "attention output of a layer with feed_forward_length 0)");
         report.layers.push_back(shape);
     }
-    pending.push_back({"output_norm.weight", ckpt.weights.final_norm, false});
-    if (!c.tie_word_embeddings) pending.push_back({"output.weight", ckpt.weights.lm_head, true});
+    pending.push_back({"output_norm.weight", fromCheckpoint(ckpt, ckpt.weights.final_norm, "model.norm.weight"), false});
+    if (!c.tie_word_embeddings) pending.push_back({"output.weight", fromCheckpoint(ckpt, ckpt.weights.lm_head, "lm_head.weight"), true});
 
     bool uniform = true;
     for (const GgufLayerShape& s : report.layers)
@@ -545,7 +616,7 @@ GgufExportPlan planGgufExport(const LlamaCheckpoint& ckpt, const GgufExportOptio
         std::vector<float> factors;
         for (int64_t j = 0; j < hd / 2; ++j)
             factors.push_back(static_cast<float>(std::pow(c.rope_theta, -2.0 * double(j) / double(hd)) / scaled[j]));
-        pending.push_back({"rope_freqs.weight", at::tensor(factors, at::kFloat), false});
+        pending.push_back({"rope_freqs.weight", fixed(at::tensor(factors, at::kFloat)), false});
         report.notes.push_back("llama3 RoPE scaling (factor " + json(c.rope_scaling.factor).dump() +
                                ") written as rope_freqs.weight");
     }
@@ -554,7 +625,9 @@ GgufExportPlan planGgufExport(const LlamaCheckpoint& ckpt, const GgufExportOptio
     const std::string a = report.architecture;
     kv.emplace_back("general.architecture", GgufValue::str(a));
     kv.emplace_back("general.name", GgufValue::str(options.name.empty() ? defaultName(ckpt) : options.name));
-    kv.emplace_back("general.file_type", GgufValue::u32(options.dtype == GgufDtype::F16 ? 1 : 0));
+    // llama.cpp's llama_ftype: ALL_F32 0, MOSTLY_F16 1, MOSTLY_BF16 32.
+    kv.emplace_back("general.file_type",
+                    GgufValue::u32(options.dtype == GgufDtype::F16 ? 1 : options.dtype == GgufDtype::BF16 ? 32 : 0));
     kv.emplace_back(a + ".vocab_size", GgufValue::u32(static_cast<uint32_t>(c.vocab_size)));
     kv.emplace_back(a + ".context_length", GgufValue::u32(static_cast<uint32_t>(c.max_position_embeddings)));
     kv.emplace_back(a + ".embedding_length", GgufValue::u32(static_cast<uint32_t>(D)));
@@ -585,7 +658,9 @@ GgufExportPlan planGgufExport(const LlamaCheckpoint& ckpt, const GgufExportOptio
     for (auto& entry : ggufTokenizerMetadata(ckpt.tokenizerPath, c.vocab_size, &report.tokenizerModel, &report.notes))
         kv.push_back(std::move(entry));
 
-    const GgmlType matrixType = options.dtype == GgufDtype::F16 ? GgmlType::F16 : GgmlType::F32;
+    const GgmlType matrixType = options.dtype == GgufDtype::F16    ? GgmlType::F16
+                                : options.dtype == GgufDtype::BF16 ? GgmlType::BF16
+                                                                   : GgmlType::F32;
     for (const PendingTensor& p : pending) {
         plan.tensors.push_back(toWrite(p, matrixType, ckpt.source));
         report.parameters += plan.tensors.back().info.elements();

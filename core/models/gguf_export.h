@@ -24,8 +24,8 @@
 
 namespace npw {
 
-enum class GgufDtype { F32, F16 };
-GgufDtype parseGgufDtype(const std::string& name);  // "f32" | "f16"; npw::Error listing the choices
+enum class GgufDtype { F32, F16, BF16 };
+GgufDtype parseGgufDtype(const std::string& name);  // "f32" | "f16" | "bf16"; npw::Error listing the choices
 
 struct GgufExportOptions {
     GgufDtype dtype = GgufDtype::F32;  // of the 2-D weights; norms and biases stay F32 (llama.cpp expects it)
@@ -42,7 +42,7 @@ struct GgufExportReport {
     std::string path;
     std::string architecture;    // "llama", "deci", "qwen2" or "qwen3"
     std::string tokenizerModel;  // "llama" or "gpt2"
-    std::string dtype;           // "f32" or "f16"
+    std::string dtype;           // "f32", "f16" or "bf16"
     int64_t tensors = 0;
     int64_t parameters = 0;      // elements written (padding included)
     uint64_t bytes = 0;          // file size
@@ -50,7 +50,10 @@ struct GgufExportReport {
     std::vector<std::string> notes;  // padding and other facts a user should know
 };
 
-// The metadata and tensors (not yet written) for a checkpoint. Throws npw::Error, naming the
+// The metadata and tensors (not yet written) for a checkpoint. Each tensor is made, converted
+// and checked (finite; f16: in range) only when writeGguf writes it, one at a time, so a
+// memory-mapped checkpoint (WeightStorage::Mapped) is exported without ever being whole in memory;
+// the plan keeps the checkpoint's tensors alive. Throws npw::Error, naming the
 // checkpoint and the reason, for what llama.cpp cannot run exactly: no tokenizer.json, a
 // tokenizer vocabulary larger than the model's, head_dim odd, F16 overflow of a weight.
 struct GgufExportPlan {

@@ -60,7 +60,10 @@ LanguageModel openLanguageModel(const std::string& model, const Runtime& runtime
                                 bool allowSmallVocab) {
     LanguageModel lm;
     lm.name = model;
-    LlamaCheckpoint ckpt = loadLlamaCheckpoint(model);
+    // Mapped: the file's headers only, then one conversion to owned float32 that reads (and
+    // checks) each tensor once; a Copy load would be the same copy made while parsing.
+    LlamaCheckpoint ckpt = loadLlamaCheckpoint(model, WeightStorage::Mapped);
+    copyWeightsIntoMemory(ckpt);
     useTokenizerFile(ckpt, tokenizerFile);
     lm.tokenizer = openTokenizerOf(ckpt, allowSmallVocab);
     lm.model = std::make_shared<LlamaModel>(std::move(ckpt), runtime);

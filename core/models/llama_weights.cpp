@@ -1,4 +1,5 @@
 #include "core/models/llama_weights.h"
+#include "core/models/weight_values.h"
 
 #include <ATen/ATen.h>
 
@@ -38,8 +39,12 @@ void copyWeightsIntoMemory(LlamaCheckpoint& checkpoint) {
     checkpoint.weightsMapped = false;
     LlamaWeights& weights = checkpoint.weights;
     const bool tied = weights.lm_head.defined() && weights.lm_head.is_same(weights.embed);
-    for (auto& [name, tensor] : namedTensors(weights))
+    // Each tensor's values are read here for the first time: checked as they are converted.
+    for (auto& [name, tensor] : namedTensors(weights)) {
         *tensor = tensor->scalar_type() == at::kFloat ? tensor->clone(at::MemoryFormat::Contiguous) : tensor->to(at::kFloat).contiguous();
+        checkWeightValues(checkpoint, name, *tensor);
+    }
+    checkpoint.valuesChecked = true;
     if (tied) weights.lm_head = weights.embed;
 }
 

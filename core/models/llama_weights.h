@@ -4,6 +4,7 @@
 #include "core/models/llama_config.h"
 
 #include <ATen/core/Tensor.h>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -36,6 +37,18 @@ struct LlamaWeights {
     at::Tensor lm_head;     // [vocab, hidden]; the same tensor as embed when tied
 };
 
+// Where a loaded tensor's values lie in the checkpoint's files: the file, the tensor's name
+// there, and the flat index in that tensor of this one's first element (a llama2.c .bin stores
+// each layer's matrix inside one block per kind: "wq" holds every layer's query weights).
+struct TensorOrigin {
+    std::string file;
+    std::string tensor;
+    int64_t firstIndex = 0;
+    std::string dtype;            // as stored: "F32", "F16", "BF16"
+    std::vector<int64_t> shape;   // of this tensor (the part of the stored tensor it views)
+    uint64_t bytes = 0;           // its bytes in the file
+};
+
 struct LlamaCheckpoint {
     LlamaConfig config;
     LlamaWeights weights;
@@ -44,11 +57,18 @@ struct LlamaCheckpoint {
     // Loaded with WeightStorage::Mapped from a format that maps (model_loader.h): the tensors are
     // read-only views of the file, in its stored dtype, until copyWeightsIntoMemory.
     bool weightsMapped = false;
+    // By Hugging Face name (namedTensors), where each tensor came from. valuesChecked false: the
+    // values have not been read yet (a Mapped load reads headers only), so whoever first reads a
+    // block checks it (checkWeightValues, core/models/weight_values.h) and a NaN is still named
+    // by file, tensor and index.
+    std::map<std::string, TensorOrigin> origins;
+    bool valuesChecked = true;
 };
 
 // A Mapped checkpoint (weightsMapped; model_loader.h) becomes what WeightStorage::Copy would have
 // loaded: every tensor replaced by an owned, contiguous float32 copy (a tied classifier stays the
-// embedding). Any other checkpoint is left as it is.
+// embedding), each tensor's values checked as it is converted (checkWeightValues). Any other
+// checkpoint is left as it is.
 void copyWeightsIntoMemory(LlamaCheckpoint& checkpoint);
 
 // Every tensor with its Hugging Face name, in a fixed order (embedding, layers, norm, head).

@@ -5,6 +5,7 @@
 #include "core/io/safetensors.h"
 #include "core/io/shape_text.h"
 #include "core/models/torch_llama.h"
+#include "core/models/weight_values.h"
 #include "core/text/json_fields.h"
 #include "core/text/json_output.h"
 #include "core/text/tokenizer_files.h"
@@ -89,29 +90,6 @@ std::vector<ZeroBias> zeroMlpBiases(const LlamaConfig& config, size_t layer) {
     return {{"mlp.gate_proj.bias", inter}, {"mlp.up_proj.bias", inter}};
 }
 
-void checkFinite(const at::Tensor& tensor, const std::string& file, const std::string& name) {
-    // Chunks of 4M elements, each reduced to its smallest and largest element: those are finite
-    // exactly when every element is (NaN and ±inf propagate), and nothing the size of the tensor
-    // is allocated. at::isfinite on the whole tensor builds four tensor-sized temporaries, which
-    // left +1.4 GB of anonymous memory in the heap after checking a 4 GB memory-mapped model
-    // tensor by tensor. Half and bfloat16 (no aminmax on the CPU) go through float32 per chunk.
-    // The exact check below runs only to name the first bad element.
-    const at::Tensor flat = tensor.reshape({-1});
-    constexpr int64_t kChunk = int64_t(1) << 22;
-    bool finite = true;
-    for (int64_t i = 0; finite && i < flat.numel(); i += kChunk) {
-        at::Tensor chunk = flat.narrow(0, i, std::min(kChunk, flat.numel() - i));
-        if (chunk.scalar_type() != at::kFloat && chunk.scalar_type() != at::kDouble) chunk = chunk.to(at::kFloat);
-        const auto [low, high] = at::aminmax(chunk);
-        finite = std::isfinite(low.item<double>()) && std::isfinite(high.item<double>());
-    }
-    if (finite) return;
-    at::Tensor bad = at::logical_not(at::isfinite(tensor)).flatten();
-    throw Error("tensor '" + name + "' in '" + file + "' has " + std::to_string(bad.sum().item<int64_t>()) +
-                " NaN or infinite values (the first at flat index " +
-                std::to_string(bad.nonzero()[0][0].item<int64_t>()) + ")");
-}
-
 // The safetensors files of one HF directory, and which tensors have been consumed, so that
 // anything left over can be refused: a checkpoint npw does not fully understand is rejected
 // rather than run wrong.
@@ -137,7 +115,8 @@ public:
     bool has(const std::string& name) const { return fileOf_.count(name) != 0; }
 
     // The tensor as float32 (Mapped: a view of the file in its stored dtype), after checking
-    // dtype, shape and finiteness.
+    // dtype and shape. Copy checks finiteness here, as it reads every value anyway; Mapped reads
+    // no value (the header only) and leaves that to whoever reads the block (weight_values.h).
     at::Tensor take(const std::string& name, const Shape& expected) {
         auto it = fileOf_.find(name);
         if (it == fileOf_.end())
@@ -151,10 +130,11 @@ public:
         if (info.shape != expected)
             throw Error("tensor '" + name + "' in '" + file.path() + "' has shape " + formatShape(info.shape) +
                         " but config '" + configPath_ + "' implies " + formatShape(expected));
-        at::Tensor tensor =
-            storage_ == WeightStorage::Mapped && file.canView(name) ? file.view(name) : file.loadFloat(name);
-        checkFinite(tensor, file.path(), name);
+        const bool mapped = storage_ == WeightStorage::Mapped;
+        at::Tensor tensor = mapped && file.canView(name) ? file.view(name) : file.loadFloat(name);
+        if (!mapped) checkTensorFinite(tensor, file.path(), name);
         taken_.insert(name);
+        origins_[name] = TensorOrigin{file.path(), name, 0, info.dtype, info.shape, info.end - info.begin};
         return tensor;
     }
 
@@ -171,6 +151,7 @@ public:
     }
 
     const std::string& fileOf(const std::string& name) const { return fileOf_.at(name)->path(); }
+    const std::map<std::string, TensorOrigin>& origins() const { return origins_; }
     const std::string& configPath() const { return configPath_; }
 
     void rejectUntaken() const {
@@ -222,6 +203,7 @@ private:
     std::string configPath_;
     WeightStorage storage_;
     std::string listing_;  // where the tensors are listed: model.safetensors or the index
+    std::map<std::string, TensorOrigin> origins_;  // of every tensor taken
     std::map<std::string, std::shared_ptr<SafeTensorsFile>> fileOf_;
     std::set<std::string> taken_;
 };
@@ -463,6 +445,8 @@ LlamaCheckpoint loadHfLlamaDirectory(const std::string& dir, WeightStorage stora
 
     checkpoint.tokenizerPath = findTokenizerFile(dir);
     checkpoint.weightsMapped = storage == WeightStorage::Mapped;
+    checkpoint.origins = store.origins();
+    checkpoint.valuesChecked = storage != WeightStorage::Mapped;
     return checkpoint;
 }
 
@@ -555,12 +539,14 @@ LlamaCheckpoint loadLlama2cCheckpoint(const std::string& binPath, WeightStorage 
         if (!in) fail("reading the weights failed");
     }
 
+    // Copy checks every block's values here (it has read them); Mapped reads none, and each
+    // layer's part of a block is checked when it is first read (weight_values.h).
     std::map<std::string, at::Tensor> byName;
     int64_t offset = 0;
     for (const Block& block : blocks) {
         const int64_t count = checkedProduct(block.shape, binPath);
         byName[block.name] = floats.narrow(0, offset, count).view(block.shape);
-        checkFinite(byName[block.name], binPath, block.name);
+        if (storage != WeightStorage::Mapped) checkTensorFinite(byName[block.name], binPath, block.name);
         offset += count;
     }
 
@@ -585,8 +571,30 @@ LlamaCheckpoint loadLlama2cCheckpoint(const std::string& binPath, WeightStorage 
         layer.w_down = own(byName["w2"][i]);
         layer.w_up = own(byName["w3"][i]);
     }
+    // Where each tensor lies in the file: a layer's matrix is the i-th slice of its block.
+    auto origin = [&](const std::string& hfName, const char* block, int64_t layer) {
+        const at::Tensor& whole = byName.at(block);
+        const at::Tensor part = layer < 0 ? whole : whole[layer];
+        checkpoint.origins[hfName] = TensorOrigin{binPath, block, layer < 0 ? 0 : layer * part.numel(), "F32",
+                                                  part.sizes().vec(), static_cast<uint64_t>(part.numel()) * 4};
+    };
+    origin("model.embed_tokens.weight", "token_embedding_table", -1);
+    origin("model.norm.weight", "rms_final_weight", -1);
+    if (!tied) origin("lm_head.weight", "wcls", -1);
+    for (int64_t i = 0; i < numLayers; ++i) {
+        origin(layerTensorName(i, "input_layernorm.weight"), "rms_att_weight", i);
+        origin(layerTensorName(i, "self_attn.q_proj.weight"), "wq", i);
+        origin(layerTensorName(i, "self_attn.k_proj.weight"), "wk", i);
+        origin(layerTensorName(i, "self_attn.v_proj.weight"), "wv", i);
+        origin(layerTensorName(i, "self_attn.o_proj.weight"), "wo", i);
+        origin(layerTensorName(i, "post_attention_layernorm.weight"), "rms_ffn_weight", i);
+        origin(layerTensorName(i, "mlp.gate_proj.weight"), "w1", i);
+        origin(layerTensorName(i, "mlp.down_proj.weight"), "w2", i);
+        origin(layerTensorName(i, "mlp.up_proj.weight"), "w3", i);
+    }
     checkpoint.tokenizerPath = llama2cTokenizerFile(binPath);
     checkpoint.weightsMapped = storage == WeightStorage::Mapped;
+    checkpoint.valuesChecked = storage != WeightStorage::Mapped;
     return checkpoint;
 }
 

@@ -11,8 +11,10 @@ namespace npw {
 // Meta's original release (params.json + consolidated.NN.pth, or one of those files); a
 // llama2.c .bin file or llama2.c's training ckpt.pt (core/models/torch_llama.h); or a bundled
 // demo name ("demo:lm").
-// Checks every tensor's presence, shape and finiteness; throws npw::Error naming the file,
-// the tensor and what was expected.
+// Checks every tensor's presence and shape; throws npw::Error naming the file, the tensor and
+// what was expected. Copy also checks every value (finite) as it reads it; Mapped reads no value
+// (bar the few small biases whose zeros decide the structure), and the values are checked where
+// they are first read, a block at a time (weight_values.h), with the same message.
 //
 // How the weights are held:
 //  - Copy: float32 tensors in the process's own (anonymous) memory, what every command uses and

@@ -123,6 +123,35 @@ std::vector<std::string> metaShards(const fs::path& dir) {
     return shards;
 }
 
+// Meta's and llama2.c's names (layers.N.attention.wq.weight, …) of the HF names namedTensors uses.
+std::string metaNameOf(const std::string& hfName) {
+    static const std::vector<std::pair<std::string, std::string>> kSuffixes = {
+        {"input_layernorm.weight", "attention_norm.weight"}, {"self_attn.q_proj.weight", "attention.wq.weight"},
+        {"self_attn.k_proj.weight", "attention.wk.weight"},  {"self_attn.v_proj.weight", "attention.wv.weight"},
+        {"self_attn.o_proj.weight", "attention.wo.weight"},  {"post_attention_layernorm.weight", "ffn_norm.weight"},
+        {"mlp.gate_proj.weight", "feed_forward.w1.weight"},  {"mlp.down_proj.weight", "feed_forward.w2.weight"},
+        {"mlp.up_proj.weight", "feed_forward.w3.weight"}};
+    if (hfName == "model.embed_tokens.weight") return "tok_embeddings.weight";
+    if (hfName == "model.norm.weight") return "norm.weight";
+    if (hfName == "lm_head.weight") return "output.weight";
+    const std::string prefix = "model.layers.";
+    if (hfName.rfind(prefix, 0) != 0) return "";
+    const size_t dot = hfName.find('.', prefix.size());
+    const std::string layer = hfName.substr(prefix.size(), dot - prefix.size()), rest = hfName.substr(dot + 1);
+    for (const auto& [hf, meta] : kSuffixes)
+        if (rest == hf) return "layers." + layer + "." + meta;
+    return "";
+}
+
+// A headers-only load's origins by Meta name, filed under the HF names of the checkpoint's tensors.
+void nameOrigins(LlamaCheckpoint& checkpoint, const std::map<std::string, TensorOrigin>& byMetaName, const std::string&) {
+    for (const auto& [hfName, tensor] : namedTensors(checkpoint.weights)) {
+        auto it = byMetaName.find(metaNameOf(hfName));
+        if (it != byMetaName.end()) checkpoint.origins[hfName] = it->second;
+    }
+    checkpoint.valuesChecked = false;  // none was read
+}
+
 // How one tensor's model-parallel pieces are joined.
 enum class Join { Dim0, Dim1, Replicated, Embedding };
 
@@ -146,7 +175,26 @@ bool isMetaCheckpointDirectory(const std::string& dir) {
     return fs::is_regular_file(fs::path(dir) / "params.json") && fs::is_regular_file(fs::path(dir) / "consolidated.00.pth");
 }
 
-LlamaCheckpoint loadMetaCheckpoint(const std::string& dirName) {
+namespace {
+
+// A tensor of the given shape with no data (LibTorch's meta device): what a headers-only load
+// holds, so that shapes are joined and checked exactly as the values would be.
+at::Tensor shapeOnly(const std::vector<int64_t>& shape) {
+    return at::empty(shape, at::TensorOptions().device(at::kMeta).dtype(at::kFloat));
+}
+
+uint64_t storedBytes(const TorchTensorInfo& info) {
+    int64_t numel = 1;
+    for (int64_t d : info.shape) numel *= d;
+    const uint64_t element = info.dtype == "F64" || info.dtype == "I64" ? 8
+                             : info.dtype == "F32" || info.dtype == "I32" ? 4
+                             : info.dtype == "F16" || info.dtype == "BF16" ? 2 : 1;
+    return static_cast<uint64_t>(numel) * element;
+}
+
+} // namespace
+
+LlamaCheckpoint loadMetaCheckpoint(const std::string& dirName, bool headersOnly) {
     const fs::path dir(dirName);
     const std::string paramsPath = (dir / "params.json").string();
     const MetaParams p = readMetaParams(paramsPath);
@@ -160,6 +208,7 @@ LlamaCheckpoint loadMetaCheckpoint(const std::string& dirName) {
 
     const int64_t hidden = metaHiddenDim(p), headDim = p.dim / p.heads;
     std::set<std::string> taken;
+    std::map<std::string, TensorOrigin> origins;  // headersOnly: by Meta name
     // Joins the pieces of `name` from every shard and checks the whole against `expected`
     // (a negative entry: any size, e.g. the vocabulary when params.json says -1).
     auto take = [&](const std::string& name, Join join, Shape expected) {
@@ -167,7 +216,7 @@ LlamaCheckpoint loadMetaCheckpoint(const std::string& dirName) {
         for (size_t r = 0; r < shards.size(); ++r) {
             if (!shards[r]->has(name))
                 throw Error("missing tensor '" + name + "' in '" + shardPaths[r] + "' (params '" + paramsPath + "' implies it)");
-            pieces.push_back(shards[r]->loadFloat(name));
+            pieces.push_back(headersOnly ? shapeOnly(shards[r]->info(name).shape) : shards[r]->loadFloat(name));
             if (pieces.back().dim() != static_cast<int64_t>(expected.size()))
                 throw Error("tensor '" + name + "' in '" + shardPaths[r] + "' has shape " + formatShape(pieces.back().sizes()) +
                             ", not " + std::to_string(expected.size()) + "-dimensional");
@@ -195,7 +244,7 @@ LlamaCheckpoint loadMetaCheckpoint(const std::string& dirName) {
             }
         if (join == Join::Replicated) {
             for (size_t r = 1; r < pieces.size(); ++r)
-                if (!at::equal(pieces[r], pieces[0]))
+                if (headersOnly ? pieces[r].sizes() != pieces[0].sizes() : !at::equal(pieces[r], pieces[0]))
                     throw Error("tensor '" + name + "' differs between '" + shardPaths[0] + "' and '" + shardPaths[r] +
                                 "' (model-parallel shards replicate it)");
             whole = pieces[0];
@@ -214,6 +263,12 @@ LlamaCheckpoint loadMetaCheckpoint(const std::string& dirName) {
                                  ? " (MLP width " + std::to_string(hidden) + " from dim, multiple_of and ffn_dim_multiplier)"
                                  : ""));
             }
+        if (headersOnly) {
+            TensorOrigin origin{shardPaths[0], name, 0, shards[0]->info(name).dtype, whole.sizes().vec(), 0};
+            for (const auto& shard : shards) origin.bytes += storedBytes(shard->info(name));
+            origins[name] = origin;
+            return whole;
+        }
         checkFinite(whole, dirName, name);
         return whole.contiguous();
     };
@@ -267,8 +322,17 @@ LlamaCheckpoint loadMetaCheckpoint(const std::string& dirName) {
     }
     w.final_norm = take("norm.weight", Join::Replicated, Shape{p.dim});
     w.lm_head = take("output.weight", Join::Dim0, Shape{vocab, p.dim});
-    // Llama 3.2 1B/3B share the classifier with the embedding; Meta's files store both.
-    c.tie_word_embeddings = at::equal(w.lm_head, w.embed);
+    // Llama 3.2 1B/3B share the classifier with the embedding; Meta's files store both. Only
+    // their values tell (a headers-only load reads these two, shard by shard, when they are cut alike).
+    if (headersOnly) {
+        bool same = w.lm_head.sizes() == w.embed.sizes();
+        for (size_t r = 0; same && r < shards.size(); ++r)
+            same = shards[r]->info("output.weight").shape == shards[r]->info("tok_embeddings.weight").shape &&
+                   at::equal(shards[r]->load("output.weight"), shards[r]->load("tok_embeddings.weight"));
+        c.tie_word_embeddings = same;
+    } else {
+        c.tie_word_embeddings = at::equal(w.lm_head, w.embed);
+    }
     if (c.tie_word_embeddings) w.lm_head = w.embed;
     for (size_t r = 0; r < shards.size(); ++r)
         for (const std::string& name : shards[r]->names())
@@ -278,6 +342,7 @@ LlamaCheckpoint loadMetaCheckpoint(const std::string& dirName) {
                             "does not fully understand)");
     c.validate(paramsPath);
     checkpoint.tokenizerPath = metaTokenizerFile(dirName);
+    if (headersOnly) nameOrigins(checkpoint, origins, "");
     return checkpoint;
 }
 
@@ -299,7 +364,7 @@ std::string metaTokenizerFile(const std::string& dirName) {
 // llama2.c's ckpt.pt
 // ---------------------------------------------------------------------------------------------
 
-LlamaCheckpoint loadLlama2cTrainingCheckpoint(const std::string& path) {
+LlamaCheckpoint loadLlama2cTrainingCheckpoint(const std::string& path, bool headersOnly) {
     auto fail = [&](const std::string& problem) -> void { throw Error("llama2.c training checkpoint '" + path + "': " + problem); };
     TorchCheckpointOptions options;
     options.stateDictPath = "model";
@@ -333,17 +398,23 @@ LlamaCheckpoint loadLlama2cTrainingCheckpoint(const std::string& path) {
         if (!byName.emplace(bare, name).second) fail("tensor '" + bare + "' appears twice (with and without _orig_mod.)");
     }
     std::set<std::string> taken;
+    std::map<std::string, TensorOrigin> origins;  // headersOnly: by name without _orig_mod.
     auto take = [&](const std::string& bare, const Shape& expected) {
         auto it = byName.find(bare);
         if (it == byName.end()) fail("missing tensor '" + bare + "' in its \"model\" state dict");
-        at::Tensor t = ck->loadFloat(it->second);
+        at::Tensor t = headersOnly ? shapeOnly(ck->info(it->second).shape) : ck->loadFloat(it->second);
         bool ok = t.dim() == static_cast<int64_t>(expected.size());
         for (size_t d = 0; ok && d < expected.size(); ++d) ok = expected[d] < 0 || t.size(static_cast<int64_t>(d)) == expected[d];
         if (!ok)
             fail("tensor '" + it->second + "' has shape " + formatShape(t.sizes()) + " but model_args imply " +
                  formatShape(expected));
-        checkFinite(t, path, it->second);
         taken.insert(bare);
+        if (headersOnly) {
+            const TorchTensorInfo& info = ck->info(it->second);
+            origins[bare] = TensorOrigin{path, it->second, 0, info.dtype, info.shape, storedBytes(info)};
+            return t;
+        }
+        checkFinite(t, path, it->second);
         return t.contiguous();
     };
 
@@ -389,7 +460,10 @@ LlamaCheckpoint loadLlama2cTrainingCheckpoint(const std::string& path) {
         const bool sameStorage = out.storageKey == emb.storageKey && out.storageOffset == emb.storageOffset &&
                                  out.shape == emb.shape && out.stride == emb.stride;
         w.lm_head = take("output.weight", Shape{vocab, dim});
-        c.tie_word_embeddings = sameStorage || at::equal(w.lm_head, w.embed);
+        c.tie_word_embeddings =
+            sameStorage || (headersOnly ? out.shape == emb.shape && at::equal(ck->load(byName["output.weight"]),
+                                                                                ck->load(byName["tok_embeddings.weight"]))
+                                        : at::equal(w.lm_head, w.embed));
     } else {
         c.tie_word_embeddings = true;
     }
@@ -399,6 +473,7 @@ LlamaCheckpoint loadLlama2cTrainingCheckpoint(const std::string& path) {
             fail("unexpected tensor '" + name + "' in its \"model\" state dict (npw refuses a checkpoint it does not fully "
                  "understand)");
     c.validate(path);
+    if (headersOnly) nameOrigins(checkpoint, origins, "");
     return checkpoint;
 }
 

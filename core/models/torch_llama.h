@@ -29,13 +29,17 @@ std::optional<double> metaRopeScalingFactor();
 
 // True for a directory with params.json and consolidated.00.pth.
 bool isMetaCheckpointDirectory(const std::string& dir);
-LlamaCheckpoint loadMetaCheckpoint(const std::string& dir);
+// headersOnly: shapes from the archives' headers, no storage read (the tensors are shape-only, on
+// LibTorch's meta device, and origins names each one's file and stored dtype): what
+// inspectLlamaCheckpoint needs. A tied classifier is still told by its values (embedding and
+// output compared shard by shard, when they are cut alike).
+LlamaCheckpoint loadMetaCheckpoint(const std::string& dir, bool headersOnly = false);
 // The tokenizer of a Meta release folder: in a Hugging Face repository's "original/" folder the
 // tokenizer.json there or above it; else tokenizer.json, tokenizer.model or tokenizer.bin
 // beside the weights (findTokenizerFile); "" when none.
 std::string metaTokenizerFile(const std::string& dir);
 
 // A torch.save file holding a dict with "model_args" and "model" (llama2.c's train.py).
-LlamaCheckpoint loadLlama2cTrainingCheckpoint(const std::string& path);
+LlamaCheckpoint loadLlama2cTrainingCheckpoint(const std::string& path, bool headersOnly = false);
 
 } // namespace npw
