@@ -56,23 +56,38 @@ std::shared_ptr<Tokenizer> openTokenizerOf(const LlamaCheckpoint& checkpoint, bo
     return tokenizer;
 }
 
-LanguageModel openLanguageModel(const std::string& model, const Runtime& runtime, const std::string& tokenizerFile,
-                                bool allowSmallVocab) {
+namespace {
+
+// `ownedWeights`: the commands that change weights (prune, sweep, the studio) get owned float32
+// copies; the ones that only run the model keep the mapped views in the file's dtype (the
+// runtime reads float32, bfloat16 and float16 matrices as they are: llama.h), so a 7B in bf16
+// costs its page cache, not a 27 GB float32 copy. LlamaModel checks the values of a mapped
+// checkpoint as it takes them (weight_values.h).
+LanguageModel openLlama(const std::string& model, const Runtime& runtime, const std::string& tokenizerFile,
+                        bool allowSmallVocab, bool ownedWeights) {
     LanguageModel lm;
     lm.name = model;
-    // Mapped: the file's headers only, then one conversion to owned float32 that reads (and
-    // checks) each tensor once; a Copy load would be the same copy made while parsing.
+    // Mapped: the file's headers only; with owned weights, one conversion to float32 that reads
+    // (and checks) each tensor once; a Copy load would be the same copy made while parsing.
     LlamaCheckpoint ckpt = loadLlamaCheckpoint(model, WeightStorage::Mapped);
-    copyWeightsIntoMemory(ckpt);
+    if (ownedWeights) copyWeightsIntoMemory(ckpt);
     useTokenizerFile(ckpt, tokenizerFile);
     lm.tokenizer = openTokenizerOf(ckpt, allowSmallVocab);
     lm.model = std::make_shared<LlamaModel>(std::move(ckpt), runtime);
     return lm;
 }
 
+} // namespace
+
+LanguageModel openLanguageModel(const std::string& model, const Runtime& runtime, const std::string& tokenizerFile,
+                                bool allowSmallVocab) {
+    return openLlama(model, runtime, tokenizerFile, allowSmallVocab, /*ownedWeights=*/true);
+}
+
 LanguageModel openCausalLanguageModel(const std::string& model, const Runtime& runtime, const std::string& tokenizerFile,
                                       bool allowSmallVocab) {
-    if (!SlicedLlama::isSlicedDirectory(model)) return openLanguageModel(model, runtime, tokenizerFile, allowSmallVocab);
+    if (!SlicedLlama::isSlicedDirectory(model))
+        return openLlama(model, runtime, tokenizerFile, allowSmallVocab, /*ownedWeights=*/false);
     LanguageModel lm;
     lm.name = model;
     lm.sliced = std::make_shared<SlicedLlama>(SlicedLlama::load(model, runtime));

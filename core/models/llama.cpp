@@ -1,5 +1,6 @@
 #include "core/models/llama.h"
 #include "core/models/gemv.h"
+#include "core/models/weight_values.h"
 #include "core/models/widened_linear.h"
 #include "core/util/error.h"
 
@@ -393,6 +394,10 @@ LlamaLayerWeights llamaLayerOnRuntime(const LlamaLayerWeights& L, const Runtime&
 
 LlamaModel::LlamaModel(LlamaCheckpoint checkpoint, Runtime runtime)
     : checkpoint_(std::move(checkpoint)), runtime_(runtime) {
+    // A mapped checkpoint's values were not read at load: checked here, block by block, before
+    // the model can run (a NaN in the file names its file, tensor and index, not a layer's output).
+    checkAllWeightValues(checkpoint_);
+    checkpoint_.valuesChecked = true;
     const LlamaWeights& src = checkpoint_.weights;
     const bool tied = src.lm_head.defined() && src.lm_head.is_same(src.embed);
     weights_.embed = toRuntime(src.embed, runtime_);
