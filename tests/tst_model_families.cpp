@@ -241,7 +241,7 @@ private slots:
         const PruneRun run = pruneModel(model, set, settings);
         const LlamaCheckpoint& pruned = run.pruned.checkpoint;
         const std::string out = (tmp_.path() + "/" + name + "-" + method).toStdString();
-        savePrunedModel(pruned, out, "{}");
+        savePrunedModel(pruned, out, R"({"format": "npw-pruned-model"})");
         const json config = json::parse(readTextFile(out + "/config.json"));
         QCOMPARE(config["model_type"].get<std::string>(), std::string(familyName(model.config().family)));
         const LlamaCheckpoint back = loadLlamaCheckpoint(out);

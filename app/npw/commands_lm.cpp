@@ -85,7 +85,7 @@ int runInfo(const Args& args) {
     tokenizerOnly.config = inspection.config;
     tokenizerOnly.tokenizerPath = inspection.tokenizerPath;
     useTokenizerFile(tokenizerOnly, args.get("tokenizer"));
-    const std::shared_ptr<Tokenizer> tokenizer = openTokenizerOf(tokenizerOnly);
+    const std::shared_ptr<Tokenizer> tokenizer = openTokenizerOf(tokenizerOnly, args.flag("allow-small-vocab"));
     const Runtime runtime = chooseRuntime(args.get("device"), args.get("dtype"));
     const LlamaConfig& c = inspection.config;
     std::string dtypes;

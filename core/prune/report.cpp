@@ -75,7 +75,7 @@ json pruneReportJson(const PruneReport& r) {
     }
     json j = {{"method", r.method},
               {"ratio", r.ratio},
-              {"alpha", r.alpha},
+              {"alpha", json_fields::finiteOrNull(r.alpha)},  // NaN: a method that has no α (the baselines)
               {"alpha_mode", alphaModeName(r.alphaMode)},
               {"lambda", json_fields::finiteOrNull(r.lambda)},
               {"compensation", compensationName(r.compensation)},
