@@ -378,12 +378,6 @@ def cases(w, npw):
         yield ("tokenize", "`npw tokenize` a damaged `%s` (its first half)" % name,
                ["tokenize", w.write("damaged-" + source + "/" + name, whole[:len(whole) // 2]), "--string", "hello"])
 
-
-def tensor_names(safetensors):
-    """The tensor names of a safetensors file's header."""
-    length = struct.unpack("<Q", safetensors[:8])[0]
-    return [k for k in json.loads(safetensors[8:8 + length]) if k != "__metadata__"]
-
     huge = w.fresh(model__safetensors=tiny_weights(CONFIG, huge={"model.layers.1.mlp.up_proj.weight"}))
     text = w.write("text.txt", "a bad cab " * 200)
     yield ("huge finite weights", "layer 1's up_proj ±3e38: `eval`", ["eval", huge, "--text", text, "--seqlen", "16", "--json"])
@@ -404,6 +398,12 @@ def tensor_names(safetensors):
     w.write(os.path.relpath(os.path.join(labelled, "npw-manifest.json"), w.root), deep)
     yield ("export manifest", "a pruned model's npw-manifest.json nested 400,000 deep (`compare` labels the model by it)",
            ["compare", m, labelled, "--prompt", "a b", "--tokens", "2"])
+
+
+def tensor_names(safetensors):
+    """The tensor names of a safetensors file's header."""
+    length = struct.unpack("<Q", safetensors[:8])[0]
+    return [k for k in json.loads(safetensors[8:8 + length]) if k != "__metadata__"]
 
 
 def make_special(w, key):
