@@ -9,6 +9,7 @@
 #include "core/models/language_model.h"
 #include "core/models/model_loader.h"
 #include "core/models/sliced_llama.h"
+#include "core/text/json_fields.h"
 #include "core/text/token_ids.h"
 #include "core/text/tokenizer_files.h"
 #include "core/util/atomic_file.h"
@@ -159,7 +160,7 @@ std::string calibrationOverlapOfExport(const std::string& model, const LanguageM
     std::error_code ec;
     if (!std::filesystem::is_regular_file(manifestPath, ec)) return {};
     try {
-        const nlohmann::json manifest = nlohmann::json::parse(readTextFile(manifestPath.string()));
+        const nlohmann::json manifest = json_fields::readJsonFile(manifestPath.string());
         const nlohmann::json& c = manifest.at("calibration");
         CalibrationPool pool;
         pool.source = c.at("source").get<std::string>();
