@@ -11,6 +11,8 @@
 // directory evaluated by the reference itself; and the refusals by name (sliding window,
 // use_scaled_rope without a factor, unknown RoPE types and families).
 #include "core/io/safetensors.h"
+#include "core/io/torch_checkpoint.h"
+#include "core/io/zip_archive.h"
 #include "core/models/llama.h"
 #include "core/models/model_loader.h"
 #include "core/models/runtime.h"
@@ -28,6 +30,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
@@ -57,6 +60,18 @@ std::string modelPath(const QString& name) {
 std::string meta(const SafeTensorsFile& f, const std::string& key) {
     auto it = f.metadata().find(key);
     return it == f.metadata().end() ? std::string() : it->second;
+}
+
+// True when `address` lies in a mapping of a file whose path ends with `fileName` (/proc/self/maps).
+bool addressInFileMapping(const void* address, const std::string& fileName) {
+    std::ifstream maps("/proc/self/maps");
+    const auto a = reinterpret_cast<uintptr_t>(address);
+    for (std::string line; std::getline(maps, line);) {
+        unsigned long long begin = 0, end = 0;
+        if (std::sscanf(line.c_str(), "%llx-%llx", &begin, &end) != 2 || a < begin || a >= end) continue;
+        return line.size() >= fileName.size() && line.compare(line.size() - fileName.size(), fileName.size(), fileName) == 0;
+    }
+    return false;
 }
 
 LlamaModel cpuModel(LlamaCheckpoint c) { return LlamaModel(std::move(c), chooseRuntime("cpu", "float32")); }
@@ -114,7 +129,8 @@ class TestModelFamilies : public QObject {
         QTest::addColumn<QString>("name");
         for (const char* n : {"llama31_rope", "llama_linear_rope", "mistral", "qwen2_tied", "qwen3"}) QTest::newRow(n) << QString(n);
         if (hfOnly) return;
-        for (const char* n : {"meta_llama2_2shards", "meta_llama31_2shards", "llama2c_ckpt"}) QTest::newRow(n) << QString(n);
+        for (const char* n : {"meta_llama2_2shards", "meta_llama31_2shards", "meta_llama2_1shard", "llama2c_ckpt"})
+            QTest::newRow(n) << QString(n);
     }
 
 private slots:
@@ -278,6 +294,79 @@ private slots:
         const double err = normalisedError(referenceLogits(python_, out, ids, tmp_.path()), want);
         qInfo("%s → Hugging Face directory, read by the reference: %.2e", qPrintable(name), err);
         QVERIFY2(err <= kTolerance, qPrintable(QString::number(err)));
+    }
+
+    // Meta's release loaded Mapped keeps the stored bf16: one shard as read-only views of the
+    // archive (no copy: the view's bytes lie inside the file's mapping), several shards joined once
+    // in bf16; the runtime on those weights gives the reference's logits, as the float32 copy does.
+    void metaMappedKeepsStoredDtype_data() {
+        QTest::addColumn<QString>("name");
+        for (const char* n : {"meta_llama2_1shard", "meta_llama2_2shards", "meta_llama31_2shards"}) QTest::newRow(n) << QString(n);
+    }
+    void metaMappedKeepsStoredDtype() {
+        QFETCH(QString, name);
+        LlamaCheckpoint mapped = loadLlamaCheckpoint(kRef + name.toStdString(), WeightStorage::Mapped);
+        QVERIFY(mapped.weightsMapped);
+        const LlamaLayerWeights& L = mapped.weights.layers[0];
+        for (const at::Tensor* t : std::initializer_list<const at::Tensor*>{&mapped.weights.embed, &L.wq, &L.wo, &L.w_down, &L.attn_norm})
+            QCOMPARE(t->scalar_type(), at::kBFloat16);
+        const bool oneShard = name.contains("1shard");
+        // One shard: views of the archive, their values checked where first read (an origin per
+        // tensor); several: owned joins, checked as they were joined (no origin).
+        QCOMPARE(mapped.valuesChecked, false);
+        QCOMPARE(mapped.origins.count("model.layers.0.self_attn.o_proj.weight"), size_t(oneShard ? 1 : 0));
+        // A copy would live in the heap; a view lies inside the read-only mapping of the file.
+        if (oneShard)
+            QVERIFY2(addressInFileMapping(L.wq.data_ptr(), "meta_llama2_1shard/consolidated.00.pth"),
+                     "the one-shard weights were copied");
+        const auto expected = SafeTensorsFile::open(kRef + name.toStdString() + "/expected.safetensors");
+        const at::Tensor ids = expected->load("ids");
+        const LlamaModel model(std::move(mapped), chooseRuntime("cpu"));
+        const double err = normalisedError(model.logits(ids), expected->loadFloat("logits"));
+        qInfo("%s mapped bf16: max |Δlogit| / max |logit| = %.2e", qPrintable(name), err);
+        QVERIFY2(err <= kTolerance, qPrintable(QString::number(err)));
+        // The float32 copy of the same file is what a Copy load gives.
+        LlamaCheckpoint again = loadLlamaCheckpoint(kRef + name.toStdString(), WeightStorage::Mapped);
+        copyWeightsIntoMemory(again);
+        const LlamaCheckpoint copied = loadLlamaCheckpoint(kRef + name.toStdString());
+        QVERIFY(at::equal(again.weights.layers[1].w_down, copied.weights.layers[1].w_down));
+        QCOMPARE(again.weights.layers[1].w_down.scalar_type(), at::kFloat);
+    }
+
+    // A NaN in a mapped one-shard Meta file is found where the block is first read, named by file,
+    // tensor and index, as a Copy load names it.
+    void metaMappedNanNamedWhereRead() {
+        const QString dir = tmp_.path() + "/meta-nan";
+        QVERIFY(QDir().mkpath(dir));
+        const QString src = QString::fromStdString(kRef) + "meta_llama2_1shard/";
+        for (const char* f : {"params.json", "consolidated.00.pth"}) QVERIFY(QFile::copy(src + f, dir + "/" + f));
+        const std::string pth = (dir + "/consolidated.00.pth").toStdString();
+        int64_t offset = 0;
+        {
+            TorchCheckpointOptions options;
+            options.stateDictPath = "";
+            const auto ck = TorchCheckpoint::open(pth, options);
+            const TorchTensorInfo& info = ck->info("layers.1.feed_forward.w2.weight");
+            const auto archive = ZipArchive::open(pth);
+            const ZipEntry& record = archive->entry(ck->prefix() + "/data/" + info.storageKey);
+            offset = static_cast<int64_t>(record.dataOffset) + 2 * (info.storageOffset + 5);  // element 5
+        }
+        QFile file(dir + "/consolidated.00.pth");
+        QVERIFY(file.open(QIODevice::ReadWrite));
+        QVERIFY(file.seek(offset));
+        const char nan[2] = {'\xc0', '\x7f'};  // bf16 0x7FC0, little-endian
+        QCOMPARE(file.write(nan, 2), qint64(2));
+        file.close();
+        try {
+            const LlamaModel model(loadLlamaCheckpoint(dir.toStdString(), WeightStorage::Mapped), chooseRuntime("cpu"));
+            model.logits(at::zeros({1, 4}, at::kLong));
+            QFAIL("a NaN in a mapped Meta checkpoint was not found");
+        } catch (const Error& e) {
+            const QString m = e.what();
+            QVERIFY2(m.contains("consolidated.00.pth") && m.contains("layers.1.feed_forward.w2.weight") &&
+                         m.contains("index 5"),
+                     e.what());
+        }
     }
 
     void slidingWindowRefusedByName() {

@@ -271,6 +271,34 @@ at::Tensor TorchCheckpoint::load(const std::string& name) const {
     return view.is_contiguous() ? view : view.contiguous();
 }
 
+bool TorchCheckpoint::canView(const std::string& name) const {
+    const TorchTensorInfo& tensor = info(name);
+    if (tensor.dtype != "F32" && tensor.dtype != "F16" && tensor.dtype != "BF16") return false;
+    int64_t expected = 1;  // row-major strides: the view's elements are one run of the storage
+    for (size_t i = tensor.shape.size(); i-- > 0;) {
+        if (tensor.shape[i] == 0) return false;  // nothing to map (load() makes the empty tensor)
+        if (tensor.shape[i] != 1 && tensor.stride[i] != expected) return false;
+        expected *= tensor.shape[i];
+    }
+    const size_t elementBytes = c10::elementSize(scalarTypeOf(tensor.dtype));
+    const std::string_view bytes = archive_->data(prefix_ + "/data/" + tensor.storageKey);
+    const uintptr_t address = reinterpret_cast<uintptr_t>(bytes.data()) + static_cast<uintptr_t>(tensor.storageOffset) * elementBytes;
+    return address % elementBytes == 0;
+}
+
+at::Tensor TorchCheckpoint::view(const std::string& name) const {
+    if (!canView(name))
+        failTensor(path_, name, "cannot be viewed in place (not an F32/F16/BF16 tensor stored contiguously at an "
+                                "aligned address); it can only be copied");
+    const TorchTensorInfo& tensor = info(name);
+    const at::ScalarType type = scalarTypeOf(tensor.dtype);
+    const ZipEntry& record = archive_->entry(prefix_ + "/data/" + tensor.storageKey);
+    if (verifyStorageCrc32_) archive_->verifyCrc32(record);
+    const char* begin = archive_->data(record).data() + static_cast<size_t>(tensor.storageOffset) * c10::elementSize(type);
+    std::shared_ptr<ZipArchive> owner = archive_;  // the mapping lives as long as any view of it
+    return at::from_blob(const_cast<char*>(begin), tensor.shape, [owner](void*) {}, at::TensorOptions().dtype(type));
+}
+
 at::Tensor TorchCheckpoint::loadFloat(const std::string& name) const {
     const std::string& dtype = info(name).dtype;
     // Weights are floating point: integer storages would be converted into a model that runs

@@ -55,6 +55,13 @@ public:
 
     // A contiguous copy in the stored dtype (any storage type LibTorch 1.13 has).
     at::Tensor load(const std::string& name) const;
+    // A read-only view of the tensor's bytes in the memory-mapped archive, in the stored dtype, no
+    // copy: for F32, F16 and BF16 tensors laid out contiguously (row-major strides) at an address
+    // aligned to their element size (torch.save aligns records to 64 bytes). The view keeps the
+    // archive mapped; a write through it faults instead of changing the file. npw::Error naming
+    // the file and tensor when !canView(name).
+    bool canView(const std::string& name) const;
+    at::Tensor view(const std::string& name) const;
     // A contiguous float32 copy of a floating-point tensor (F32, F16, BF16, F64); any other dtype
     // (integers, bool) is refused by name: weights are never read from integer storages.
     at::Tensor loadFloat(const std::string& name) const;

@@ -384,7 +384,7 @@ LlamaCheckpoint loadLlamaCheckpoint(const std::string& model, WeightStorage stor
         // SliceGPT's structure is no LLaMA (sliced_llama.h): it runs through SlicedLlama.
         if (SlicedLlama::isSlicedDirectory(path)) throw Error(notALlama(model));
         if (!fs::is_regular_file(fs::path(path) / "config.json") && isMetaCheckpointDirectory(path))
-            return loadMetaCheckpoint(path);
+            return loadMetaCheckpoint(path, false, storage == WeightStorage::Mapped);
         return loadHfLlamaDirectory(path, storage);
     }
     if (fs::is_regular_file(status)) {
@@ -395,7 +395,7 @@ LlamaCheckpoint loadLlamaCheckpoint(const std::string& model, WeightStorage stor
             // consolidated.NN.pth of Meta's release: the whole directory is the model.
             const fs::path dir = file.has_parent_path() ? file.parent_path() : fs::path(".");
             if (file.filename().string().rfind("consolidated.", 0) == 0 && isMetaCheckpointDirectory(dir.string()))
-                return loadMetaCheckpoint(dir.string());
+                return loadMetaCheckpoint(dir.string(), false, storage == WeightStorage::Mapped);
             return loadLlama2cTrainingCheckpoint(path);
         }
     }

@@ -5,6 +5,7 @@
 
 #include "core/io/shape_text.h"
 #include "core/io/torch_checkpoint.h"
+#include "core/models/weight_values.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
 
@@ -194,7 +195,7 @@ uint64_t storedBytes(const TorchTensorInfo& info) {
 
 } // namespace
 
-LlamaCheckpoint loadMetaCheckpoint(const std::string& dirName, bool headersOnly) {
+LlamaCheckpoint loadMetaCheckpoint(const std::string& dirName, bool headersOnly, bool mapped) {
     const fs::path dir(dirName);
     const std::string paramsPath = (dir / "params.json").string();
     const MetaParams p = readMetaParams(paramsPath);
@@ -208,7 +209,15 @@ LlamaCheckpoint loadMetaCheckpoint(const std::string& dirName, bool headersOnly)
 
     const int64_t hidden = metaHiddenDim(p), headDim = p.dim / p.heads;
     std::set<std::string> taken;
-    std::map<std::string, TensorOrigin> origins;  // headersOnly: by Meta name
+    std::map<std::string, TensorOrigin> origins;  // headersOnly, and mapped tensors: by Meta name
+    // mapped: a piece in its stored dtype, a view of the archive where it can be (no copy), else
+    // an owned copy (F64 as float32); integer storages refused as loadFloat refuses them.
+    auto readPiece = [&](size_t r, const std::string& name) {
+        const TorchCheckpoint& shard = *shards[r];
+        if (shard.canView(name)) return shard.view(name);
+        const std::string& dtype = shard.info(name).dtype;
+        return dtype == "F32" || dtype == "F16" || dtype == "BF16" ? shard.load(name) : shard.loadFloat(name);
+    };
     // Joins the pieces of `name` from every shard and checks the whole against `expected`
     // (a negative entry: any size, e.g. the vocabulary when params.json says -1).
     auto take = [&](const std::string& name, Join join, Shape expected) {
@@ -216,7 +225,9 @@ LlamaCheckpoint loadMetaCheckpoint(const std::string& dirName, bool headersOnly)
         for (size_t r = 0; r < shards.size(); ++r) {
             if (!shards[r]->has(name))
                 throw Error("missing tensor '" + name + "' in '" + shardPaths[r] + "' (params '" + paramsPath + "' implies it)");
-            pieces.push_back(headersOnly ? shapeOnly(shards[r]->info(name).shape) : shards[r]->loadFloat(name));
+            pieces.push_back(headersOnly ? shapeOnly(shards[r]->info(name).shape)
+                             : mapped    ? readPiece(r, name)
+                                         : shards[r]->loadFloat(name));
             if (pieces.back().dim() != static_cast<int64_t>(expected.size()))
                 throw Error("tensor '" + name + "' in '" + shardPaths[r] + "' has shape " + formatShape(pieces.back().sizes()) +
                             ", not " + std::to_string(expected.size()) + "-dimensional");
@@ -242,6 +253,11 @@ LlamaCheckpoint loadMetaCheckpoint(const std::string& dirName, bool headersOnly)
                             formatShape(expected) + " in all, " + joined + " over " + std::to_string(ranks) +
                             " shards); is the shard from another model?");
             }
+        // mapped, several shards: joining reads every value once, so they are checked here, each
+        // piece against its own file (one shard's tensors stay views, checked where first read).
+        const bool checkPiecesNow = mapped && ranks > 1;
+        if (checkPiecesNow)
+            for (size_t r = 0; r < pieces.size(); ++r) checkTensorFinite(pieces[r], shardPaths[r], name);
         if (join == Join::Replicated) {
             for (size_t r = 1; r < pieces.size(); ++r)
                 if (headersOnly ? pieces[r].sizes() != pieces[0].sizes() : !at::equal(pieces[r], pieces[0]))
@@ -249,6 +265,9 @@ LlamaCheckpoint loadMetaCheckpoint(const std::string& dirName, bool headersOnly)
                                 "' (model-parallel shards replicate it)");
             whole = pieces[0];
             how = "replicated";
+        } else if (ranks == 1) {
+            whole = pieces[0];  // nothing to join (mapped: stays a view of the file)
+            how = "one shard";
         } else {
             whole = at::cat(pieces, join == Join::Dim0 ? 0 : 1);
             how = std::string("joined along dim ") + (join == Join::Dim0 ? "0" : "1") + " over " + std::to_string(ranks) + " shards";
@@ -267,6 +286,12 @@ LlamaCheckpoint loadMetaCheckpoint(const std::string& dirName, bool headersOnly)
             TensorOrigin origin{shardPaths[0], name, 0, shards[0]->info(name).dtype, whole.sizes().vec(), 0};
             for (const auto& shard : shards) origin.bytes += storedBytes(shard->info(name));
             origins[name] = origin;
+            return whole;
+        }
+        if (mapped) {
+            if (!checkPiecesNow)
+                origins[name] = TensorOrigin{shardPaths[0], name, 0, shards[0]->info(name).dtype, whole.sizes().vec(),
+                                             storedBytes(shards[0]->info(name))};
             return whole;
         }
         checkFinite(whole, dirName, name);
@@ -342,7 +367,8 @@ LlamaCheckpoint loadMetaCheckpoint(const std::string& dirName, bool headersOnly)
                             "does not fully understand)");
     c.validate(paramsPath);
     checkpoint.tokenizerPath = metaTokenizerFile(dirName);
-    if (headersOnly) nameOrigins(checkpoint, origins, "");
+    if (headersOnly || mapped) nameOrigins(checkpoint, origins, "");
+    checkpoint.weightsMapped = mapped;
     return checkpoint;
 }
 

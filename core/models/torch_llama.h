@@ -33,7 +33,12 @@ bool isMetaCheckpointDirectory(const std::string& dir);
 // LibTorch's meta device, and origins names each one's file and stored dtype): what
 // inspectLlamaCheckpoint needs. A tied classifier is still told by its values (embedding and
 // output compared shard by shard, when they are cut alike).
-LlamaCheckpoint loadMetaCheckpoint(const std::string& dir, bool headersOnly = false);
+// mapped: the weights in their stored dtype, without a float32 copy: with one shard (7B, and every
+// Llama-3 8B) each tensor is a read-only view of the memory-mapped consolidated.00.pth, its values
+// checked where first read (weight_values.h); with several, each tensor is joined once from the
+// shards' views (one copy in the stored dtype, never both shards' copies) and checked as it is
+// joined. weightsMapped is set, as for a Mapped safetensors load (copyWeightsIntoMemory applies).
+LlamaCheckpoint loadMetaCheckpoint(const std::string& dir, bool headersOnly = false, bool mapped = false);
 // The tokenizer of a Meta release folder: in a Hugging Face repository's "original/" folder the
 // tokenizer.json there or above it; else tokenizer.json, tokenizer.model or tokenizer.bin
 // beside the weights (findTokenizerFile); "" when none.
