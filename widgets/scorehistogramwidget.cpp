@@ -47,7 +47,7 @@ ScoreHistogramWidget::ScoreHistogramWidget(LayerSelection* selection, QWidget* p
     title_ = plotstyle::addTitle(*plot_, QString());
 
     connect(selection_, &LayerSelection::currentLayerChanged, this, &ScoreHistogramWidget::showLayer);
-    setMinimumSize(320, 220);
+    setMinimumSize(260, 150);
     restyle();
     showLayer(selection_->currentLayer());
 }

@@ -35,7 +35,7 @@ SweepPlotWidget::SweepPlotWidget(QWidget* parent)
     plot_->legend->setVisible(true);
     plotstyle::placeLegendAbovePlot(*plot_, 0);
     title_ = plotstyle::addTitle(*plot_, tr("Perplexity against sparsity"));
-    setMinimumSize(360, 260);
+    setMinimumSize(300, 220);
     restyle();
 }
 

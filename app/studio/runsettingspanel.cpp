@@ -115,9 +115,9 @@ RunSettingsPanel::RunSettingsPanel(QWidget* parent) : QWidget(parent) {
                         "Kept as its own score set, numerical-box, beside the closed form."));
     ranking_ = new QComboBox;
     ranking_->setObjectName(QStringLiteral("rankingCombo"));
-    ranking_->addItem(tr("L* relative to the residual stream"), int(npw::CrossLayerRanking::RelativeCompensatedError));
-    ranking_->addItem(tr("L* after compensation"), int(npw::CrossLayerRanking::CompensatedError));
-    ranking_->addItem(tr("z (the paper's eq. 7)"), int(npw::CrossLayerRanking::Relaxed));
+    ranking_->addItem(tr("L*, relative (default)"), int(npw::CrossLayerRanking::RelativeCompensatedError));
+    ranking_->addItem(tr("L*, absolute"), int(npw::CrossLayerRanking::CompensatedError));
+    ranking_->addItem(tr("z (eq. 7)"), int(npw::CrossLayerRanking::Relaxed));
     ranking_->setToolTip(tr("Numerical only: how units of different layers compete. Inside a layer both use the\n"
                             "paper's z-order. L*: across layers by the error Theorem 3 leaves after compensating each\n"
                             "layer's removals, relative to the residual stream or absolute (README, \"Choosing λ\");\n"

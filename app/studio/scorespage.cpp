@@ -37,7 +37,7 @@ ScoresPage::ScoresPage(StudioSession* session, QWidget* parent) : QWidget(parent
     summary_ = new QLabel(tr("Open a model and Run to see its scores."));
     summary_->setObjectName(QStringLiteral("selectionSummary"));
     summary_->setWordWrap(true);
-    summary_->setMinimumWidth(260);
+    summary_->setMinimumWidth(200);
     // Room for the longest texts from the start: a label that grows when a result arrives
     // re-lays out the page, and every plot below would redraw at its new size in that turn.
     summary_->setMinimumHeight(summary_->fontMetrics().lineSpacing() * 3);
@@ -63,6 +63,7 @@ ScoresPage::ScoresPage(StudioSession* session, QWidget* parent) : QWidget(parent
     recomputeNotice_->setBackgroundRole(QPalette::ToolTipBase);
     recomputeReason_ = new QLabel;
     recomputeReason_->setWordWrap(true);
+    // Two lines: the longest reason wraps once at a laptop's width.
     recomputeReason_->setMinimumHeight(recomputeReason_->fontMetrics().lineSpacing() * 2);
     recompute_ = new QPushButton(tr("Recompute"));
     recompute_->setObjectName(QStringLiteral("recomputeButton"));
@@ -236,8 +237,7 @@ void ScoresPage::updateRecomputeNotice() {
                           session_->workbenchSelection()->baseline;
     const QString text = offered ? reason
                          : baseline ? methodNote_
-                                    : tr("The views show the stored solves: moving ρ, α or λ re-selects at once. "
-                                         "New calibration settings or a moved box-constrained set are said here.");
+                                    : tr("Moving ρ, α or λ re-selects at once; what needs a new solve is said here.");
     // Called on every selection (a slider move): the line changes only when its text does.
     if (text == recomputeReason_->text()) return;
     recomputeReason_->setText(text);

@@ -30,6 +30,8 @@
 #include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QScreen>
+#include <QScrollArea>
 #include <QSettings>
 #include <QStatusBar>
 #include <QStyle>
@@ -57,7 +59,12 @@ StudioWindow::StudioWindow(bool persistSettings, QWidget* parent) : QMainWindow(
     buildDocks();
     buildActions();
     connectSession();
-    resize(1560, 960);
+    const QScreen* screen = this->screen() ? this->screen() : QGuiApplication::primaryScreen();
+    const QRect available = screen ? screen->availableGeometry() : QRect(0, 0, 1600, 1000);
+    resize(initialSize(available));
+    // On a laptop's screen (768 px or less) the plots need the toolbar's height more than the
+    // menus need a second place: View ▸ Toolbar shows it again.
+    if (available.height() < 860) mainToolBar_->hide();
     if (persist_) restoreSettings();
     updateRunState();
 }
@@ -107,7 +114,15 @@ void StudioWindow::buildDocks() {
     runSettings_ = new RunSettingsPanel;
     auto* runDock = new QDockWidget(tr("Run settings"));
     runDock->setObjectName(QStringLiteral("runDock"));
-    runDock->setWidget(runSettings_);
+    // Scrolls rather than pushing the window past a laptop's screen (1280×720).
+    auto* runScroll = new QScrollArea;
+    runScroll->setObjectName(QStringLiteral("runSettingsScroll"));
+    runScroll->setWidget(runSettings_);
+    runScroll->setWidgetResizable(true);
+    runScroll->setFrameShape(QFrame::NoFrame);
+    runScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    runScroll->setMinimumWidth(runSettings_->minimumSizeHint().width());
+    runDock->setWidget(runScroll);
     addDockWidget(Qt::LeftDockWidgetArea, runDock);
 
     log_ = new QPlainTextEdit;
@@ -189,7 +204,9 @@ void StudioWindow::buildActions() {
     view->addSeparator();
     for (QDockWidget* dock : findChildren<QDockWidget*>()) view->addAction(dock->toggleViewAction());
 
-    QToolBar* bar = addToolBar(tr("Main"));
+    QToolBar* bar = addToolBar(tr("Toolbar"));
+    mainToolBar_ = bar;
+    view->addAction(bar->toggleViewAction());
     bar->setObjectName(QStringLiteral("mainToolBar"));
     bar->setToolButtonStyle(Qt::ToolButtonTextOnly);
     bar->addAction(open);
@@ -290,6 +307,13 @@ void StudioWindow::updateRunState() {
 }
 
 void StudioWindow::showTab(int index) { tabs_->setCurrentIndex(index); }
+
+QSize StudioWindow::initialSize(const QRect& available) {
+    // The window manager adds a title bar and a frame: leave room for them.
+    constexpr int kFrameWidth = 8, kFrameHeight = 36;
+    const QSize room(std::max(640, available.width() - kFrameWidth), std::max(480, available.height() - kFrameHeight));
+    return room.boundedTo(QSize(1600, 1000));
+}
 
 void StudioWindow::setDark(bool dark) {
     QApplication::setPalette(dark ? studio::darkPalette() : QApplication::style()->standardPalette());
