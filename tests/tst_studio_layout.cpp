@@ -16,7 +16,18 @@
 #include "app/studio/textsession.h"
 #include "studio_session_helpers.h"
 
+#include "core/util/paths.h"
+#include "widgets/headmapwidget.h"
+#include "widgets/sparsitycontrols.h"
+#include "widgets/sweepplotwidget.h"
+
 #include <QAbstractScrollArea>
+#include <QCheckBox>
+#include <QLineEdit>
+#include <QMessageBox>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QSignalSpy>
 #include <QApplication>
 #include <QDir>
 #include <QLabel>
@@ -254,10 +265,87 @@ private slots:
 
     void emptyStateLaysOut() { checkAllTabs(QStringLiteral("empty")); }
 
+    // No model open: the Scores tab says what to do (open a model, or the demo), not empty plots.
+    void emptyStateSaysWhatToDo() {
+        QVERIFY(!window_->session()->hasModel());
+        QVERIFY(window_->scoresPage()->showsEmptyState());
+        auto* page = window_->findChild<QWidget*>(QStringLiteral("emptyState"));
+        QVERIFY(page && page->isVisibleTo(window_->scoresPage()));
+        QVERIFY(!window_->scoresPage()->headMap()->isVisibleTo(window_->scoresPage()));
+        QVERIFY(window_->findChild<QPushButton*>(QStringLiteral("emptyOpenModel")));
+        auto* demo = window_->findChild<QPushButton*>(QStringLiteral("emptyOpenDemo"));
+        QVERIFY(demo);
+        QVERIFY(page->findChild<QLabel*>()->text().contains(QStringLiteral("demo:lm")));
+    }
+
+    // The demo's texts, task and prompt belong to the demo models; a model of one's own opens with
+    // empty fields and hints, and Run without a calibration text is refused with a message.
+    void defaultsBelongToTheDemoModels() {
+        QCOMPARE(npw::isDemoModel("demo:lm"), true);
+        QCOMPARE(npw::isDemoModel(npw::resolveModelPath("demo:lm")), true);
+        const std::string baby = std::string(NPW_TEST_DATA) + "/babyllama/model5000.bin";
+        QCOMPARE(npw::isDemoModel(baby), false);
+        QVERIFY(npw::modelDefaults(baby).calibrationSource.empty());
+        QVERIFY(npw::modelDefaults(baby).prompt.empty());
+
+        StudioWindow window(/*persistSettings=*/false);
+        StudioSession* session = window.session();
+        auto* source = window.findChild<QLineEdit*>(QStringLiteral("calibrationSource"));
+        auto* prompts = window.findChild<QPlainTextEdit*>(QStringLiteral("textPrompts"));
+        QVERIFY(source && prompts);
+        window.openModel(QStringLiteral("demo:lm"));
+        QVERIFY(studio_test::waitIdle(*session));
+        QVERIFY(!window.scoresPage()->showsEmptyState());
+        QVERIFY(source->placeholderText().contains(QStringLiteral("kjv-ot.txt")));
+        QCOMPARE(prompts->toPlainText(), QStringLiteral("And Jesus said unto them"));
+        QVERIFY(window.sweepPage()->zeroShotBox()->isChecked());
+        // A calibration file chosen for the demo is not carried to the next model.
+        studio::RunSettings s = session->settings();
+        s.calibration.source = studio::defaultCalibrationSource();
+        session->setSettings(s);
+        QCOMPARE(source->text(), QString::fromStdString(studio::defaultCalibrationSource()));
+
+        window.openModel(QString::fromStdString(baby));
+        QVERIFY(studio_test::waitIdle(*session));
+        QVERIFY(session->hasModel());
+        QCOMPARE(source->text(), QString());
+        QVERIFY(session->settings().calibration.source.empty());
+        QVERIFY(source->placeholderText().contains(QStringLiteral("required")));
+        QCOMPARE(prompts->toPlainText(), QString());
+        QVERIFY(!prompts->placeholderText().isEmpty());
+        QVERIFY(!window.sweepPage()->zeroShotBox()->isChecked());
+        QVERIFY(!window.sweepPage()->zeroShotBox()->isEnabled());
+        QVERIFY(window.sweepPage()->sweepRequest().zeroShotTask.empty());
+        QVERIFY(window.sweepPage()->evalTextsField()->placeholderText().contains(QStringLiteral("required")));
+        // Run refuses, says why, and starts nothing.
+        QSignalSpy refused(session, &StudioSession::refused);
+        QVERIFY(!session->runScoring());
+        QCOMPARE(refused.count(), 1);
+        QVERIFY(refused.at(0).at(1).toString().contains(QStringLiteral("No calibration text")));
+        QVERIFY(window.errorDialog() && window.errorDialog()->isVisible());
+        QVERIFY(!session->jobs()->isRunning());
+        SweepRequest sweep;
+        sweep.methods = {"numerical"};
+        sweep.ratios = {0.2};
+        QVERIFY(!session->runSweep(sweep));
+        QCOMPARE(refused.count(), 2);
+        // A user-written prompt survives the next model.
+        prompts->setPlainText(QStringLiteral("Once upon a time"));
+        window.openModel(QStringLiteral("demo:lm"));
+        QVERIFY(studio_test::waitIdle(*session));
+        QCOMPARE(prompts->toPlainText(), QStringLiteral("Once upon a time"));
+    }
+
     void scoredStateLaysOut() {
         StudioSession* session = window_->session();
         studio_test::openAndScore(*session, npw::PruneMethod::Flap);
+        // FLAP has no λ: the knob is off while its scores are shown.
+        QVERIFY(!window_->scoresPage()->sparsityControls()->lambdaEnabled());
         studio_test::openAndScore(*session, npw::PruneMethod::Numerical);
+        QVERIFY(window_->scoresPage()->sparsityControls()->lambdaEnabled());
+        session->setCurrentMethod(QStringLiteral("flap"));
+        QVERIFY(!window_->scoresPage()->sparsityControls()->lambdaEnabled());
+        session->setCurrentMethod(QStringLiteral("numerical"));
         QVERIFY(session->selection());
         window_->scoresPage()->layerSelection();
         // A short sweep (two windows of the held-out text) and a text comparison.
@@ -270,6 +358,11 @@ private slots:
         QVERIFY(session->runSweep(sweep));
         QVERIFY(studio_test::waitIdle(*session));
         QVERIFY(!session->sweepRows().empty());
+        // Perplexity relative to dense by default: the dense line at 1, the model and text in the title.
+        SweepPlotWidget* plot = window_->sweepPage()->sweepPlot();
+        QVERIFY(plot->denseBaselineShown());
+        QVERIFY(!plot->isLogScale());
+        QCOMPARE(plot->methods(), QStringList({QStringLiteral("numerical"), QStringLiteral("flap")}));
         TextRequest text;
         text.prompts = {QStringLiteral("And Jesus said unto them"), QStringLiteral("In the beginning")};
         text.tokens = 24;

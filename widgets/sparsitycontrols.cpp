@@ -209,6 +209,13 @@ void SparsityControls::setAlphaAndLambdaEnabled(bool enabled) {
     updateDefaultButton();  // enabled only with α, and away from the default
 }
 
+void SparsityControls::setLambdaEnabled(bool enabled) {
+    lambdaSlider_->setEnabled(enabled);
+    lambdaSpin_->setEnabled(enabled);
+}
+
+bool SparsityControls::lambdaEnabled() const { return lambdaSpin_->isEnabled(); }
+
 void SparsityControls::updateDefaultButton() {
     // The spin box rounds to its decimals: compare with a relative tolerance.
     alphaDefault_->setEnabled(alphaSpin_->isEnabled() && std::abs(alpha() - defaultAlpha_) > 1e-9 * defaultAlpha_);

@@ -26,10 +26,8 @@ LayerReportTable::LayerReportTable(QWidget* parent) : QTableWidget(parent) {
     horizontalHeaderItem(AttnLoss)->setToolTip(
         tr("‖X·ΔW‖²/N of o_proj after pruning, with the compensation (Theorem 3's L*, or FLAP's bias)"));
     horizontalHeaderItem(MlpLoss)->setToolTip(tr("‖X·ΔW‖²/N of down_proj after pruning, with the compensation"));
-    // Each column as wide as its numbers ("447 / 448", "1.95e-03"), the last one taking the rest.
-    horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-    horizontalHeader()->setStretchLastSection(true);
-    setMinimumWidth(320);
+    horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+    setMinimumWidth(340);  // "447 / 448" and "1.95e-03" whole in every column
     verticalHeader()->setDefaultSectionSize(fontMetrics().height() + 6);
     setSelectionBehavior(QAbstractItemView::SelectRows);
     setSelectionMode(QAbstractItemView::SingleSelection);

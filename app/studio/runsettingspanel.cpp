@@ -37,9 +37,9 @@ bool isBaselineItem(int item) { return item >= kBaselineItem; }
 RunSettingsPanel::RunSettingsPanel(QWidget* parent) : QWidget(parent) {
     source_ = new QLineEdit;
     source_->setObjectName(QStringLiteral("calibrationSource"));
-    source_->setPlaceholderText(tr("demo corpus (kjv-ot.txt)"));
+    source_->setPlaceholderText(tr("open a model first"));
     source_->setToolTip(tr("The calibration text (or a file of token ids): the layers' input statistics\n"
-                           "are gathered from windows of it. Empty: the demo models' training corpus.\n"
+                           "are gathered from windows of it. Empty: the demo models' training corpus (only the demo\nmodels have one; any other model needs a text in its language and domain).\n"
                            "A paper's train split as GPTQ prepares it: wikitext2:FILE, ptb:FILE or c4:FILE."));
     auto* browse = new QToolButton;
     browse->setText(QStringLiteral("…"));
@@ -250,3 +250,8 @@ void RunSettingsPanel::browseSource() {
 }
 
 void RunSettingsPanel::emitEdited() { emit settingsEdited(settings()); }
+
+void RunSettingsPanel::setModelDefaults(const npw::ModelDefaults& d) {
+    source_->setPlaceholderText(d.demo ? tr("demo corpus (%1)").arg(QFileInfo(QString::fromStdString(d.calibrationSource)).fileName())
+                                       : tr("required: a calibration text"));
+}

@@ -65,6 +65,9 @@ public:
     const std::optional<npw::WorkbenchSelection>& workbenchSelection() const { return selected_; }
     QString modelReference() const { return modelRef_; }
     QString device() const { return device_; }
+    // What the open model brings to empty fields (core's modelDefaults: the demo models' texts,
+    // nothing for any other model).
+    npw::ModelDefaults modelDefaults() const;
 
     studio::RunSettings settings() const { return settings_; }
     void setSettings(const studio::RunSettings& settings);
@@ -126,6 +129,9 @@ signals:
     // Each row as the sweep finishes it (JobRunner's typed channel), then kept in sweepRows().
     void sweepRowAvailable(const npw::SweepRow& row);
     void logMessage(const QString& text);
+    // An action refused before it started (no calibration text for a model without defaults):
+    // the window shows it as an error.
+    void refused(const QString& what, const QString& message);
     // A reopened workspace's Images part (JSON text) for the Images tab to restore.
     void imageWorkspaceRestored(const QByteArray& state);
     // A reopened workspace's Text part (JSON text): the Text tab's prompts and sampling.

@@ -253,7 +253,10 @@ void StudioWindow::connectSession() {
         showErrorDialog(title, message);
     });
     connect(&session_, &StudioSession::logMessage, this, &StudioWindow::appendLog);
+    connect(&session_, &StudioSession::refused, this, &StudioWindow::showError);
     connect(scoresPage_, &ScoresPage::logMessage, this, &StudioWindow::appendLog);
+    connect(scoresPage_, &ScoresPage::openModelRequested, this, &StudioWindow::chooseModelFile);
+    connect(scoresPage_, &ScoresPage::openDemoRequested, this, &StudioWindow::openModel);
     connect(imageSession_, &ImageSession::logMessage, this, &StudioWindow::appendLog);
     connect(imagesPage_, &ImagesPage::errorOccurred, this, &StudioWindow::showError);
     connect(textPage_, &TextPage::errorOccurred, this, &StudioWindow::showError);
@@ -290,6 +293,11 @@ void StudioWindow::showArchitecture() {
 
 void StudioWindow::onModelChanged() {
     showArchitecture();
+    // The demo models' texts and prompt for them, empty fields with a hint for any other model.
+    const npw::ModelDefaults defaults = session_.modelDefaults();
+    runSettings_->setModelDefaults(defaults);
+    sweepPage_->setModelDefaults(defaults);
+    textPage_->setModelDefaults(defaults);
     setWindowTitle(tr("%1 — npw-studio").arg(session_.modelReference()));
     addRecent(session_.modelReference());
     updateRunState();
