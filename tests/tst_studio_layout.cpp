@@ -28,6 +28,7 @@
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QSignalSpy>
+#include <QTemporaryDir>
 #include <QApplication>
 #include <QDir>
 #include <QLabel>
@@ -329,11 +330,33 @@ private slots:
         sweep.ratios = {0.2};
         QVERIFY(!session->runSweep(sweep));
         QCOMPARE(refused.count(), 2);
-        // A user-written prompt survives the next model.
+        // A user-written prompt survives the next model; the error box of the refusal closes when
+        // the next job starts.
+        QVERIFY(window.errorDialog()->isVisible());
         prompts->setPlainText(QStringLiteral("Once upon a time"));
         window.openModel(QStringLiteral("demo:lm"));
+        QVERIFY(!window.errorDialog()->isVisible());
         QVERIFY(studio_test::waitIdle(*session));
         QCOMPARE(prompts->toPlainText(), QStringLiteral("Once upon a time"));
+
+        // Ctrl+E while a number field has the focus still exports (here: nothing to export yet).
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        window.activateWindow();
+        auto* samples = window.findChild<QLineEdit*>(QStringLiteral("ablationSamples"));
+        QVERIFY(samples);
+        window.showTab(1);
+        samples->setFocus();
+        QTRY_VERIFY(samples->hasFocus());
+        QTest::keyClick(samples, Qt::Key_E, Qt::ControlModifier);
+        QTRY_VERIFY(window.log()->toPlainText().contains(QStringLiteral("Nothing to export")));
+        // A file name typed into an ablation field does not land there: only numbers and commas.
+        samples->clear();
+        QTest::keyClicks(samples, QStringLiteral("/tmp/plot.png"));
+        QVERIFY(!samples->text().contains(QLatin1Char('p')));
+        samples->clear();
+        QTest::keyClicks(samples, QStringLiteral("16,64"));
+        QCOMPARE(samples->text(), QStringLiteral("16,64"));
     }
 
     void scoredStateLaysOut() {
@@ -370,6 +393,11 @@ private slots:
         QVERIFY(window_->textPage()->generate());
         QVERIFY(studio_test::waitIdle(*session));
         checkAllTabs(QStringLiteral("scored"));
+        // Results not in a workspace (the window asks before quitting) until saved.
+        QVERIFY(session->hasUnsavedResults());
+        QTemporaryDir dir;
+        window_->saveWorkspace(dir.filePath(QStringLiteral("w.npw.json")));
+        QVERIFY(!session->hasUnsavedResults());
     }
 };
 

@@ -70,6 +70,7 @@ void StudioSession::resetModelState() {
     layerReports_.clear();
     ++reportGeneration_;
     sweepRows_.clear();
+    unsaved_ = false;
     emit scoresChanged();
     emit sweepCleared();
 }
@@ -172,6 +173,7 @@ QString StudioSession::recomputeReason() const {
 
 void StudioSession::addScores(npw::ComputedScores scores) {
     current_ = qs(workbench_.addScores(std::move(scores)));
+    unsaved_ = true;
     emit scoresChanged();
     reselect();
 }
@@ -306,6 +308,7 @@ bool StudioSession::runSweep(const SweepRequest& asked) {
 
 void StudioSession::addSweepRow(npw::SweepRow row) {
     sweepRows_.push_back(std::move(row));
+    unsaved_ = true;
     emit logMessage(qs(npw::sweepRowSummary(sweepRows_.back())));
     emit sweepRowAvailable(sweepRows_.back());
 }
@@ -409,6 +412,7 @@ void StudioSession::saveWorkspace(const QString& path, const nlohmann::json& ima
     guard.check(path.toStdString(), "the workspace");
     guard.check(npw::workspaceStatsPath(path.toStdString()), "the workspace's statistics");
     npw::writeWorkspace(path.toStdString(), w, workbench_.calibration().stats.get(), sources);
+    unsaved_ = false;
 }
 
 bool StudioSession::openWorkspace(const QString& path) {
@@ -466,4 +470,5 @@ void StudioSession::applyRestored(npw::LoadedWorkspace r) {
         sweepRows_.push_back(row);
         emit sweepRowAvailable(row);
     }
+    unsaved_ = false;  // as saved
 }

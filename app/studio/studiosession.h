@@ -107,6 +107,9 @@ public:
     void saveWorkspace(const QString& path, const nlohmann::json& images = nullptr,
                        const std::string& imageSource = {}, const nlohmann::json& text = nullptr) const;
     void exportSweepCsv(const QString& path) const;
+    // Scores or sweep rows computed since the model or workspace was opened or last saved (the
+    // window offers to save them before quitting).
+    bool hasUnsavedResults() const { return unsaved_; }
     // Every file this session reads (the model, the Run settings' calibration text, the last
     // sweep's evaluation texts): what no output of the session may be (core/util/output_guard.h).
     npw::OutputGuard outputGuard() const;
@@ -162,5 +165,6 @@ private:
     std::vector<npw::LayerPruneReport> layerReports_;
     std::atomic<quint64> reportGeneration_{0};  // stale loss results are dropped (read by the loss job)
     std::vector<npw::SweepRow> sweepRows_;
-    std::vector<std::string> sweepEvalSources_;  // the last sweep's --eval specs (outputGuard)
+    std::vector<std::string> sweepEvalSources_;
+    mutable bool unsaved_ = false;  // saveWorkspace (const: it changes no result) clears it  // the last sweep's --eval specs (outputGuard)
 };

@@ -23,6 +23,9 @@
 #include <QFileInfo>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QLineEdit>
+#include <QAbstractSpinBox>
+#include <QKeyEvent>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QMimeData>
@@ -59,12 +62,17 @@ StudioWindow::StudioWindow(bool persistSettings, QWidget* parent) : QMainWindow(
     buildDocks();
     buildActions();
     connectSession();
+    qApp->installEventFilter(this);
     const QScreen* screen = this->screen() ? this->screen() : QGuiApplication::primaryScreen();
     const QRect available = screen ? screen->availableGeometry() : QRect(0, 0, 1600, 1000);
     resize(initialSize(available));
     // On a laptop's screen (768 px or less) the plots need the toolbar's height more than the
     // menus need a second place: View ▸ Toolbar shows it again.
     if (available.height() < 860) mainToolBar_->hide();
+    // The Run settings whole (no scroll bar over the Run button) where the height allows; the
+    // Model and Log docks share the rest.
+    if (auto* runDock = findChild<QDockWidget*>(QStringLiteral("runDock")))
+        resizeDocks({runDock}, {runSettings_->sizeHint().height() + 8}, Qt::Vertical);
     if (persist_) restoreSettings();
     updateRunState();
 }
@@ -226,6 +234,8 @@ void StudioWindow::buildActions() {
 void StudioWindow::connectSession() {
     JobRunner* jobs = session_.jobs();
     connect(jobs, &JobRunner::started, this, [this](const QString& title) {
+        // An error box of an earlier action does not stay open over further work (it is in the log).
+        if (errorDialog_) errorDialog_->hide();
         stage_->setText(title);
         progress_->setRange(0, 0);  // busy until the first report says how far
         eta_->clear();
@@ -394,9 +404,48 @@ QImage StudioWindow::grabWithDialogs() {
 }
 
 void StudioWindow::closeEvent(QCloseEvent* event) {
+    // Quitting (Ctrl+Q, the window's close button) with scores or sweep rows not saved in a
+    // workspace: offer to save them. Not in the scripted demo and the tests (persist_ off).
+    if (persist_ && session_.hasUnsavedResults()) {
+        const auto answer = QMessageBox::question(
+            this, tr("npw-studio"),
+            tr("The scores and sweep results of %1 are not saved in a workspace. Save them before quitting?")
+                .arg(session_.modelReference()),
+            QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel, QMessageBox::Save);
+        if (answer == QMessageBox::Cancel) {
+            event->ignore();
+            return;
+        }
+        if (answer == QMessageBox::Save) {
+            chooseWorkspaceToSave();
+            if (session_.hasUnsavedResults()) {  // the save dialog was cancelled, or the save failed
+                event->ignore();
+                return;
+            }
+        }
+    }
     session_.cancel();
     if (persist_) saveSettings();
     event->accept();
+}
+
+bool StudioWindow::eventFilter(QObject* watched, QEvent* event) {
+    if (event->type() != QEvent::ShortcutOverride) return QMainWindow::eventFilter(watched, event);
+    auto* key = static_cast<QKeyEvent*>(event);
+    auto* widget = qobject_cast<QWidget*>(watched);
+    // Only fields of this window, and only keys with Ctrl that are one of its actions' shortcuts
+    // and no editing key (copy, paste, undo, select all stay the field's).
+    if (!widget || widget->window() != this || !(key->modifiers() & Qt::ControlModifier)) return false;
+    if (!qobject_cast<QLineEdit*>(widget) && !qobject_cast<QAbstractSpinBox*>(widget->parentWidget()) &&
+        !qobject_cast<QAbstractSpinBox*>(widget))
+        return false;
+    for (QKeySequence::StandardKey edit : {QKeySequence::Copy, QKeySequence::Paste, QKeySequence::Cut, QKeySequence::Undo,
+                                           QKeySequence::Redo, QKeySequence::SelectAll})
+        if (key->matches(edit)) return false;
+    const QKeySequence pressed(key->keyCombination());
+    for (QAction* action : findChildren<QAction*>())
+        if (action->isEnabled() && action->shortcut() == pressed) return true;  // not accepted: the shortcut fires
+    return false;
 }
 
 void StudioWindow::dragEnterEvent(QDragEnterEvent* event) {

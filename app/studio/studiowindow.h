@@ -69,6 +69,9 @@ public slots:
 
 protected:
     void closeEvent(QCloseEvent* event) override;
+    // Lets the window's shortcuts (Ctrl+E, Ctrl+D, …) through while a text or number field has
+    // the focus: a line edit claims Ctrl+E (end of line) and Ctrl+D (delete) for itself.
+    bool eventFilter(QObject* watched, QEvent* event) override;
     void dragEnterEvent(QDragEnterEvent* event) override;
     void dropEvent(QDropEvent* event) override;
 

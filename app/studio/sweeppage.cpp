@@ -10,6 +10,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
+#include <QRegularExpressionValidator>
 #include <QSettings>
 #include <QSpinBox>
 #include <QSplitter>
@@ -81,15 +82,22 @@ SweepPage::SweepPage(StudioSession* session, QWidget* parent) : QWidget(parent),
     windows_->setSpecialValueText(tr("all"));
     windows_->setToolTip(tr("A cap on the evaluation windows (2048 tokens, capped at the model's context, as npw eval)\n"
                             "of each held-out text; \"all\" is the papers' protocol. Fewer is faster; every row records the cap."));
-    auto axis = [](const QString& tip) {
+    // Numbers and commas only: a file name typed into the wrong field is refused as it is typed,
+    // not skipped silently when the sweep runs.
+    auto* numbers = new QRegularExpressionValidator(QRegularExpression(QStringLiteral("[0-9eE.,+\\- ]*")), this);
+    ratios_->setValidator(numbers);
+    auto axis = [numbers](const QString& tip) {
         auto* edit = new QLineEdit;
         edit->setPlaceholderText(tr("as set"));
         edit->setToolTip(tip);
         edit->setMaximumWidth(110);
+        edit->setValidator(numbers);
         return edit;
     };
+    ratios_->setObjectName(QStringLiteral("sweepRatios"));
     samples_ = axis(tr("Ablation: calibration samples, comma-separated (e.g. 16,64,128).\n"
                        "Empty: the Run settings' value. One curve per value."));
+    samples_->setObjectName(QStringLiteral("ablationSamples"));
     seqlens_ = axis(tr("Ablation: calibration sequence lengths, comma-separated (e.g. 64,128).\n"
                        "Empty: the Run settings' value. One curve per value."));
     lambdas_ = axis(tr("Ablation: λ of the numerical score, comma-separated (e.g. 1e-4,1,100).\n"
