@@ -40,6 +40,7 @@
 #include <QStyle>
 #include <QTabWidget>
 #include <QTime>
+#include <QTimer>
 #include <QToolBar>
 #include <QVBoxLayout>
 #include <cmath>
@@ -71,8 +72,17 @@ StudioWindow::StudioWindow(bool persistSettings, QWidget* parent) : QMainWindow(
     if (available.height() < 860) mainToolBar_->hide();
     // The Run settings whole (no scroll bar over the Run button) where the height allows; the
     // Model and Log docks share the rest.
-    if (auto* runDock = findChild<QDockWidget*>(QStringLiteral("runDock")))
-        resizeDocks({runDock}, {runSettings_->sizeHint().height() + 8}, Qt::Vertical);
+    // Once laid out (the docks have no heights before the window is shown); a layout the user
+    // saved stays as it was.
+    if (!(persist_ && QSettings().contains(QStringLiteral("window/state")))) QTimer::singleShot(0, this, [this] {
+        auto* modelDock = findChild<QDockWidget*>(QStringLiteral("modelDock"));
+        auto* runDock = findChild<QDockWidget*>(QStringLiteral("runDock"));
+        auto* logDock = findChild<QDockWidget*>(QStringLiteral("logDock"));
+        if (!modelDock || !runDock || !logDock) return;
+        const int total = modelDock->height() + runDock->height() + logDock->height();
+        const int run = std::min(runSettings_->sizeHint().height() + 24, total * 3 / 5);
+        resizeDocks({modelDock, runDock, logDock}, {(total - run) / 2, run, (total - run) / 2}, Qt::Vertical);
+    });
     if (persist_) restoreSettings();
     updateRunState();
 }
