@@ -156,7 +156,8 @@ studio::RunSettings DemoScript::scriptSettings() const {
     // A model of one's own has no calibration text: the script names the demo corpus, as a user
     // would name one (the demo models read an empty field as that corpus anyway).
     studio::RunSettings settings = window_->session()->settings();
-    if (settings.calibration.source.empty()) settings.calibration.source = studio::defaultCalibrationSource();
+    if (settings.calibration.source.empty() && !window_->session()->modelDefaults().demo)
+        settings.calibration.source = studio::defaultCalibrationSource();
     return settings;
 }
 
