@@ -36,6 +36,8 @@ inline void openAndScore(StudioSession& session, npw::PruneMethod method = npw::
     }
     studio::RunSettings s = session.settings();
     s.calibration = smallSettings().calibration;
+    // A copy of a demo model is a model of one's own: it has no calibration text of its own.
+    if (!session.modelDefaults().demo) s.calibration.source = studio::defaultCalibrationSource();
     s.prune.method = method;
     session.setSettings(s);
     QVERIFY(session.runScoring());

@@ -261,6 +261,11 @@ void TestStudioWindow::imagesTabComparesDenseAndPruned() {
     QVERIFY(first.prunedParameters < first.denseParameters);
     QVERIFY(page->pair()->hasImages());
     QCOMPARE(page->pair()->leftImage().size(), page->pair()->rightImage().size());
+    // One image per class: the tiles grow so that the longest class label ("T-shirt/top", about
+    // 6 px a character) fits over its row instead of being cut at the grid's edge.
+    int longest = 0;
+    for (const QString& name : images->classNames()) longest = std::max(longest, int(name.size()));
+    QVERIFY(page->pair()->leftImage().width() >= 6 * longest + 4);
     const QString png = dir.path() + "/comparison.png";
     QVERIFY(page->saveComparison(png));
     QImage saved(png);

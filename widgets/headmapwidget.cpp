@@ -66,7 +66,7 @@ HeadMapWidget::HeadMapWidget(LayerSelection* selection, QWidget* parent)
     connect(plot_, &QCustomPlot::mousePress, this, &HeadMapWidget::onMousePress);
     connect(selection_, &LayerSelection::currentLayerChanged, this, &HeadMapWidget::showCurrentLayer);
 
-    setMinimumSize(320, 220);
+    setMinimumSize(260, 150);
     restyle();
     updateTitle();
 }

@@ -56,7 +56,7 @@ LayerOverviewWidget::LayerOverviewWidget(LayerSelection* selection, QWidget* par
     connect(plot_, &QCustomPlot::mouseMove, this, &LayerOverviewWidget::onMouseMove);
     connect(plot_, &QCustomPlot::mousePress, this, &LayerOverviewWidget::onMousePress);
     connect(selection_, &LayerSelection::currentLayerChanged, this, &LayerOverviewWidget::showCurrentLayer);
-    setMinimumSize(320, 220);
+    setMinimumSize(260, 150);
     restyle();
 }
 

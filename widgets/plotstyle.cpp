@@ -23,7 +23,133 @@ void styleAxis(QCPAxis* axis, const QPalette& palette) {
     axis->grid()->setZeroLinePen(Qt::NoPen);
 }
 
+// `text` broken into lines at spaces so that each line is at most `room` pixels wide (a word
+// longer than that stays whole).
+QString breakIntoLines(const QString& text, const QFont& font, int room) {
+    const QFontMetrics fm(font);
+    if (room <= 0 || fm.horizontalAdvance(text) <= room) return text;
+    QStringList lines;
+    QString line;
+    for (const QString& word : text.split(QLatin1Char(' '), Qt::SkipEmptyParts)) {
+        const QString longer = line.isEmpty() ? word : line + QLatin1Char(' ') + word;
+        if (!line.isEmpty() && fm.horizontalAdvance(longer) > room) {
+            lines << line;
+            line = word;
+        } else {
+            line = longer;
+        }
+    }
+    if (!line.isEmpty()) lines << line;
+    return lines.join(QLatin1Char('\n'));
+}
+
+// The text an element was given, and the lines it was last broken into: a text set since (the
+// widget's own, e.g. a new title) is the new whole text.
+QString wholeText(QObject* owner, const QString& shown) {
+    const QString broken = owner->property("npwBrokenText").toString();
+    if (shown != broken || !owner->property("npwWholeText").isValid()) owner->setProperty("npwWholeText", shown);
+    return owner->property("npwWholeText").toString();
+}
+
+void setBroken(QObject* owner, const QString& text) { owner->setProperty("npwBrokenText", text); }
+
+// An axis's label broken into lines of at most `room` pixels, and its ticks thinned to what
+// `room` holds without their labels touching (the widget's own tick count when there is room).
+bool fitAxis(QCPAxis* axis, int room) {
+    bool changed = false;
+    if (!axis->label().isEmpty() || axis->property("npwWholeText").isValid()) {
+        const QString whole = wholeText(axis, axis->label());
+        const QString broken = breakIntoLines(whole, axis->labelFont(), room - 8);
+        setBroken(axis, broken);
+        if (broken != axis->label()) {
+            axis->setLabel(broken);
+            changed = true;
+        }
+    }
+    QSharedPointer<QCPAxisTicker> ticker = axis->ticker();
+    if (!ticker || !axis->visible() || !axis->tickLabels() || room <= 0) return changed;
+    // A new ticker (the widget set one) brings its own tick count: remember it.
+    const auto id = quintptr(ticker.data());
+    if (axis->property("npwTicker").value<quintptr>() != id) {
+        axis->setProperty("npwTicker", QVariant::fromValue(id));
+        axis->setProperty("npwTickCount", ticker->tickCount());
+    }
+    const QFontMetrics fm(axis->tickLabelFont());
+    int labelSize = fm.height();
+    if (axis->orientation() == Qt::Horizontal) {
+        labelSize = fm.horizontalAdvance(QStringLiteral("0.00"));
+        for (const QString& label : axis->tickVectorLabels()) labelSize = std::max(labelSize, fm.horizontalAdvance(label));
+    }
+    const int fits = std::max(2, room / (labelSize + (axis->orientation() == Qt::Horizontal ? 16 : 10)));
+    const int count = std::min(axis->property("npwTickCount").toInt(), fits);
+    if (ticker->tickCount() != count) {
+        ticker->setTickCount(count);
+        changed = true;
+    }
+    return changed;
+}
+
+// Before each replot of a plot: the legend takes as many columns as fit its width, and each text
+// longer than its room (the title, an axis label, the colour scale's label) breaks into lines,
+// so that nothing is cut at a laptop's window size and every text is whole again when there is room.
+void fitTexts(QCustomPlot& plot) {
+    const int width = plot.viewport().width() - 12, height = plot.viewport().height() - 12;
+    if (width <= 0 || height <= 0) return;
+    bool changed = false;
+    for (QCPLayoutElement* element : plot.plotLayout()->elements(true)) {
+        if (auto* title = qobject_cast<QCPTextElement*>(element)) {
+            const QString whole = wholeText(title, title->text());
+            const QString broken = breakIntoLines(whole, title->font(), width);
+            setBroken(title, broken);
+            if (broken != title->text()) {
+                title->setText(broken);
+                changed = true;
+            }
+        } else if (auto* legend = qobject_cast<QCPLegend*>(element)) {
+            // Columns first, each as wide as its widest item: the most columns whose widths fit.
+            const int count = legend->itemCount();
+            int columns = std::max(1, count);
+            for (; columns > 1; --columns) {
+                int total = legend->margins().left() + legend->margins().right();
+                for (int c = 0; c < columns; ++c) {
+                    int widest = 0;
+                    for (int i = c; i < count; i += columns)
+                        if (QCPAbstractLegendItem* item = legend->item(i))
+                            widest = std::max(widest, item->minimumOuterSizeHint().width());
+                    total += widest + (c > 0 ? legend->columnSpacing() : 0);
+                }
+                if (total <= width) break;
+            }
+            if (legend->wrap() != columns) {
+                legend->setWrap(columns);
+                changed = true;
+            }
+        } else if (auto* scale = qobject_cast<QCPColorScale*>(element)) {
+            changed |= fitAxis(scale->axis(), scale->rect().height() > 0 ? scale->rect().height() : height);
+        }
+        if (auto* rect = qobject_cast<QCPAxisRect*>(element)) {
+            for (QCPAxis* axis : rect->axes()) {
+                const bool horizontal = axis->orientation() == Qt::Horizontal;
+                const int room = horizontal ? (rect->width() > 0 ? rect->width() : width)
+                                            : (rect->height() > 0 ? rect->height() : height);
+                changed |= fitAxis(axis, room);
+            }
+        }
+    }
+    // The sizes above are of the last layout: when a text changed, draw once more with the new one.
+    if (changed) plot.replot(QCustomPlot::rpQueuedReplot);
+}
+
 } // namespace
+
+void fitTextsToSize(QCustomPlot& plot) {
+    if (plot.property("npwFitsTexts").toBool()) return;
+    plot.setProperty("npwFitsTexts", true);
+    // The layout's own minimum is the texts' unbroken width: the plot may be narrower, and then
+    // breaks them.
+    plot.setMinimumSize(200, 120);
+    QObject::connect(&plot, &QCustomPlot::beforeReplot, &plot, [&plot] { fitTexts(plot); });
+}
 
 bool isDark(const QPalette& palette) { return palette.color(QPalette::Base).lightness() < 128; }
 
@@ -111,6 +237,7 @@ void placeLegendAbovePlot(QCustomPlot& plot, int row) {
     legendRow->addElement(0, 2, new QCPLayoutElement(&plot));
     legendRow->setColumnStretchFactors({1, 0.001, 1});
     plot.legend->setFillOrder(QCPLegend::foColumnsFirst);
+    fitTextsToSize(plot);  // the legend's columns follow the width
     plot.legend->setWrap(6);
     plot.legend->setMargins(QMargins(4, 0, 4, 0));
     plot.legend->setRowSpacing(0);

@@ -32,6 +32,10 @@ QCPTextElement* addTitle(QCustomPlot& plot, const QString& text);
 // Moves the legend out of the axis rect into its own row above it, entries side by side, so
 // it never covers data.
 void placeLegendAbovePlot(QCustomPlot& plot, int row);
+// Before every replot, fits the plot's texts to its size: the legend wraps into the columns that
+// fit, and a title, axis label or colour-scale label longer than its room breaks into lines at
+// spaces (whole again when the plot grows). placeLegendAbovePlot installs it.
+void fitTextsToSize(QCustomPlot& plot);
 // Text colour, and a translucent background so that a label stays legible over data.
 void styleLabel(QCPItemText& label, const QPalette& palette);
 // Integer ticks for `count` layers or units: every one up to 16, else multiples.

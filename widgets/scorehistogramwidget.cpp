@@ -47,7 +47,7 @@ ScoreHistogramWidget::ScoreHistogramWidget(LayerSelection* selection, QWidget* p
     title_ = plotstyle::addTitle(*plot_, QString());
 
     connect(selection_, &LayerSelection::currentLayerChanged, this, &ScoreHistogramWidget::showLayer);
-    setMinimumSize(320, 220);
+    setMinimumSize(260, 150);
     restyle();
     showLayer(selection_->currentLayer());
 }
@@ -114,8 +114,8 @@ void ScoreHistogramWidget::showLayer(int layer) {
     if (below + above > 0) {
         const npw::ValueRange all = npw::valueRange(view.scores);
         QStringList parts;
-        if (below > 0) parts << tr("first bar includes %1 lower scores (min %2)").arg(below).arg(all.lo, 0, 'g', 4);
-        if (above > 0) parts << tr("last bar includes %1 higher scores (max %2)").arg(above).arg(all.hi, 0, 'g', 4);
+        if (below > 0) parts << tr("first bar includes %1 lower\nscores (min %2)").arg(below).arg(all.lo, 0, 'g', 4);
+        if (above > 0) parts << tr("last bar includes %1 higher\nscores (max %2)").arg(above).arg(all.hi, 0, 'g', 4);
         outlierNote_->setText(parts.join(QLatin1Char('\n')));
         // In the corner farther from the threshold line.
         const bool left = !lineShown || threshold >= 0.5 * (range.lo + range.hi);

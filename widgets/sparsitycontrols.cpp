@@ -100,6 +100,9 @@ SparsityControls::SparsityControls(QWidget* parent) : QWidget(parent) {
 
     auto* grid = new QGridLayout(this);
     grid->setColumnStretch(1, 1);
+    // Tight rows: on a laptop's screen every pixel of height goes to the plots below.
+    grid->setContentsMargins(0, 2, 0, 2);
+    grid->setVerticalSpacing(2);
     auto addRow = [grid](int row, const QString& label, const char* help, QWidget* slider, QWidget* spin) {
         auto* name = new QLabel(label);
         name->setBuddy(spin);
@@ -205,6 +208,13 @@ void SparsityControls::setAlphaAndLambdaEnabled(bool enabled) {
         w->setEnabled(enabled);
     updateDefaultButton();  // enabled only with α, and away from the default
 }
+
+void SparsityControls::setLambdaEnabled(bool enabled) {
+    lambdaSlider_->setEnabled(enabled);
+    lambdaSpin_->setEnabled(enabled);
+}
+
+bool SparsityControls::lambdaEnabled() const { return lambdaSpin_->isEnabled(); }
 
 void SparsityControls::updateDefaultButton() {
     // The spin box rounds to its decimals: compare with a relative tolerance.

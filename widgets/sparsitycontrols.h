@@ -42,6 +42,9 @@ public slots:
     void resetAlpha() { setAlpha(defaultAlpha_); }
     // Whether α, its reading and λ take part (a method that selects by ρ alone: off, greyed).
     void setAlphaAndLambdaEnabled(bool enabled);
+    // Whether λ takes part: only the numerical score has one (FLAP, Wanda-sp, … ignore it).
+    void setLambdaEnabled(bool enabled);
+    bool lambdaEnabled() const;
 
 signals:
     // After one or more settings changed: once per event-loop turn, with all four values, and

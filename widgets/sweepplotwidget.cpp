@@ -35,7 +35,7 @@ SweepPlotWidget::SweepPlotWidget(QWidget* parent)
     plot_->legend->setVisible(true);
     plotstyle::placeLegendAbovePlot(*plot_, 0);
     title_ = plotstyle::addTitle(*plot_, tr("Perplexity against sparsity"));
-    setMinimumSize(360, 260);
+    setMinimumSize(300, 220);
     restyle();
 }
 
@@ -62,7 +62,15 @@ void SweepPlotWidget::styleSeries(Series& s) {
     QColor band = color;
     band.setAlphaF(plotstyle::isDark(palette()) ? 0.28 : 0.2);
     s.mean->setPen(QPen(color, 2));
-    s.mean->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, color, palette().color(QPalette::Base), 7));
+    // A shape per method, and earlier methods a little larger: two methods at the same sparsity
+    // and value show both markers, one inside the other.
+    static const QCPScatterStyle::ScatterShape shapes[] = {QCPScatterStyle::ssCircle, QCPScatterStyle::ssSquare,
+                                                           QCPScatterStyle::ssTriangle, QCPScatterStyle::ssDiamond,
+                                                           QCPScatterStyle::ssTriangleInverted, QCPScatterStyle::ssCross};
+    const int shapeCount = int(sizeof(shapes) / sizeof(shapes[0]));
+    const double size = std::max(6.0, 11.0 - 1.5 * (s.colorIndex % shapeCount));
+    s.mean->setScatterStyle(
+        QCPScatterStyle(shapes[s.colorIndex % shapeCount], QPen(color, 1.6), QBrush(Qt::NoBrush), size));
     s.upper->setPen(Qt::NoPen);
     s.lower->setPen(Qt::NoPen);
     s.upper->setBrush(band);
@@ -81,14 +89,14 @@ void SweepPlotWidget::addPoint(const QString& method, double sparsity, double me
     plot_->replot(QCustomPlot::rpQueuedReplot);
 }
 
-void SweepPlotWidget::setDenseBaseline(double perplexity) {
+void SweepPlotWidget::setDenseBaseline(double perplexity, const QString& legendName) {
     densePerplexity_ = perplexity;
     const bool shown = std::isfinite(perplexity) && (perplexity > 0 || !logScale_);
     denseLine_->setVisible(shown);
     if (shown) {
         denseLine_->point1->setCoords(0, perplexity);
         denseLine_->point2->setCoords(1, perplexity);
-        denseLegendEntry_->setName(tr("dense model (%1)").arg(perplexity, 0, 'g', 4));
+        denseLegendEntry_->setName(legendName.isEmpty() ? tr("dense model (%1)").arg(perplexity, 0, 'g', 4) : legendName);
         denseLegendEntry_->addToLegend();
     } else {
         denseLegendEntry_->removeFromLegend();
@@ -120,6 +128,8 @@ void SweepPlotWidget::clear() {
     }
     series_.clear();
     order_.clear();
+    for (QCPItemText* label : clipLabels_) plot_->removeItem(label);
+    clipLabels_.clear();
     setDenseBaseline(std::numeric_limits<double>::quiet_NaN());
 }
 
@@ -147,11 +157,44 @@ void SweepPlotWidget::updateRanges() {
     if (!std::isfinite(yMin) || !std::isfinite(yMax) || (logScale_ && yMax <= 0)) return;  // nothing to show yet
     // Starts at 0% (the dense model); a little room above and below the data.
     plot_->xAxis->setRange(0, std::max(xMax, 5.0) * 1.05);
+    for (QCPItemText* label : clipLabels_) plot_->removeItem(label);
+    clipLabels_.clear();
     if (logScale_) {
         plot_->yAxis->setRange(yMin / 1.08, yMax * 1.08);
     } else {
+        // Outliers (more than 3× the median point) would squeeze every other curve into a strip:
+        // the axis stops above the rest, and each outlier is marked at the top edge with its value.
+        std::vector<double> values;
+        for (const Series& s : series_)
+            for (auto it = s.mean->data()->constBegin(); it != s.mean->data()->constEnd(); ++it) values.push_back(it->value);
+        if (values.size() >= 3) {
+            std::vector<double> sorted = values;
+            std::nth_element(sorted.begin(), sorted.begin() + long(sorted.size() / 2), sorted.end());
+            const double median = sorted[sorted.size() / 2];
+            const double cap = 3.0 * median;
+            if (median > 0 && yMax > cap) {
+                double kept = denseLine_->visible() ? densePerplexity_ : -std::numeric_limits<double>::infinity();
+                for (double v : values)
+                    if (v <= cap) kept = std::max(kept, v);
+                yMax = kept;
+                for (const Series& s : series_)
+                    for (auto it = s.mean->data()->constBegin(); it != s.mean->data()->constEnd(); ++it) {
+                        if (it->value <= cap) continue;
+                        auto* label = new QCPItemText(plot_);
+                        label->setClipToAxisRect(false);
+                        label->position->setTypeX(QCPItemPosition::ptPlotCoords);
+                        label->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
+                        label->position->setCoords(it->key, 0.0);
+                        label->setPositionAlignment(Qt::AlignHCenter | Qt::AlignTop);
+                        label->setText(QStringLiteral("▲ %1").arg(it->value, 0, 'g', 4));
+                        label->setColor(s.mean->pen().color());
+                        clipLabels_.push_back(label);
+                    }
+            }
+        }
         const double pad = std::max(0.06 * (yMax - yMin), 1e-3 * std::max(std::abs(yMax), 1.0));
-        plot_->yAxis->setRange(yMin - pad, yMax + pad);
+        // Room at the top for the outliers' marks.
+        plot_->yAxis->setRange(yMin - pad, yMax + pad * (clipLabels_.isEmpty() ? 1 : 3));
     }
 }
 

@@ -28,12 +28,16 @@ public:
     // when they were of another quantity.
     void setQuantity(const QString& title, const QString& axisLabel, bool logScale);
     bool isLogScale() const { return logScale_; }
-    // The unpruned model's perplexity; a non-finite value hides the line.
-    void setDenseBaseline(double perplexity);
+    // The unpruned model's perplexity; a non-finite value hides the line. `legendName`: the
+    // legend's words for it (default "dense model (VALUE)").
+    void setDenseBaseline(double perplexity, const QString& legendName = QString());
     void clear();
 
     QStringList methods() const { return order_; }
     int pointCount(const QString& method) const;
+    // On a linear axis, points far above the rest (more than 3× the median of all points) are
+    // drawn at the top edge with their value, so that they do not squeeze the others: how many.
+    int clippedPointCount() const { return int(clipLabels_.size()); }
     bool denseBaselineShown() const;
 
     // The plot as a file; width/height 0 = the widget's current size. False when the file
@@ -61,6 +65,7 @@ private:
     QCPGraph* denseLegendEntry_;  // no data: gives the dense line a legend entry
     QCPItemStraightLine* denseLine_;
     QCPTextElement* title_;
+    QList<class QCPItemText*> clipLabels_;  // "▲ value" of the points above the axis
     QMap<QString, Series> series_;
     QStringList order_;  // methods in the order they arrived (legend and colour order)
     double densePerplexity_;

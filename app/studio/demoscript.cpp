@@ -76,7 +76,7 @@ void DemoScript::onJobFinished(const QString&) {
         if (step_ <= 3) {  // demo:lm is open: FLAP, Wanda-sp, then the numerical scores (shown last)
             const npw::PruneMethod methods[] = {npw::PruneMethod::Flap, npw::PruneMethod::WandaSp,
                                                 npw::PruneMethod::Numerical};
-            studio::RunSettings settings = session->settings();
+            studio::RunSettings settings = scriptSettings();
             settings.prune.method = methods[step_ - 1];
             session->setSettings(settings);
             window_->runSettings()->setSettings(settings);
@@ -106,7 +106,7 @@ void DemoScript::onJobFinished(const QString&) {
             if (b != last) order.push_back(b);
         order.push_back(last);
         if (step_ <= 3) {
-            studio::RunSettings settings = session->settings();
+            studio::RunSettings settings = scriptSettings();
             settings.baseline = order[step_ - 1];
             scoreWith(settings);
             return;
@@ -117,7 +117,7 @@ void DemoScript::onJobFinished(const QString&) {
         if (step_ == 1 || step_ == 2) {
             // scores: FLAP first, then the numerical method. box: the closed form, then the
             // box-constrained z solved at ρ = 0.3. Both sets stay; the second is shown.
-            studio::RunSettings settings = session->settings();
+            studio::RunSettings settings = scriptSettings();
             settings.prune.method = step_ == 1 && !box ? npw::PruneMethod::Flap : npw::PruneMethod::Numerical;
             settings.prune.boxConstrained = box && step_ == 2;
             scoreWith(settings);
@@ -137,6 +137,8 @@ void DemoScript::onJobFinished(const QString&) {
             request.seeds = 1;
             request.evaluation.maxWindows = 8;  // a window cap, for a quick demo (every row records it)
             request.zeroShotTask = studio::defaultZeroShotTask();  // accuracy beside perplexity
+            request.evalSources = {"text:" + studio::defaultEvaluationSource()};
+            session->setSettings(scriptSettings());
             request.measureSpeed = true;                           // and Figure 5 below it
             window_->sweepPage()->setSweepRequest(request);
             // A second for the window to finish drawing the opened model: the sweep times the dense
@@ -148,6 +150,15 @@ void DemoScript::onJobFinished(const QString&) {
     }
     // The per-layer losses arrive a moment after the last selection; let them and the plots settle.
     QTimer::singleShot(1500, this, &DemoScript::finish);
+}
+
+studio::RunSettings DemoScript::scriptSettings() const {
+    // A model of one's own has no calibration text: the script names the demo corpus, as a user
+    // would name one (the demo models read an empty field as that corpus anyway).
+    studio::RunSettings settings = window_->session()->settings();
+    if (settings.calibration.source.empty() && !window_->session()->modelDefaults().demo)
+        settings.calibration.source = studio::defaultCalibrationSource();
+    return settings;
 }
 
 void DemoScript::scoreWith(const studio::RunSettings& settings) {

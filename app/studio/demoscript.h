@@ -36,6 +36,7 @@ signals:
 private:
     void onJobFinished(const QString& title);
     // The Run settings' panel and the session set to `settings`, ρ at 0.3, then Run.
+    studio::RunSettings scriptSettings() const;  // the session's, with a calibration text
     void scoreWith(const studio::RunSettings& settings);
     void fail(const QString& why);
     void finish();

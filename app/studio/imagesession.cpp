@@ -13,6 +13,7 @@
 #include "core/text/json_output.h"
 
 #include <QFileInfo>
+#include <algorithm>
 #include <QPointer>
 #include <cmath>
 #include <filesystem>
@@ -50,7 +51,13 @@ QString ImageSession::describeModel() const {
 QImage ImageSession::gridImage(const at::Tensor& images, const std::vector<std::string>& labels, int64_t columns) {
     npw::GridOptions options;
     options.columns = std::max<int64_t>(1, columns);
-    options.minTileSize = 28;  // the demo's 28 px tiles stay 1:1; the view zooms
+    // The demo's 28 px tiles stay 1:1 (the view zooms), unless a row is too narrow for its class
+    // label ("T-shirt/top" over one or two tiles): then the tiles grow by whole factors until it fits
+    // (the grid's font is about 6 px per character).
+    size_t longest = 0;
+    for (const std::string& label : labels) longest = std::max(longest, label.size());
+    const int64_t labelWidth = int64_t(longest) * 6 + 4;
+    options.minTileSize = std::max<int64_t>(28, (labelWidth + options.columns - 1) / options.columns);
     const at::Tensor grid = npw::imageGrid(images, labels, options);  // [3, H, W] in [0, 1]
     const at::Tensor bytes =
         (grid.permute({1, 2, 0}) * 255.0 + 0.5).clamp(0, 255).to(at::kByte).contiguous();

@@ -107,9 +107,10 @@ ImagesPage::ImagesPage(ImageSession* session, QWidget* parent) : QWidget(parent)
     exportCsv_->setToolTip(tr("The image sweep's rows as CSV (every metric, speed and memory)"));
     save_->setToolTip(tr("Save both grids side by side as one PNG"));
 
-    // Two rows of settings and a model row: the tab shares the window's width with the plot.
+    // Three rows of settings and a model row: the tab shares a laptop's width with the plot.
     auto* row1 = new QHBoxLayout;
     auto* row2 = new QHBoxLayout;
+    auto* row3 = new QHBoxLayout;
     auto add = [](QHBoxLayout* row, const QString& label, QWidget* w) {
         row->addWidget(new QLabel(label));
         row->addWidget(w);
@@ -117,20 +118,22 @@ ImagesPage::ImagesPage(ImageSession* session, QWidget* parent) : QWidget(parent)
     add(row1, tr("Method"), method_);
     add(row1, tr("ρ"), ratio_);
     add(row1, tr("λ"), lambda_);
-    add(row1, tr("Classes"), classes_);
-    add(row1, tr("Per class"), perClass_);
     row1->addStretch(1);
+    add(row2, tr("Classes"), classes_);
+    add(row2, tr("Per class"), perClass_);
     add(row2, tr("Seed"), seed_);
     add(row2, tr("CFG"), cfg_);
-    add(row2, tr("Calibration/class"), calibPerClass_);
-    add(row2, tr("Zoom"), zoom_);
     row2->addStretch(1);
-    row2->addWidget(generate_);
-    row2->addWidget(save_);
-    row2->addWidget(exportModel_);
+    add(row3, tr("Calibration/class"), calibPerClass_);
+    add(row3, tr("Zoom"), zoom_);
+    row3->addStretch(1);
+    row3->addWidget(generate_);
+    row3->addWidget(save_);
+    row3->addWidget(exportModel_);
     auto* form = new QVBoxLayout;
     form->addLayout(row1);
     form->addLayout(row2);
+    form->addLayout(row3);
     auto* modelRow = new QHBoxLayout;
     modelRow->addWidget(new QLabel(tr("Image model")));
     modelRow->addWidget(model_, 1);
@@ -175,10 +178,13 @@ ImagesPage::ImagesPage(ImageSession* session, QWidget* parent) : QWidget(parent)
     sweepRow2->addWidget(samples_);
     sweepRow2->addWidget(new QLabel(tr("Show")));
     sweepRow2->addWidget(metric_, 1);
-    sweepRow2->addWidget(sweepRun_);
-    sweepRow2->addWidget(exportCsv_);
+    auto* sweepRow3 = new QHBoxLayout;
+    sweepRow3->addStretch(1);
+    sweepRow3->addWidget(sweepRun_);
+    sweepRow3->addWidget(exportCsv_);
     sweepForm->addLayout(sweepRow1);
     sweepForm->addLayout(sweepRow2);
+    sweepForm->addLayout(sweepRow3);
     plot_ = new SweepPlotWidget;
     auto* plotBox = new QWidget;
     auto* plotLayout = new QVBoxLayout(plotBox);

@@ -27,7 +27,7 @@ LayerReportTable::LayerReportTable(QWidget* parent) : QTableWidget(parent) {
         tr("‖X·ΔW‖²/N of o_proj after pruning, with the compensation (Theorem 3's L*, or FLAP's bias)"));
     horizontalHeaderItem(MlpLoss)->setToolTip(tr("‖X·ΔW‖²/N of down_proj after pruning, with the compensation"));
     horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
-    setMinimumWidth(380);
+    setMinimumWidth(340);  // "447 / 448" and "1.95e-03" whole in every column
     verticalHeader()->setDefaultSectionSize(fontMetrics().height() + 6);
     setSelectionBehavior(QAbstractItemView::SelectRows);
     setSelectionMode(QAbstractItemView::SingleSelection);

@@ -37,9 +37,9 @@ bool isBaselineItem(int item) { return item >= kBaselineItem; }
 RunSettingsPanel::RunSettingsPanel(QWidget* parent) : QWidget(parent) {
     source_ = new QLineEdit;
     source_->setObjectName(QStringLiteral("calibrationSource"));
-    source_->setPlaceholderText(tr("demo corpus (kjv-ot.txt)"));
+    source_->setPlaceholderText(tr("open a model first"));
     source_->setToolTip(tr("The calibration text (or a file of token ids): the layers' input statistics\n"
-                           "are gathered from windows of it. Empty: the demo models' training corpus.\n"
+                           "are gathered from windows of it. Empty: the demo models' training corpus (only the demo\nmodels have one; any other model needs a text in its language and domain).\n"
                            "A paper's train split as GPTQ prepares it: wikitext2:FILE, ptb:FILE or c4:FILE."));
     auto* browse = new QToolButton;
     browse->setText(QStringLiteral("…"));
@@ -115,9 +115,9 @@ RunSettingsPanel::RunSettingsPanel(QWidget* parent) : QWidget(parent) {
                         "Kept as its own score set, numerical-box, beside the closed form."));
     ranking_ = new QComboBox;
     ranking_->setObjectName(QStringLiteral("rankingCombo"));
-    ranking_->addItem(tr("L* relative to the residual stream"), int(npw::CrossLayerRanking::RelativeCompensatedError));
-    ranking_->addItem(tr("L* after compensation"), int(npw::CrossLayerRanking::CompensatedError));
-    ranking_->addItem(tr("z (the paper's eq. 7)"), int(npw::CrossLayerRanking::Relaxed));
+    ranking_->addItem(tr("L*, relative (default)"), int(npw::CrossLayerRanking::RelativeCompensatedError));
+    ranking_->addItem(tr("L*, absolute"), int(npw::CrossLayerRanking::CompensatedError));
+    ranking_->addItem(tr("z (eq. 7)"), int(npw::CrossLayerRanking::Relaxed));
     ranking_->setToolTip(tr("Numerical only: how units of different layers compete. Inside a layer both use the\n"
                             "paper's z-order. L*: across layers by the error Theorem 3 leaves after compensating each\n"
                             "layer's removals, relative to the residual stream or absolute (README, \"Choosing λ\");\n"
@@ -250,3 +250,8 @@ void RunSettingsPanel::browseSource() {
 }
 
 void RunSettingsPanel::emitEdited() { emit settingsEdited(settings()); }
+
+void RunSettingsPanel::setModelDefaults(const npw::ModelDefaults& d) {
+    source_->setPlaceholderText(d.demo ? tr("demo corpus (%1)").arg(QFileInfo(QString::fromStdString(d.calibrationSource)).fileName())
+                                       : tr("required: a calibration text"));
+}

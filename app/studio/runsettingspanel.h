@@ -23,6 +23,9 @@ public:
     // Says whether Run will calibrate again (other calibration settings, or none yet).
     void setCalibrationStale(bool stale, bool haveModel);
     void setBusy(bool busy);  // disables Run while a job runs
+    // The open model's defaults: the demo's corpus as the calibration field's hint, or (any other
+    // model) a hint that the field is required.
+    void setModelDefaults(const npw::ModelDefaults& defaults);
 
 signals:
     void settingsEdited(const studio::RunSettings& settings);

@@ -37,7 +37,7 @@ ScoresPage::ScoresPage(StudioSession* session, QWidget* parent) : QWidget(parent
     summary_ = new QLabel(tr("Open a model and Run to see its scores."));
     summary_->setObjectName(QStringLiteral("selectionSummary"));
     summary_->setWordWrap(true);
-    summary_->setMinimumWidth(260);
+    summary_->setMinimumWidth(200);
     // Room for the longest texts from the start: a label that grows when a result arrives
     // re-lays out the page, and every plot below would redraw at its new size in that turn.
     summary_->setMinimumHeight(summary_->fontMetrics().lineSpacing() * 3);
@@ -47,8 +47,8 @@ ScoresPage::ScoresPage(StudioSession* session, QWidget* parent) : QWidget(parent
     methodBox->addWidget(methodLabel_);
     methodBox->addWidget(methodSelector_);
     methodBox->addStretch(1);
-    auto* selectionBox = new QGroupBox(tr("Selection"));
-    auto* selectionLayout = new QHBoxLayout(selectionBox);
+    selectionBox_ = new QGroupBox(tr("Selection"));
+    auto* selectionLayout = new QHBoxLayout(selectionBox_);
     selectionLayout->setContentsMargins(8, 4, 8, 4);
     selectionLayout->addLayout(methodBox);
     selectionLayout->addWidget(controls_, 3);
@@ -63,6 +63,7 @@ ScoresPage::ScoresPage(StudioSession* session, QWidget* parent) : QWidget(parent
     recomputeNotice_->setBackgroundRole(QPalette::ToolTipBase);
     recomputeReason_ = new QLabel;
     recomputeReason_->setWordWrap(true);
+    // Two lines: the longest reason wraps once at a laptop's width.
     recomputeReason_->setMinimumHeight(recomputeReason_->fontMetrics().lineSpacing() * 2);
     recompute_ = new QPushButton(tr("Recompute"));
     recompute_->setObjectName(QStringLiteral("recomputeButton"));
@@ -83,8 +84,8 @@ ScoresPage::ScoresPage(StudioSession* session, QWidget* parent) : QWidget(parent
     auto* top = new QSplitter(Qt::Horizontal);
     top->addWidget(headMap_);
     top->addWidget(histogram_);
-    top->setStretchFactor(0, 3);
-    top->setStretchFactor(1, 2);
+    top->setStretchFactor(0, 1);  // the head map has few cells; the histogram needs the width
+    top->setStretchFactor(1, 1);
     auto* bottom = new QSplitter(Qt::Horizontal);
     bottom->addWidget(overview_);
     bottom->addWidget(layerTable_);
@@ -102,9 +103,13 @@ ScoresPage::ScoresPage(StudioSession* session, QWidget* parent) : QWidget(parent
     viewStack_ = new QStackedWidget;
     viewStack_->addWidget(views);
     viewStack_->addWidget(noScores_);
+    viewStack_->addWidget(buildEmptyState());
+    viewStack_->setCurrentIndex(kEmptyState);
+    selectionBox_->hide();  // until a model is open
+    recomputeNotice_->hide();
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
-    layout->addWidget(selectionBox);
+    layout->addWidget(selectionBox_);
     layout->addWidget(recomputeNotice_);
     layout->addWidget(viewStack_, 1);
 
@@ -142,6 +147,43 @@ void ScoresPage::showKnobs(const studio::SelectionKnobs& k) {
 
 bool ScoresPage::showsPerUnitViews() const { return viewStack_->currentIndex() == 0; }
 
+bool ScoresPage::showsEmptyState() const { return viewStack_->currentIndex() == kEmptyState; }
+
+QWidget* ScoresPage::buildEmptyState() {
+    // What a first start shows instead of empty plots: what to open, and what happens then.
+    auto* page = new QWidget;
+    page->setObjectName(QStringLiteral("emptyState"));
+    auto* text = new QLabel(
+        tr("<p style='font-size:large'><b>No model open</b></p>"
+           "<p>Open a language model to see which attention heads and MLP channels each method would prune:<br>"
+           "a Hugging Face folder (config.json and safetensors), or a llama2.c checkpoint (.bin) with its tokenizer."
+           "<br>File ▸ Open (Ctrl+O), or drop it on this window.</p>"
+           "<p>Or try the bundled demo, <b>demo:lm</b>: a 2.8 M-parameter LLaMA trained on the King James Bible, "
+           "with its calibration and held-out texts.</p>"
+           "<p>Then <b>Run</b> (Ctrl+R) calibrates and scores it; the scores, the mask at ρ and each layer's "
+           "losses appear here.</p>"));
+    text->setWordWrap(true);
+    text->setAlignment(Qt::AlignCenter);
+    text->setTextFormat(Qt::RichText);
+    auto* openFile = new QPushButton(tr("Open a model…"));
+    openFile->setObjectName(QStringLiteral("emptyOpenModel"));
+    auto* openDemo = new QPushButton(tr("Open demo:lm"));
+    openDemo->setObjectName(QStringLiteral("emptyOpenDemo"));
+    connect(openFile, &QPushButton::clicked, this, &ScoresPage::openModelRequested);
+    connect(openDemo, &QPushButton::clicked, this, [this] { emit openDemoRequested(QStringLiteral("demo:lm")); });
+    auto* buttons = new QHBoxLayout;
+    buttons->addStretch(1);
+    buttons->addWidget(openFile);
+    buttons->addWidget(openDemo);
+    buttons->addStretch(1);
+    auto* layout = new QVBoxLayout(page);
+    layout->addStretch(1);
+    layout->addWidget(text);
+    layout->addLayout(buttons);
+    layout->addStretch(2);
+    return page;
+}
+
 void ScoresPage::showSelection(const SelectionView& v) {
     // The sentence goes in the notice line, or (no per-unit scores) in place of the views with a
     // short pointer in the line.
@@ -152,6 +194,9 @@ void ScoresPage::showSelection(const SelectionView& v) {
                             .arg(v.method);
     updateRecomputeNotice();
     controls_->setAlphaAndLambdaEnabled(!v.baseline);  // the baselines select by ρ alone
+    // λ_rel is the numerical score's: FLAP, Wanda-sp, magnitude and random have none.
+    const auto scores = session_->currentScores();
+    controls_->setLambdaEnabled(!v.baseline && scores && scores->settings.method == npw::PruneMethod::Numerical);
     const studio::SelectionKnobs k = session_->knobs();
     if (!v.perUnitScores) {
         // SliceGPT: nothing per head or channel to draw; the sentence says what it does at ρ.
@@ -209,6 +254,8 @@ void ScoresPage::onModelChanged() {
     summary_->setText(tr("Run to calibrate and score %1.").arg(session_->modelReference()));
     methodNote_.clear();
     viewStack_->setCurrentIndex(0);
+    selectionBox_->show();
+    recomputeNotice_->show();
     histogram_->setVisible(true);
     // The views showed the previous model's scores: empty them until this one is scored.
     headMap_->setData({}, npw::Mask{});
@@ -236,8 +283,7 @@ void ScoresPage::updateRecomputeNotice() {
                           session_->workbenchSelection()->baseline;
     const QString text = offered ? reason
                          : baseline ? methodNote_
-                                    : tr("The views show the stored solves: moving ρ, α or λ re-selects at once. "
-                                         "New calibration settings or a moved box-constrained set are said here.");
+                                    : tr("Moving ρ, α or λ re-selects at once; what needs a new solve is said here.");
     // Called on every selection (a slider move): the line changes only when its text does.
     if (text == recomputeReason_->text()) return;
     recomputeReason_->setText(text);

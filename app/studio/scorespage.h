@@ -35,6 +35,8 @@ public:
     // The line that stands in for the views when a method has no per-unit scores (SliceGPT).
     QLabel* noScoresNote() const { return noScores_; }
     bool showsPerUnitViews() const;
+    // No model open: a page that says what to open stands in for the (empty) views.
+    bool showsEmptyState() const;
     QFrame* recomputeNotice() const { return recomputeNotice_; }
     QPushButton* recomputeButton() const { return recompute_; }
     bool recomputeOffered() const;  // the notice names a reason and Recompute can run
@@ -46,8 +48,13 @@ public:
 
 signals:
     void logMessage(const QString& text);
+    // The empty state's buttons: the window opens the file dialog or the demo.
+    void openModelRequested();
+    void openDemoRequested(const QString& reference);
 
 private:
+    static constexpr int kEmptyState = 2;  // viewStack_: 0 the views, 1 noScores_, 2 the empty state
+    QWidget* buildEmptyState();
     void showSelection(const SelectionView& view);
     void showKnobs(const studio::SelectionKnobs& knobs);  // the controls follow the session
     void onModelChanged();
@@ -60,6 +67,7 @@ private:
     QLabel* methodLabel_;
     SparsityControls* controls_;
     QLabel* summary_;
+    class QGroupBox* selectionBox_;
     QFrame* recomputeNotice_;  // "these views need a new solve" + Recompute
     QLabel* recomputeReason_;
     QLabel* recomputeIcon_;

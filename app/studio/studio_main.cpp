@@ -15,7 +15,6 @@
 #include <cstdio>
 #include <functional>
 #include <memory>
-#include <thread>
 
 namespace {
 
@@ -52,13 +51,11 @@ int main(int argc, char** argv) {
     // The GUI thread and the worker share the cores with LibTorch's pool: idle pool threads
     // must sleep, not spin (core/util/openmp_wait.h). Before Qt starts anything.
     npw::restartWithPassiveOpenMpWaits(argv);
-    // One core stays with the window: LibTorch's pool gets the others (core's chooseRuntime
-    // reads NPW_NUM_THREADS). Measured on 2 cores, the images demo: longest stall 73 ms with one
-    // compute thread against 119 ms with two, and it finished sooner (31 s against 37 s).
-    if (qEnvironmentVariableIsEmpty("NPW_NUM_THREADS")) {
-        const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-        qputenv("NPW_NUM_THREADS", QByteArray::number(std::max(1u, cores - 1)));
-    }
+    // LibTorch's pool has as many threads as the CLI's (core's chooseRuntime: every core, or
+    // NPW_NUM_THREADS), so that the studio and `npw` time and compute alike. The GUI stays
+    // responsive because the job runner's threads, and the pool threads they start, run at a lower
+    // priority (jobrunner.h); measured on 2 cores, the images demo's longest stall was 119 ms with
+    // two compute threads against 73 ms with one.
     StudioApplication app(argc, argv);
     QApplication::setOrganizationName(QStringLiteral("npw"));
     QApplication::setApplicationName(QStringLiteral("npw-studio"));

@@ -70,6 +70,7 @@ void StudioSession::resetModelState() {
     layerReports_.clear();
     ++reportGeneration_;
     sweepRows_.clear();
+    unsaved_ = false;
     emit scoresChanged();
     emit sweepCleared();
 }
@@ -81,6 +82,13 @@ bool StudioSession::openModel(const QString& reference, const QString& device) {
         [ref, dev](const npw::ProgressFn&) { return npw::openLanguageModel(ref, npw::chooseRuntime(dev)); },
         [this, reference, device](npw::LanguageModel lm) {
             workbench_ = npw::LanguagePruningWorkbench(std::move(lm));
+            // A calibration file chosen for another model is not this one's (its tokenizer, its
+            // domain): the field starts empty, which the demo models read as their corpus.
+            const bool otherModel = reference != modelRef_;
+            if (otherModel && !settings_.calibration.source.empty()) {
+                settings_.calibration.source.clear();
+                settings_.calibration.sourceIsIds = false;
+            }
             modelRef_ = reference;
             device_ = device;
             resetModelState();
@@ -89,7 +97,12 @@ bool StudioSession::openModel(const QString& reference, const QString& device) {
                                 .arg(workbench_.model().model->config().num_layers)
                                 .arg(QLocale().toString(qlonglong(workbench_.model().model->config().parameterCount()))));
             emit modelChanged();
+            if (otherModel) emit settingsChanged();
         });
+}
+
+npw::ModelDefaults StudioSession::modelDefaults() const {
+    return hasModel() ? npw::modelDefaults(modelRef_.toStdString()) : npw::ModelDefaults{};
 }
 
 bool StudioSession::runScoring() {
@@ -108,6 +121,14 @@ bool StudioSession::recompute() {
 }
 
 bool StudioSession::runScoringFor(std::vector<npw::ScoreRequest> list, const QString& keepCurrent) {
+    // Only the demo models have a calibration text of their own; on any other model an empty
+    // field would calibrate on the demo's King James text without a word.
+    if (calibrationStale() && settings_.calibration.source.empty() && !modelDefaults().demo) {
+        emit refused(tr("Run"), tr("No calibration text: name one in the Run settings (a text file in the model's "
+                                   "language and domain, a file of token ids, or wikitext2:FILE, ptb:FILE, c4:FILE). "
+                                   "Only the demo models bring their own."));
+        return false;
+    }
     QStringList names;
     for (npw::ScoreRequest& request : list) {
         request = npw::settingsAtKnobs(request, knobs_);
@@ -152,6 +173,7 @@ QString StudioSession::recomputeReason() const {
 
 void StudioSession::addScores(npw::ComputedScores scores) {
     current_ = qs(workbench_.addScores(std::move(scores)));
+    unsaved_ = true;
     emit scoresChanged();
     reselect();
 }
@@ -245,7 +267,20 @@ bool StudioSession::runSweep(const SweepRequest& asked) {
     request.lambdaRel = knobs_.lambda;
     request.alphaMode = knobs_.mode;
     request.alpha = knobs_.alpha;
-    if (request.evalSources.empty()) request.evalSources = {"text:" + studio::defaultEvaluationSource()};
+    if (request.evalSources.empty()) {
+        const npw::ModelDefaults defaults = modelDefaults();
+        if (!defaults.demo) {
+            emit refused(tr("Sweep"), tr("No held-out text: name one or more in Eval texts (text files, or "
+                                         "wikitext2:FILE, ptb:FILE, c4:FILE). Only the demo models bring their own."));
+            return false;
+        }
+        request.evalSources = {"text:" + defaults.evaluationSource};
+    }
+    if (settings_.calibration.source.empty() && !modelDefaults().demo) {
+        emit refused(tr("Sweep"), tr("No calibration text: name one in the Run settings. Only the demo models bring "
+                                     "their own."));
+        return false;
+    }
     sweepEvalSources_ = request.evalSources;
     const npw::LanguageModel lm = workbench_.model();
     const bool started = jobs_.startWithPartials<int, npw::SweepRow>(
@@ -273,6 +308,7 @@ bool StudioSession::runSweep(const SweepRequest& asked) {
 
 void StudioSession::addSweepRow(npw::SweepRow row) {
     sweepRows_.push_back(std::move(row));
+    unsaved_ = true;
     emit logMessage(qs(npw::sweepRowSummary(sweepRows_.back())));
     emit sweepRowAvailable(sweepRows_.back());
 }
@@ -376,6 +412,7 @@ void StudioSession::saveWorkspace(const QString& path, const nlohmann::json& ima
     guard.check(path.toStdString(), "the workspace");
     guard.check(npw::workspaceStatsPath(path.toStdString()), "the workspace's statistics");
     npw::writeWorkspace(path.toStdString(), w, workbench_.calibration().stats.get(), sources);
+    unsaved_ = false;
 }
 
 bool StudioSession::openWorkspace(const QString& path) {
@@ -433,4 +470,5 @@ void StudioSession::applyRestored(npw::LoadedWorkspace r) {
         sweepRows_.push_back(row);
         emit sweepRowAvailable(row);
     }
+    unsaved_ = false;  // as saved
 }

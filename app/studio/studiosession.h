@@ -65,6 +65,9 @@ public:
     const std::optional<npw::WorkbenchSelection>& workbenchSelection() const { return selected_; }
     QString modelReference() const { return modelRef_; }
     QString device() const { return device_; }
+    // What the open model brings to empty fields (core's modelDefaults: the demo models' texts,
+    // nothing for any other model).
+    npw::ModelDefaults modelDefaults() const;
 
     studio::RunSettings settings() const { return settings_; }
     void setSettings(const studio::RunSettings& settings);
@@ -104,6 +107,9 @@ public:
     void saveWorkspace(const QString& path, const nlohmann::json& images = nullptr,
                        const std::string& imageSource = {}, const nlohmann::json& text = nullptr) const;
     void exportSweepCsv(const QString& path) const;
+    // Scores or sweep rows computed since the model or workspace was opened or last saved (the
+    // window offers to save them before quitting).
+    bool hasUnsavedResults() const { return unsaved_; }
     // Every file this session reads (the model, the Run settings' calibration text, the last
     // sweep's evaluation texts): what no output of the session may be (core/util/output_guard.h).
     npw::OutputGuard outputGuard() const;
@@ -126,6 +132,9 @@ signals:
     // Each row as the sweep finishes it (JobRunner's typed channel), then kept in sweepRows().
     void sweepRowAvailable(const npw::SweepRow& row);
     void logMessage(const QString& text);
+    // An action refused before it started (no calibration text for a model without defaults):
+    // the window shows it as an error.
+    void refused(const QString& what, const QString& message);
     // A reopened workspace's Images part (JSON text) for the Images tab to restore.
     void imageWorkspaceRestored(const QByteArray& state);
     // A reopened workspace's Text part (JSON text): the Text tab's prompts and sampling.
@@ -156,5 +165,6 @@ private:
     std::vector<npw::LayerPruneReport> layerReports_;
     std::atomic<quint64> reportGeneration_{0};  // stale loss results are dropped (read by the loss job)
     std::vector<npw::SweepRow> sweepRows_;
-    std::vector<std::string> sweepEvalSources_;  // the last sweep's --eval specs (outputGuard)
+    std::vector<std::string> sweepEvalSources_;
+    mutable bool unsaved_ = false;  // saveWorkspace (const: it changes no result) clears it  // the last sweep's --eval specs (outputGuard)
 };

@@ -23,6 +23,9 @@
 #include <QFileInfo>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QLineEdit>
+#include <QAbstractSpinBox>
+#include <QKeyEvent>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QMimeData>
@@ -30,11 +33,14 @@
 #include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QScreen>
+#include <QScrollArea>
 #include <QSettings>
 #include <QStatusBar>
 #include <QStyle>
 #include <QTabWidget>
 #include <QTime>
+#include <QTimer>
 #include <QToolBar>
 #include <QVBoxLayout>
 #include <cmath>
@@ -57,7 +63,26 @@ StudioWindow::StudioWindow(bool persistSettings, QWidget* parent) : QMainWindow(
     buildDocks();
     buildActions();
     connectSession();
-    resize(1560, 960);
+    qApp->installEventFilter(this);
+    const QScreen* screen = this->screen() ? this->screen() : QGuiApplication::primaryScreen();
+    const QRect available = screen ? screen->availableGeometry() : QRect(0, 0, 1600, 1000);
+    resize(initialSize(available));
+    // On a laptop's screen (768 px or less) the plots need the toolbar's height more than the
+    // menus need a second place: View ▸ Toolbar shows it again.
+    if (available.height() < 860) mainToolBar_->hide();
+    // The Run settings whole (no scroll bar over the Run button) where the height allows; the
+    // Model and Log docks share the rest.
+    // Once laid out (the docks have no heights before the window is shown); a layout the user
+    // saved stays as it was.
+    if (!(persist_ && QSettings().contains(QStringLiteral("window/state")))) QTimer::singleShot(0, this, [this] {
+        auto* modelDock = findChild<QDockWidget*>(QStringLiteral("modelDock"));
+        auto* runDock = findChild<QDockWidget*>(QStringLiteral("runDock"));
+        auto* logDock = findChild<QDockWidget*>(QStringLiteral("logDock"));
+        if (!modelDock || !runDock || !logDock) return;
+        const int total = modelDock->height() + runDock->height() + logDock->height();
+        const int run = std::min(runSettings_->sizeHint().height() + 24, total * 3 / 5);
+        resizeDocks({modelDock, runDock, logDock}, {(total - run) / 2, run, (total - run) / 2}, Qt::Vertical);
+    });
     if (persist_) restoreSettings();
     updateRunState();
 }
@@ -107,7 +132,15 @@ void StudioWindow::buildDocks() {
     runSettings_ = new RunSettingsPanel;
     auto* runDock = new QDockWidget(tr("Run settings"));
     runDock->setObjectName(QStringLiteral("runDock"));
-    runDock->setWidget(runSettings_);
+    // Scrolls rather than pushing the window past a laptop's screen (1280×720).
+    auto* runScroll = new QScrollArea;
+    runScroll->setObjectName(QStringLiteral("runSettingsScroll"));
+    runScroll->setWidget(runSettings_);
+    runScroll->setWidgetResizable(true);
+    runScroll->setFrameShape(QFrame::NoFrame);
+    runScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    runScroll->setMinimumWidth(runSettings_->minimumSizeHint().width());
+    runDock->setWidget(runScroll);
     addDockWidget(Qt::LeftDockWidgetArea, runDock);
 
     log_ = new QPlainTextEdit;
@@ -189,7 +222,9 @@ void StudioWindow::buildActions() {
     view->addSeparator();
     for (QDockWidget* dock : findChildren<QDockWidget*>()) view->addAction(dock->toggleViewAction());
 
-    QToolBar* bar = addToolBar(tr("Main"));
+    QToolBar* bar = addToolBar(tr("Toolbar"));
+    mainToolBar_ = bar;
+    view->addAction(bar->toggleViewAction());
     bar->setObjectName(QStringLiteral("mainToolBar"));
     bar->setToolButtonStyle(Qt::ToolButtonTextOnly);
     bar->addAction(open);
@@ -209,6 +244,8 @@ void StudioWindow::buildActions() {
 void StudioWindow::connectSession() {
     JobRunner* jobs = session_.jobs();
     connect(jobs, &JobRunner::started, this, [this](const QString& title) {
+        // An error box of an earlier action does not stay open over further work (it is in the log).
+        if (errorDialog_) errorDialog_->hide();
         stage_->setText(title);
         progress_->setRange(0, 0);  // busy until the first report says how far
         eta_->clear();
@@ -236,7 +273,10 @@ void StudioWindow::connectSession() {
         showErrorDialog(title, message);
     });
     connect(&session_, &StudioSession::logMessage, this, &StudioWindow::appendLog);
+    connect(&session_, &StudioSession::refused, this, &StudioWindow::showError);
     connect(scoresPage_, &ScoresPage::logMessage, this, &StudioWindow::appendLog);
+    connect(scoresPage_, &ScoresPage::openModelRequested, this, &StudioWindow::chooseModelFile);
+    connect(scoresPage_, &ScoresPage::openDemoRequested, this, &StudioWindow::openModel);
     connect(imageSession_, &ImageSession::logMessage, this, &StudioWindow::appendLog);
     connect(imagesPage_, &ImagesPage::errorOccurred, this, &StudioWindow::showError);
     connect(textPage_, &TextPage::errorOccurred, this, &StudioWindow::showError);
@@ -273,6 +313,11 @@ void StudioWindow::showArchitecture() {
 
 void StudioWindow::onModelChanged() {
     showArchitecture();
+    // The demo models' texts and prompt for them, empty fields with a hint for any other model.
+    const npw::ModelDefaults defaults = session_.modelDefaults();
+    runSettings_->setModelDefaults(defaults);
+    sweepPage_->setModelDefaults(defaults);
+    textPage_->setModelDefaults(defaults);
     setWindowTitle(tr("%1 — npw-studio").arg(session_.modelReference()));
     addRecent(session_.modelReference());
     updateRunState();
@@ -290,6 +335,13 @@ void StudioWindow::updateRunState() {
 }
 
 void StudioWindow::showTab(int index) { tabs_->setCurrentIndex(index); }
+
+QSize StudioWindow::initialSize(const QRect& available) {
+    // The window manager adds a title bar and a frame: leave room for them.
+    constexpr int kFrameWidth = 8, kFrameHeight = 36;
+    const QSize room(std::max(640, available.width() - kFrameWidth), std::max(480, available.height() - kFrameHeight));
+    return room.boundedTo(QSize(1600, 1000));
+}
 
 void StudioWindow::setDark(bool dark) {
     QApplication::setPalette(dark ? studio::darkPalette() : QApplication::style()->standardPalette());
@@ -362,9 +414,48 @@ QImage StudioWindow::grabWithDialogs() {
 }
 
 void StudioWindow::closeEvent(QCloseEvent* event) {
+    // Quitting (Ctrl+Q, the window's close button) with scores or sweep rows not saved in a
+    // workspace: offer to save them. Not in the scripted demo and the tests (persist_ off).
+    if (persist_ && session_.hasUnsavedResults()) {
+        const auto answer = QMessageBox::question(
+            this, tr("npw-studio"),
+            tr("The scores and sweep results of %1 are not saved in a workspace. Save them before quitting?")
+                .arg(session_.modelReference()),
+            QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel, QMessageBox::Save);
+        if (answer == QMessageBox::Cancel) {
+            event->ignore();
+            return;
+        }
+        if (answer == QMessageBox::Save) {
+            chooseWorkspaceToSave();
+            if (session_.hasUnsavedResults()) {  // the save dialog was cancelled, or the save failed
+                event->ignore();
+                return;
+            }
+        }
+    }
     session_.cancel();
     if (persist_) saveSettings();
     event->accept();
+}
+
+bool StudioWindow::eventFilter(QObject* watched, QEvent* event) {
+    if (event->type() != QEvent::ShortcutOverride) return QMainWindow::eventFilter(watched, event);
+    auto* key = static_cast<QKeyEvent*>(event);
+    auto* widget = qobject_cast<QWidget*>(watched);
+    // Only fields of this window, and only keys with Ctrl that are one of its actions' shortcuts
+    // and no editing key (copy, paste, undo, select all stay the field's).
+    if (!widget || widget->window() != this || !(key->modifiers() & Qt::ControlModifier)) return false;
+    if (!qobject_cast<QLineEdit*>(widget) && !qobject_cast<QAbstractSpinBox*>(widget->parentWidget()) &&
+        !qobject_cast<QAbstractSpinBox*>(widget))
+        return false;
+    for (QKeySequence::StandardKey edit : {QKeySequence::Copy, QKeySequence::Paste, QKeySequence::Cut, QKeySequence::Undo,
+                                           QKeySequence::Redo, QKeySequence::SelectAll})
+        if (key->matches(edit)) return false;
+    const QKeySequence pressed(key->keyCombination());
+    for (QAction* action : findChildren<QAction*>())
+        if (action->isEnabled() && action->shortcut() == pressed) return true;  // not accepted: the shortcut fires
+    return false;
 }
 
 void StudioWindow::dragEnterEvent(QDragEnterEvent* event) {

@@ -45,6 +45,9 @@ public:
     QPlainTextEdit* log() const { return log_; }
 
     void showTab(int index);  // 0 scores, 1 sweep, 2 images
+    // The size the window opens at on a screen whose free area is `available`: all of it on a
+    // laptop (1280×720, 1366×768), at most 1600×1000 on a larger one.
+    static QSize initialSize(const QRect& available);
     void setDark(bool dark);
     // Both tabs' state (npw::Error naming the file, or when no model is open in either).
     void saveWorkspace(const QString& path);
@@ -66,6 +69,9 @@ public slots:
 
 protected:
     void closeEvent(QCloseEvent* event) override;
+    // Lets the window's shortcuts (Ctrl+E, Ctrl+D, …) through while a text or number field has
+    // the focus: a line edit claims Ctrl+E (end of line) and Ctrl+D (delete) for itself.
+    bool eventFilter(QObject* watched, QEvent* event) override;
     void dragEnterEvent(QDragEnterEvent* event) override;
     void dropEvent(QDropEvent* event) override;
 
@@ -109,6 +115,7 @@ private:
     QLabel* eta_;
     QPushButton* cancel_;
     QMenu* recentMenu_;
+    class QToolBar* mainToolBar_ = nullptr;
     QAction* darkAction_;
     QStringList recent_;
     QMessageBox* errorDialog_ = nullptr;

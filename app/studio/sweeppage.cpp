@@ -10,11 +10,13 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
+#include <QRegularExpressionValidator>
 #include <QSettings>
 #include <QSpinBox>
 #include <QSplitter>
 #include <QVBoxLayout>
 #include <cmath>
+#include <map>
 
 namespace {
 
@@ -80,24 +82,31 @@ SweepPage::SweepPage(StudioSession* session, QWidget* parent) : QWidget(parent),
     windows_->setSpecialValueText(tr("all"));
     windows_->setToolTip(tr("A cap on the evaluation windows (2048 tokens, capped at the model's context, as npw eval)\n"
                             "of each held-out text; \"all\" is the papers' protocol. Fewer is faster; every row records the cap."));
-    auto axis = [](const QString& tip) {
+    // Numbers and commas only: a file name typed into the wrong field is refused as it is typed,
+    // not skipped silently when the sweep runs.
+    auto* numbers = new QRegularExpressionValidator(QRegularExpression(QStringLiteral("[0-9eE.,+\\- ]*")), this);
+    ratios_->setValidator(numbers);
+    auto axis = [numbers](const QString& tip) {
         auto* edit = new QLineEdit;
         edit->setPlaceholderText(tr("as set"));
         edit->setToolTip(tip);
         edit->setMaximumWidth(110);
+        edit->setValidator(numbers);
         return edit;
     };
+    ratios_->setObjectName(QStringLiteral("sweepRatios"));
     samples_ = axis(tr("Ablation: calibration samples, comma-separated (e.g. 16,64,128).\n"
                        "Empty: the Run settings' value. One curve per value."));
+    samples_->setObjectName(QStringLiteral("ablationSamples"));
     seqlens_ = axis(tr("Ablation: calibration sequence lengths, comma-separated (e.g. 64,128).\n"
                        "Empty: the Run settings' value. One curve per value."));
     lambdas_ = axis(tr("Ablation: λ of the numerical score, comma-separated (e.g. 1e-4,1,100).\n"
                        "Empty: the Selection's λ. One curve per value (other methods ignore λ)."));
     evalTexts_ = new QLineEdit;
     evalTexts_->setObjectName(QStringLiteral("sweepEvalTexts"));
-    evalTexts_->setPlaceholderText(tr("demo: kjv-nt.txt"));
+    evalTexts_->setPlaceholderText(tr("open a model first"));
     evalTexts_->setToolTip(tr("Held-out texts to measure perplexity on, comma-separated paths (e.g. the demo's\n"
-                              "kjv-nt.txt and jargon.txt): one curve per method and text. Empty: the New Testament.\n"
+                              "kjv-nt.txt and jargon.txt): one curve per method and text. Empty: the demo models' New Testament\n(required for any other model).\n"
                               "The papers' sets as GPTQ prepares them: wikitext2:FILE, ptb:FILE, ptb-flap:FILE, c4:FILE."));
     run_ = new QPushButton(tr("Run sweep"));
     run_->setToolTip(tr("Perplexity against sparsity with the calibration settings and λ, α of the\n"
@@ -122,7 +131,7 @@ SweepPage::SweepPage(StudioSession* session, QWidget* parent) : QWidget(parent),
     row2->addWidget(seqlens_);
     row2->addWidget(new QLabel(tr("λ")));
     row2->addWidget(lambdas_);
-    zeroShot_ = new QCheckBox(tr("Zero-shot task"));
+    zeroShot_ = new QCheckBox(tr("Demo zero-shot task"));
     zeroShot_->setChecked(true);
     zeroShot_->setToolTip(tr("Also score the demo's zero-shot task (choose a New Testament verse's true ending\n"
                              "among four; 200 items, lm-evaluation-harness scoring) and plot accuracy beside perplexity"));
@@ -163,6 +172,15 @@ SweepPage::SweepPage(StudioSession* session, QWidget* parent) : QWidget(parent),
     splitter_ = new QSplitter(Qt::Horizontal);
     splitter_->addWidget(sweepPlot_);
     splitter_->addWidget(sidePlots);
+    pplShow_ = new QComboBox;
+    pplShow_->setObjectName(QStringLiteral("perplexityShow"));
+    pplShow_->addItem(tr("relative to dense"));
+    pplShow_->addItem(tr("absolute (log scale)"));
+    pplShow_->setToolTip(tr("Perplexity divided by the dense model's on the same text (a linear axis: 1.05 is 5 % worse;\n"
+                            "points far above the rest are drawn at the top edge with their value), or as measured on a log axis"));
+    connect(pplShow_, &QComboBox::currentIndexChanged, this, &SweepPage::redraw);
+    row2->insertWidget(row2->count() - 1, new QLabel(tr("Perplexity")));
+    row2->insertWidget(row2->count() - 1, pplShow_);
     auto* note = new QLabel(tr("Sparsity is the achieved fraction of attention + MLP weights removed (uniform "
                                "methods fall below ρ). Each point is one pruned model evaluated on the "
                                "held-out text; calibration as in the Run settings, λ and α as in the Selection."));
@@ -192,7 +210,26 @@ void SweepPage::redraw() {
     keys.reserve(summary.size());
     for (const npw::SweepSummaryRow& s : summary) keys.push_back(curveKey(s));
     bool accuracy = false, speedRows = false;
-    for (const npw::SweepCurvePoint& c : npw::sweepCurves(keys)) {
+    const std::vector<npw::SweepCurvePoint> curves = npw::sweepCurves(keys);
+    // Relative to dense: each text's dense perplexity divides its curve (1 = the dense model).
+    const bool relative = pplShow_->currentIndex() == 0;
+    std::map<std::string, double> densePpl;
+    for (const npw::SweepCurvePoint& c : curves)
+        if (c.plot == npw::SweepPlot::Perplexity && (c.curve.empty() || c.denseStart))
+            densePpl[summary[c.point].first.evalSet] = summary[c.point].pplMean;
+    QStringList texts;
+    for (const auto& [text, ppl] : densePpl) texts << QFileInfo(QString::fromStdString(text)).fileName();
+    const QString model = session_->hasModel() ? session_->modelReference() : QString();
+    const QString what = texts.isEmpty() ? model : tr("%1 on %2").arg(model, texts.join(QStringLiteral(", ")));
+    if (relative)
+        sweepPlot_->setQuantity(what.isEmpty() ? tr("Perplexity relative to the dense model")
+                                               : tr("Perplexity relative to the dense model: %1").arg(what),
+                                tr("perplexity ÷ dense perplexity (1 = dense)"), false);
+    else
+        sweepPlot_->setQuantity(what.isEmpty() ? tr("Perplexity against sparsity")
+                                               : tr("Perplexity against sparsity: %1").arg(what),
+                                tr("perplexity (log scale)"), true);
+    for (const npw::SweepCurvePoint& c : curves) {
         const npw::SweepSummaryRow& s = summary[c.point];
         const QString curve = QString::fromStdString(c.curve);
         double value = 0, spread = 0;
@@ -215,10 +252,18 @@ void SweepPage::redraw() {
         case npw::SweepPlot::Perplexity:
             value = s.pplMean;
             spread = s.pplStd;
+            if (relative) {
+                const auto dense = densePpl.find(s.first.evalSet);
+                if (dense == densePpl.end() || !(dense->second > 0)) continue;
+                value /= dense->second;
+                spread /= dense->second;
+            }
             break;
         }
         // The dense model: its plot's dashed line, or (several texts) the start of a curve at sparsity 0.
-        if (curve.isEmpty()) plot->setDenseBaseline(value);
+        if (curve.isEmpty() && plot == sweepPlot_ && relative)
+            plot->setDenseBaseline(value, tr("dense model (perplexity %1)").arg(s.pplMean, 0, 'g', 4));
+        else if (curve.isEmpty()) plot->setDenseBaseline(value);
         else if (c.denseStart) plot->addPoint(curve, 0.0, value);
         else plot->addPoint(curve, s.achievedRatioMean, value, spread);
     }
@@ -231,6 +276,16 @@ void SweepPage::redraw() {
         splitter_->setSizes({width * 5 / 9, width * 4 / 9});
     }
     sideColumnShown_ = side;
+}
+
+void SweepPage::setModelDefaults(const npw::ModelDefaults& d) {
+    evalTexts_->setPlaceholderText(d.demo ? tr("demo: %1").arg(QFileInfo(QString::fromStdString(d.evaluationSource)).fileName())
+                                          : tr("required: held-out text files, comma-separated"));
+    // The demo's held-out files in the field belong to the demo models.
+    const QString demoDir = QFileInfo(QString::fromStdString(studio::defaultEvaluationSource())).absolutePath();
+    if (!d.demo && evalTexts_->text().contains(demoDir)) evalTexts_->clear();
+    zeroShot_->setEnabled(d.demo);
+    zeroShot_->setChecked(d.demo);
 }
 
 void SweepPage::setBusy(bool busy) { run_->setEnabled(!busy && session_->hasModel()); }
@@ -253,7 +308,7 @@ SweepRequest SweepPage::sweepRequest() const {
     for (double x : parseNumbers(samples_->text())) r.calibSamples.push_back(static_cast<int64_t>(x));
     for (double x : parseNumbers(seqlens_->text())) r.calibSeqlens.push_back(static_cast<int64_t>(x));
     r.lambdas = parseNumbers(lambdas_->text());
-    if (zeroShot_->isChecked()) r.zeroShotTask = studio::defaultZeroShotTask();
+    if (zeroShot_->isChecked() && zeroShot_->isEnabled()) r.zeroShotTask = studio::defaultZeroShotTask();
     r.measureSpeed = speed_->isChecked();
     // The field lists texts by path (and data sets, ids:FILE as the CLI takes them).
     for (const QString& item : evalTexts_->text().split(QLatin1Char(','), Qt::SkipEmptyParts))

@@ -32,6 +32,12 @@ public:
     // The perplexity plot as .png, .pdf or .svg by suffix.
     bool exportPlot(const QString& path);
     void setBusy(bool busy);  // Run sweep off while a job runs or no model is open
+    // A newly opened model: the demo's held-out text as the hint and its zero-shot task offered
+    // (ticked) for a demo model; for any other model the field asks for a text and the demo's
+    // task is off.
+    void setModelDefaults(const npw::ModelDefaults& defaults);
+    QCheckBox* zeroShotBox() const { return zeroShot_; }
+    QLineEdit* evalTextsField() const { return evalTexts_; }
     // The form in the user's settings (the window's QSettings).
     void restoreSettings(const QSettings& settings);
     void saveSettings(QSettings& settings) const;
@@ -55,6 +61,7 @@ private:
     SweepPlotWidget* accuracyPlot_;  // zero-shot accuracy, shown when a sweep has some
     SweepPlotWidget* speedPlot_;     // memory and speed (Figure 5), shown when a sweep has some
     QComboBox* speedShow_;
+    QComboBox* pplShow_;  // perplexity relative to dense, or absolute on a log axis
     QWidget* speedPanel_;
     QSplitter* splitter_;  // perplexity | accuracy over speed
     bool sideColumnShown_ = false;

@@ -19,7 +19,8 @@
 TextPage::TextPage(TextSession* session, QWidget* parent) : QWidget(parent), session_(session) {
     prompts_ = new QPlainTextEdit;
     prompts_->setObjectName(QStringLiteral("textPrompts"));
-    prompts_->setPlaceholderText(tr("One prompt per line"));
+    prompts_->setPlaceholderText(tr("One prompt per line, in your model's language and domain (empty: continue "
+                                    "from BOS)"));
     prompts_->setMaximumHeight(90);
     tokens_ = new QSpinBox;
     tokens_->setRange(1, 4096);
@@ -135,6 +136,13 @@ bool TextPage::save(const QString& path) {
         emit errorOccurred(tr("Save the comparison"), QString::fromUtf8(e.what()));
         return false;
     }
+}
+
+void TextPage::setModelDefaults(const npw::ModelDefaults& defaults) {
+    const QString prompts = prompts_->toPlainText().trimmed();
+    const QString next = QString::fromStdString(defaults.prompt);
+    if (prompts.isEmpty() || prompts == defaultPrompt_) prompts_->setPlainText(next);
+    defaultPrompt_ = next;
 }
 
 void TextPage::setBusy(bool busy) {

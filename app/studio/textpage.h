@@ -29,6 +29,9 @@ public:
     bool generate() { return session_->run(request()); }
     bool save(const QString& path);
     void setBusy(bool busy);
+    // A newly opened model: the demo's prompt for a demo model, no prompt (and a hint) for any
+    // other; prompts the user wrote stay.
+    void setModelDefaults(const npw::ModelDefaults& defaults);
 
 signals:
     void errorOccurred(const QString& what, const QString& message);
@@ -45,4 +48,5 @@ private:
     QPushButton *generate_, *save_, *regenerate_;
     QLabel* staleNote_;
     QTextBrowser* view_;
+    QString defaultPrompt_;  // the last model's default prompt: replaced when the model changes
 };

@@ -12,6 +12,24 @@
 
 namespace {
 
+// A saved export as its row is labelled: "flap ρ=0.30 (folder)" from its npw-manifest.json (the
+// method and ratio npw prune wrote), else the folder's name.
+std::string exportLabel(const std::string& dir) {
+    const std::string folder = QFileInfo(QString::fromStdString(dir)).fileName().toStdString();
+    try {
+        const std::string manifest = dir + "/npw-manifest.json";
+        if (!QFileInfo::exists(QString::fromStdString(manifest))) return folder;
+        const nlohmann::json j = npw::json_fields::readJsonFile(manifest, "the export's manifest");
+        if (!j.is_object() || !j.contains("method") || !j["method"].is_string()) return folder;
+        std::string label = j["method"].get<std::string>();
+        if (j.contains("ratio") && j["ratio"].is_number())
+            label += QStringLiteral(" ρ=%1").arg(j["ratio"].get<double>(), 0, 'f', 2).toStdString();
+        return label + " (" + folder + ")";
+    } catch (const std::exception&) {
+        return folder;  // the model itself opened: its label is only a name
+    }
+}
+
 QString qs(const std::string& s) { return QString::fromStdString(s); }
 
 // Shading of a token by its probability under the model that chose it: white when sure, a
@@ -199,7 +217,7 @@ bool TextSession::run(const TextRequest& request) {
             for (const QString& e : exports) {
                 npw::reportProgress(progress, "open " + e.toStdString(), 0, 1);
                 owned.push_back(npw::openLanguageModel(e.toStdString(), lm.model->runtime()));
-                pruned.push_back({QFileInfo(e).fileName().toStdString(), owned.back().model.get()});
+                pruned.push_back({exportLabel(e.toStdString()), owned.back().model.get()});
             }
             std::vector<npw::TextComparison> out;
             for (size_t i = 0; i < prompts.size(); ++i) {

@@ -14,7 +14,9 @@
 #include <vector>
 
 struct TextRequest {
-    QStringList prompts{QStringLiteral("And Jesus said unto them")};  // one continuation each
+    // One continuation each; empty: from BOS. The demo models' prompt comes with them
+    // (core's modelDefaults), not with the request.
+    QStringList prompts;
     int tokens = 32;
     double temperature = 0;  // 0: greedy
     double topP = 1;

@@ -64,6 +64,28 @@ std::string defaultCalibrationSource() { return resourcesDir() + "/demo/data/kjv
 std::string defaultEvaluationSource() { return resourcesDir() + "/demo/data/kjv-nt.txt"; }
 std::string defaultZeroShotTask() { return "mc:" + resourcesDir() + "/demo/data/nt-verse-endings.jsonl"; }
 
+bool isDemoModel(const std::string& reference) {
+    if (reference.rfind("demo:", 0) == 0) return true;
+    // A demo's folder opened by its path.
+    std::error_code error;
+    const auto demoDir = std::filesystem::weakly_canonical(std::filesystem::path(resourcesDir()) / "demo", error);
+    if (error) return false;
+    const auto path = std::filesystem::weakly_canonical(reference, error);
+    if (error) return false;
+    return path.parent_path() == demoDir;
+}
+
+ModelDefaults modelDefaults(const std::string& reference) {
+    ModelDefaults d;
+    if (!isDemoModel(reference)) return d;
+    d.demo = true;
+    d.calibrationSource = defaultCalibrationSource();
+    d.evaluationSource = defaultEvaluationSource();
+    d.zeroShotTask = defaultZeroShotTask();
+    d.prompt = "And Jesus said unto them";
+    return d;
+}
+
 bool SelectionKnobs::operator==(const SelectionKnobs& o) const {
     const bool sameAlpha = alpha == o.alpha || (std::isnan(alpha) && std::isnan(o.alpha));
     return rho == o.rho && sameAlpha && mode == o.mode && lambda == o.lambda;

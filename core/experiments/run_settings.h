@@ -39,6 +39,21 @@ std::string defaultEvaluationSource();
 // The demo's zero-shot task (choose a New Testament verse's true ending), as NAME:FILE.
 std::string defaultZeroShotTask();
 
+// What a model brings to the studio's empty fields. The bundled demo models ("demo:lm", or their
+// folders under resources/demo) were trained on the King James Bible: they calibrate on the Old
+// Testament, evaluate on the New, score the New Testament verse task and continue a New Testament
+// prompt. Any other model brings nothing: its user names the texts (an empty calibration source
+// is then refused, not silently replaced by the demo's corpus).
+struct ModelDefaults {
+    bool demo = false;
+    std::string calibrationSource;  // empty: none
+    std::string evaluationSource;
+    std::string zeroShotTask;
+    std::string prompt;
+};
+bool isDemoModel(const std::string& reference);
+ModelDefaults modelDefaults(const std::string& reference);
+
 struct RunSettings {
     CalibrationSettings calibration;
     PruneSettings prune;  // method, iters (T), damp (γ), compensation, ranking; λ and ρ come from the knobs
