@@ -3,13 +3,17 @@
 // each factorise once in one owned D×D float64 buffer, so each call's peak beyond its inputs is
 // one D_inter² × 8 bytes (969 MB) plus blocks of 256 weight rows and the bf16 result. Measured
 // as the rise of the resident high-water mark (VmHWM, reset through /proc/self/clear_refs) over
-// the resident size before the call. NPW_SITE_MEMORY_D / _OUT choose another shape.
+// the resident size before the call. NPW_SITE_MEMORY_D / _OUT choose another shape. Only the
+// buffer's lower triangle is written, so its untouched half is never resident; the first GEMM
+// (Theorem 3) also allocates OpenBLAS's per-process work pool once (~45 MB measured).
 // Slow: three float64 factorisations of 11,008² (about 1.3 TFLOP in all).
 #include "core/prune/compensation.h"
 #include "core/prune/numerical_score.h"
 
 #include <ATen/ATen.h>
 #include <QtTest>
+#include <chrono>
+#include <functional>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -61,8 +65,9 @@ private slots:
         const double unitMb = double(d) * double(d) * 8 / 1e6;
         std::cout << "site D = " << d << ", out = " << out << ": D² × 8 bytes = " << unitMb << " MB\n";
 
-        auto measure = [&](const char* what, const std::function<void()>& call) {
-            if (!resetPeak()) QSKIP("cannot reset the high-water mark (/proc/self/clear_refs)");
+        if (!resetPeak()) QSKIP("cannot reset the high-water mark (/proc/self/clear_refs)");
+        auto measure = [&](const char* what, const std::function<void()>& call) -> double {
+            resetPeak();
             const int64_t before = statusKb("VmRSS"), anonBefore = statusKb("RssAnon");
             const auto start = std::chrono::steady_clock::now();
             call();

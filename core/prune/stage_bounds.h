@@ -10,12 +10,12 @@
 
 namespace npw {
 
-// Rates measured here and now, with the thread count in force (~0.5 s in all).
+// Rates measured here and now, with the thread count in force (~1 s in all).
 struct MachineRates {
     double gemm32 = 0;      // float32 GEMM, flop/s (at::mm, square, n = 1024)
     double gemm64 = 0;      // float64 GEMM, flop/s (at::mm, square, n = 1024)
     double cholesky64 = 0;  // float64 Cholesky (LAPACK dpotrf), flop/s (n³/3 per factorisation) at n = choleskySize
-    double diskWrite = 0;   // bytes/s: 32 MiB written and fsync'ed beside `scratchTarget`
+    double diskWrite = 0;   // bytes/s: the better of two 64 MiB writes, fsync'ed, beside `scratchTarget`
     int64_t choleskySize = 0;
 };
 // choleskySize: the factorisation size to measure (the model's typical site width: the rate
