@@ -139,6 +139,16 @@ void rankUnits(ScoreSet& set) {
     }
 }
 
+// Mean over rows of ‖row‖² in float64, 1,024 rows at a time (no float64 copy of a whole
+// embedding: 1 GiB at 7B).
+double meanSquaredRowNorm(const at::Tensor& m) {
+    const int64_t rows = m.size(0);
+    double total = 0;
+    for (int64_t r0 = 0; r0 < rows; r0 += 1024)
+        total += m.narrow(0, r0, std::min<int64_t>(1024, rows - r0)).to(at::kDouble).square().sum().item<double>();
+    return rows > 0 ? total / static_cast<double>(rows) : 0.0;
+}
+
 // One site's units in removal order (lowest channel-score unit first) with their cumulative L*
 // (compensatedLossCurve) → the convex-minorant slope of each unit per parameter (higher = keep). unitChannels[u]: the o_proj input channels (or the one MLP channel) of unit u.
 // scale: what the site's L* is divided by (1, or the residual stream's energy).
@@ -201,7 +211,7 @@ void rankByCompensatedError(ScoreSet& set, const LlamaCheckpoint& checkpoint, co
     // squared row norm, then every block's output energy tr(W G Wᵀ) in order (cross terms
     // neglected). Only the relative variant uses it. tr(W G Wᵀ) = Σ (WᵀW ∘ G) = Σ A: the numerical
     // solve summed it while forming A (NumericalSolve::outputEnergy), so no W·G·Wᵀ product here.
-    double residual = relative ? checkpoint.weights.embed.to(at::kDouble).pow(2).sum(1).mean().item<double>() : 1.0;
+    double residual = relative ? meanSquaredRowNorm(checkpoint.weights.embed) : 1.0;
     auto outputEnergy = [](const NumericalSolve& solve, size_t layer, const char* site) {
         if (solve.D == 0)
             throw Error(std::string("no numerical solve of ") + site + " in layer " + std::to_string(layer) +

@@ -17,10 +17,12 @@ struct MachineRates {
     double cholesky64 = 0;  // float64 Cholesky (LAPACK dpotrf), flop/s (n³/3 per factorisation) at n = choleskySize
     double diskWrite = 0;   // bytes/s: the better of two 64 MiB writes, fsync'ed, beside `scratchTarget`
     int64_t choleskySize = 0;
+    std::string diskNote;   // why diskWrite is 0 (the scratch file could not be written)
 };
 // choleskySize: the factorisation size to measure (the model's typical site width: the rate
 // grows with n). The disk is measured with a temporary file beside scratchTarget (removed; a killed
-// run's is removed by the next write there). Throws npw::Error when it cannot be written (naming it).
+// run's is removed by the next write there); one that cannot be written leaves diskWrite 0 and
+// says why in diskNote.
 MachineRates measureMachineRates(const std::string& scratchTarget, int64_t choleskySize);
 
 struct StageMeasure {
@@ -46,7 +48,8 @@ struct PruneStageInputs {
 };
 std::vector<StageMeasure> pruneStageMeasures(const LlamaConfig& config, const PruneStageInputs& in);
 
-// Stage-by-stage JSON: [{stage, seconds, work: {…}, bound_s, ratio, note}], plus the rates.
+// Stage-by-stage JSON: [{stage, seconds, work: {…}, bound_s, ratio, note}] (bound_s and ratio only
+// where the stage has a bound), plus the rates.
 nlohmann::json stageBoundsJson(const std::vector<StageMeasure>& stages, const MachineRates& rates);
 
 // A few lines for the human output: each stage's seconds, bound and ratio.
