@@ -27,12 +27,13 @@ double secondsSince(std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// Repeats `once` (after one warm-up call) until ~0.1 s have passed; the best rate of the runs.
+// Repeats `once` (after one warm-up call: the first BLAS/LAPACK call of a process also starts its
+// threads) at least twice and until ~0.1 s have passed; the best rate of the runs.
 template <class F>
-double bestRate(double flopsPerCall, F once, bool warmUp = true) {
-    if (warmUp) once();
+double bestRate(double flopsPerCall, F once) {
+    once();
     double best = 0, spent = 0;
-    for (int i = 0; i < 50 && spent < 0.1; ++i) {
+    for (int i = 0; i < 50 && (i < 2 || spent < 0.1); ++i) {
         const auto start = std::chrono::steady_clock::now();
         once();
         const double s = secondsSince(start);
@@ -59,7 +60,7 @@ double choleskyRate(int64_t n) {
     return bestRate(nd * nd * nd / 3, [&] {
         std::copy(source.data_ptr<double>(), source.data_ptr<double>() + n * n, work.begin());
         if (!dense::choleskyLower(work.data(), n, n)) throw Error("machine rates: the test matrix did not factorise");
-    }, /*warmUp=*/false);
+    });
 }
 
 // The better of two writes of 64 MiB, each fsync'ed (a shared disk's rate varies from one second
