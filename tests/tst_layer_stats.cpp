@@ -37,13 +37,41 @@ private slots:
         QCOMPARE(s.tokens, n);
         QCOMPARE(s.channels(), d);
         QCOMPARE(s.gram.scalar_type(), at::kDouble);
-        QVERIFY(close(s.gram, at::matmul(x.t(), x), 1e-13));
-        QVERIFY(close(s.gramPerToken(), at::matmul(x.t(), x) / double(n), 1e-13));
+        // accumulate updates the upper triangle only (symmetric rank-k updates); gramPerToken
+        // symmetrises its copy, symmetriseGram the matrix itself, once.
+        const at::Tensor xtx = at::matmul(x.t(), x);
+        QVERIFY(s.gramIsTriangle());
+        QVERIFY(close(at::triu(s.gram), at::triu(xtx), 1e-13));
+        QVERIFY(close(s.gramPerToken(), xtx / double(n), 1e-13));
+        s.symmetriseGram();
+        QVERIFY(!s.gramIsTriangle());
+        QVERIFY(at::equal(s.gram, s.gram.t()));
+        QVERIFY(close(s.gram, xtx, 1e-13));
         QVERIFY(close(s.sum, x.sum(0), 1e-13));
         QVERIFY(close(s.sumSq, x.square().sum(0), 1e-13));
         QVERIFY(close(s.mean(), x.mean(0), 1e-13));
         QVERIFY(close(s.variance(), (x - x.mean(0)).square().mean(0), 1e-12));  // population variance
         QVERIFY(close(s.channelNorm(), x.norm(2, {0}), 1e-13));
+    }
+
+    void syrkGramAgainstFloat64BruteForce() {
+        // Sizes around the symmetrise block (64) and BLAS's own blocking, float32 and bf16 inputs
+        // (what taps deliver), many chunks: the rank-k updates against xᵀx summed in float64 at
+        // once, to 1e-13 of its largest entry; then more tokens after a symmetrise.
+        at::manual_seed(3);
+        for (int64_t d : {1, 63, 64, 65, 130, 300}) {
+            LayerStats s(d);
+            std::vector<at::Tensor> rows;
+            for (int chunk = 0; chunk < 5; ++chunk) {
+                const at::Tensor c = at::randn({1 + 17 * chunk, d}).to(chunk % 2 ? at::kBFloat16 : at::kFloat);
+                s.accumulate(c);
+                rows.push_back(c.to(at::kDouble));
+                if (chunk == 2) s.symmetriseGram();
+            }
+            const at::Tensor x = at::cat(rows);
+            s.symmetriseGram();
+            QVERIFY2(close(s.gram, at::matmul(x.t(), x), 1e-13), qPrintable(QString("D = %1").arg(d)));
+        }
     }
 
     void varianceSurvivesLargeOffsets() {

@@ -5,10 +5,12 @@
 #include "core/experiments/language_workbench.h"
 #include "core/models/language_model.h"
 #include "core/prune/pruner.h"
+#include "core/prune/stage_bounds.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
 #include "core/util/number_text.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -237,7 +239,27 @@ int runPrune(const Args& args) {
     savePrunedModel(run.pruned.checkpoint, out, pruneManifestJson(run.report, settings, calibration, model));
     const double saveSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - saveStart).count();
 
+    // Each stage against its bound, the rates measured now in this process (stage_bounds.h).
+    int64_t widest = 0;
+    for (size_t l = 0; l < static_cast<size_t>(config.num_layers); ++l)
+        widest = std::max({widest, config.intermediate_size[l], config.num_heads[l] * config.head_dim});
+    const MachineRates rates = measureMachineRates(out, std::min<int64_t>(widest, 2048));
+    PruneStageInputs stageInputs;
+    stageInputs.calibrateSeconds = run.report.timings.calibrateSeconds;
+    stageInputs.scoreSeconds = run.report.timings.scoreSeconds;
+    stageInputs.selectSeconds = run.report.timings.selectSeconds;
+    stageInputs.applySeconds = run.report.timings.applySeconds;
+    stageInputs.saveSeconds = saveSeconds;
+    stageInputs.calibrated = args.has("calib");
+    stageInputs.tokens = calibration.tokens;
+    stageInputs.seqlen = calibration.seqlen;
+    std::error_code sizeError;
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(out, sizeError))
+        if (entry.is_regular_file(sizeError)) stageInputs.bytesWritten += static_cast<double>(entry.file_size(sizeError));
+    const std::vector<StageMeasure> stages = pruneStageMeasures(config, stageInputs);
+
     nlohmann::json j = pruneReportJson(run.report);
+    j["stage_bounds"] = stageBoundsJson(stages, rates);
     j["model"] = model;
     j["out"] = out;
     j["timings"]["save_s"] = saveSeconds;
@@ -249,7 +271,10 @@ int runPrune(const Args& args) {
     j["calibration"]["layerwise"] = !statsOnDisk.empty();
     if (!workbench.calibration().note.empty()) j["calibration"]["note"] = workbench.calibration().note;
     if (!statsOnDisk.empty()) j["calibration"]["statistics_on_disk"] = statsOnDisk;
-    printResult(args, j, [&] { printHuman(run.report, model, out); });
+    printResult(args, j, [&] {
+        printHuman(run.report, model, out);
+        std::cout << stageBoundsText(stages, rates);
+    });
     return 0;
 }
 

@@ -47,7 +47,20 @@ ProjectionResult pruneProjection(const at::Tensor& weight, const at::Tensor& bia
     if (!haveStats && kind != CompensationKind::None)
         throw Error(where + ": no calibration statistics for " + compensationName(kind) + " compensation");
     at::Tensor full = weight;
-    if (haveStats) {
+    if (haveStats && kind == CompensationKind::Theorem3) {
+        try {
+            // One factorisation gives the compensated weight, L* and the uncompensated error.
+            CompensationResult r = compensatePrunedChannelsScaled(weight, stats.gram, 1.0 / static_cast<double>(stats.tokens),
+                                                                  keep, damp);
+            full = r.weight;
+            out.lossUncompensated = r.uncompensatedLoss;
+            // L* is the optimum of the dampened objective ‖XδW‖²/N + ½γ'‖δW‖²; the error the
+            // layer actually makes is that minus the dampening term (= L* when γ = 0).
+            out.loss = r.optimalLoss - 0.5 * r.dampening * r.deltaSquaredNorm;
+        } catch (const Error& e) {
+            throw Error(where + ": " + e.what() + " (a larger dampening γ helps)");
+        }
+    } else if (haveStats) {
         const at::Tensor gram = stats.gramPerToken();
         const at::Tensor pruned = indicesOf(keep, false).to(gram.device());
         const at::Tensor wp = weight.to(gram.device(), at::kDouble).index_select(1, pruned);  // [out, k]
@@ -58,14 +71,7 @@ ProjectionResult pruneProjection(const at::Tensor& weight, const at::Tensor& bia
         out.lossUncompensated = errorWith(gram);
         out.loss = out.lossUncompensated;
         try {
-            if (kind == CompensationKind::Theorem3) {
-                CompensationResult r = compensatePrunedChannels(weight, gram, keep, damp);
-                full = r.weight;
-                // L* is the optimum of the dampened objective ‖XδW‖²/N + ½γ'‖δW‖²; the error the
-                // layer actually makes is that minus the dampening term (= L* when γ = 0).
-                const double deltaSq = (full.to(at::kDouble) - weight.to(at::kDouble)).square().sum().item<double>();
-                out.loss = r.optimalLoss - 0.5 * r.dampening * deltaSq;
-            } else if (kind == CompensationKind::FlapBias) {
+            if (kind == CompensationKind::FlapBias) {
                 const at::Tensor mean = stats.mean();
                 const at::Tensor added = flapBiasCompensation(weight, mean, keep);
                 out.bias = bias.defined() ? bias + added.to(bias.scalar_type()) : added;
@@ -73,7 +79,7 @@ ProjectionResult pruneProjection(const at::Tensor& weight, const at::Tensor& bia
                 out.loss = errorWith(gram - at::outer(mean, mean));
             }
         } catch (const Error& e) {
-            throw Error(where + ": " + e.what() + (kind == CompensationKind::Theorem3 ? " (a larger dampening γ helps)" : ""));
+            throw Error(where + ": " + e.what());
         }
     }
     // A compensation that overflowed would be written into the pruned model: refused by name.

@@ -52,8 +52,10 @@ void accumulateFinite(LayerStats& stats, const at::Tensor& input, int64_t layer,
                 kNonFiniteHint);
 }
 
-void requireFinite(const LayerStats& s, size_t layer, const char* what) {
+// Also completes the Gram matrix (accumulate updates one triangle): every calibration ends here.
+void requireFinite(LayerStats& s, size_t layer, const char* what) {
     if (s.channels() == 0) return;
+    s.symmetriseGram();
     if (!at::isfinite(s.gram).all().item<bool>() || !at::isfinite(s.sum).all().item<bool>())
         throw Error("calibration: the input of " + std::string(what) + " in layer " + std::to_string(layer) +
                     " has NaN or infinite values (the model overflows on the calibration data; try float32 weights)");

@@ -26,6 +26,11 @@ struct CompensationResult {
     // the calibration tokens, gramPerToken() the mean error per token.
     double optimalLoss = 0;
     double dampening = 0;     // γ' = γ·mean(diag 2G), the absolute value added to 2G's diagonal
+    // tr(W_p G_pp W_pᵀ): the error of merely zeroing the pruned channels (no compensation), in
+    // the units of optimalLoss; from the same factorisation (no W_p·G_pp product).
+    double uncompensatedLoss = 0;
+    // ‖weight − input weight‖²_F, both in float64 after rounding to the weight's dtype.
+    double deltaSquaredNorm = 0;
 };
 
 // weight: [out, D] (torch layout, any float dtype); gram: [D, D] (float64 preferably);
@@ -35,14 +40,27 @@ struct CompensationResult {
 CompensationResult compensatePrunedChannels(const at::Tensor& weight, const at::Tensor& gram,
                                             const std::vector<bool>& keepChannel, double gamma = 0.01);
 
+// How both functions here compute (one Cholesky factorisation per call, in one owned D×D float64
+// buffer; no inverse): H = 2G + γ'I is gathered with its channels permuted, factorised in place,
+// and every quantity read from blocks of that factor (compensation.cpp). The weight is read in
+// blocks of 256 rows (any float dtype, a bf16 mapped view included). Peak: one D×D float64
+// buffer, plus (compensation only) the result in the weight's dtype, besides the inputs.
+// The *Scaled forms take the raw Gram sum with gramScale = 1/N instead of a G/N copy; only the
+// row-major upper triangle of gram is read (LayerStats::accumulate's triangle).
+CompensationResult compensatePrunedChannelsScaled(const at::Tensor& weight, const at::Tensor& gram, double gramScale,
+                                                  const std::vector<bool>& keepChannel, double gamma = 0.01);
+
 // L* of removing the first k channels of `order` (k = 1 … order.size()), each as Theorem 3
 // would compensate it: element k−1 is compensatePrunedChannels(weight, gram, mask of the first k,
-// gamma).optimalLoss, all of them from one Cholesky factorisation of Hinv[order, order] (its
+// gamma).optimalLoss, all of them from one Cholesky factor R of Hinv[order, order] (its
 // leading k×k block is Hinv[p, p] of the first k, so ½‖R_k⁻¹ W_p‖² = ½ Σ_{i<k} ‖(R⁻¹ W[order])_i‖²,
-// the sequential trick of OBS/SparseGPT). O(D³ + D²·out), float64. `order` lists distinct
+// the sequential trick of OBS/SparseGPT); R⁻¹ itself is read off the factor of H (below), so
+// neither Hinv nor R is formed. D³/3 + |order|²·out flops, float64. `order` lists distinct
 // channels (not necessarily all of them); npw::Error otherwise, and as compensatePrunedChannels.
 std::vector<double> compensatedLossCurve(const at::Tensor& weight, const at::Tensor& gram,
                                          const std::vector<int64_t>& order, double gamma = 0.01);
+std::vector<double> compensatedLossCurveScaled(const at::Tensor& weight, const at::Tensor& gram, double gramScale,
+                                               const std::vector<int64_t>& order, double gamma = 0.01);
 
 // FLAP's bias compensation: the pruned channels' mean contribution moves into the bias,
 // bias = (mean ∘ (1 − keep)) @ weightᵀ, [out] in the weight's dtype. FLAP assigns it as the

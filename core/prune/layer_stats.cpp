@@ -1,8 +1,10 @@
 #include "core/prune/layer_stats.h"
 
+#include "core/prune/dense_kernels.h"
 #include "core/util/error.h"
 
 #include <ATen/ATen.h>
+#include <algorithm>
 #include <string>
 
 namespace npw {
@@ -30,16 +32,46 @@ void LayerStats::accumulate(const at::Tensor& x) {
     if (x.dim() < 1 || x.size(-1) != d)
         throw Error("LayerStats::accumulate: expected input [..., " + std::to_string(d) + "], got last dimension " +
                     (x.dim() < 1 ? std::string("(scalar)") : std::to_string(x.size(-1))));
-    const at::Tensor rows = x.reshape({-1, d}).to(gram.device(), at::kDouble);
-    gram.addmm_(rows.t(), rows);
+    const dense::StageTimer timer(dense::WorkStage::GramAccumulation);
+    const at::Tensor rows = x.reshape({-1, d}).to(gram.device(), at::kDouble).contiguous();
+    const int64_t n = rows.size(0);
+    if (gram.device().is_cpu() && gram.is_contiguous() && n > 0) {
+        // Rows [n, D] row-major are the column-major D×n matrix Xᵀ; dsyrk's lower triangle of
+        // Xᵀ X (column-major) is the row-major upper triangle of G.
+        dense::syrkLower(d, n, 1.0, rows.data_ptr<double>(), d, 1.0, gram.data_ptr<double>(), d);
+        gramTriangle_ = true;
+        dense::StageWork work;
+        work.gemmFlops = static_cast<double>(d) * static_cast<double>(d + 1) * static_cast<double>(n);
+        dense::addWork(dense::WorkStage::GramAccumulation, work);
+    } else {
+        if (gramTriangle_) symmetriseGram();
+        gram.addmm_(rows.t(), rows);
+    }
     sum.add_(rows.sum(0));
     sumSq.add_(rows.square().sum(0));
     tokens += rows.size(0);
 }
 
+void LayerStats::symmetriseGram() {
+    if (!gramTriangle_) return;
+    const int64_t d = channels();
+    double* g = gram.data_ptr<double>();
+    // Blocked, so that both the rows read and the columns written stay in cache.
+    constexpr int64_t kBlock = 64;
+    for (int64_t i0 = 0; i0 < d; i0 += kBlock)
+        for (int64_t j0 = 0; j0 <= i0; j0 += kBlock)
+            for (int64_t i = i0; i < std::min(i0 + kBlock, d); ++i)
+                for (int64_t j = j0; j < std::min({j0 + kBlock, d, i}); ++j) g[i * d + j] = g[j * d + i];
+    gramTriangle_ = false;
+}
+
 at::Tensor LayerStats::gramPerToken() const {
     requireTokens(*this, "gramPerToken");
-    return gram / static_cast<double>(tokens);
+    if (!gramTriangle_) return gram / static_cast<double>(tokens);
+    LayerStats copy = *this;
+    copy.gram = gram.clone();
+    copy.symmetriseGram();
+    return copy.gram.div_(static_cast<double>(tokens));
 }
 
 at::Tensor LayerStats::mean() const {

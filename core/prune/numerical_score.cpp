@@ -1,10 +1,13 @@
 #include "core/prune/numerical_score.h"
 
+#include "core/prune/dense_kernels.h"
 #include "core/util/error.h"
 
 #include <ATen/ATen.h>
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <memory>
 #include <vector>
 #include <string>
 #include <tuple>
@@ -49,34 +52,127 @@ at::Tensor numericalScoreMatrix(const at::Tensor& weight, const at::Tensor& gram
     return a;
 }
 
-NumericalSolve solveNumericalScore(const at::Tensor& A) {
-    requireSquare(A, "solveNumericalScore");
-    const at::Tensor a = A.to(at::kDouble);
-    const int64_t d = a.size(0);
-    if (!at::isfinite(a).all().item<bool>())
-        throw Error("solveNumericalScore: A (" + std::to_string(d) + "×" + std::to_string(d) +
-                    ") has NaN or Inf entries; check the weight and the calibration statistics");
+namespace {
+
+// Rows of the weight read per block: 256 × D float64 (22 MB at D = 11,008).
+constexpr int64_t kRowBlock = 256;
+
+// Factorises the D×D matrix that `fill` writes into the lower triangle of `a` (column-major,
+// leading dimension D), retrying with a growing jitter on the diagonal as solveNumericalScore
+// documents, and solves A⁻¹1. `fill` returns false when A has NaN/Inf entries; it is called again
+// for every retry (dpotrf overwrites the triangle), which only a singular A pays for.
+NumericalSolve solveInBuffer(int64_t d, double* a, const std::function<bool(double*)>& fill) {
+    using namespace dense;
     NumericalSolve out;
     out.D = d;
-
-    at::Tensor factor = choleskyOrNothing(a);
-    if (!factor.defined()) {
+    StageWork work;
+    const auto nonFinite = [d] {
+        return Error("solveNumericalScore: A (" + std::to_string(d) + "×" + std::to_string(d) +
+                     ") has NaN or Inf entries; check the weight and the calibration statistics");
+    };
+    if (!fill(a)) throw nonFinite();
+    double diagSum = 0;
+    for (int64_t i = 0; i < d; ++i) diagSum += a[i * d + i];
+    const double dd = static_cast<double>(d);
+    work.choleskyFlops += dd * dd * dd / 3;
+    bool factorised = choleskyLower(a, d, d);
+    if (!factorised) {
         // Singular A (a channel whose input or weight column is all zero, or too few tokens):
         // the smallest jitter that factorises, relative to A's own scale.
-        const double meanDiag = a.diagonal().mean().item<double>();
+        const double meanDiag = d > 0 ? diagSum / dd : 0.0;
         const double scale = meanDiag > 0 && std::isfinite(meanDiag) ? meanDiag : 1.0;
-        const at::Tensor eye = at::eye(d, a.options());
-        for (double relative = 1e-12; relative <= 1e-2 * (1 + 1e-9) && !factor.defined(); relative *= 10) {
+        for (double relative = 1e-12; relative <= 1e-2 * (1 + 1e-9) && !factorised; relative *= 10) {
             out.jitter = relative * scale;
-            factor = choleskyOrNothing(a + out.jitter * eye);
+            if (!fill(a)) throw nonFinite();
+            for (int64_t i = 0; i < d; ++i) a[i * d + i] += out.jitter;
+            work.choleskyFlops += dd * dd * dd / 3;
+            factorised = choleskyLower(a, d, d);
         }
-        if (!factor.defined())
+        if (!factorised)
             throw Error("solveNumericalScore: A (" + std::to_string(d) + "×" + std::to_string(d) +
                         ") is not positive semidefinite even with a jitter of 1e-2·mean(diag A)");
     }
-    const at::Tensor ones = at::ones({d, 1}, a.options());
-    out.Ainv1 = at::cholesky_solve(ones, factor, /*upper=*/false).squeeze(1);
+    out.Ainv1 = at::ones({d}, at::kDouble);
+    choleskySolve(a, d, d, out.Ainv1.data_ptr<double>(), 1, d);
+    work.gemmFlops += 2 * dd * dd;
     out.c = out.Ainv1.sum().item<double>();
+    addWork(WorkStage::Score, work);
+    return out;
+}
+
+} // namespace
+
+NumericalSolve solveNumericalScore(const at::Tensor& A) {
+    requireSquare(A, "solveNumericalScore");
+    const dense::StageTimer timer(dense::WorkStage::Score);
+    const at::Tensor a = A.to(at::kCPU, at::kDouble).contiguous();
+    const int64_t d = a.size(0);
+    const double* src = a.data_ptr<double>();
+    double energy = 0;
+    std::unique_ptr<double[]> buffer(new double[static_cast<size_t>(std::max<int64_t>(d * d, 1))]);
+    NumericalSolve out = solveInBuffer(d, buffer.get(), [&](double* dst) {
+        // The row-major upper triangle of A is the column-major lower one.
+        double sum = 0;
+        bool finite = true;
+        for (int64_t j = 0; j < d; ++j)
+            for (int64_t i = j; i < d; ++i) {
+                const double v = src[j * d + i];
+                finite = finite && std::isfinite(v) && std::isfinite(src[i * d + j]);
+                dst[j * d + i] = v;
+                sum += i == j ? v : 2 * v;
+            }
+        energy = sum;
+        return finite;
+    });
+    out.outputEnergy = energy;
+    if (out.D > 0) out.Ainv1 = out.Ainv1.to(A.device());
+    return out;
+}
+
+NumericalSolve solveNumericalSite(const at::Tensor& weight, const at::Tensor& gram, double gramScale) {
+    requireSquare(gram, "solveNumericalSite (gram)");
+    if (weight.dim() != 2 || weight.size(1) != gram.size(0))
+        throw Error("solveNumericalSite: weight " + shapeOf(weight) + " does not take the " +
+                    std::to_string(gram.size(0)) + " input channels of gram " + shapeOf(gram) +
+                    " (expected torch layout [out, in])");
+    if (!(gramScale > 0) || !std::isfinite(gramScale))
+        throw Error("solveNumericalSite: the Gram scale must be a positive number, got " + std::to_string(gramScale));
+    const dense::StageTimer timer(dense::WorkStage::Score);
+    const at::Tensor g = gram.to(at::kCPU, at::kDouble).contiguous();
+    const double* gp = g.data_ptr<double>();
+    const int64_t d = g.size(0), rows = weight.size(0);
+    double energy = 0;
+    std::unique_ptr<double[]> buffer(new double[static_cast<size_t>(std::max<int64_t>(d * d, 1))]);
+    NumericalSolve out = solveInBuffer(d, buffer.get(), [&](double* a) {
+        // WᵀW (torch layout) = Σ over output rows w wᵀ: a block of rows, row-major [n, D], is the
+        // column-major D×n matrix whose rank-n update it is.
+        dense::StageWork work;
+        if (rows == 0)
+            for (int64_t j = 0; j < d; ++j) std::fill(a + j * d + j, a + (j + 1) * d, 0.0);
+        for (int64_t r0 = 0; r0 < rows; r0 += kRowBlock) {
+            const int64_t n = std::min(kRowBlock, rows - r0);
+            const at::Tensor block = weight.narrow(0, r0, n).to(at::kCPU, at::kDouble).contiguous();
+            dense::syrkLower(d, n, 1.0, block.data_ptr<double>(), d, r0 == 0 ? 0.0 : 1.0, a, d);
+        }
+        work.gemmFlops = static_cast<double>(d) * static_cast<double>(d + 1) * static_cast<double>(rows);
+        dense::addWork(dense::WorkStage::Score, work);
+        // ∘ s·G on the triangle, summing A on the way (Σ A = tr(W G Wᵀ)).
+        double sum = 0;
+        bool finite = true;
+        for (int64_t j = 0; j < d; ++j) {
+            double* aj = a + j * d;
+            const double* gj = gp + j * d;
+            for (int64_t i = j; i < d; ++i) {
+                const double v = aj[i] * (gramScale * gj[i]);
+                finite = finite && std::isfinite(v);
+                aj[i] = v;
+                sum += i == j ? v : 2 * v;
+            }
+        }
+        energy = sum;
+        return finite;
+    });
+    out.outputEnergy = energy;
     return out;
 }
 

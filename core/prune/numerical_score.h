@@ -30,6 +30,9 @@ struct NumericalSolve {
     int64_t D = 0;        // input channels
     double jitter = 0;    // absolute value added to A's diagonal to make it factorise; 0 when
                           // A was positive definite as it is (a dead channel makes it singular)
+    // Σ_ij A_ij = Σ_ij (WᵀW)_ij G_ij = tr(W G Wᵀ) (torch layout): the site's output energy per
+    // token when G is per token. Free while A is formed; no W·G·Wᵀ product is needed for it.
+    double outputEnergy = 0;
 };
 
 // One Cholesky solve of A (from numericalScoreMatrix). When the factorisation fails, a jitter
@@ -37,6 +40,15 @@ struct NumericalSolve {
 // and reported in `jitter`; an all-zero A uses 1 as its scale. Throws npw::Error when even
 // the largest jitter fails (A not positive semidefinite) or A has NaN/Inf entries.
 NumericalSolve solveNumericalScore(const at::Tensor& A);
+
+// numericalScoreMatrix then solveNumericalScore for one site, without either D×D tensor: A is
+// formed in one owned float64 buffer (WᵀW as symmetric rank-k updates over row blocks of the
+// weight, then ∘ gramScale·G), factorised there in place and solved. Peak: one D×D float64
+// buffer plus a block of 256 weight rows, besides the inputs. weight: [out, D], any float dtype
+// (a bf16 mapped view is read block by block); gram: [D, D] float64 of which only the row-major
+// upper triangle is read (LayerStats::accumulate's triangle, so no symmetrised copy is needed);
+// gramScale: 1/N for raw sums. The same results as the two calls, to rounding; the same errors.
+NumericalSolve solveNumericalSite(const at::Tensor& weight, const at::Tensor& gram, double gramScale = 1.0);
 
 // z* = 1 − ρ·λD·A⁻¹1 / (1 + λc): float64 [D]. ρ ∈ [0, 1], λ > 0 (npw::Error otherwise).
 at::Tensor numericalScoreClosedForm(const NumericalSolve& solve, double rho, double lambda);

@@ -90,13 +90,8 @@ ChannelScore scoreChannels(const PruneSettings& s, const at::Tensor& weight, con
     switch (s.method) {
     case PruneMethod::Numerical: {
         at::Tensor A;
-        if (solved.D > 0) {
-            out.solve = solved;
-        } else {
-            A = numericalScoreMatrix(weight, stats.gramPerToken());
-            out.solve = solveNumericalScore(A);
-        }
-        if (!A.defined() && (s.boxConstrained || s.iters > 0)) A = numericalScoreMatrix(weight, stats.gramPerToken());
+        out.solve = solved.D > 0 ? solved : solveNumericalSite(weight, stats.gram, 1.0 / static_cast<double>(stats.tokens));
+        if (s.boxConstrained || s.iters > 0) A = numericalScoreMatrix(weight, stats.gramPerToken());
         out.scores = numericalSlope(out.solve, s.lambda);
         if (s.boxConstrained) {
             // z itself, solved at this ρ and λ: the set ranks z (rankingIsNumericalW is false).
@@ -144,6 +139,16 @@ void rankUnits(ScoreSet& set) {
     }
 }
 
+// Mean over rows of ‖row‖² in float64, 1,024 rows at a time (no float64 copy of a whole
+// embedding: 1 GiB at 7B).
+double meanSquaredRowNorm(const at::Tensor& m) {
+    const int64_t rows = m.size(0);
+    double total = 0;
+    for (int64_t r0 = 0; r0 < rows; r0 += 1024)
+        total += m.narrow(0, r0, std::min<int64_t>(1024, rows - r0)).to(at::kDouble).square().sum().item<double>();
+    return rows > 0 ? total / static_cast<double>(rows) : 0.0;
+}
+
 // One site's units in removal order (lowest channel-score unit first) with their cumulative L*
 // (compensatedLossCurve) → the convex-minorant slope of each unit per parameter (higher = keep). unitChannels[u]: the o_proj input channels (or the one MLP channel) of unit u.
 // scale: what the site's L* is divided by (1, or the residual stream's energy).
@@ -166,7 +171,8 @@ std::vector<double> compensatedErrorScores(const std::vector<double>& unitScores
     std::vector<double> curve;
     for (double gamma = damp;; gamma = gamma > 0 ? gamma * 100 : 1e-10) {
         try {
-            curve = compensatedLossCurve(weight, stats.gramPerToken(), channelOrder, gamma);
+            curve = compensatedLossCurveScaled(weight, stats.gram, 1.0 / static_cast<double>(stats.tokens), channelOrder,
+                                               gamma);
             break;
         } catch (const Error&) {
             if (gamma >= 1e-2) throw;
@@ -203,11 +209,14 @@ void rankByCompensatedError(ScoreSet& set, const LlamaCheckpoint& checkpoint, co
     set.mlpLossScale.assign(set.ranking.size(), 1.0);
     // The residual stream's energy per token where each site adds its output: the embedding's mean
     // squared row norm, then every block's output energy tr(W G Wᵀ) in order (cross terms
-    // neglected). Only the relative variant uses it.
-    double residual = relative ? checkpoint.weights.embed.to(at::kDouble).pow(2).sum(1).mean().item<double>() : 1.0;
-    auto outputEnergy = [](const at::Tensor& weight, const LayerStats& s) {
-        const at::Tensor w = weight.to(at::kDouble);
-        return at::trace(at::matmul(w, at::matmul(s.gramPerToken().to(w.device()), w.t()))).item<double>();
+    // neglected). Only the relative variant uses it. tr(W G Wᵀ) = Σ (WᵀW ∘ G) = Σ A: the numerical
+    // solve summed it while forming A (NumericalSolve::outputEnergy), so no W·G·Wᵀ product here.
+    double residual = relative ? meanSquaredRowNorm(checkpoint.weights.embed) : 1.0;
+    auto outputEnergy = [](const NumericalSolve& solve, size_t layer, const char* site) {
+        if (solve.D == 0)
+            throw Error(std::string("no numerical solve of ") + site + " in layer " + std::to_string(layer) +
+                        " for its output energy");
+        return solve.outputEnergy;
     };
     for (size_t l = 0; l < set.ranking.size(); ++l) {
         const LlamaLayerWeights& w = checkpoint.weights.layers.at(l);
@@ -226,7 +235,7 @@ void rankByCompensatedError(ScoreSet& set, const LlamaCheckpoint& checkpoint, co
                             for (int64_t j = 0; j < set.config.head_dim; ++j)
                                 channels[u].push_back(static_cast<int64_t>(h) * set.config.head_dim + j);
                 }
-                if (relative) residual += outputEnergy(w.wo, stats.attn.at(l));
+                if (relative) residual += outputEnergy(set.attentionSolves.at(l), l, "o_proj");
                 set.attentionLossScale[l] = relative ? residual : 1.0;
                 set.ranking[l].heads = compensatedErrorScores(set.ranking[l].heads, channels, set.costs[l].headParams, w.wo,
                                                               stats.attn.at(l), set.settings.damp, relative ? residual : 1.0);
@@ -234,7 +243,7 @@ void rankByCompensatedError(ScoreSet& set, const LlamaCheckpoint& checkpoint, co
             if (!set.ranking[l].channels.empty()) {
                 std::vector<std::vector<int64_t>> channels(set.ranking[l].channels.size());
                 for (size_t j = 0; j < channels.size(); ++j) channels[j] = {static_cast<int64_t>(j)};
-                if (relative) residual += outputEnergy(w.w_down, stats.mlp.at(l));
+                if (relative) residual += outputEnergy(set.mlpSolves.at(l), l, "down_proj");
                 set.mlpLossScale[l] = relative ? residual : 1.0;
                 set.ranking[l].channels = compensatedErrorScores(set.ranking[l].channels, channels,
                                                                  set.costs[l].channelParams, w.w_down, stats.mlp.at(l),
@@ -350,7 +359,8 @@ ScoreSet computeScores(const LlamaCheckpoint& checkpoint, const ModelStats& stat
             const LlamaLayerWeights& w = checkpoint.weights.layers.at(l);
             auto solve = [&](const at::Tensor& weight, const std::vector<LayerStats>& sites, const char* what) {
                 try {
-                    return solveNumericalScore(numericalScoreMatrix(weight, statsOf(sites, l, weight.size(1), what).gramPerToken()));
+                    const LayerStats& st = statsOf(sites, l, weight.size(1), what);
+                    return solveNumericalSite(weight, st.gram, 1.0 / static_cast<double>(st.tokens));
                 } catch (const Error& e) {
                     throw Error("scoring " + std::string(what) + " of layer " + std::to_string(l) + ": " + e.what());
                 }

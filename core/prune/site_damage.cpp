@@ -47,7 +47,8 @@ double compensatedLoss(const at::Tensor& weight, const LayerStats& stats, const 
                        double damp) {
     for (double gamma = damp;; gamma = gamma > 0 ? gamma * 100 : 1e-10) {
         try {
-            return compensatedLossCurve(weight, stats.gramPerToken(), channels, gamma).back();
+            return compensatedLossCurveScaled(weight, stats.gram, 1.0 / static_cast<double>(stats.tokens), channels, gamma)
+                .back();
         } catch (const Error&) {
             if (gamma >= 1e-2) throw;
         }
