@@ -469,6 +469,9 @@ std::vector<FlagEntry> buildTable() {
     t.add(out.described("model folder written when training finishes (LlamaGen keys + config.json)"), {"train-c2i"});
     t.add(out.byDefault("npw-demo-results").described("folder for results.json, the CSV and the pruned models"), {"demo"});
     t.add(Flag::text("name", "TEXT", "general.name (default: the model's folder or file name)"), {"export-gguf"});
+    t.add(Flag::toggle("no-tokenizer", "write no tokenizer: a placeholder token per id, for running the model on token "
+                                       "ids only (for a model without a tokenizer)"),
+          {"export-gguf"});
     t.add(Flag::text("save-scores", "FILE", "also write the scores (safetensors)").writes(), {"prune"});
     t.add(Flag::text("save-stats", "FILE", "also write the calibration statistics (safetensors, raw sums)").writes(), {"prune"});
     t.add(Flag::text("stats", "FILE", "reuse statistics written by --save-stats or --stats-on-disk instead of calibrating "
