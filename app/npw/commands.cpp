@@ -4,6 +4,7 @@
 #include "core/text/json_output.h"
 #include "core/io/export_manifest.h"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -59,6 +60,29 @@ std::string modelLabel(const std::string& model) {
 
 std::string versionString() { return NPW_VERSION_STRING; }
 
+namespace {
+
+// The bar's visible width on stderr now; 0 when no unfinished bar stands there.
+size_t& progressLineWidth() {
+    static size_t width = 0;
+    return width;
+}
+
+size_t visibleWidth(const std::string& s) {  // UTF-8 code points (a stage may say "ρ")
+    return static_cast<size_t>(std::count_if(s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+}
+
+} // namespace
+
+void clearProgressLine() {
+    size_t& width = progressLineWidth();
+    if (width == 0) return;
+    // Spaces over the bar, then back to the line's start: no terminal escape codes needed.
+    std::fprintf(stderr, "\r%s\r", std::string(width, ' ').c_str());
+    std::fflush(stderr);
+    width = 0;
+}
+
 ProgressFn terminalProgress() {
     if (!isatty(fileno(stderr))) return nullptr;
     auto start = std::make_shared<std::chrono::steady_clock::time_point>(std::chrono::steady_clock::now());
@@ -72,15 +96,29 @@ ProgressFn terminalProgress() {
         const int width = 30, filled = static_cast<int>(frac * width);
         const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - *start).count();
         const double eta = frac > 0 ? elapsed * (1 - frac) / frac : 0;
-        std::fprintf(stderr, "\r%-24s [%s%s] %5.1f%%  eta %5.0fs ", p.stage.c_str(), std::string(filled, '#').c_str(),
-                     std::string(width - filled, ' ').c_str(), 100 * frac, eta);
-        if (frac >= 1.0) std::fprintf(stderr, "\n");
+        char tail[64];
+        std::snprintf(tail, sizeof tail, "] %5.1f%%  eta %5.0fs", 100 * frac, eta);
+        std::string line = p.stage;
+        const size_t stageWidth = visibleWidth(line);
+        if (stageWidth < 24) line += std::string(24 - stageWidth, ' ');
+        line += " [" + std::string(filled, '#') + std::string(width - filled, ' ') + tail;
+        // Pad over a longer previous line (a longer stage name) instead of leaving its end.
+        const size_t lineWidth = visibleWidth(line);
+        size_t& shown = progressLineWidth();
+        if (lineWidth < shown) line += std::string(shown - lineWidth, ' ');
+        std::fprintf(stderr, "\r%s", line.c_str());
+        shown = std::max(lineWidth, shown);
+        if (frac >= 1.0) {
+            std::fprintf(stderr, "\n");  // a finished stage stays on its own line
+            shown = 0;
+        }
         std::fflush(stderr);
         return true;
     };
 }
 
 void printResult(const Args& args, const nlohmann::json& result, const std::function<void()>& printHuman) {
+    clearProgressLine();
     if (args.flag("json"))
         std::cout << npw::json_fields::dumpJson(result, 2) << std::endl;
     else

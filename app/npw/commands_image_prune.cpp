@@ -207,6 +207,7 @@ int runImageSweep(const Args& args, const std::string& model) {
         bench, *m.network, m.reference.stats, spec,
         [&](const ImageSweepRow& r) {
             if (json) return;
+            clearProgressLine();  // stdout may be the progress bar's terminal
             if (spec.generatedMetrics) {
                 printEvaluationRow(r.method, r.ratio, r.achievedRatio, r.eval);
                 if (spec.heldOut) std::cout << "    held-out token ppl " << std::fixed << std::setprecision(3) << r.tokenPpl << "\n";

@@ -56,12 +56,15 @@ int main(int argc, char** argv) {
             if (parsed.has("rope-scaling-factor")) setMetaRopeScalingFactor(parsed.getDouble("rope-scaling-factor"));
             return c.run(parsed);
         } catch (const Cancelled&) {
+            cli::clearProgressLine();
             std::cerr << "npw " << c.name << ": cancelled\n";
             return 130;
         } catch (const Error& e) {
+            cli::clearProgressLine();
             std::cerr << "npw " << c.name << ": error: " << e.what() << "\n";
             return 1;
         } catch (const c10::OutOfMemoryError& e) {
+            cli::clearProgressLine();
             // LibTorch's first line names the device and the size it tried to allocate ("CUDA out
             // of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of ..."); the rest
             // is a C++ backtrace.
@@ -70,6 +73,7 @@ int main(int argc, char** argv) {
                       << "\n(a smaller --batch or --seqlen, a smaller model, --layerwise for evaluation, or another device)\n";
             return 1;
         } catch (const std::exception& e) {
+            cli::clearProgressLine();
             std::cerr << "npw " << c.name << ": internal error: " << e.what() << "\n";
             return 3;
         }
