@@ -143,6 +143,37 @@ private slots:
         checkTable(screenLines(raw), /*expectBar=*/true);
     }
 
+    // --speed: each figure is the median of --speed-repeats runs with their range and the load
+    // average, or says "1 run"; the summary never shows "± 0" for what was measured once.
+    void speedSaysHowItWasMeasured() {
+        const QString calib = QString::fromStdString(npw::resourcesDir() + "/demo/data/kjv-ot.txt");
+        for (const int repeats : {1, 3}) {
+            QProcess p;
+            p.start(npw_, {"sweep", "demo:lm", "--methods", "magnitude", "--ratios", "0.2", "--seeds", "1", "--nsamples", "2",
+                           "--seqlen", "32", "--calib", calib, "--speed", "--speed-tokens", "8", "--speed-repeats",
+                           QString::number(repeats)});
+            QVERIFY(p.waitForFinished(600000));
+            const QString out = QString::fromUtf8(p.readAllStandardOutput());
+            QVERIFY2(p.exitCode() == 0, qPrintable(out + p.readAllStandardError()));
+            static const QRegularExpression median(R"(decode \d+ tok/s \(median of 3 runs, (\d+)–(\d+)\))");
+            int speedLines = 0;
+            for (const QString& line : out.split('\n')) {
+                if (!line.contains("decode ")) continue;
+                ++speedLines;
+                QVERIFY2(!line.contains(QRegularExpression("± 0\\b")), qPrintable(line));
+                if (repeats == 1) {
+                    QVERIFY2(line.contains("decode ") && line.contains("(1 run)"), qPrintable(line));
+                } else {
+                    const QRegularExpressionMatch m = median.match(line);
+                    QVERIFY2(m.hasMatch(), qPrintable(line));
+                    QVERIFY(m.captured(1).toInt() <= m.captured(2).toInt());
+                }
+                if (line.contains("prefill")) QVERIFY2(line.contains(", load "), qPrintable(line));  // a row, not the summary
+            }
+            QCOMPARE(speedLines, 4);  // dense and magnitude: a row each, and a summary line each
+        }
+    }
+
     void sweepThroughAPipe() {
         QProcess p;
         p.setProcessChannelMode(QProcess::MergedChannels);

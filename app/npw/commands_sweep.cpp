@@ -57,7 +57,7 @@ int runSweepCommand(const Args& args) {
     }
     request.measureSpeed = args.flag("speed");
     request.speedTokens = args.getInt("speed-tokens");
-    request.speedRepeats = SweepSpec{}.speedRepeats;
+    request.speedRepeats = static_cast<int>(args.getInt("speed-repeats"));
     request.evalSources = args.getList("eval");
     std::vector<std::string> warnings;
     const SweepSpec spec = buildSweepSpec(lm, request, &warnings);
@@ -93,9 +93,13 @@ int runSweepCommand(const Args& args) {
                            std::to_string(r.calibSeqlen), std::isfinite(r.lambdaUsed) ? number(r.lambdaUsed, 3, true) : "-",
                            r.evalSet, number(r.achievedRatio, 3), std::isfinite(r.ppl) ? number(r.ppl, 2) : "-"});
         if (std::isfinite(r.acc)) line << "  acc " << number(r.acc, 4);
-        if (r.isSpeedRow())
-            line << "  decode " << number(r.decodeTokensPerSecond, 0) << " tok/s, prefill " << number(r.prefillTokensPerSecond, 0)
-                 << " tok/s, weights " << number(r.weightsMiB, 2) << " MiB, KV cache " << number(r.kvCacheMiB, 2) << " MiB";
+        if (r.isSpeedRow()) {
+            line << "  decode " << number(r.decodeTokensPerSecond, 0) << " tok/s ("
+                 << speedRunsText(r.speedRuns, r.decodeSlowest, r.decodeFastest) << "), prefill "
+                 << number(r.prefillTokensPerSecond, 0) << " tok/s, weights " << number(r.weightsMiB, 2) << " MiB, KV cache "
+                 << number(r.kvCacheMiB, 2) << " MiB";
+            if (std::isfinite(r.loadAverage)) line << ", load " << number(r.loadAverage, 2);
+        }
         clearProgressLine();  // the row goes to stdout, which may be the bar's terminal
         std::cout << line.str() << std::endl;
     };
@@ -122,6 +126,10 @@ int runSweepCommand(const Args& args) {
                                   {"acc_std", finiteOrNull(s.accStd)}, {"acc_norm_mean", finiteOrNull(s.accNormMean)},
                                   {"achieved_ratio_mean", s.achievedRatioMean},
                                   {"decode_tokens_per_s_mean", finiteOrNull(s.decodeMean)},
+                                  {"decode_tokens_per_s_std", s.count > 1 ? finiteOrNull(s.decodeStd) : nlohmann::json(nullptr)},
+                                  {"decode_tokens_per_s_slowest", finiteOrNull(s.decodeSlowest)},
+                                  {"decode_tokens_per_s_fastest", finiteOrNull(s.decodeFastest)},
+                                  {"speed_runs", s.first.speedRuns},
                                   {"prefill_tokens_per_s_mean", finiteOrNull(s.prefillMean)},
                                   {"weights_mib_mean", finiteOrNull(s.weightsMiBMean)},
                                   {"kv_cache_mib_mean", finiteOrNull(s.kvCacheMiBMean)}});
@@ -135,11 +143,25 @@ int runSweepCommand(const Args& args) {
                       << std::setw(6) << s.first.ratio << "  " << std::left << std::setw(10) << s.first.evalSet
                       << std::right << std::setprecision(3) << std::setw(8) << s.achievedRatioMean
                       << std::setprecision(2);
-            if (s.first.isSpeedRow())
-                std::cout << std::setprecision(0) << "   decode " << s.decodeMean << " ± " << s.decodeStd
-                          << " tok/s, weights " << std::setprecision(2) << s.weightsMiBMean << " MiB\n";
+            if (s.first.isSpeedRow()) {
+                // One model measured: its median and the runs' range; several seeds: their spread.
+                // Never "± 0" for what was measured once.
+                if (s.count == 1)
+                    std::cout << std::setprecision(0) << "   decode " << s.decodeMean << " tok/s ("
+                              << speedRunsText(s.first.speedRuns, s.decodeSlowest, s.decodeFastest) << ")";
+                else
+                    std::cout << std::setprecision(0) << "   decode " << s.decodeMean << " ± " << s.decodeStd << " tok/s over "
+                              << s.count << " seeds (each the median of " << s.first.speedRuns << " run"
+                              << (s.first.speedRuns == 1 ? "" : "s") << ", all runs " << s.decodeSlowest << "–"
+                              << s.decodeFastest << ")";
+                std::cout << ", weights " << std::setprecision(2) << s.weightsMiBMean << " MiB\n";
+            }
+            else if (std::isfinite(s.accMean) && s.count == 1)
+                std::cout << std::setprecision(4) << "   acc " << s.accMean << " (1 seed)\n";
             else if (std::isfinite(s.accMean))
                 std::cout << std::setprecision(4) << "   acc " << s.accMean << " ± " << s.accStd << "\n";
+            else if (s.count == 1)
+                std::cout << std::setw(11) << s.pplMean << " (1 seed)\n";
             else
                 std::cout << std::setw(11) << s.pplMean << " ± " << s.pplStd << "\n";
         }

@@ -279,6 +279,11 @@ std::vector<FlagEntry> buildTable() {
     t.add(Flag::integer("speed-tokens", "N", 1, kMaxTokens, "--speed: prompt tokens, and as many greedy decode tokens")
               .byDefault(std::to_string(sweep.speedPromptTokens)),
           {"sweep"});
+    t.add(Flag::integer("speed-repeats", "R", 1, kMaxRepeats,
+                        "--speed: timed runs per model after one warm-up; the median is reported with the slowest and "
+                        "fastest run and the load average")
+              .byDefault(std::to_string(sweep.speedRepeats)),
+          {"sweep"});
     t.add(Flag::integer("seeds", "K", 1, kMaxRepeats, "seeds 0..K-1 (calibration windows; random scores)").byDefault("3"),
           {"sweep"});
 
