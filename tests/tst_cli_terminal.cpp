@@ -5,6 +5,9 @@
 // overwrite, newlines advance), must be the table's header, well-formed rows with every column
 // separated by at least two spaces, and finished progress lines; never a row on a bar's line,
 // never two columns run together (the bug: "128     1281.633e-04": seqlen 128, λ 1.633e-04).
+// Also the start: `npw --help`, `npw COMMAND --help`, --version and an unknown command answer
+// without loading LibTorch (the launcher, app/launcher), with npw-run's own texts, and every other
+// command loads it once (glibc's loader reports each library initialisation under LD_DEBUG=libs).
 #include "core/util/paths.h"
 
 #include <QCoreApplication>
@@ -172,6 +175,37 @@ private slots:
             }
             QCOMPARE(speedLines, 4);  // dense and magnitude: a row each, and a summary line each
         }
+    }
+
+    void startsLibTorchOnlyWhenNeeded() {
+        const QString worker = QCoreApplication::applicationDirPath() + "/../app/npw-run";
+        QVERIFY(QFileInfo::exists(worker));
+        auto libtorchStarts = [](const QString& program, const QStringList& args, QByteArray* out, int* exitCode) {
+            QProcess p;
+            QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+            env.insert("LD_DEBUG", "libs");
+            env.remove("OMP_WAIT_POLICY");  // as a user starts it
+            p.setProcessEnvironment(env);
+            p.start(program, args);
+            if (!p.waitForFinished(300000)) qFatal("npw did not finish");
+            *out = p.readAllStandardOutput();
+            *exitCode = p.exitCode();
+            return QString::fromUtf8(p.readAllStandardError()).count(QRegularExpression("calling init: \\S*libtorch_cpu"));
+        };
+        QByteArray out, expected;
+        int exitCode = -1, expectedExit = -1;
+        const QList<QStringList> helpOnly = {{"--help"}, {"prune", "--help"}, {"export-gguf", "--help"}, {"sweep", "-h"},
+                                             {"--version"}, {"no-such-command"}, {}};
+        for (const QStringList& args : helpOnly) {
+            QCOMPARE(libtorchStarts(npw_, args, &out, &exitCode), 0);
+            // The same text and exit status as the program with the command table itself.
+            libtorchStarts(worker, args, &expected, &expectedExit);
+            QCOMPARE(out, expected);
+            QCOMPARE(exitCode, expectedExit);
+        }
+        QCOMPARE(libtorchStarts(npw_, {"info", "demo:lm"}, &out, &exitCode), 1);  // once, not started twice
+        QCOMPARE(exitCode, 0);
+        QVERIFY(out.contains("demo:lm"));
     }
 
     void sweepThroughAPipe() {

@@ -97,6 +97,9 @@ std::string modelLabel(const std::string& model);
 // which may be the same terminal, or a warning or error on stderr) must first erase it with
 // clearProgressLine(), or the text lands on the bar's line.
 ProgressFn terminalProgress();
+// The launcher's texts as a C++ source (app/launcher): the usage and, per command, its --help.
+std::string launcherHelpSource(const std::string& usage, const std::vector<std::pair<std::string, std::string>>& help);
+
 // Erases the progress bar's line on stderr, if one is drawn and not yet finished (else nothing).
 void clearProgressLine();
 // Prints the JSON object (with --json) or calls the human printer. (Not "emit": Qt, which the
