@@ -99,6 +99,8 @@ nlohmann::json benchLlamaCpp(const LlamaCheckpoint& checkpoint, int64_t promptTo
     } cleanup{gguf};
     GgufExportOptions exportOptions;
     exportOptions.dtype = parseGgufDtype(ggufDtype);
+    // The benchmark runs llama.cpp on token ids: a model without a tokenizer runs there too.
+    exportOptions.placeholderVocabulary = checkpoint.tokenizerPath.empty();
     exportGguf(checkpoint, gguf.string(), exportOptions);
 
     // The same kind of prompt as benchmarkGeneration: fixed pseudo-random ids (speed does not
