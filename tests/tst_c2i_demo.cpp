@@ -54,6 +54,11 @@ private slots:
         QVERIFY2(j["class_accuracy"].toDouble() >= 0.8, qPrintable(QString::number(j["class_accuracy"].toDouble())));
         QCOMPARE(j["samples"].toInt(), 200);
         QVERIFY(std::isfinite(j["fid"].toDouble()) && j["fid"].toDouble() > 0);
+        // 200 images of the demo classifier's 128-dimensional features: fewer than the 4 · 128
+        // FID needs (README: 50 images read 121-137 against about 61 at 1,040), said so.
+        QCOMPARE(j["feature_dims"].toInt(), 128);
+        QCOMPARE(j["fid_min_samples"].toInt(), 512);
+        QVERIFY2(j["fid_warning"].toString().contains("200 images is noise"), qPrintable(j["fid_warning"].toString()));
     }
 
     void prunesAndThePrunedModelGenerates() {
@@ -69,8 +74,13 @@ private slots:
     }
 
     void sweepMeasuresEveryModel() {
+        QByteArray err;
         const QJsonObject j = run({"sweep", "demo:c2i", "--methods", "numerical,flap", "--ratios", "0.2", "--samples", "40",
-                                   "--per-class", "2", "--cfg", "2", "--reference", reference_, "--json"});
+                                   "--per-class", "2", "--cfg", "2", "--reference", reference_, "--json"},
+                                  &err);
+        // 40 images: every row says its FID is noise, and stderr says it once, before any number.
+        QCOMPARE(QString::fromUtf8(err).count("warning: FID on 40 images is noise"), 1);
+        QVERIFY2(err.contains("at least 512") && err.contains("singular"), err.constData());
         const QJsonArray rows = j["rows"].toArray();
         QCOMPARE(rows.size(), 3);
         QCOMPARE(rows[0].toObject()["method"].toString(), QString("dense"));
@@ -79,6 +89,7 @@ private slots:
             QVERIFY(std::isfinite(r["fid"].toDouble()));
             QVERIFY(r["tokens_per_s"].toDouble() > 0);
             QCOMPARE(r["samples"].toInt(), 40);
+            QVERIFY2(r["fid_warning"].toString().contains("needs at least 512"), qPrintable(r["fid_warning"].toString()));
             if (i > 0) {
                 QVERIFY(r["achieved_ratio"].toDouble() >= 0.2);
                 QVERIFY(r["parameters"].toInt() < rows[0].toObject()["parameters"].toInt());
@@ -111,7 +122,7 @@ private slots:
     }
 
 private:
-    QJsonObject run(const QStringList& args) {
+    QJsonObject run(const QStringList& args, QByteArray* stderrOut = nullptr) {
         QProcess p;
         QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
         env.insert("NPW_CACHE_DIR", dir_.path() + "/cache");
@@ -119,6 +130,7 @@ private:
         p.start(npw_, args);
         if (!p.waitForFinished(600000)) return {};
         const QByteArray err = p.readAllStandardError();
+        if (stderrOut) *stderrOut = err;
         if (p.exitCode() != 0) qWarning("npw %s failed: %s", qPrintable(args.join(' ')), err.constData());
         return QJsonDocument::fromJson(p.readAllStandardOutput()).object();
     }

@@ -436,11 +436,29 @@ private slots:
         QCOMPARE(r.result.at("corpus_tokens").get<size_t>(), expectedTokens);
         QVERIFY2(r.result.at("ppl").get<double>() < 3.0, r.out.c_str());  // a TinyStories sentence: this model knows it
 
-        // export-gguf: tok105.model has no byte pieces and no newline, which llama.cpp cannot load;
-        // LLaMA's settings (llama_bpe.model) export without a note; unused pieces are noted.
-        expectFailure({"export-gguf", model, "--tokenizer", QString::fromStdString(kSpm + "tok105.model"), "--out",
-                       QString::fromStdString(path("baby.gguf"))},
-                      {"tok105.model", "<0x0A>"});
+        // export-gguf: tok105.model and tok105.bin have no byte pieces and no newline, which
+        // llama.cpp needs to load a vocabulary: written with the unknown piece as the newline, and
+        // said so (tst_gguf_llamacpp runs both); LLaMA's settings (llama_bpe.model) export
+        // without a note; unused pieces are noted.
+        for (const std::string file : {"tok105.model", "tok105.bin"}) {
+            r = npw({"export-gguf", model, "--tokenizer", QString::fromStdString(kSpm + file), "--out",
+                     QString::fromStdString(path("baby.gguf")), "--json"});
+            QVERIFY2(r.exitCode == 0, r.err.c_str());
+            QCOMPARE(r.result.at("tokenizer").get<std::string>(), std::string("llama"));
+            QVERIFY2(r.result.at("notes").dump().find("no newline piece") != std::string::npos, r.out.c_str());
+        }
+        // A model without a tokenizer: refused, naming --tokenizer and --no-tokenizer; with
+        // --no-tokenizer a placeholder vocabulary (ids only), said so; not both flags.
+        const QString stories = QString::fromStdString(kData + "/stories260K/stories260K.bin");
+        expectFailure({"export-gguf", stories, "--out", QString::fromStdString(path("s.gguf"))},
+                      {"stories260K.bin", "no tokenizer", "--tokenizer FILE", "--no-tokenizer"});
+        r = npw({"export-gguf", stories, "--no-tokenizer", "--out", QString::fromStdString(path("s.gguf")), "--json"});
+        QVERIFY2(r.exitCode == 0, r.err.c_str());
+        QCOMPARE(r.result.at("tokenizer").get<std::string>(), std::string("none (placeholder ids)"));
+        QVERIFY2(r.result.at("notes").dump().find("token ids only") != std::string::npos, r.out.c_str());
+        expectFailure({"export-gguf", stories, "--no-tokenizer", "--tokenizer", QString::fromStdString(kSpm + "tok105.bin"),
+                       "--out", QString::fromStdString(path("s2.gguf"))},
+                      {"--no-tokenizer", "--tokenizer"});
         r = npw({"export-gguf", "demo:lm", "--tokenizer", QString::fromStdString(kSpm + "llama_bpe.model"), "--out",
                  QString::fromStdString(path("llama-bpe.gguf")), "--json"});
         QVERIFY2(r.exitCode == 0, r.err.c_str());

@@ -110,10 +110,14 @@ class TestGgufLlamaCpp : public QObject {
 
     // Token ids must agree exactly. A step where llama.cpp's two best logits are within
     // `tieTolerance` may legitimately go either way: the comparison stops there (reported).
-    void compareGreedy(const LlamaCheckpoint& c, const QString& label, GgufDtype dtype, double tieTolerance) {
+    void compareGreedy(const LlamaCheckpoint& c, const QString& label, GgufDtype dtype, double tieTolerance,
+                       std::vector<int32_t> prompt = {}, const GgufExportOptions& extra = {}) {
         GgufExportReport report;
-        const std::string gguf = exportTo(c, label + ".gguf", dtype, &report);
-        const std::vector<int32_t> prompt = npwPrompt(c, kPrompt);
+        GgufExportOptions options = extra;
+        options.dtype = dtype;
+        const std::string gguf = dir_.filePath(label + ".gguf").toStdString();
+        report = exportGguf(c, gguf, options);
+        if (prompt.empty()) prompt = npwPrompt(c, kPrompt);
         const std::vector<int32_t> expected = npwGreedy(c, prompt);
         std::string error;
         const Continuation actual = llamaCppGreedy(gguf, prompt, &error);
@@ -235,8 +239,8 @@ private slots:
     // whitespace removal; 1,000 pieces) on demo:lm's weights (2,048 rows: the rest [PADn]).
     // llama.cpp must tokenize a broad set of texts as npw does (npw = python3-sentencepiece:
     // tst_sentencepiece) and continue greedily as npw does. (babyllama's tok105.model cannot be
-    // used: it has no byte pieces and no newline, and llama.cpp aborts loading it; the export
-    // refuses it, see tst_cli_tokenizer.)
+    // used for this: it has no byte pieces, so llama.cpp aborts on a character outside it; see
+    // babyLlamaRealCheckpoint.)
     void sentencePieceTokenizerModel() {
         LlamaCheckpoint c = loadLlamaCheckpoint("demo:lm");
         c.tokenizerPath = std::string(NPW_TEST_DATA) + "/sentencepiece/llama_bpe.model";
@@ -274,6 +278,132 @@ private slots:
         qInfo("llama_bpe.model: llama.cpp tokenizes %d of %zu texts as npw does", agreed, texts.size());
         QVERIFY2(differing.isEmpty(), qPrintable(differing.join("\n")));
         compareGreedy(c, "demo-lm-llama-bpe", GgufDtype::F32, 1e-4);
+    }
+
+    // A llama2.c tokenizer.bin (pieces and scores, no piece types) as llama.cpp's "llama"
+    // tokenizer: tests/data/sentencepiece's llama_bpe.bin (llama_bpe.model as llama2.c's
+    // tokenizer.py exports it: 1,000 pieces, the 256 byte pieces <0xNN>) on demo:lm's weights
+    // (its first 1,000 rows).
+    // The types come from run.c's layout (unknown, BOS, EOS, bytes); llama.cpp must tokenize the
+    // fixture texts as run.c's encode does (npw's Llama2cTokenizer = run.c: tst_sentencepiece)
+    // and continue greedily with npw's ids.
+    void llama2cTokenizerBin() {
+        LlamaCheckpoint c = loadLlamaCheckpoint("demo:lm");
+        c.tokenizerPath = std::string(NPW_TEST_DATA) + "/sentencepiece/llama_bpe.bin";
+        // A tokenizer.bin is read as run.c reads it, one piece per embedding row: the model's
+        // first 1,000 rows.
+        c.config.vocab_size = 1000;
+        c.weights.embed = c.weights.embed.narrow(0, 0, 1000).clone();
+        if (c.weights.lm_head.defined()) c.weights.lm_head = c.weights.lm_head.narrow(0, 0, 1000).clone();
+        GgufExportReport report;
+        const std::string gguf = exportTo(c, "demo-llama-bpe-bin.gguf", GgufDtype::F32, &report);
+        QCOMPARE(report.tokenizerModel, std::string("llama"));
+        const GgufFile file = readGgufFile(gguf);
+        const std::vector<GgufValue>& tokens = file.at("tokenizer.ggml.tokens").elements;
+        const std::vector<GgufValue>& types = file.at("tokenizer.ggml.token_type").elements;
+        QCOMPARE(tokens[1].string, std::string("<s>"));
+        QCOMPARE(types[1].integer, int64_t{3});  // control
+        QCOMPARE(tokens[0].string, std::string("<unk>"));
+        QCOMPARE(types[0].integer, int64_t{2});  // unknown
+        int bytePieces = 0;
+        for (size_t i = 0; i < tokens.size(); ++i) {
+            const std::string& t = tokens[i].string;
+            const bool isByte = t.size() == 6 && t.rfind("<0x", 0) == 0;
+            if (isByte) QCOMPARE(types[i].integer, int64_t{6});  // byte
+            bytePieces += isByte;
+            QVERIFY2(t.find(' ') == std::string::npos || types[i].integer == 3, t.c_str());  // spaces are U+2581 again
+        }
+        QCOMPARE(bytePieces, 256);
+        const auto tokenizer = Tokenizer::fromAnyFile(c.tokenizerPath);
+        QCOMPARE(tokenizer->kind(), Tokenizer::Kind::Llama2c);
+        const json fixture = json::parse(readTextFile(std::string(NPW_TEST_DATA) + "/sentencepiece/expected.json"));
+        std::vector<std::string> texts;
+        for (const json& t : fixture.at("texts")) {
+            if (!t.contains("text")) continue;  // invalid UTF-8
+            const std::string text = t.at("text");
+            if (text.empty() || text.find("<s>") != std::string::npos || text.find("</s>") != std::string::npos ||
+                text.find("<unk>") != std::string::npos || text.find('\0') != std::string::npos)
+                continue;
+            // A literal U+2581 is a space to llama.cpp, whose pieces write spaces so; run.c's file
+            // holds spaces, so it byte-falls back on U+2581: a known difference (3 texts).
+            if (text.find("\xe2\x96\x81") != std::string::npos) continue;
+            texts.push_back(text);
+        }
+        const std::string textsFile = dir_.filePath("llama-bpe-bin-texts.json").toStdString();
+        writeTextAtomically(textsFile, json(texts).dump());
+        const json out = runBridge({"--model", QString::fromStdString(gguf), "--tokenize-file", QString::fromStdString(textsFile)});
+        QVERIFY2(!out.contains("error"), out.value("error", "").c_str());
+        int agreed = 0;
+        QStringList differing;
+        for (size_t i = 0; i < texts.size(); ++i) {
+            const auto want = tokenizer->encode(texts[i], /*addBos=*/false);
+            const auto got = out.at("tokenized")[i].get<std::vector<int32_t>>();
+            if (got == want) ++agreed;
+            else differing << QString::fromStdString(json(texts[i]).dump() + ": llama.cpp " + json(got).dump() + ", run.c " + json(want).dump());
+        }
+        qInfo("llama_bpe.bin: llama.cpp tokenizes %d of %zu texts as run.c's encode does", agreed, texts.size());
+        QVERIFY2(differing.isEmpty(), qPrintable(differing.join("\n")));
+        compareGreedy(c, "demo-lm-llama-bpe-bin", GgufDtype::F32, 1e-4);
+    }
+
+    // Real llama2.c checkpoints. babyllama (TinyStories, its own character-level SentencePiece
+    // tok105.model and that model's llama2.c tokenizer.bin): no byte pieces and no newline piece,
+    // so the export writes the unknown piece with the text "\n" and llama.cpp loads it; llama.cpp
+    // then encodes a story (newline included) as npw does and continues it greedily with npw's ids.
+    void babyLlamaRealCheckpoint_data() {
+        QTest::addColumn<QString>("tokenizer");
+        QTest::newRow("tok105.model") << "babyllama/tok105.model";
+        QTest::newRow("tok105.bin") << "sentencepiece/tok105.bin";
+    }
+    void babyLlamaRealCheckpoint() {
+        QFETCH(QString, tokenizer);
+        LlamaCheckpoint c = loadLlamaCheckpoint(std::string(NPW_TEST_DATA) + "/babyllama/model5000.bin");
+        c.tokenizerPath = std::string(NPW_TEST_DATA) + "/" + tokenizer.toStdString();
+        const QString label = "babyllama-" + QFileInfo(tokenizer).fileName();
+        GgufExportReport report;
+        const std::string gguf = exportTo(c, label + ".gguf", GgufDtype::F32, &report);
+        QVERIFY2(json(report.notes).dump().find("no newline piece") != std::string::npos, json(report.notes).dump().c_str());
+        const GgufFile file = readGgufFile(gguf);
+        QCOMPARE(file.at("tokenizer.ggml.tokens").elements[0].string, std::string("\n"));
+        const std::string story = "Once upon a time, there was a little girl named Lily. She loved to play outside.\nOne day she saw a big red ball.";
+        const std::vector<int32_t> prompt = npwPrompt(c, story);
+        QVERIFY(std::count(prompt.begin(), prompt.end(), 0) == (tokenizer.endsWith(".model") ? 1 : 0));  // the newline: <unk> in SentencePiece
+        const json out = runBridge({"--model", QString::fromStdString(gguf), "--prompt", QString::fromStdString(story), "--tokens", "0"});
+        QVERIFY2(!out.contains("error"), out.value("error", "").c_str());
+        const auto llamaCpp = out.at("prompt_ids_llamacpp").get<std::vector<int32_t>>();
+        if (tokenizer.endsWith(".model")) {
+            QCOMPARE(llamaCpp, prompt);
+        } else {
+            // run.c gives the newline, which the vocabulary lacks, the id '\n' + 3 (byte fallback into
+            // whatever piece sits there: 'r'); llama.cpp gives the unknown piece, as SentencePiece does.
+            const size_t newline = npwPrompt(c, story.substr(0, story.find('\n'))).size();
+            QCOMPARE(prompt.at(newline), int32_t{'\n' + 3});
+            std::vector<int32_t> expected = prompt;
+            expected[newline] = 0;
+            QCOMPARE(llamaCpp, expected);
+        }
+        compareGreedy(c, label, GgufDtype::F32, 1e-4, npwPrompt(c, "Once upon a time, there was a little girl"));
+    }
+
+    // stories260K (llama2.c's, GQA) has no tokenizer here: --no-tokenizer writes a placeholder
+    // vocabulary and llama.cpp runs the model on ids: from BOS, the ids run.c itself gives
+    // (../shared/fixtures/README.md) and npw's.
+    void noTokenizerRunsOnIds() {
+        const LlamaCheckpoint c = loadLlamaCheckpoint(std::string(NPW_TEST_DATA) + "/stories260K/stories260K.bin");
+        QVERIFY(c.tokenizerPath.empty());
+        GgufExportOptions options;
+        QVERIFY_THROWS_EXCEPTION(Error, planGgufExport(c, options));
+        options.placeholderVocabulary = true;
+        const std::string gguf = dir_.filePath("stories260K.gguf").toStdString();
+        const GgufExportReport report = exportGguf(c, gguf, options);
+        QCOMPARE(report.tokenizerModel, std::string("none (placeholder ids)"));
+        std::string error;
+        const Continuation actual = llamaCppGreedy(gguf, {1}, &error);
+        QVERIFY2(error.empty(), error.c_str());
+        const std::vector<int32_t> runC = {461, 461, 401, 401, 401, 461, 378, 455, 473, 456, 435, 299,
+                                           362, 409, 283, 264, 283, 452, 288, 13,  431, 431, 431};
+        QVERIFY(std::equal(runC.begin(), runC.end(), actual.ids.begin()));
+        compareGreedy(c, "stories260K-ids", GgufDtype::F32, 1e-4, {1}, options);
     }
 
     void denseMha() { compareGreedy(loadLlamaCheckpoint("demo:lm"), "demo-lm", GgufDtype::F32, 1e-4); }

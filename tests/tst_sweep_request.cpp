@@ -176,8 +176,22 @@ private slots:
         speed.prefillTokensPerSecond = 1999.6;
         speed.weightsMiB = 1.234;
         speed.kvCacheMiB = 0.0626;
-        QCOMPARE(sweepRowSummary(speed), std::string("dense at ρ = 0: decode 412 tokens/s, prefill 2000 tokens/s, weights "
-                                                     "1.23 MiB, KV cache 0.063 MiB"));
+        speed.speedRuns = 5;
+        speed.decodeSlowest = 398.2;
+        speed.decodeFastest = 420.9;
+        QCOMPARE(sweepRowSummary(speed), std::string("dense at ρ = 0: decode 412 tokens/s (median of 5 runs, 398–421), "
+                                                     "prefill 2000 tokens/s, weights 1.23 MiB, KV cache 0.063 MiB"));
+        // One run says so: no range, no "± 0".
+        speed.speedRuns = 1;
+        speed.decodeSlowest = speed.decodeFastest = 412.4;
+        QCOMPARE(sweepRowSummary(speed), std::string("dense at ρ = 0: decode 412 tokens/s (1 run), prefill 2000 tokens/s, "
+                                                     "weights 1.23 MiB, KV cache 0.063 MiB"));
+        // A speed row's runs and load survive the workspace's JSON.
+        speed.loadAverage = 2.5;
+        const SweepRow back = sweepRowFromJson(sweepRowJson(speed));
+        QCOMPARE(back.speedRuns, 1);
+        QCOMPARE(back.decodeFastest, 412.4);
+        QCOMPARE(back.loadAverage, 2.5);
     }
 
 private:

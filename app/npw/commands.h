@@ -92,8 +92,16 @@ ImageSource modelImages(const Args& args, const std::string& model, int64_t n, i
 // (text and pictures) call a model.
 std::string modelLabel(const std::string& model);
 
-// A progress callback drawing a bar on stderr when it is a terminal (silent otherwise).
+// A progress callback drawing a bar on stderr when it is a terminal (silent otherwise). The bar
+// is one line redrawn in place ("\r"); anything printed while it stands (a result row on stdout,
+// which may be the same terminal, or a warning or error on stderr) must first erase it with
+// clearProgressLine(), or the text lands on the bar's line.
 ProgressFn terminalProgress();
+// The launcher's texts as a C++ source (app/launcher): the usage and, per command, its --help.
+std::string launcherHelpSource(const std::string& usage, const std::vector<std::pair<std::string, std::string>>& help);
+
+// Erases the progress bar's line on stderr, if one is drawn and not yet finished (else nothing).
+void clearProgressLine();
 // Prints the JSON object (with --json) or calls the human printer. (Not "emit": Qt, which the
 // CLI tests include first, defines that name as a macro.)
 void printResult(const Args& args, const nlohmann::json& result, const std::function<void()>& printHuman);

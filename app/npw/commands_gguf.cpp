@@ -29,6 +29,9 @@ int runExportGguf(const Args& args) {
     options.name = args.get("name");
     // Mapped: the weights stay in the file; each tensor is read, checked and converted when it is
     // written (planGgufExport), so the model is never whole in memory.
+    options.placeholderVocabulary = args.flag("no-tokenizer");
+    if (options.placeholderVocabulary && args.has("tokenizer"))
+        throw Error("--no-tokenizer writes no tokenizer, --tokenizer names one: give one of them");
     LlamaCheckpoint checkpoint = loadLlamaCheckpoint(args.positional()[0], WeightStorage::Mapped);
     useTokenizerFile(checkpoint, args.get("tokenizer"));
     const GgufExportReport r = exportGguf(checkpoint, args.get("out"), options);
@@ -54,7 +57,7 @@ int runExportGguf(const Args& args) {
 } // namespace
 
 void addGgufCommand(std::vector<Command>& out) {
-    out.push_back({"export-gguf", "MODEL --out FILE.gguf [--dtype f32|f16|bf16] [--json]",
+    out.push_back({"export-gguf", "MODEL --out FILE.gguf [--dtype f32|f16|bf16] [--tokenizer FILE | --no-tokenizer] [--json]",
                    "write a dense or pruned model as GGUF for llama.cpp (llama or, non-uniform, deci)",
                    flagsFor("export-gguf"), runExportGguf});
 }
@@ -96,6 +99,8 @@ nlohmann::json benchLlamaCpp(const LlamaCheckpoint& checkpoint, int64_t promptTo
     } cleanup{gguf};
     GgufExportOptions exportOptions;
     exportOptions.dtype = parseGgufDtype(ggufDtype);
+    // The benchmark runs llama.cpp on token ids: a model without a tokenizer runs there too.
+    exportOptions.placeholderVocabulary = checkpoint.tokenizerPath.empty();
     exportGguf(checkpoint, gguf.string(), exportOptions);
 
     // The same kind of prompt as benchmarkGeneration: fixed pseudo-random ids (speed does not

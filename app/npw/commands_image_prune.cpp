@@ -43,6 +43,17 @@ MetricsContext openMetrics(const Args& args) {
 
 nlohmann::json evaluationJson(const ImageEvaluation& e) { return imageEvaluationJson(e); }
 
+// FID on fewer images than it needs (fidSampleWarning) said once per command, on stderr, before
+// the numbers a reader would compare; the JSON rows carry it as `fid_warning`.
+void warnAboutFidSamples(const ImageEvaluation& e) {
+    static bool warned = false;
+    const std::string w = fidSampleWarning(e.metrics);
+    if (w.empty() || warned) return;
+    warned = true;
+    clearProgressLine();
+    std::cerr << "warning: " << w << std::endl;
+}
+
 void printEvaluationHeader() {
     std::cout << std::left << std::setw(18) << "model" << std::right << std::setw(6) << "ratio" << std::setw(9)
               << "achieved" << std::setw(9) << "FID" << std::setw(9) << "sFID" << std::setw(8) << "IS" << std::setw(7)
@@ -125,6 +136,7 @@ int runImagePrune(const Args& args, const std::string& model, const PruneSetting
         for (const auto& [name, mdl] : models)
             evaluations.emplace_back(name, evaluateImageModel(*mdl, *vq, *m.network, m.reference.stats,
                                                               args.getInt("samples"), evalSampling, terminalProgress()));
+        warnAboutFidSamples(evaluations[0].second);
         j["metrics"] = {{"reference", m.reference.description}, {"features", m.network->identity()},
                         {"dense", evaluationJson(evaluations[0].second)},
                         {"pruned", evaluationJson(evaluations[1].second)}};
@@ -206,7 +218,9 @@ int runImageSweep(const Args& args, const std::string& model) {
     const std::vector<ImageSweepRow> rows = runImageSweep(
         bench, *m.network, m.reference.stats, spec,
         [&](const ImageSweepRow& r) {
+            if (spec.generatedMetrics) warnAboutFidSamples(r.eval);
             if (json) return;
+            clearProgressLine();  // stdout may be the progress bar's terminal
             if (spec.generatedMetrics) {
                 printEvaluationRow(r.method, r.ratio, r.achievedRatio, r.eval);
                 if (spec.heldOut) std::cout << "    held-out token ppl " << std::fixed << std::setprecision(3) << r.tokenPpl << "\n";

@@ -125,11 +125,21 @@ int runMetrics(const Args& args) {
                         {"k", ref.stats.k},
                         {"seconds", seconds}};
     if (std::isfinite(classAccuracy)) j["class_accuracy"] = classAccuracy;
+    j["feature_dims"] = m.featureDims;
+    j["fid_min_samples"] = fidMinimumSamples(m.featureDims);
+    const std::string fidWarning = fidSampleWarning(m);
+    j["fid_warning"] = fidWarning.empty() ? nlohmann::json(nullptr) : nlohmann::json(fidWarning);
+    if (!fidWarning.empty()) {
+        clearProgressLine();
+        std::cerr << "warning: " << fidWarning << std::endl;
+    }
     printResult(args, j, [&] {
         std::cout << "images     " << samples.description << "\n"
                   << "reference  " << ref.description << (ref.fromCache ? " (cached statistics)" : "") << "\n"
                   << "features   " << network->identity() << "\n"
-                  << std::fixed << std::setprecision(4) << "fid        " << m.fid << "\n"
+                  << std::fixed << std::setprecision(4) << "fid        " << m.fid << " (" << m.samples << " images; "
+                  << (fidWarning.empty() ? "at least " : "FID needs ") << fidMinimumSamples(m.featureDims) << " for "
+                  << m.featureDims << " feature dimensions)\n"
                   << "sfid       " << m.sfid << "\n"
                   << "is         " << m.is.mean << " ± " << m.is.std << " (" << m.is.splits << " splits)\n"
                   << "precision  " << m.precision << "\n"

@@ -57,33 +57,57 @@ int runSweepCommand(const Args& args) {
     }
     request.measureSpeed = args.flag("speed");
     request.speedTokens = args.getInt("speed-tokens");
-    request.speedRepeats = SweepSpec{}.speedRepeats;
+    request.speedRepeats = static_cast<int>(args.getInt("speed-repeats"));
     request.evalSources = args.getList("eval");
     std::vector<std::string> warnings;
     const SweepSpec spec = buildSweepSpec(lm, request, &warnings);
     for (const std::string& w : warnings) std::cerr << "warning: " << w << "\n";
 
     const bool json = args.flag("json");
+    // Columns: a fixed width each, and always two spaces between them, so a wide value (a
+    // scientific λ, a long method name) pushes the line right instead of running into its neighbour.
+    struct Column { const char* title; int width; bool left; };
+    static const Column columns[] = {{"method", 18, true},   {"ratio", 5, false},  {"seed", 4, false},
+                                     {"samples", 7, false},  {"seqlen", 6, false}, {"lambda", 9, false},
+                                     {"eval", 10, true},     {"achieved", 8, false}, {"ppl", 10, false}};
+    auto tableLine = [](const std::vector<std::string>& cells) {
+        std::ostringstream line;
+        for (size_t i = 0; i < cells.size(); ++i) {
+            if (i > 0) line << "  ";
+            const Column& c = columns[i];
+            const bool last = i + 1 == cells.size();
+            if (c.left) line << std::left << std::setw(last ? 0 : c.width) << cells[i];
+            else line << std::right << std::setw(c.width) << cells[i];
+        }
+        return line.str();
+    };
+    auto number = [](double v, int precision, bool scientific = false) {
+        std::ostringstream out;
+        out << std::setprecision(precision) << (scientific ? std::scientific : std::fixed) << v;
+        return out.str();
+    };
     auto printRow = [&](const SweepRow& r) {
         if (json) return;
-        std::cout << std::left << std::setw(18) << r.method << std::right << std::fixed << std::setprecision(2)
-                  << std::setw(6) << r.ratio << std::setw(6) << r.seed << std::setw(8) << r.calibSamples
-                  << std::setw(8) << r.calibSeqlen << std::setw(9) << std::setprecision(3) << std::scientific
-                  << (std::isfinite(r.lambdaUsed) ? r.lambdaUsed : 0.0) << std::fixed << std::setprecision(2)
-                  << "  " << std::left << std::setw(10) << r.evalSet << std::right << std::setprecision(3)
-                  << std::setw(9) << r.achievedRatio << std::setprecision(2) << std::setw(11) << r.ppl;
-        if (std::isfinite(r.acc)) std::cout << std::setprecision(4) << "  acc " << r.acc;
-        if (r.isSpeedRow())
-            std::cout << std::setprecision(0) << "  decode " << r.decodeTokensPerSecond << " tok/s, prefill "
-                      << r.prefillTokensPerSecond << " tok/s, weights " << std::setprecision(2) << r.weightsMiB
-                      << " MiB, KV cache " << r.kvCacheMiB << " MiB";
-        std::cout << std::endl;
+        std::ostringstream line;
+        line << tableLine({r.method, number(r.ratio, 2), std::to_string(r.seed), std::to_string(r.calibSamples),
+                           std::to_string(r.calibSeqlen), std::isfinite(r.lambdaUsed) ? number(r.lambdaUsed, 3, true) : "-",
+                           r.evalSet, number(r.achievedRatio, 3), std::isfinite(r.ppl) ? number(r.ppl, 2) : "-"});
+        if (std::isfinite(r.acc)) line << "  acc " << number(r.acc, 4);
+        if (r.isSpeedRow()) {
+            line << "  decode " << number(r.decodeTokensPerSecond, 0) << " tok/s ("
+                 << speedRunsText(r.speedRuns, r.decodeSlowest, r.decodeFastest) << "), prefill "
+                 << number(r.prefillTokensPerSecond, 0) << " tok/s, weights " << number(r.weightsMiB, 2) << " MiB, KV cache "
+                 << number(r.kvCacheMiB, 2) << " MiB";
+            if (std::isfinite(r.loadAverage)) line << ", load " << number(r.loadAverage, 2);
+        }
+        clearProgressLine();  // the row goes to stdout, which may be the bar's terminal
+        std::cout << line.str() << std::endl;
     };
-    if (!json)
-        std::cout << std::left << std::setw(18) << "method" << std::right << std::setw(6) << "ratio" << std::setw(6)
-                  << "seed" << std::setw(8) << "samples" << std::setw(8) << "seqlen" << std::setw(9) << "lambda"
-                  << "  " << std::left << std::setw(10) << "eval" << std::right << std::setw(9) << "achieved"
-                  << std::setw(11) << "ppl" << "\n";
+    if (!json) {
+        std::vector<std::string> titles;
+        for (const Column& c : columns) titles.push_back(c.title);
+        std::cout << tableLine(titles) << std::endl;
+    }
     const std::vector<SweepRow> rows = runSweep(lm, spec, printRow, terminalProgress());
     if (args.has("csv")) writeTextAtomically(args.get("csv"), sweepRowsCsv(rows));
 
@@ -102,9 +126,14 @@ int runSweepCommand(const Args& args) {
                                   {"acc_std", finiteOrNull(s.accStd)}, {"acc_norm_mean", finiteOrNull(s.accNormMean)},
                                   {"achieved_ratio_mean", s.achievedRatioMean},
                                   {"decode_tokens_per_s_mean", finiteOrNull(s.decodeMean)},
+                                  {"decode_tokens_per_s_std", s.count > 1 ? finiteOrNull(s.decodeStd) : nlohmann::json(nullptr)},
+                                  {"decode_tokens_per_s_slowest", finiteOrNull(s.decodeSlowest)},
+                                  {"decode_tokens_per_s_fastest", finiteOrNull(s.decodeFastest)},
+                                  {"speed_runs", s.first.speedRuns},
                                   {"prefill_tokens_per_s_mean", finiteOrNull(s.prefillMean)},
                                   {"weights_mib_mean", finiteOrNull(s.weightsMiBMean)},
                                   {"kv_cache_mib_mean", finiteOrNull(s.kvCacheMiBMean)}});
+    clearProgressLine();
     if (json) {
         std::cout << npw::json_fields::dumpJson(out, 2) << std::endl;
     } else {
@@ -114,11 +143,25 @@ int runSweepCommand(const Args& args) {
                       << std::setw(6) << s.first.ratio << "  " << std::left << std::setw(10) << s.first.evalSet
                       << std::right << std::setprecision(3) << std::setw(8) << s.achievedRatioMean
                       << std::setprecision(2);
-            if (s.first.isSpeedRow())
-                std::cout << std::setprecision(0) << "   decode " << s.decodeMean << " ± " << s.decodeStd
-                          << " tok/s, weights " << std::setprecision(2) << s.weightsMiBMean << " MiB\n";
+            if (s.first.isSpeedRow()) {
+                // One model measured: its median and the runs' range; several seeds: their spread.
+                // Never "± 0" for what was measured once.
+                if (s.count == 1)
+                    std::cout << std::setprecision(0) << "   decode " << s.decodeMean << " tok/s ("
+                              << speedRunsText(s.first.speedRuns, s.decodeSlowest, s.decodeFastest) << ")";
+                else
+                    std::cout << std::setprecision(0) << "   decode " << s.decodeMean << " ± " << s.decodeStd << " tok/s over "
+                              << s.count << " seeds (each the median of " << s.first.speedRuns << " run"
+                              << (s.first.speedRuns == 1 ? "" : "s") << ", all runs " << s.decodeSlowest << "–"
+                              << s.decodeFastest << ")";
+                std::cout << ", weights " << std::setprecision(2) << s.weightsMiBMean << " MiB\n";
+            }
+            else if (std::isfinite(s.accMean) && s.count == 1)
+                std::cout << std::setprecision(4) << "   acc " << s.accMean << " (1 seed)\n";
             else if (std::isfinite(s.accMean))
                 std::cout << std::setprecision(4) << "   acc " << s.accMean << " ± " << s.accStd << "\n";
+            else if (s.count == 1)
+                std::cout << std::setw(11) << s.pplMean << " (1 seed)\n";
             else
                 std::cout << std::setw(11) << s.pplMean << " ± " << s.pplStd << "\n";
         }

@@ -279,6 +279,11 @@ std::vector<FlagEntry> buildTable() {
     t.add(Flag::integer("speed-tokens", "N", 1, kMaxTokens, "--speed: prompt tokens, and as many greedy decode tokens")
               .byDefault(std::to_string(sweep.speedPromptTokens)),
           {"sweep"});
+    t.add(Flag::integer("speed-repeats", "R", 1, kMaxRepeats,
+                        "--speed: timed runs per model after one warm-up; the median is reported with the slowest and "
+                        "fastest run and the load average")
+              .byDefault(std::to_string(sweep.speedRepeats)),
+          {"sweep"});
     t.add(Flag::integer("seeds", "K", 1, kMaxRepeats, "seeds 0..K-1 (calibration windows; random scores)").byDefault("3"),
           {"sweep"});
 
@@ -469,6 +474,9 @@ std::vector<FlagEntry> buildTable() {
     t.add(out.described("model folder written when training finishes (LlamaGen keys + config.json)"), {"train-c2i"});
     t.add(out.byDefault("npw-demo-results").described("folder for results.json, the CSV and the pruned models"), {"demo"});
     t.add(Flag::text("name", "TEXT", "general.name (default: the model's folder or file name)"), {"export-gguf"});
+    t.add(Flag::toggle("no-tokenizer", "write no tokenizer: a placeholder token per id, for running the model on token "
+                                       "ids only (for a model without a tokenizer)"),
+          {"export-gguf"});
     t.add(Flag::text("save-scores", "FILE", "also write the scores (safetensors)").writes(), {"prune"});
     t.add(Flag::text("save-stats", "FILE", "also write the calibration statistics (safetensors, raw sums)").writes(), {"prune"});
     t.add(Flag::text("stats", "FILE", "reuse statistics written by --save-stats or --stats-on-disk instead of calibrating "

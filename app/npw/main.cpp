@@ -1,5 +1,7 @@
-// npw: the command line of the Numerical Pruning Workbench. Thin: parses flags, calls core,
-// prints a table (or one JSON object with --json). Progress goes to stderr.
+// npw-run: the command line of the Numerical Pruning Workbench. Thin: parses flags, calls core,
+// prints a table (or one JSON object with --json). Progress goes to stderr. Users start it as
+// `npw` (app/launcher/main.cpp), which answers --help, --version and unknown commands without
+// loading LibTorch, and starts this program, once, for everything else.
 #include "app/npw/cli_args.h"
 #include "app/npw/commands.h"
 #include "core/models/torch_llama.h"
@@ -9,7 +11,10 @@
 
 #include <c10/util/Exception.h>
 
+#include "core/util/atomic_file.h"
+
 #include <iostream>
+#include <sstream>
 #include <malloc.h>
 #include <string>
 #include <vector>
@@ -30,6 +35,19 @@ int main(int argc, char** argv) {
         for (const auto& c : commands) out << "  " << c.name << std::string(18 - c.name.size(), ' ') << c.summary << "\n";
         out << "\n'npw COMMAND --help' lists a command's options. MODEL is a checkpoint path or a bundled demo (demo:lm).\n";
     };
+    auto commandHelp = [](const cli::Command& c) {
+        return "usage: npw " + c.name + " " + c.usage + "\n\n" + c.summary + "\n\noptions:\n" + cli::formatFlagHelp(c.flags);
+    };
+    // The build's own step (app/CMakeLists.txt): these texts as C++ for the launcher, which
+    // prints them without this program's libraries.
+    if (args.size() == 2 && args[0] == "--write-launcher-help") {
+        std::ostringstream usage;
+        printUsage(usage);
+        std::vector<std::pair<std::string, std::string>> help;
+        for (const auto& c : commands) help.emplace_back(c.name, commandHelp(c));
+        writeTextAtomically(args[1], cli::launcherHelpSource(usage.str(), help));
+        return 0;
+    }
     if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
         printUsage(std::cout);
         return args.empty() ? 2 : 0;
@@ -43,8 +61,7 @@ int main(int argc, char** argv) {
         std::vector<std::string> rest(args.begin() + 1, args.end());
         for (const auto& a : rest)
             if (a == "--help" || a == "-h") {
-                std::cout << "usage: npw " << c.name << " " << c.usage << "\n\n" << c.summary << "\n\noptions:\n"
-                          << cli::formatFlagHelp(c.flags);
+                std::cout << commandHelp(c);
                 return 0;
             }
         try {
@@ -56,12 +73,15 @@ int main(int argc, char** argv) {
             if (parsed.has("rope-scaling-factor")) setMetaRopeScalingFactor(parsed.getDouble("rope-scaling-factor"));
             return c.run(parsed);
         } catch (const Cancelled&) {
+            cli::clearProgressLine();
             std::cerr << "npw " << c.name << ": cancelled\n";
             return 130;
         } catch (const Error& e) {
+            cli::clearProgressLine();
             std::cerr << "npw " << c.name << ": error: " << e.what() << "\n";
             return 1;
         } catch (const c10::OutOfMemoryError& e) {
+            cli::clearProgressLine();
             // LibTorch's first line names the device and the size it tried to allocate ("CUDA out
             // of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of ..."); the rest
             // is a C++ backtrace.
@@ -70,6 +90,7 @@ int main(int argc, char** argv) {
                       << "\n(a smaller --batch or --seqlen, a smaller model, --layerwise for evaluation, or another device)\n";
             return 1;
         } catch (const std::exception& e) {
+            cli::clearProgressLine();
             std::cerr << "npw " << c.name << ": internal error: " << e.what() << "\n";
             return 3;
         }

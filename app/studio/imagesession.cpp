@@ -227,7 +227,14 @@ bool ImageSession::runSweep(const ImageSweepRequest& request) {
                                 .arg(row.eval.metrics.fid, 0, 'f', 2)
                                 .arg(row.eval.metrics.is.mean, 0, 'f', 2)
                                 .arg(row.eval.classAccuracy, 0, 'f', 3)
-                                .arg(row.eval.tokensPerSecond, 0, 'f', 0));
+                                .arg(row.eval.tokensPerSecond, 0, 'f', 0) +
+                            // Below the images FID needs, its differences are noise: said on the row.
+                            (npw::fidSampleWarning(row.eval.metrics).empty()
+                                 ? QString()
+                                 : tr(" — FID unreliable: %1 images, it needs %2 (%3 feature dimensions)")
+                                       .arg(row.eval.metrics.samples)
+                                       .arg(npw::fidMinimumSamples(row.eval.metrics.featureDims))
+                                       .arg(row.eval.metrics.featureDims)));
             emit sweepRowAvailable(row);
         },
         [this](int rows) { emit logMessage(tr("Image sweep: %1 rows.").arg(rows)); });

@@ -130,6 +130,8 @@ BenchResult benchmarkGeneration(const CausalLm& model, int64_t promptTokens, int
     r.decodeTokensPerSecond = 1.0 / median(decode);
     r.bestPrefillTokensPerSecond = promptTokens / *std::min_element(prefill.begin(), prefill.end());
     r.bestDecodeTokensPerSecond = 1.0 / *std::min_element(decode.begin(), decode.end());
+    r.slowestPrefillTokensPerSecond = promptTokens / *std::max_element(prefill.begin(), prefill.end());
+    r.slowestDecodeTokensPerSecond = 1.0 / *std::max_element(decode.begin(), decode.end());
     r.peakMemoryMiB = peakResidentMiB();
     r.peakMemoryKind = "process peak RSS";
 #ifdef NPW_WITH_CUDA

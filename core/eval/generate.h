@@ -44,6 +44,8 @@ struct BenchResult {
     // The fastest of the repeats: the least disturbed run, for timings taken while other work
     // (a GUI redrawing) shares the cores.
     double bestPrefillTokensPerSecond = 0, bestDecodeTokensPerSecond = 0;
+    // The slowest of the repeats: with the fastest, the spread a reader needs to judge a median.
+    double slowestPrefillTokensPerSecond = 0, slowestDecodeTokensPerSecond = 0;
     double peakMemoryMiB = 0;      // process peak RSS on the CPU; CUDA allocator peak on a GPU
     std::string peakMemoryKind;    // which of the two
     double weightsMiB = 0;         // the model's weights in its runtime dtype

@@ -223,6 +223,20 @@ ReferenceStats loadReferenceStats(const std::string& path) {
     return s;
 }
 
+int64_t fidMinimumSamples(int64_t featureDims) { return 4 * featureDims; }
+
+std::string fidSampleWarning(const ImageMetrics& m) {
+    if (m.featureDims <= 0 || m.samples >= fidMinimumSamples(m.featureDims)) return {};
+    return "FID on " + std::to_string(m.samples) + " images is noise: with " + std::to_string(m.featureDims) +
+           "-dimensional features it needs at least " + std::to_string(fidMinimumSamples(m.featureDims)) +
+           " (4 per dimension)" +
+           (m.samples <= m.featureDims ? std::string(", and below ") + std::to_string(m.featureDims + 1) +
+                                             " the samples' covariance is singular"
+                                       : std::string()) +
+           "; its bias and seed-to-seed spread can exceed the differences between models, so do not rank models by it "
+           "(more images: --samples / --n)";
+}
+
 ImageMetrics computeImageMetrics(const ReferenceStats& ref, const FeatureSet& f, int64_t isSplits,
                                  const ProgressFn& progress) {
     const std::string net = ref.metadata.count("feature_network") ? ref.metadata.at("feature_network") : "?";
@@ -234,6 +248,7 @@ ImageMetrics computeImageMetrics(const ReferenceStats& ref, const FeatureSet& f,
     ImageMetrics m;
     m.samples = f.pooled.size(0);
     m.referenceCount = ref.features.size(0);
+    m.featureDims = f.pooled.size(1);
     m.fid = frechetDistance(gaussianStats(f.pooled), ref.pooled);
     m.sfid = frechetDistance(gaussianStats(f.spatial), ref.spatial);
     m.is = inceptionScore(f.logits, std::min<int64_t>(isSplits, f.logits.size(0)));

@@ -118,6 +118,11 @@ nlohmann::json imageEvaluationJson(const ImageEvaluation& e) {
             {"class_accuracy", json_fields::finiteOrNull(e.classAccuracy)},
             {"samples", e.metrics.samples},
             {"reference_count", e.metrics.referenceCount},
+            {"feature_dims", e.metrics.featureDims},
+            {"fid_min_samples", e.metrics.featureDims > 0 ? nlohmann::json(fidMinimumSamples(e.metrics.featureDims))
+                                                          : nlohmann::json(nullptr)},
+            {"fid_warning", fidSampleWarning(e.metrics).empty() ? nlohmann::json(nullptr)
+                                                                : nlohmann::json(fidSampleWarning(e.metrics))},
             {"tokens_per_s", json_fields::finiteOrNull(e.tokensPerSecond)},
             {"images_per_s", json_fields::finiteOrNull(e.imagesPerSecond)},
             {"parameters", e.parameters},
@@ -137,6 +142,8 @@ ImageEvaluation imageEvaluationFromJson(const nlohmann::json& j) {
     e.classAccuracy = json_fields::numberOrNaN(j, "class_accuracy", kImageRow);
     e.metrics.samples = json_fields::requiredInt(j, "samples", kImageRow);
     e.metrics.referenceCount = json_fields::requiredInt(j, "reference_count", kImageRow);
+    // Optional: rows written before the feature dimensions were recorded (then no warning).
+    e.metrics.featureDims = json_fields::intOr(j, "feature_dims", 0, kImageRow);
     e.tokensPerSecond = json_fields::numberOrNaN(j, "tokens_per_s", kImageRow);
     e.imagesPerSecond = json_fields::numberOrNaN(j, "images_per_s", kImageRow);
     e.parameters = json_fields::requiredInt(j, "parameters", kImageRow);

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -132,6 +133,9 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
         // Speed first: timed right after the mask was applied, before this model's other rows reach
         // a GUI that redraws on each (on a small machine its drawing would share the cores).
         if (spec.measureSpeed) {
+            double load[1] = {std::numeric_limits<double>::quiet_NaN()};
+            if (::getloadavg(load, 1) != 1) load[0] = std::numeric_limits<double>::quiet_NaN();
+            const double loadBefore = load[0];
             const BenchResult b = benchmarkGeneration(*m, spec.speedPromptTokens, spec.speedDecodeTokens,
                                                       spec.speedRepeats, within("speed"));
             SweepRow row = base;
@@ -142,9 +146,14 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
             row.weightsMiB = b.weightsMiB;
             row.kvCacheMiB = kvCacheMiB(m->config(), spec.speedPromptTokens + spec.speedDecodeTokens,
                                         static_cast<int64_t>(c10::elementSize(m->runtime().dtype)));
-            // The best run: the sweep's other work (and a GUI plotting its rows) shares the cores.
-            row.prefillTokensPerSecond = b.bestPrefillTokensPerSecond;
-            row.decodeTokensPerSecond = b.bestDecodeTokensPerSecond;
+            // The median run, with the slowest and fastest and the load the runs shared the cores
+            // with (the sweep's other work, a GUI plotting its rows, other processes).
+            row.prefillTokensPerSecond = b.prefillTokensPerSecond;
+            row.decodeTokensPerSecond = b.decodeTokensPerSecond;
+            row.decodeSlowest = b.slowestDecodeTokensPerSecond;
+            row.decodeFastest = b.bestDecodeTokensPerSecond;
+            row.speedRuns = b.repeats;
+            row.loadAverage = loadBefore;
             emitRow(row);
         }
         for (const auto& set : spec.evalSets) emitPerplexityRow(base, set, evaluate(*m, set));
@@ -325,6 +334,12 @@ std::vector<SweepSummaryRow> summariseOverSeeds(const std::vector<SweepRow>& row
         s.pplStd = sampleStd(s.pplMean, &SweepRow::ppl);
         s.accStd = sampleStd(s.accMean, &SweepRow::acc);
         s.decodeStd = sampleStd(s.decodeMean, &SweepRow::decodeTokensPerSecond);
+        s.decodeSlowest = s.decodeFastest = std::numeric_limits<double>::quiet_NaN();
+        for (const SweepRow* r : g) {
+            if (!std::isfinite(r->decodeSlowest) || !std::isfinite(r->decodeFastest)) continue;
+            s.decodeSlowest = std::isfinite(s.decodeSlowest) ? std::min(s.decodeSlowest, r->decodeSlowest) : r->decodeSlowest;
+            s.decodeFastest = std::isfinite(s.decodeFastest) ? std::max(s.decodeFastest, r->decodeFastest) : r->decodeFastest;
+        }
         out.push_back(s);
     }
     return out;
@@ -336,7 +351,7 @@ std::string sweepRowsCsv(const std::vector<SweepRow>& rows) {
     out << "method,ratio,calib_samples,calib_seqlen,lambda,lambda_rel,lambda_used,seed,eval,achieved_ratio,achieved_ratio_model,ppl,nll,"
            "bits_per_byte,eval_tokens,acc,acc_norm,parameters,weights_mib,kv_cache_mib,prefill_tokens_per_s,"
            "decode_tokens_per_s,eval_seqlen,eval_windows,eval_max_windows,eval_hash,calib_source,calib_hash,"
-           "calib_distinct_tokens\n";
+           "calib_distinct_tokens,speed_runs,decode_tokens_per_s_slowest,decode_tokens_per_s_fastest,load_average\n";
     auto finiteCell = [&out](double x) {
         out << ",";
         if (std::isfinite(x)) out << x;
@@ -362,7 +377,10 @@ std::string sweepRowsCsv(const std::vector<SweepRow>& rows) {
         finiteCell(r.prefillTokensPerSecond);
         finiteCell(r.decodeTokensPerSecond);
         out << "," << r.evalSeqlen << "," << r.evalWindows << "," << r.evalMaxWindows << "," << r.evalHash << ","
-            << csvCell(r.calibSource) << "," << r.calibHash << "," << r.calibDistinctTokens;
+            << csvCell(r.calibSource) << "," << r.calibHash << "," << r.calibDistinctTokens << "," << r.speedRuns;
+        finiteCell(r.decodeSlowest);
+        finiteCell(r.decodeFastest);
+        finiteCell(r.loadAverage);
         out << "\n";
     }
     return out.str();
@@ -383,7 +401,10 @@ nlohmann::json sweepRowJson(const SweepRow& r) {
             {"decode_tokens_per_s", json_fields::finiteOrNull(r.decodeTokensPerSecond)},
             {"eval_seqlen", r.evalSeqlen}, {"eval_windows", r.evalWindows}, {"eval_max_windows", r.evalMaxWindows},
             {"eval_hash", r.evalHash}, {"calib_source", r.calibSource}, {"calib_hash", r.calibHash},
-            {"calib_distinct_tokens", r.calibDistinctTokens}};
+            {"calib_distinct_tokens", r.calibDistinctTokens}, {"speed_runs", r.speedRuns},
+            {"decode_tokens_per_s_slowest", json_fields::finiteOrNull(r.decodeSlowest)},
+            {"decode_tokens_per_s_fastest", json_fields::finiteOrNull(r.decodeFastest)},
+            {"load_average", json_fields::finiteOrNull(r.loadAverage)}};
 }
 
 SweepRow sweepRowFromJson(const nlohmann::json& j) {
@@ -418,6 +439,10 @@ SweepRow sweepRowFromJson(const nlohmann::json& j) {
     r.calibSource = optionalString(j, "calib_source");
     r.calibHash = optionalString(j, "calib_hash");
     r.calibDistinctTokens = json_fields::intOr(j, "calib_distinct_tokens", 0, kSweepRow);
+    r.speedRuns = static_cast<int>(json_fields::intOr(j, "speed_runs", 0, kSweepRow));
+    r.decodeSlowest = optionalNumber(j, "decode_tokens_per_s_slowest");
+    r.decodeFastest = optionalNumber(j, "decode_tokens_per_s_fastest");
+    r.loadAverage = optionalNumber(j, "load_average");
     return r;
 }
 

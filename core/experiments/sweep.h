@@ -50,7 +50,7 @@ struct SweepSpec {
     double alpha = std::numeric_limits<double>::quiet_NaN();
     // Memory and generation speed of every model (the paper's Figure 5): a "speed" row each,
     // before its evaluation rows: a prefill of speedPromptTokens and a greedy decode of
-    // speedDecodeTokens, the best of speedRepeats runs after a warm-up (benchmarkGeneration).
+    // speedDecodeTokens, the median of speedRepeats runs after a warm-up (benchmarkGeneration).
     bool measureSpeed = false;
     int64_t speedPromptTokens = 64, speedDecodeTokens = 64;
     int speedRepeats = 3;
@@ -87,6 +87,14 @@ struct SweepRow {
     double kvCacheMiB = std::numeric_limits<double>::quiet_NaN();    // K and V of prompt + decode tokens
     double prefillTokensPerSecond = std::numeric_limits<double>::quiet_NaN();
     double decodeTokensPerSecond = std::numeric_limits<double>::quiet_NaN();
+    // How the speed was measured: the median of speedRuns timed runs (after a warm-up), the
+    // slowest and fastest of them, and the machine's 1-minute load average just before (other
+    // work on the cores slows a run: a reader needs all three to judge a difference). 0 / NaN:
+    // not recorded (rows written before these were).
+    int speedRuns = 0;
+    double decodeSlowest = std::numeric_limits<double>::quiet_NaN();
+    double decodeFastest = std::numeric_limits<double>::quiet_NaN();
+    double loadAverage = std::numeric_limits<double>::quiet_NaN();
 
     bool isSpeedRow() const { return evalSet == kSpeedEvalSet; }
 };
@@ -110,6 +118,8 @@ struct SweepSummaryRow {
     double accMean = 0, accStd = 0, accNormMean = 0;  // NaN for perplexity rows
     // Speed rows: means over seeds (NaN elsewhere); decode spread as the sample std.
     double decodeMean = 0, decodeStd = 0, prefillMean = 0, weightsMiBMean = 0, kvCacheMiBMean = 0;
+    // Speed rows: the slowest and fastest timed run over the group's rows (NaN elsewhere).
+    double decodeSlowest = 0, decodeFastest = 0;
 };
 std::vector<SweepSummaryRow> summariseOverSeeds(const std::vector<SweepRow>& rows);
 

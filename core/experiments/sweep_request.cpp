@@ -94,11 +94,22 @@ SweepSpec buildSweepSpec(const LanguageModel& lm, const SweepRequest& r, std::ve
     return spec;
 }
 
+std::string speedRunsText(int runs, double slowest, double fastest) {
+    std::ostringstream out;
+    out << std::fixed << std::setprecision(0);
+    if (runs <= 0) return "runs not recorded";
+    if (runs == 1) return "1 run";
+    out << "median of " << runs << " runs";
+    if (std::isfinite(slowest) && std::isfinite(fastest)) out << ", " << slowest << "–" << fastest;
+    return out.str();
+}
+
 std::string sweepRowSummary(const SweepRow& row) {
     std::ostringstream out;
     out << row.method << " at ρ = " << row.ratio << ": " << std::fixed;  // ρ as given (%g)
     if (row.isSpeedRow())
-        out << "decode " << std::setprecision(0) << row.decodeTokensPerSecond << " tokens/s, prefill "
+        out << "decode " << std::setprecision(0) << row.decodeTokensPerSecond << " tokens/s ("
+            << speedRunsText(row.speedRuns, row.decodeSlowest, row.decodeFastest) << "), prefill "
             << row.prefillTokensPerSecond << " tokens/s, weights " << std::setprecision(2) << row.weightsMiB
             << " MiB, KV cache " << std::setprecision(3) << row.kvCacheMiB << " MiB";
     else if (std::isfinite(row.acc))

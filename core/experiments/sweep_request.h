@@ -43,7 +43,7 @@ struct SweepRequest {
     // Memory and generation speed of every model (Figure 5): prompt tokens, as many decoded.
     bool measureSpeed = false;
     int64_t speedTokens = 64;
-    int speedRepeats = 5;  // the best of: short runs beside a redrawing GUI are noisy
+    int speedRepeats = 5;  // timed runs, the median reported: short runs beside a redrawing GUI are noisy
 };
 
 // One evaluation source of a request (text:FILE, ids:FILE or a data set), read and tokenized;
@@ -60,6 +60,10 @@ std::string evalSourceOfPath(const std::string& item);
 // calibration that reuses a short text heavily (calibrationReuseWarning, per seed and setting)
 // and an evaluation text that is the calibration's (calibrationOverlapWarning).
 SweepSpec buildSweepSpec(const LanguageModel& lm, const SweepRequest& request, std::vector<std::string>* warnings = nullptr);
+
+// How a speed figure was measured, for a reader: "1 run", or "median of 5 runs, 4980–5410"
+// (slowest–fastest, tokens/s); never a spread of 0 for a single run.
+std::string speedRunsText(int runs, double slowest, double fastest);
 
 // A row in one line, as the studio logs it while the sweep runs: speed, accuracy or perplexity.
 std::string sweepRowSummary(const SweepRow& row);

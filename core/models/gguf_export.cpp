@@ -1,6 +1,7 @@
 #include "core/models/gguf_export.h"
 #include "core/models/weight_values.h"
 
+#include "core/text/llama2c_tokenizer.h"
 #include "core/text/sentencepiece_tokenizer.h"
 #include "core/text/tiktoken.h"
 #include "core/text/tokenizer.h"
@@ -111,6 +112,27 @@ GgufDtype parseGgufDtype(const std::string& name) {
 
 namespace {
 
+// llama.cpp's "llama" tokenizer needs a newline token to load: the byte piece <0x0A> or a "\n"
+// piece (node-llama-cpp 3.22.1 aborts with std::out_of_range without one). A tokenizer with
+// neither (a small character-level one such as babyllama's tok105.model, no byte fallback) turns
+// a newline into its unknown piece: so does llama.cpp when that piece's text is "\n" (it looks the
+// character up as a piece), and the vocabulary then loads. No unknown piece: refused.
+void giveNewlineToUnknownPiece(const std::string& where, std::vector<std::string>& tokens,
+                               const std::vector<int32_t>& types, std::vector<std::string>* notes) {
+    const auto unknown = std::find(types.begin(), types.end(), static_cast<int32_t>(Unknown));
+    if (unknown == types.end())
+        throw Error(where + "has neither the byte piece <0x0A> nor a newline piece, nor an unknown piece to stand for "
+                    "one, and llama.cpp aborts loading such a vocabulary (std::out_of_range in node-llama-cpp 3.22.1): "
+                    "npw does not export it (a tokenizer trained with byte_fallback, as LLaMA's, has the byte pieces)");
+    const size_t id = static_cast<size_t>(unknown - types.begin());
+    if (notes)
+        notes->push_back("the tokenizer has no newline piece, which llama.cpp needs to load a vocabulary: its unknown "
+                         "piece (id " + std::to_string(id) + ", '" + tokens[id] +
+                         "') is written with the text \"\\n\", so llama.cpp encodes a newline as that id, as "
+                         "SentencePiece does (it prints the piece as a newline)");
+    tokens[id] = "\n";
+}
+
 // A SentencePiece tokenizer.model as llama.cpp's "llama" tokenizer, the way llama.cpp's
 // convert_hf_to_gguf.py (_set_vocab_sentencepiece) writes it: the pieces with their scores and
 // types (SentencePiece's piece types are llama.cpp's token types, same numbers), rows the
@@ -139,10 +161,6 @@ GgufMetadata sentencePieceMetadata(const SentencePieceTokenizer& spm, const std:
     // babyllama's tok105.model, which has no byte fallback).
     const bool hasNewline = std::any_of(pieces.begin(), pieces.end(),
                                         [](const sentencepiece::Piece& p) { return p.text == "<0x0A>" || p.text == "\n"; });
-    if (!hasNewline)
-        throw Error(where + "has neither the byte piece <0x0A> nor a newline piece, and llama.cpp aborts loading such a "
-                    "vocabulary (std::out_of_range in node-llama-cpp 3.22.1): npw does not export it (a tokenizer "
-                    "trained with byte_fallback, as LLaMA's, has the byte pieces)");
     if (static_cast<int64_t>(pieces.size()) > vocabSize)
         throw Error(where + "has " + std::to_string(pieces.size()) + " pieces, more than the model's " +
                     std::to_string(vocabSize) + " embedding rows; llama.cpp needs one row per token");
@@ -162,6 +180,7 @@ GgufMetadata sentencePieceMetadata(const SentencePieceTokenizer& spm, const std:
         unused |= pieces[i].type == PieceType::Unused;
         userDefined |= pieces[i].type == PieceType::UserDefined;
     }
+    if (!hasNewline) giveNewlineToUnknownPiece(where, tokens, types, notes);
     if (notes) {
         if (normalizer.removeExtraWhitespaces)
             notes->push_back("the tokenizer removes extra whitespace (remove_extra_whitespaces: leading, trailing and "
@@ -194,6 +213,100 @@ GgufMetadata sentencePieceMetadata(const SentencePieceTokenizer& spm, const std:
 GgufMetadata jsonTokenizerMetadata(const json& root, const std::shared_ptr<Tokenizer>& tokenizer, const std::string& path,
                                    int64_t vocabSize, std::string* modelName);
 
+// A llama2.c tokenizer.bin as llama.cpp's "llama" tokenizer. The file keeps SentencePiece's
+// pieces and scores, which is all llama.cpp's SentencePiece tokenizer works from (it joins the
+// adjacent pair whose joined piece scores highest, as run.c's encode does); what it lacks is the
+// piece types, which follow from run.c's fixed layout: 0 <unk>, 1 BOS, 2 EOS (written
+// "\n<s>\n" / "\n</s>\n"), <0xNN> byte pieces, every other piece normal. llama2.c wrote U+2581
+// as a space; llama.cpp's tokens carry U+2581 again. run.c always adds the dummy-prefix space.
+GgufMetadata llama2cBinMetadata(const Llama2cTokenizer& bin, const std::string& path, int64_t vocabSize,
+                                std::string* modelName, std::vector<std::string>* notes) {
+    const std::string where = "tokenizer '" + path + "': ";
+    const int64_t n = bin.vocabSize();
+    if (n > vocabSize)
+        throw Error(where + "has " + std::to_string(n) + " pieces, more than the model's " + std::to_string(vocabSize) +
+                    " embedding rows; llama.cpp needs one row per token");
+    std::vector<std::string> tokens(static_cast<size_t>(vocabSize));
+    std::vector<float> scores(static_cast<size_t>(vocabSize), -1000.0f);
+    std::vector<int32_t> types(static_cast<size_t>(vocabSize), Unused);
+    bool hasNewline = false, hasBytes = false;
+    for (int64_t i = 0; i < vocabSize; ++i) {
+        const size_t k = static_cast<size_t>(i);
+        if (i >= n) {
+            tokens[k] = "[PAD" + std::to_string(i) + "]";
+            continue;
+        }
+        const int32_t id = static_cast<int32_t>(i);
+        std::string piece = bin.tokenText(id);
+        scores[k] = bin.score(id);
+        if (id == 0) {
+            types[k] = Unknown;
+        } else if (id == bin.bosId() || id == bin.eosId()) {
+            types[k] = Control;
+            // "\n<s>\n" -> "<s>": the newline padding is llama2.c's, for printing.
+            if (piece.size() >= 2 && piece.front() == '\n' && piece.back() == '\n') piece = piece.substr(1, piece.size() - 2);
+        } else if (isByteToken(piece)) {
+            types[k] = Byte;
+            hasBytes = true;
+        } else {
+            types[k] = Normal;
+        }
+        if (types[k] == Normal || types[k] == Byte) {
+            std::string escaped;
+            for (char ch : piece) escaped += ch == ' ' ? std::string("\xe2\x96\x81") : std::string(1, ch);
+            piece = std::move(escaped);
+        }
+        if (piece.empty())
+            throw Error(where + "piece " + std::to_string(i) + " is empty, which a GGUF vocabulary cannot hold");
+        hasNewline |= piece == "<0x0A>" || piece == "\n";
+        tokens[k] = std::move(piece);
+    }
+    if (!hasNewline) giveNewlineToUnknownPiece(where, tokens, types, notes);
+    if (notes) {
+        notes->push_back("the tokenizer is a llama2.c tokenizer.bin, which has no piece types: id 0 written as unknown, "
+                         "1 and 2 as control (BOS, EOS), <0xNN> pieces as bytes, the others as normal pieces");
+        if (!hasBytes)
+            notes->push_back("the tokenizer has no byte pieces: run.c gives a character outside its vocabulary the ids "
+                             "byte + 3, llama.cpp cannot encode it");
+    }
+    if (modelName) *modelName = "llama";
+    GgufMetadata kv;
+    kv.emplace_back("tokenizer.ggml.model", GgufValue::str("llama"));
+    kv.emplace_back("tokenizer.ggml.tokens", GgufValue::strings(tokens));
+    kv.emplace_back("tokenizer.ggml.scores", GgufValue::f32s(scores));
+    kv.emplace_back("tokenizer.ggml.token_type", GgufValue::i32s(types));
+    if (bin.bosId() >= 0) kv.emplace_back("tokenizer.ggml.bos_token_id", GgufValue::u32(static_cast<uint32_t>(bin.bosId())));
+    if (bin.eosId() >= 0) kv.emplace_back("tokenizer.ggml.eos_token_id", GgufValue::u32(static_cast<uint32_t>(bin.eosId())));
+    kv.emplace_back("tokenizer.ggml.unknown_token_id", GgufValue::u32(0));
+    kv.emplace_back("tokenizer.ggml.add_bos_token", GgufValue::boolValue(bin.bosId() >= 0));
+    kv.emplace_back("tokenizer.ggml.add_eos_token", GgufValue::boolValue(false));
+    kv.emplace_back("tokenizer.ggml.add_space_prefix", GgufValue::boolValue(true));
+    return kv;
+}
+
+// --no-tokenizer: llama.cpp's vocabulary-free GGUF ("no_vocab") loads in llama.cpp itself, but
+// node-llama-cpp 3.22.1 tokenizes while loading a model and aborts on it ("Tokenizer not
+// initialized"; measured). So: a byte-level ("gpt2") vocabulary of one control token per row,
+// no merges. Control tokens never come out of tokenizing text, and llama.cpp prints them only
+// when asked for special tokens, so the file runs on ids and claims no text.
+GgufMetadata placeholderVocabulary(const LlamaConfig& c) {
+    std::vector<std::string> tokens(static_cast<size_t>(c.vocab_size));
+    for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = "<id:" + std::to_string(i) + ">";
+    GgufMetadata kv;
+    kv.emplace_back("tokenizer.ggml.model", GgufValue::str("gpt2"));
+    kv.emplace_back("tokenizer.ggml.pre", GgufValue::str("default"));
+    kv.emplace_back("tokenizer.ggml.tokens", GgufValue::strings(tokens));
+    kv.emplace_back("tokenizer.ggml.token_type", GgufValue::i32s(std::vector<int32_t>(tokens.size(), Control)));
+    kv.emplace_back("tokenizer.ggml.merges", GgufValue::strings(std::vector<std::string>{}));
+    if (c.bos_token_id >= 0 && c.bos_token_id < c.vocab_size)
+        kv.emplace_back("tokenizer.ggml.bos_token_id", GgufValue::u32(static_cast<uint32_t>(c.bos_token_id)));
+    if (c.eos_token_id >= 0 && c.eos_token_id < c.vocab_size)
+        kv.emplace_back("tokenizer.ggml.eos_token_id", GgufValue::u32(static_cast<uint32_t>(c.eos_token_id)));
+    kv.emplace_back("tokenizer.ggml.add_bos_token", GgufValue::boolValue(false));
+    kv.emplace_back("tokenizer.ggml.add_eos_token", GgufValue::boolValue(false));
+    return kv;
+}
+
 } // namespace
 
 GgufMetadata ggufTokenizerMetadata(const std::string& path, int64_t vocabSize, std::string* modelName,
@@ -211,8 +324,7 @@ GgufMetadata ggufTokenizerMetadata(const std::string& path, int64_t vocabSize, s
         return jsonTokenizerMetadata(root, Tokenizer::fromJsonValue(root, path), path, vocabSize, modelName);
     }
     case TokenizerFileKind::Llama2cBin:
-        throw Error("tokenizer '" + path + "' is a llama2.c tokenizer.bin, which has no piece types and no merges for "
-                    "llama.cpp; give the SentencePiece tokenizer.model it was exported from with --tokenizer");
+        return llama2cBinMetadata(*Llama2cTokenizer::fromBytes(bytes, path, -1), path, vocabSize, modelName, notes);
     case TokenizerFileKind::Unknown:
         break;
     }
@@ -437,9 +549,10 @@ GgufExportPlan planGgufExport(const LlamaCheckpoint& ckpt, const GgufExportOptio
     const LlamaConfig& c = ckpt.config;
     c.validate(ckpt.source);
     const std::string where = "cannot export '" + ckpt.source + "' to GGUF: ";
-    if (ckpt.tokenizerPath.empty())
-        throw Error(where + "it has no tokenizer (no tokenizer.json or tokenizer.model beside it), and llama.cpp needs the "
-                    "vocabulary in the file; give one with --tokenizer FILE");
+    if (ckpt.tokenizerPath.empty() && !options.placeholderVocabulary)
+        throw Error(where + "it has no tokenizer (no tokenizer.json, tokenizer.model or tokenizer.bin beside it), and "
+                    "llama.cpp needs the vocabulary in the file; give one with --tokenizer FILE, or --no-tokenizer for "
+                    "a file llama.cpp runs on token ids only");
     if (c.head_dim % 2 != 0) throw Error(where + "head_dim " + std::to_string(c.head_dim) + " is odd; rotary needs pairs");
 
     // Qwen2 and Qwen3 have llama.cpp architectures of their own (rotary on halves, as in
@@ -655,8 +768,16 @@ GgufExportPlan planGgufExport(const LlamaCheckpoint& ckpt, const GgufExportOptio
         kv.emplace_back(a + ".rope.scaling.type", GgufValue::str("linear"));
         kv.emplace_back(a + ".rope.scaling.factor", GgufValue::f32(static_cast<float>(c.rope_scaling.factor)));
     }
-    for (auto& entry : ggufTokenizerMetadata(ckpt.tokenizerPath, c.vocab_size, &report.tokenizerModel, &report.notes))
-        kv.push_back(std::move(entry));
+    if (options.placeholderVocabulary) {
+        for (auto& entry : placeholderVocabulary(c))
+            kv.push_back(std::move(entry));
+        report.tokenizerModel = "none (placeholder ids)";
+        report.notes.push_back("no tokenizer: every token is the placeholder control token '<id:N>', so llama.cpp runs "
+                               "the model on token ids only (a prompt as ids, ids out) and cannot tokenize or print text");
+    } else {
+        for (auto& entry : ggufTokenizerMetadata(ckpt.tokenizerPath, c.vocab_size, &report.tokenizerModel, &report.notes))
+            kv.push_back(std::move(entry));
+    }
 
     const GgmlType matrixType = options.dtype == GgufDtype::F16    ? GgmlType::F16
                                 : options.dtype == GgufDtype::BF16 ? GgmlType::BF16

@@ -13,8 +13,9 @@
 //    with pruned heads padded back with zero heads (its q_proj must be hidden × hidden there).
 //    Refused by name: non-uniform Qwen (deci lacks q/k/v biases and q/k norms), FLAP's biases on
 //    Qwen, q/k/v biases where the llama/deci graphs cannot take them.
-//  - Tokenizer metadata from the checkpoint's tokenizer.json: `llama` (SentencePiece-style:
-//    tokens, scores, token types) or `gpt2` (byte-level: tokens, types, merges).
+//  - Tokenizer metadata from the checkpoint's tokenizer.json, SentencePiece tokenizer.model or
+//    llama2.c tokenizer.bin: `llama` (SentencePiece-style: tokens, scores, token types) or `gpt2`
+//    (byte-level: tokens, types, merges); or, asked for, a placeholder vocabulary (ids only).
 //  - The file is written atomically; the source checkpoint is never overwritten.
 #include "core/io/gguf.h"
 #include "core/models/llama_weights.h"
@@ -30,6 +31,9 @@ GgufDtype parseGgufDtype(const std::string& name);  // "f32" | "f16" | "bf16"; n
 struct GgufExportOptions {
     GgufDtype dtype = GgufDtype::F32;  // of the 2-D weights; norms and biases stay F32 (llama.cpp expects it)
     std::string name;                  // general.name; empty: the checkpoint's folder or file name
+    // No tokenizer in the file: a placeholder vocabulary (one control token "<id:N>" per row), for
+    // llama.cpp to run on token ids. Taken even when the checkpoint has a tokenizer.
+    bool placeholderVocabulary = false;
 };
 
 struct GgufLayerShape {
@@ -41,7 +45,7 @@ struct GgufLayerShape {
 struct GgufExportReport {
     std::string path;
     std::string architecture;    // "llama", "deci", "qwen2" or "qwen3"
-    std::string tokenizerModel;  // "llama" or "gpt2"
+    std::string tokenizerModel;  // "llama", "gpt2" or "none (placeholder ids)"
     std::string dtype;           // "f32", "f16" or "bf16"
     int64_t tensors = 0;
     int64_t parameters = 0;      // elements written (padding included)
@@ -70,7 +74,7 @@ GgufExportReport exportGguf(const LlamaCheckpoint& checkpoint, const std::string
 // a tokenizer.json or LLaMA-3's tiktoken tokenizer.model ("llama" or "gpt2"), a SentencePiece
 // BPE tokenizer.model ("llama"; unigram models, precompiled charsmaps and unescaped whitespace
 // are refused by name). `notes` receives what llama.cpp will do differently (extra whitespace
-// kept, no byte fallback, ...). A llama2.c tokenizer.bin is refused.
+// kept, no byte fallback, ...). A llama2.c tokenizer.bin as "llama" (types from run.c's layout).
 GgufMetadata ggufTokenizerMetadata(const std::string& tokenizerPath, int64_t vocabSize, std::string* modelName = nullptr,
                                    std::vector<std::string>* notes = nullptr);
 

@@ -1,0 +1,68 @@
+// npw: the command users run. It answers what needs no model — `npw`, `npw --help`,
+// `npw --version`, `npw COMMAND --help`, an unknown command — from texts generated at build time,
+// and otherwise replaces itself (execv: same process, same arguments) with npw-run, the program
+// that does the work. Why: npw-run links LibTorch, whose loading costs every start 0.4 s of CPU
+// (measured: about 37 % in LibTorch's static initialisers registering its operators, 32 % in the
+// dynamic loader resolving its symbols, 11 % page faults), and 1.5-2.5 s of wall time on a busy
+// machine. And npw-run needs OMP_WAIT_POLICY set before LibTorch's OpenMP library loads
+// (core/util/openmp_wait.h): set here, npw-run starts once instead of starting and re-executing
+// itself.
+#include "app/launcher/launcher_help.h"
+
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <unistd.h>
+
+namespace {
+
+// npw-run beside this program (the build tree), else in ../libexec/npw (an installed package).
+std::string workerPath() {
+    char self[PATH_MAX];
+    const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+    std::string dir = ".";
+    if (n > 0) {
+        self[n] = '\0';
+        dir = self;
+        dir = dir.substr(0, dir.rfind('/'));
+    }
+    for (const std::string& candidate : {dir + "/npw-run", dir + "/../libexec/npw/npw-run"})
+        if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    return dir + "/npw-run";
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    using namespace npw::launcher;
+    const std::string first = argc > 1 ? argv[1] : "";
+    if (argc < 2 || first == "--help" || first == "-h" || first == "help") {
+        std::fputs(kUsage, stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    if (first == "--version") {
+        std::printf("npw %s\n", kVersion);
+        return 0;
+    }
+    const CommandHelp* command = nullptr;
+    for (std::size_t i = 0; i < kCommandCount; ++i)
+        if (first == kCommands[i].name) command = &kCommands[i];
+    if (!command) {
+        std::fprintf(stderr, "npw: unknown command '%s'\n\n%s", first.c_str(), kUsage);
+        return 2;
+    }
+    for (int i = 2; i < argc; ++i)
+        if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+            std::fputs(command->help, stdout);
+            return 0;
+        }
+    if (!std::getenv("OMP_WAIT_POLICY")) ::setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+    const std::string worker = workerPath();
+    ::execv(worker.c_str(), argv);
+    std::fprintf(stderr, "npw %s: error: cannot start '%s': %s (npw-run is installed beside npw or in ../libexec/npw)\n",
+                 first.c_str(), worker.c_str(), std::strerror(errno));
+    return 1;
+}
