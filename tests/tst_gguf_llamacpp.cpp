@@ -146,6 +146,29 @@ class TestGgufLlamaCpp : public QObject {
                  qPrintable(label + ": fewer than half the tokens compared before a tie"));
     }
 
+    // llama.cpp tokenizes each of `texts` (no BOS) from the GGUF `gguf` exactly as `tokenizer`
+    // encodes it; `file`: where the texts are written for the bridge, `label`: the log's name.
+    void expectLlamaCppTokenizesAsNpw(const std::string& gguf, const std::vector<std::string>& texts,
+                                      const Tokenizer& tokenizer, const QString& file, const QString& label,
+                                      const QString& npwName) {
+        const std::string textsFile = dir_.filePath(file).toStdString();
+        writeTextAtomically(textsFile, json(texts).dump());
+        const json out = runBridge({"--model", QString::fromStdString(gguf), "--tokenize-file", QString::fromStdString(textsFile)});
+        QVERIFY2(!out.contains("error"), out.value("error", "").c_str());
+        int agreed = 0;
+        QStringList differing;
+        for (size_t i = 0; i < texts.size(); ++i) {
+            const auto want = tokenizer.encode(texts[i], /*addBos=*/false);
+            const auto got = out.at("tokenized")[i].get<std::vector<int32_t>>();
+            if (got == want) ++agreed;
+            else differing << QString::fromStdString(json(texts[i]).dump() + ": llama.cpp " + json(got).dump() + ", " +
+                                                     npwName.toStdString() + " " + json(want).dump());
+        }
+        qInfo("%s: llama.cpp tokenizes %d of %zu texts as %s does", qPrintable(label), agreed, texts.size(),
+              qPrintable(npwName));
+        QVERIFY2(differing.isEmpty(), qPrintable(differing.join("\n")));
+    }
+
 private slots:
     void initTestCase() {
         node_ = qEnvironmentVariable("NPW_NODE", QStandardPaths::findExecutable("node"));
@@ -263,20 +286,8 @@ private slots:
                 continue;
             texts.push_back(text);
         }
-        const std::string textsFile = dir_.filePath("llama-bpe-texts.json").toStdString();
-        writeTextAtomically(textsFile, json(texts).dump());
-        const json out = runBridge({"--model", QString::fromStdString(gguf), "--tokenize-file", QString::fromStdString(textsFile)});
-        QVERIFY2(!out.contains("error"), out.value("error", "").c_str());
-        int agreed = 0;
-        QStringList differing;
-        for (size_t i = 0; i < texts.size(); ++i) {
-            const auto want = tokenizer->encode(texts[i], /*addBos=*/false);
-            const auto got = out.at("tokenized")[i].get<std::vector<int32_t>>();
-            if (got == want) ++agreed;
-            else differing << QString::fromStdString(json(texts[i]).dump() + ": llama.cpp " + json(got).dump() + ", npw " + json(want).dump());
-        }
-        qInfo("llama_bpe.model: llama.cpp tokenizes %d of %zu texts as npw does", agreed, texts.size());
-        QVERIFY2(differing.isEmpty(), qPrintable(differing.join("\n")));
+        expectLlamaCppTokenizesAsNpw(gguf, texts, *tokenizer, "llama-bpe-texts.json", "llama_bpe.model", "npw");
+        if (QTest::currentTestFailed()) return;
         compareGreedy(c, "demo-lm-llama-bpe", GgufDtype::F32, 1e-4);
     }
 
@@ -329,20 +340,9 @@ private slots:
             if (text.find("\xe2\x96\x81") != std::string::npos) continue;
             texts.push_back(text);
         }
-        const std::string textsFile = dir_.filePath("llama-bpe-bin-texts.json").toStdString();
-        writeTextAtomically(textsFile, json(texts).dump());
-        const json out = runBridge({"--model", QString::fromStdString(gguf), "--tokenize-file", QString::fromStdString(textsFile)});
-        QVERIFY2(!out.contains("error"), out.value("error", "").c_str());
-        int agreed = 0;
-        QStringList differing;
-        for (size_t i = 0; i < texts.size(); ++i) {
-            const auto want = tokenizer->encode(texts[i], /*addBos=*/false);
-            const auto got = out.at("tokenized")[i].get<std::vector<int32_t>>();
-            if (got == want) ++agreed;
-            else differing << QString::fromStdString(json(texts[i]).dump() + ": llama.cpp " + json(got).dump() + ", run.c " + json(want).dump());
-        }
-        qInfo("llama_bpe.bin: llama.cpp tokenizes %d of %zu texts as run.c's encode does", agreed, texts.size());
-        QVERIFY2(differing.isEmpty(), qPrintable(differing.join("\n")));
+        expectLlamaCppTokenizesAsNpw(gguf, texts, *tokenizer, "llama-bpe-bin-texts.json", "llama_bpe.bin",
+                                     "run.c's encode");
+        if (QTest::currentTestFailed()) return;
         compareGreedy(c, "demo-lm-llama-bpe-bin", GgufDtype::F32, 1e-4);
     }
 

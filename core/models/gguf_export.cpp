@@ -139,6 +139,28 @@ void giveNewlineToUnknownPiece(const std::string& where, std::vector<std::string
 // tokenizer does not fill as [PADn] (score -1000, unused), add_space_prefix = add_dummy_prefix.
 // llama.cpp joins the adjacent pair whose joined piece scores highest, leftmost first, as
 // SentencePiece's BPE does; what it cannot do is refused or noted.
+// llama.cpp's SentencePiece-style ("llama") vocabulary: pieces, scores and piece types, the
+// special ids that exist (negative: none), BOS added whenever the tokenizer has one (npw's own
+// encoding in generate and eval puts it first), never EOS.
+GgufMetadata llamaVocabularyMetadata(const std::vector<std::string>& tokens, const std::vector<float>& scores,
+                                     const std::vector<int32_t>& types, int64_t bos, int64_t eos, int64_t unk,
+                                     int64_t pad, bool addSpacePrefix) {
+    GgufMetadata kv;
+    kv.emplace_back("tokenizer.ggml.model", GgufValue::str("llama"));
+    kv.emplace_back("tokenizer.ggml.tokens", GgufValue::strings(tokens));
+    kv.emplace_back("tokenizer.ggml.scores", GgufValue::f32s(scores));
+    kv.emplace_back("tokenizer.ggml.token_type", GgufValue::i32s(types));
+    auto id = [](int64_t v) { return GgufValue::u32(static_cast<uint32_t>(v)); };
+    if (bos >= 0) kv.emplace_back("tokenizer.ggml.bos_token_id", id(bos));
+    if (eos >= 0) kv.emplace_back("tokenizer.ggml.eos_token_id", id(eos));
+    if (unk >= 0) kv.emplace_back("tokenizer.ggml.unknown_token_id", id(unk));
+    if (pad >= 0) kv.emplace_back("tokenizer.ggml.padding_token_id", id(pad));
+    kv.emplace_back("tokenizer.ggml.add_bos_token", GgufValue::boolValue(bos >= 0));
+    kv.emplace_back("tokenizer.ggml.add_eos_token", GgufValue::boolValue(false));
+    kv.emplace_back("tokenizer.ggml.add_space_prefix", GgufValue::boolValue(addSpacePrefix));
+    return kv;
+}
+
 GgufMetadata sentencePieceMetadata(const SentencePieceTokenizer& spm, const std::string& path, int64_t vocabSize,
                                    std::string* modelName, std::vector<std::string>* notes) {
     using sentencepiece::PieceType;
@@ -194,20 +216,8 @@ GgufMetadata sentencePieceMetadata(const SentencePieceTokenizer& spm, const std:
                              "one, SentencePiece does not");
     }
     if (modelName) *modelName = "llama";
-    GgufMetadata kv;
-    kv.emplace_back("tokenizer.ggml.model", GgufValue::str("llama"));
-    kv.emplace_back("tokenizer.ggml.tokens", GgufValue::strings(tokens));
-    kv.emplace_back("tokenizer.ggml.scores", GgufValue::f32s(scores));
-    kv.emplace_back("tokenizer.ggml.token_type", GgufValue::i32s(types));
-    if (spm.bosId() >= 0) kv.emplace_back("tokenizer.ggml.bos_token_id", GgufValue::u32(spm.bosId()));
-    if (spm.eosId() >= 0) kv.emplace_back("tokenizer.ggml.eos_token_id", GgufValue::u32(spm.eosId()));
-    if (spm.unkId() >= 0) kv.emplace_back("tokenizer.ggml.unknown_token_id", GgufValue::u32(spm.unkId()));
-    if (spm.padId() >= 0) kv.emplace_back("tokenizer.ggml.padding_token_id", GgufValue::u32(spm.padId()));
-    // npw's own encoding (generate, eval) puts BOS first whenever the tokenizer has one.
-    kv.emplace_back("tokenizer.ggml.add_bos_token", GgufValue::boolValue(spm.bosId() >= 0));
-    kv.emplace_back("tokenizer.ggml.add_eos_token", GgufValue::boolValue(false));
-    kv.emplace_back("tokenizer.ggml.add_space_prefix", GgufValue::boolValue(normalizer.addDummyPrefix));
-    return kv;
+    return llamaVocabularyMetadata(tokens, scores, types, spm.bosId(), spm.eosId(), spm.unkId(), spm.padId(),
+                                   normalizer.addDummyPrefix);
 }
 
 GgufMetadata jsonTokenizerMetadata(const json& root, const std::shared_ptr<Tokenizer>& tokenizer, const std::string& path,
@@ -270,18 +280,8 @@ GgufMetadata llama2cBinMetadata(const Llama2cTokenizer& bin, const std::string& 
                              "byte + 3, llama.cpp cannot encode it");
     }
     if (modelName) *modelName = "llama";
-    GgufMetadata kv;
-    kv.emplace_back("tokenizer.ggml.model", GgufValue::str("llama"));
-    kv.emplace_back("tokenizer.ggml.tokens", GgufValue::strings(tokens));
-    kv.emplace_back("tokenizer.ggml.scores", GgufValue::f32s(scores));
-    kv.emplace_back("tokenizer.ggml.token_type", GgufValue::i32s(types));
-    if (bin.bosId() >= 0) kv.emplace_back("tokenizer.ggml.bos_token_id", GgufValue::u32(static_cast<uint32_t>(bin.bosId())));
-    if (bin.eosId() >= 0) kv.emplace_back("tokenizer.ggml.eos_token_id", GgufValue::u32(static_cast<uint32_t>(bin.eosId())));
-    kv.emplace_back("tokenizer.ggml.unknown_token_id", GgufValue::u32(0));
-    kv.emplace_back("tokenizer.ggml.add_bos_token", GgufValue::boolValue(bin.bosId() >= 0));
-    kv.emplace_back("tokenizer.ggml.add_eos_token", GgufValue::boolValue(false));
-    kv.emplace_back("tokenizer.ggml.add_space_prefix", GgufValue::boolValue(true));
-    return kv;
+    // run.c's encode adds the dummy-prefix space; id 0 is the unknown piece; no padding piece.
+    return llamaVocabularyMetadata(tokens, scores, types, bin.bosId(), bin.eosId(), 0, -1, true);
 }
 
 // --no-tokenizer: llama.cpp's vocabulary-free GGUF ("no_vocab") loads in llama.cpp itself, but
