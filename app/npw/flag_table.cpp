@@ -479,6 +479,16 @@ std::vector<FlagEntry> buildTable() {
                                               "held in RAM (automatic, with a temporary file, when they exceed half the RAM)")
               .writes(),
           {"prune"});
+    t.add(Flag::toggle("layerwise", "prune one decoder layer at a time: weights memory-mapped, statistics in a scratch "
+                                    "file beside --out, the export written layer by layer in the checkpoint's dtype "
+                                    "(chosen by itself when the model in float32 and its statistics exceed half the RAM)"),
+          {"prune"});
+    t.add(Flag::choice("stats-precision", "auto|float64|float32", "auto, float64 or float32",
+                       oneOf({"auto", "float64", "float32"}),
+                       "the layer-wise scratch file's Gram triangles (auto: float64 when they fit in the checkpoint's "
+                       "size plus the hidden states, else float32)")
+              .byDefault("auto"),
+          {"prune"});
     t.add(Flag::text("csv", "FILE", "also write every row as CSV").writes(), {"sweep"});
 
     // ---- Runtime and output format ----------------------------------------------------------------------------

@@ -398,41 +398,28 @@ int64_t layerwiseHiddenBytes(const LlamaModel& model, const CalibrationSet& set)
     return set.tokens() * model.config().hidden_size * static_cast<int64_t>(c10::elementSize(model.runtime().dtype));
 }
 
-ModelStats calibrateLayerwise(const LlamaModel& model, const CalibrationSet& set, const std::string& statsPath,
-                              const std::map<std::string, std::string>& metadata, const ProgressFn& progress,
-                              const CalibrationOptions& options) {
+void calibrateEachLayer(const LlamaModel& model, const CalibrationSet& set, const LayerStatsSink& sink,
+                        const ProgressFn& progress, const CalibrationOptions& options) {
     const LlamaConfig& config = model.config();
     checkCalibrationSet(config, set);
     c10::InferenceMode guard;
-
-    // The file's header is known before any statistic: every size follows from the config.
-    std::vector<SafeTensorsEntry> entries;
-    for (TapSite site : {TapSite::AttentionOutputInput, TapSite::MlpDownInput})
-        for (size_t l = 0; l < static_cast<size_t>(config.num_layers); ++l) {
-            const int64_t d = site == TapSite::AttentionOutputInput ? config.num_heads[l] * config.head_dim
-                                                                    : config.intermediate_size[l];
-            if (d <= 0) continue;
-            const std::string name = siteName(site);
-            entries.push_back({statName(l, name, "gram"), at::kDouble, {d, d}});
-            entries.push_back({statName(l, name, "sum"), at::kDouble, {d}});
-            entries.push_back({statName(l, name, "sum_sq"), at::kDouble, {d}});
-            entries.push_back({statName(l, name, "tokens"), at::kLong, {1}});
-        }
-    SafeTensorsStreamWriter writer(statsPath, entries, statsFileMetadata(metadata));
-
     const auto windows = static_cast<int64_t>(set.windows.size());
     const int64_t perBatch = windowsPerBatch(model, set, options);
     const LlamaWeights& weights = model.deviceWeights();
     const c10::Device statsDevice = options.statsOnModelDevice ? model.runtime().device : c10::Device(c10::kCPU);
+    // The forward's activations: the runtime's dtype (a mapped bfloat16 / float16 embedding
+    // table is widened row by row as it is gathered, as llamaForward does).
+    const at::TensorOptions activations = at::TensorOptions().device(model.runtime().device).dtype(model.runtime().dtype);
 
     // Hidden states of every window between blocks, batched exactly as calibrate() batches them
     // (so each block sees the same float32 inputs): tokens · hidden · element size bytes.
     std::vector<at::Tensor> hidden;
     for (int64_t first = 0; first < windows; first += perBatch) {
         const int64_t count = std::min(perBatch, windows - first);
-        hidden.push_back(at::embedding(weights.embed, windowIds(set, first, count).to(model.runtime().device)));
+        hidden.push_back(
+            at::embedding(weights.embed, windowIds(set, first, count).to(model.runtime().device)).to(activations.dtype()));
     }
-    const LlamaPositionTables tables = llamaPositionTables(config, 0, set.seqlen, weights.embed.options());
+    const LlamaPositionTables tables = llamaPositionTables(config, 0, set.seqlen, activations);
 
     const double total = static_cast<double>(windows * config.num_layers);
     reportProgress(progress, "calibrate", 0, total);
@@ -451,15 +438,42 @@ ModelStats calibrateLayerwise(const LlamaModel& model, const CalibrationSet& set
         }
         requireFinite(attn, l, "o_proj");
         requireFinite(mlp, l, "down_proj");
-        for (const auto& [site, s] : {std::pair<const char*, const LayerStats*>{"attn", &attn}, {"mlp", &mlp}}) {
-            if (s->channels() == 0) continue;
-            writer.write(statName(l, site, "gram"), s->gram);
-            writer.write(statName(l, site, "sum"), s->sum);
-            writer.write(statName(l, site, "sum_sq"), s->sumSq);
-            writer.write(statName(l, site, "tokens"), at::full({1}, s->tokens, at::kLong));
-        }
+        sink(l, attn, mlp);
     }
-    hidden.clear();
+}
+
+ModelStats calibrateLayerwise(const LlamaModel& model, const CalibrationSet& set, const std::string& statsPath,
+                              const std::map<std::string, std::string>& metadata, const ProgressFn& progress,
+                              const CalibrationOptions& options) {
+    const LlamaConfig& config = model.config();
+    checkCalibrationSet(config, set);
+
+    // The file's header is known before any statistic: every size follows from the config.
+    std::vector<SafeTensorsEntry> entries;
+    for (TapSite site : {TapSite::AttentionOutputInput, TapSite::MlpDownInput})
+        for (size_t l = 0; l < static_cast<size_t>(config.num_layers); ++l) {
+            const int64_t d = site == TapSite::AttentionOutputInput ? config.num_heads[l] * config.head_dim
+                                                                    : config.intermediate_size[l];
+            if (d <= 0) continue;
+            const std::string name = siteName(site);
+            entries.push_back({statName(l, name, "gram"), at::kDouble, {d, d}});
+            entries.push_back({statName(l, name, "sum"), at::kDouble, {d}});
+            entries.push_back({statName(l, name, "sum_sq"), at::kDouble, {d}});
+            entries.push_back({statName(l, name, "tokens"), at::kLong, {1}});
+        }
+    SafeTensorsStreamWriter writer(statsPath, entries, statsFileMetadata(metadata));
+    calibrateEachLayer(
+        model, set,
+        [&writer](size_t l, const LayerStats& attn, const LayerStats& mlp) {
+            for (const auto& [site, s] : {std::pair<const char*, const LayerStats*>{"attn", &attn}, {"mlp", &mlp}}) {
+                if (s->channels() == 0) continue;
+                writer.write(statName(l, site, "gram"), s->gram);
+                writer.write(statName(l, site, "sum"), s->sum);
+                writer.write(statName(l, site, "sum_sq"), s->sumSq);
+                writer.write(statName(l, site, "tokens"), at::full({1}, s->tokens, at::kLong));
+            }
+        },
+        progress, options);
     writer.commit();
     return loadModelStats(statsPath, config.num_layers, nullptr, StatsStorage::Mapped);
 }

@@ -151,6 +151,16 @@ bool statsBelongOnDisk(const LlamaConfig& config, int64_t physicalBytes);
 // The hidden states calibrateLayerwise() keeps for all windows: tokens · hidden · element size.
 int64_t layerwiseHiddenBytes(const LlamaModel& model, const CalibrationSet& set);
 
+// The layer-by-layer accumulation under calibrateLayerwise and the bounded prune
+// (layerwise_prune.h): embeds every window once, runs one decoder block at a time over all of
+// them and hands each layer's finished statistics to `sink` (layer, attention site, MLP site;
+// a site without channels is empty), in layer order, before the next block runs. The weights
+// are used as the model holds them (a mapped bfloat16 / float16 file's views are widened a
+// block at a time). Progress and errors as calibrateLayerwise.
+using LayerStatsSink = std::function<void(size_t layer, const LayerStats& attn, const LayerStats& mlp)>;
+void calibrateEachLayer(const LlamaModel& model, const CalibrationSet& set, const LayerStatsSink& sink,
+                        const ProgressFn& progress = nullptr, const CalibrationOptions& options = {});
+
 // Layer by layer (see the top of this file): writes the statistics of each block into
 // `statsPath` as soon as the block is done, in exactly saveModelStats's layout and metadata
 // (the header is planned from the config up front), atomically: the file appears complete
