@@ -266,30 +266,15 @@ int runPrune(const Args& args) {
         if (statsFile.empty()) {
             workbench.setCalibration(LanguagePruningWorkbench::calibrate(lm, request, terminalProgress()));
         } else {
-            ensureNotOverwritingSource(lm.model->checkpoint().source, statsFile);
-            LanguagePruningWorkbench::Calibration c;
-            const CalibrationSet set = buildCalibrationSet(lm, request, &c.note);
-            c.summary = CalibrationSummary::of(set);
-            std::map<std::string, std::string> metadata = c.summary.toMetadata();
-            metadata["model"] = model;
-            const auto start = std::chrono::steady_clock::now();
-            c.stats = std::make_shared<const ModelStats>(
-                calibrateLayerwise(*lm.model, set, statsFile, metadata, terminalProgress()));
-            c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-            c.windows = std::make_shared<const CalibrationSet>(set);  // for --ranking lstar-kl
-            workbench.setCalibration(std::move(c));
+            workbench.setCalibration(
+                LanguagePruningWorkbench::calibrateToFile(lm, request, statsFile, model, terminalProgress()));
             statsOnDisk = statsFile;
         }
         if (!workbench.calibration().note.empty()) std::cerr << "note: " << workbench.calibration().note << "\n";
         const std::string reuse = calibrationReuseWarning(workbench.calibration().summary);
         if (!reuse.empty()) std::cerr << "warning: " << reuse << "\n";
     } else {
-        std::map<std::string, std::string> metadata;
-        LanguagePruningWorkbench::Calibration c;
-        c.stats = std::make_shared<const ModelStats>(
-            loadModelStats(args.get("stats"), config.num_layers, &metadata, StatsStorage::Mapped));
-        c.summary = CalibrationSummary::fromMetadata(metadata, args.get("stats"));
-        workbench.setCalibration(std::move(c));
+        workbench.setCalibration(LanguagePruningWorkbench::calibrationFromFile(args.get("stats"), config.num_layers));
     }
     const WorkbenchPrune run = workbench.prune(settings, terminalProgress());
     const CalibrationSummary& calibration = workbench.calibration().summary;
