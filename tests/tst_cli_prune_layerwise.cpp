@@ -5,7 +5,8 @@
 // same sizes per layer) and pruned logits within 1e-5 of the largest logit, for numerical
 // (defaults), FLAP and Wanda-sp. The float32 scratch triangle's effect is measured and bounded.
 // A bfloat16 checkpoint comes out in bfloat16, through several shards and an index that the
-// loader reads back. Refusals: lstar-kl and --stats/--save-stats on the layer-wise road.
+// loader reads back. kill -9 mid-calibration, then the same command, resumes from the work folder
+// and writes the same bytes. Refusals: lstar-kl and --stats/--save-stats on the layer-wise road.
 #include "core/models/llama.h"
 #include "core/models/model_loader.h"
 #include "core/models/runtime.h"
@@ -14,6 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <QElapsedTimer>
+#include <QFile>
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -63,6 +66,28 @@ class TestCliPruneLayerwise : public QObject {
         p.start(npw_, args);
         p.waitForFinished(600000);
         return {p.exitCode(), QString::fromUtf8(p.readAllStandardOutput()), QString::fromUtf8(p.readAllStandardError())};
+    }
+
+    // Starts npw with NPW_TEST_STALL=point, waits until it stops there, then kills it (SIGKILL).
+    void killAt(const QStringList& args, const QString& point) {
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.remove("NPW_PHYSICAL_MEMORY_BYTES");
+        env.insert("NPW_TEST_STALL", point);
+        QProcess p;
+        p.setProcessEnvironment(env);
+        p.start(npw_, args);
+        QVERIFY(p.waitForStarted());
+        QByteArray err;
+        QElapsedTimer clock;
+        clock.start();
+        while (!err.contains("npw: stalled at " + point.toUtf8()) && clock.elapsed() < 300000) {
+            if (p.state() == QProcess::NotRunning) QFAIL(qPrintable("npw ended before " + point + ": " + err));
+            p.waitForReadyRead(200);
+            err += p.readAllStandardError();
+        }
+        QVERIFY2(err.contains("npw: stalled at " + point.toUtf8()), err.constData());
+        p.kill();
+        QVERIFY(p.waitForFinished(30000));
     }
 
     QStringList pruneArgs(const QString& model, const QString& out, const QStringList& extra = {}) const {
@@ -172,6 +197,40 @@ private slots:
             dir_.filePath("lw-" + QString::number(qHash(QString() + QString::fromStdString(source)))).toStdString(),
             WeightStorage::Mapped);
         QCOMPARE(out.weights.layers[0].w_down.scalar_type(), at::kBFloat16);
+    }
+
+    // kill -9 after layer 1 is calibrated, then the same command: it resumes at layer 2 from the
+    // work folder beside --out and writes the export an uninterrupted run writes, byte for byte;
+    // the folder is gone afterwards. A rerun with another calibration removes the folder, saying so.
+    void resumesAfterKill() {
+        const QString whole = dir_.filePath("uninterrupted"), out = dir_.filePath("resumed");
+        const QStringList extra = {"--layerwise", "--method", "flap"};
+        const Run a = run(pruneArgs("demo:lm", whole, extra));
+        QVERIFY2(a.rc == 0, qPrintable(a.err));
+        QCOMPARE(a.json()["road"]["resumed_at_layer"].get<int64_t>(), int64_t(-1));
+        const std::string work = dir_.filePath(".resumed.npw-work").toStdString();
+        killAt(pruneArgs("demo:lm", out, extra), "layerwise-calibrated-layer-1");
+        QVERIFY(fs::exists(work + "/state.json"));
+        QVERIFY(!fs::exists(out.toStdString()));
+        const Run b = run(pruneArgs("demo:lm", out, extra));
+        QVERIFY2(b.rc == 0, qPrintable(b.err));
+        QVERIFY2(b.err.contains("resuming an interrupted run"), qPrintable(b.err));
+        QCOMPARE(b.json()["road"]["resumed_at_layer"].get<int64_t>(), int64_t(2));
+        QVERIFY(!fs::exists(work));
+        auto bytes = [](const QString& dir) {
+            QFile f(dir + "/model.safetensors");
+            return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+        };
+        QVERIFY(!bytes(whole).isEmpty());
+        QVERIFY(bytes(whole) == bytes(out));
+
+        killAt(pruneArgs("demo:lm", out, extra), "layerwise-calibrated-layer-1");
+        QVERIFY(fs::exists(work));
+        const Run c = run(pruneArgs("demo:lm", out, extra + QStringList{"--seed", "9"}));
+        QVERIFY2(c.rc == 0, qPrintable(c.err));
+        QVERIFY2(c.err.contains("removed the work folder"), qPrintable(c.err));
+        QCOMPARE(c.json()["road"]["resumed_at_layer"].get<int64_t>(), int64_t(-1));
+        QVERIFY(!fs::exists(work));
     }
 
     void refusals() {

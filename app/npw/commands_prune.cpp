@@ -167,14 +167,17 @@ int runLayerwisePrune(const Args& args, const std::string& model, const PruneSet
     const CalibrationSummary calibration = CalibrationSummary::of(set);
     if (const std::string reuse = calibrationReuseWarning(calibration); !reuse.empty()) std::cerr << "warning: " << reuse << "\n";
 
-    // The scratch file beside the export (the disk the user chose), named by this process: the
-    // next export to `out` removes it if this run is killed.
+    // The scratch beside the export (the disk the user chose).
     std::filesystem::path target = std::filesystem::absolute(out);
     if (!target.has_filename()) target = target.parent_path();  // "pruned/"
     std::filesystem::create_directories(target.parent_path());
     removeStaleTemporaries(target.string());
     LayerwisePruneOptions options;
-    options.scratchPath = temporaryPathBeside(target.string(), "stats");
+    // The work folder beside the export: what an interrupted run calibrated (resumed by the same
+    // command), removed when the export is complete.
+    options.workDir = (target.parent_path() / ("." + target.filename().string() + ".npw-work")).string();
+    runOutputGuard().check(options.workDir, "the work folder");
+    options.note = [](const std::string& line) { std::cerr << "note: " << line << "\n"; };
     const std::string precision = args.get("stats-precision");
     options.precision = precision == "float64"   ? StatsScratchPrecision::Float64
                         : precision == "float32" ? StatsScratchPrecision::Float32
@@ -207,7 +210,8 @@ int runLayerwisePrune(const Args& args, const std::string& model, const PruneSet
                         {"layerwise", true}};
     if (!note.empty()) j["calibration"]["note"] = note;
     j["road"] = {{"layerwise", true}, {"forced", road.forced}, {"reason", road.reason}, {"in_ram_bytes", road.inRamBytes},
-                 {"physical_bytes", road.physicalBytes}, {"statistics_scratch", scratchJson(run)}};
+                 {"physical_bytes", road.physicalBytes}, {"statistics_scratch", scratchJson(run)},
+                 {"resumed_at_layer", run.resumedAtLayer}};
     if (args.has("save-scores")) saveScoreSet(run.scores, settings.ratio, args.get("save-scores"));
     printResult(args, j, [&] { printHuman(run.report, model, out); });
     return 0;

@@ -399,7 +399,8 @@ int64_t layerwiseHiddenBytes(const LlamaModel& model, const CalibrationSet& set)
 }
 
 void calibrateEachLayer(const LlamaModel& model, const CalibrationSet& set, const LayerStatsSink& sink,
-                        const ProgressFn& progress, const CalibrationOptions& options) {
+                        const ProgressFn& progress, const CalibrationOptions& options,
+                        const LayerwiseCalibrationResume* resume) {
     const LlamaConfig& config = model.config();
     checkCalibrationSet(config, set);
     c10::InferenceMode guard;
@@ -414,16 +415,27 @@ void calibrateEachLayer(const LlamaModel& model, const CalibrationSet& set, cons
     // Hidden states of every window between blocks, batched exactly as calibrate() batches them
     // (so each block sees the same float32 inputs): tokens · hidden · element size bytes.
     std::vector<at::Tensor> hidden;
+    int64_t batches = 0;
     for (int64_t first = 0; first < windows; first += perBatch) {
         const int64_t count = std::min(perBatch, windows - first);
-        hidden.push_back(
-            at::embedding(weights.embed, windowIds(set, first, count).to(model.runtime().device)).to(activations.dtype()));
+        ++batches;
+        if (!resume)
+            hidden.push_back(
+                at::embedding(weights.embed, windowIds(set, first, count).to(model.runtime().device)).to(activations.dtype()));
+    }
+    size_t firstLayer = 0;
+    if (resume) {
+        if (static_cast<int64_t>(resume->hidden.size()) != batches || resume->nextLayer > static_cast<size_t>(config.num_layers))
+            throw Error("calibration: the saved hidden states do not fit these windows (" +
+                        std::to_string(resume->hidden.size()) + " batches, expected " + std::to_string(batches) + ")");
+        for (const at::Tensor& h : resume->hidden) hidden.push_back(h.to(model.runtime().device, activations.dtype()));
+        firstLayer = resume->nextLayer;
     }
     const LlamaPositionTables tables = llamaPositionTables(config, 0, set.seqlen, activations);
 
     const double total = static_cast<double>(windows * config.num_layers);
-    reportProgress(progress, "calibrate", 0, total);
-    for (size_t l = 0; l < static_cast<size_t>(config.num_layers); ++l) {
+    reportProgress(progress, "calibrate", static_cast<double>(static_cast<int64_t>(firstLayer) * windows), total);
+    for (size_t l = firstLayer; l < static_cast<size_t>(config.num_layers); ++l) {
         std::pair<LayerStats, LayerStats> layerStats = emptyLayerStats(config, l, statsDevice);
         LayerStats& attn = layerStats.first;
         LayerStats& mlp = layerStats.second;
@@ -438,7 +450,7 @@ void calibrateEachLayer(const LlamaModel& model, const CalibrationSet& set, cons
         }
         requireFinite(attn, l, "o_proj");
         requireFinite(mlp, l, "down_proj");
-        sink(l, attn, mlp);
+        sink(l, attn, mlp, hidden);
     }
 }
 
@@ -464,7 +476,7 @@ ModelStats calibrateLayerwise(const LlamaModel& model, const CalibrationSet& set
     SafeTensorsStreamWriter writer(statsPath, entries, statsFileMetadata(metadata));
     calibrateEachLayer(
         model, set,
-        [&writer](size_t l, const LayerStats& attn, const LayerStats& mlp) {
+        [&writer](size_t l, const LayerStats& attn, const LayerStats& mlp, const std::vector<at::Tensor>&) {
             for (const auto& [site, s] : {std::pair<const char*, const LayerStats*>{"attn", &attn}, {"mlp", &mlp}}) {
                 if (s->channels() == 0) continue;
                 writer.write(statName(l, site, "gram"), s->gram);

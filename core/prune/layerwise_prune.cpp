@@ -7,6 +7,12 @@
 #include "core/prune/export.h"
 #include "core/prune/units.h"
 #include "core/util/error.h"
+#include "core/io/safetensors.h"
+#include "core/text/json_fields.h"
+#include "core/util/atomic_file.h"
+#include "core/util/content_hash.h"
+#include "core/util/version.h"
+#include "core/models/llama_config.h"
 #include "core/util/number_text.h"
 #include "core/util/system_memory.h"
 
@@ -17,11 +23,15 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
+#include <set>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 namespace npw {
+
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -106,6 +116,57 @@ void pwriteAll(int fd, const void* data, int64_t bytes, int64_t offset, const st
     }
 }
 
+// What the work folder's contents depend on (LayerwisePruneOptions): a folder written for
+// anything else is not resumed from.
+std::string workFingerprint(const LlamaModel& model, const CalibrationSet& set, at::ScalarType statsDtype,
+                            const CalibrationOptions& options) {
+    const LlamaCheckpoint& checkpoint = model.checkpoint();
+    nlohmann::json j;
+    j["format"] = "npw-prune-work";
+    j["npw_version"] = npwVersion();
+    j["model"] = checkpoint.source;
+    std::set<std::string> files;
+    for (const auto& [name, origin] : checkpoint.origins) files.insert(origin.file);
+    j["files"] = nlohmann::json::array();
+    for (const std::string& file : files) {
+        struct stat st {};
+        if (::stat(file.c_str(), &st) != 0) throw Error("cannot read '" + file + "': " + std::strerror(errno));
+        j["files"].push_back({file, static_cast<int64_t>(st.st_size), static_cast<int64_t>(st.st_mtim.tv_sec),
+                              static_cast<int64_t>(st.st_mtim.tv_nsec)});
+    }
+    j["config"] = hfLlamaConfigJson(checkpoint.config, HfBiasFlags{});
+    uint64_t ids = kFnv64Offset;
+    for (const std::vector<int32_t>& window : set.windows) ids = fnv1a64(window.data(), window.size() * sizeof(int32_t), ids);
+    j["windows"] = {{"count", set.windows.size()}, {"seqlen", set.seqlen}, {"ids", contentHashText(ids)}};
+    j["statistics_precision"] = statsDtype == at::kDouble ? "float64" : "float32";
+    j["batch_tokens"] = options.batchTokens;
+    j["batch_attention_bytes"] = options.batchAttentionBytes;
+    j["runtime"] = model.runtime().device.str() + " " + c10::toString(model.runtime().dtype);
+    return j.dump(2) + "\n";
+}
+
+std::string sumsFile(const fs::path& work, size_t l) { return (work / ("layer-" + std::to_string(l) + ".sums.safetensors")).string(); }
+
+void saveSums(const std::string& path, const LayerStats& attn, const LayerStats& mlp) {
+    std::vector<std::pair<std::string, at::Tensor>> tensors;
+    for (const auto& [site, s] : {std::pair<const char*, const LayerStats*>{"attn", &attn}, {"mlp", &mlp}}) {
+        if (s->channels() == 0) continue;
+        tensors.emplace_back(std::string(site) + ".sum", s->sum.cpu());
+        tensors.emplace_back(std::string(site) + ".sum_sq", s->sumSq.cpu());
+        tensors.emplace_back(std::string(site) + ".tokens", at::full({1}, s->tokens, at::kLong));
+    }
+    writeSafeTensors(path, tensors, {{"format", "npw-prune-work-sums"}});
+}
+
+LayerStats loadSums(const SafeTensorsFile& file, const std::string& site) {
+    LayerStats s;
+    if (!file.has(site + ".sum")) return s;
+    s.sum = file.load(site + ".sum").to(at::kDouble);
+    s.sumSq = file.load(site + ".sum_sq").to(at::kDouble);
+    s.tokens = file.load(site + ".tokens").to(at::kLong).reshape({-1})[0].item<int64_t>();
+    return s;
+}
+
 } // namespace
 
 int64_t inRamPruneBytes(const LlamaConfig& config) { return 4 * config.parameterCount() + modelStatsBytes(config); }
@@ -138,7 +199,7 @@ int64_t packedGramBytes(const LlamaConfig& config, int64_t elementBytes) {
     return count * elementBytes;
 }
 
-GramScratch::GramScratch(const std::string& path, const LlamaConfig& config, at::ScalarType dtype)
+GramScratch::GramScratch(const std::string& path, const LlamaConfig& config, at::ScalarType dtype, bool reopen)
     : path_(path), dtype_(dtype) {
     if (dtype != at::kDouble && dtype != at::kFloat) throw Error("internal: the Gram scratch file holds float64 or float32");
     const auto layers = static_cast<size_t>(config.num_layers);
@@ -154,6 +215,17 @@ GramScratch::GramScratch(const std::string& path, const LlamaConfig& config, at:
             (attention ? attnOffset_ : mlpOffset_)[l] = bytes_;
             bytes_ += packedCount(d) * element;
         }
+    if (reopen) {
+        fd_ = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+        struct stat st {};
+        if (fd_ < 0 || ::fstat(fd_, &st) != 0 || st.st_size != std::max<int64_t>(bytes_, 1)) {
+            if (fd_ >= 0) ::close(fd_);
+            fd_ = -1;
+            throw Error("the statistics scratch file '" + path + "' of the interrupted run is missing or not " +
+                        std::to_string(bytes_) + " bytes; remove its work folder");
+        }
+        return;
+    }
     fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd_ < 0) throw Error("cannot create the statistics scratch file '" + path + "': " + std::strerror(errno));
     // Sized up front: a full disk fails here, before hours of calibration, not in the middle.
@@ -169,7 +241,15 @@ GramScratch::GramScratch(const std::string& path, const LlamaConfig& config, at:
 
 GramScratch::~GramScratch() {
     if (fd_ >= 0) ::close(fd_);
-    ::unlink(path_.c_str());
+}
+
+void GramScratch::sync() const {
+    if (::fdatasync(fd_) != 0) throw Error("cannot write the statistics scratch file '" + path_ + "': " + std::strerror(errno));
+}
+
+void GramScratch::restoreSums(size_t l, const LayerStats& attn, const LayerStats& mlp) {
+    attn_.at(l) = attn;
+    mlp_.at(l) = mlp;
 }
 
 void GramScratch::write(size_t l, const LayerStats& attn, const LayerStats& mlp) {
@@ -258,13 +338,74 @@ LayerwisePruneRun pruneLayerwise(const LlamaModel& model, const CalibrationSet& 
         (options.precision == StatsScratchPrecision::Auto && packedGramBytes(config, 8) > run.scratchBoundBytes))
         statsDtype = at::kFloat;
     run.statsPrecision = statsDtype == at::kDouble ? "float64" : "float32";
-    GramScratch scratch(options.scratchPath, config, statsDtype);
+
+    // The work folder: resumed when its fingerprint is this run's, else started afresh.
+    const fs::path work(options.workDir);
+    const std::string fingerprint = workFingerprint(model, set, statsDtype, options.calibration);
+    const fs::path fingerprintFile = work / "fingerprint.json", stateFile = work / "state.json";
+    size_t finished = 0;
+    std::error_code ec;
+    if (fs::exists(work)) {
+        bool same = false;
+        try {
+            same = fs::exists(fingerprintFile) && readTextFile(fingerprintFile.string()) == fingerprint && fs::exists(stateFile);
+            if (same) {
+                const nlohmann::json state = json_fields::parseJsonLimited(readTextFile(stateFile.string()), stateFile.string());
+                finished = state.at("finished_layers").get<size_t>();
+                same = finished <= layers;
+            }
+        } catch (const std::exception&) {
+            same = false;
+        }
+        if (!same) {
+            fs::remove_all(work, ec);
+            finished = 0;
+            if (options.note)
+                options.note("removed the work folder " + work.string() +
+                             " of an interrupted run with another model, calibration or precision");
+        }
+    }
+    fs::create_directories(work);
+    if (!fs::exists(fingerprintFile)) writeTextAtomically(fingerprintFile.string(), fingerprint);
+    const bool resuming = finished > 0 || fs::exists(work / "grams.bin");
+    GramScratch scratch((work / "grams.bin").string(), config, statsDtype, resuming);
     run.scratchBytes = scratch.bytes();
+    LayerwiseCalibrationResume resume;
+    if (finished > 0) {
+        for (size_t l = 0; l < finished; ++l) {
+            const auto file = SafeTensorsFile::open(sumsFile(work, l));
+            scratch.restoreSums(l, loadSums(*file, "attn"), loadSums(*file, "mlp"));
+        }
+        if (finished < layers) {
+            const auto hidden = SafeTensorsFile::open((work / "hidden.safetensors").string());
+            for (size_t b = 0; hidden->has("batch." + std::to_string(b)); ++b)
+                resume.hidden.push_back(hidden->load("batch." + std::to_string(b)));
+            resume.nextLayer = finished;
+        }
+        run.resumedAtLayer = static_cast<int64_t>(finished);
+        if (options.note)
+            options.note("resuming an interrupted run from its work folder " + work.string() + ": layers 0-" +
+                         std::to_string(finished - 1) + " of " + std::to_string(layers) + " are calibrated");
+    }
 
     auto t = Clock::now();
-    calibrateEachLayer(
-        model, set, [&scratch](size_t l, const LayerStats& attn, const LayerStats& mlp) { scratch.write(l, attn, mlp); },
-        progress, options.calibration);
+    if (finished < layers)
+        calibrateEachLayer(
+            model, set,
+            [&](size_t l, const LayerStats& attn, const LayerStats& mlp, const std::vector<at::Tensor>& hidden) {
+                scratch.write(l, attn, mlp);
+                scratch.sync();
+                saveSums(sumsFile(work, l), attn, mlp);
+                if (l + 1 < layers) {
+                    std::vector<std::pair<std::string, at::Tensor>> tensors;
+                    for (size_t b = 0; b < hidden.size(); ++b) tensors.emplace_back("batch." + std::to_string(b), hidden[b].cpu());
+                    writeSafeTensors((work / "hidden.safetensors").string(), tensors, {{"next_layer", std::to_string(l + 1)}});
+                }
+                // Last: the layer counts as finished only once everything it needs is on disk.
+                writeTextAtomically(stateFile.string(), nlohmann::json{{"finished_layers", l + 1}}.dump() + "\n");
+                if (l == 1) testStallPoint("layerwise-calibrated-layer-1");
+            },
+            progress, options.calibration, finished > 0 ? &resume : nullptr);
     report.timings.calibrateSeconds = seconds(t);
 
     t = Clock::now();
@@ -355,6 +496,8 @@ LayerwisePruneRun pruneLayerwise(const LlamaModel& model, const CalibrationSet& 
             saveHfLlamaDirectoryStreamed(streamed, staging, extra.dump(), pruneLayer);
         });
     reportProgress(progress, "apply", static_cast<double>(layers), static_cast<double>(layers));
+    // The export is complete: nothing to resume.
+    fs::remove_all(work, ec);
     return run;
 }
 

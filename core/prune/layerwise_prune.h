@@ -56,11 +56,12 @@ enum class StatsScratchPrecision { Auto, Float64, Float32 };
 // Bytes of every scored site's packed upper triangle at that element size.
 int64_t packedGramBytes(const LlamaConfig& config, int64_t elementBytes);
 
-// The packed Gram matrices of every layer in one scratch file (created with O_EXCL, removed by
-// the destructor), the sums in RAM.
+// The packed Gram matrices of every layer in one scratch file, the sums in RAM. `reopen`: the
+// file exists from an interrupted run (its layers < the resumed one are valid; restoreSums puts
+// their sums back); else it is created (O_EXCL) and its whole size reserved up front.
 class GramScratch {
 public:
-    GramScratch(const std::string& path, const LlamaConfig& config, at::ScalarType dtype);
+    GramScratch(const std::string& path, const LlamaConfig& config, at::ScalarType dtype, bool reopen = false);
     ~GramScratch();
     GramScratch(const GramScratch&) = delete;
     GramScratch& operator=(const GramScratch&) = delete;
@@ -68,6 +69,10 @@ public:
     void write(size_t layer, const LayerStats& attn, const LayerStats& mlp);
     // A site's statistics; withGram: G unpacked into a float64 [D, D] (symmetric), else undefined.
     LayerStats read(size_t layer, bool attention, bool withGram) const;
+    // The sums of a layer written by an earlier run (gram ignored).
+    void restoreSums(size_t layer, const LayerStats& attn, const LayerStats& mlp);
+    // fdatasync: what write() wrote is on disk before the work folder says the layer is done.
+    void sync() const;
     int64_t bytes() const { return bytes_; }
     at::ScalarType dtype() const { return dtype_; }
 
@@ -80,11 +85,21 @@ private:
     std::vector<LayerStats> attn_, mlp_;  // gram undefined
 };
 
+// The work folder (beside --out: ".OUT.npw-work") keeps what an interrupted run calibrated:
+// fingerprint.json (the model's files by path, size and mtime, its config, the windows' token
+// ids, the scratch precision and batching, npw's version), grams.bin (the Gram triangles),
+// layer-L.sums.safetensors (Σx, Σx², N per layer), hidden.safetensors (the hidden states leaving
+// the last finished layer) and state.json (how many layers are finished; written last, so it
+// never names a layer whose files are incomplete). The same command again resumes calibration at
+// the first unfinished layer; scoring, selection and the export are redone (they do not depend on
+// anything but the statistics, and the scoring of Wanda-sp/FLAP takes seconds). A folder whose
+// fingerprint differs is removed, and said. The folder is removed once the export is complete.
 struct LayerwisePruneOptions {
-    std::string scratchPath;  // the Gram scratch file (a temporaryPathBeside of the output)
+    std::string workDir;  // the work folder (created; removed when the export is complete)
     StatsScratchPrecision precision = StatsScratchPrecision::Auto;
     CalibrationOptions calibration;
     int64_t shardBytes = int64_t{2} << 30;
+    std::function<void(const std::string&)> note;  // one line each: resuming, a stale folder removed
 };
 
 struct LayerwisePruneRun {
@@ -95,6 +110,7 @@ struct LayerwisePruneRun {
     int64_t scratchBytes = 0;     // the scratch file
     int64_t scratchBoundBytes = 0;  // the checkpoint's size + the hidden states
     int64_t hiddenBytes = 0;      // the hidden states of every window
+    int64_t resumedAtLayer = -1;  // the first layer this run calibrated after an interrupted one; -1: fresh
 };
 
 // The whole bounded road on a model opened with mapped weights (openCausalLanguageModel):
