@@ -78,7 +78,7 @@ int runImagePrune(const Args& args, const std::string& model, const PruneSetting
     if (!args.has("calib") || args.get("calib") != "generated")
         throw Error("image model '" + model + "': calibrate with --calib generated [--per-class N] (sequences the dense model "
                     "generates, as the paper does for LlamaGen)");
-    for (const char* lmOnly : {"stats", "stats-on-disk", "save-stats", "calib-ids", "calib-per-line", "seqlen"})
+    for (const char* lmOnly : {"stats", "stats-on-disk", "save-stats", "calib-ids", "calib-per-line", "seqlen", "layerwise", "stats-precision"})
         if (args.has(lmOnly)) throw Error(std::string("--") + lmOnly + " is for language models, not image model '" + model + "'");
     const std::string metric = args.get("metric");  // fid, all (the same) or none: the flag table
     const std::string out = args.get("out");

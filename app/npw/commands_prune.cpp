@@ -4,6 +4,8 @@
 #include "core/experiments/dataset_inputs.h"
 #include "core/experiments/language_workbench.h"
 #include "core/models/language_model.h"
+#include "core/models/checkpoint_inspection.h"
+#include "core/prune/layerwise_prune.h"
 #include "core/prune/pruner.h"
 #include "core/prune/stage_bounds.h"
 #include "core/util/atomic_file.h"
@@ -141,6 +143,82 @@ void printHuman(const PruneReport& r, const std::string& model, const std::strin
               << r.timings.applySeconds << " s\n";
 }
 
+// The bounded road (core/prune/layerwise_prune.h): the model mapped, statistics in a scratch
+// file beside --out, the export streamed layer by layer in the checkpoint's dtype.
+int runLayerwisePrune(const Args& args, const std::string& model, const PruneSettings& settings, const PruneRoad& road) {
+    for (const char* inRamOnly : {"stats", "save-stats", "stats-on-disk"})
+        if (args.has(inRamOnly))
+            throw Error("--" + std::string(inRamOnly) + " reads or writes every layer's statistics in float64 as one file, "
+                        "which the layer-by-layer road does not keep (" + road.reason + ")");
+    if (settings.method == PruneMethod::Numerical && settings.crossLayer == CrossLayerRanking::MeasuredDamage)
+        throw Error("--ranking lstar-kl measures each site's damage with 2L + 1 whole-model forward passes over the "
+                    "calibration windows (" + std::to_string(2 * inspectLlamaCheckpoint(model).config.num_layers + 1) +
+                    " passes here); the layer-by-layer road does not make them (" + road.reason +
+                    "): use --ranking lstar-rel (the default)");
+    std::cerr << "note: " << road.reason << "\n";
+    LanguageModel lm = openCausalLanguageModel(model, chooseRuntime(args.get("device"), args.get("dtype")),
+                                               args.get("tokenizer"), args.flag("allow-small-vocab"));
+    if (!lm.model) throw Error("'" + model + "' is a SliceGPT export, which npw does not prune again");
+    const std::string out = args.get("out");
+    runOutputGuard().addModel(lm.model->checkpoint().source);
+    checkExportTarget(lm.model->checkpoint().source, out);
+
+    std::string note;
+    const CalibrationSet set = buildCalibrationSet(lm, calibrationRequestFromArgs(args), &note);
+    if (!note.empty()) std::cerr << "note: " << note << "\n";
+    const CalibrationSummary calibration = CalibrationSummary::of(set);
+    if (const std::string reuse = calibrationReuseWarning(calibration); !reuse.empty()) std::cerr << "warning: " << reuse << "\n";
+
+    // The scratch beside the export (the disk the user chose).
+    std::filesystem::path target = std::filesystem::absolute(out);
+    if (!target.has_filename()) target = target.parent_path();  // "pruned/"
+    std::filesystem::create_directories(target.parent_path());
+    removeStaleTemporaries(target.string());
+    LayerwisePruneOptions options;
+    // The work folder beside the export: what an interrupted run calibrated (resumed by the same
+    // command), removed when the export is complete.
+    options.workDir = (target.parent_path() / ("." + target.filename().string() + ".npw-work")).string();
+    runOutputGuard().check(options.workDir, "the work folder");
+    options.note = [](const std::string& line) { std::cerr << "note: " << line << "\n"; };
+    const std::string precision = args.get("stats-precision");
+    options.precision = precision == "float64"   ? StatsScratchPrecision::Float64
+                        : precision == "float32" ? StatsScratchPrecision::Float32
+                                                 : StatsScratchPrecision::Auto;
+    auto scratchJson = [&](const LayerwisePruneRun& r) {
+        return nlohmann::json{{"precision", r.statsPrecision},
+                              {"bytes", r.scratchBytes},
+                              {"bound_bytes", r.scratchBoundBytes},
+                              {"hidden_state_bytes", r.hiddenBytes},
+                              {"meaning", "upper triangle of each G = X^T X in " + r.statsPrecision +
+                                              " (accumulated in float64); bound = the checkpoint's size + the hidden "
+                                              "states of every calibration window"}};
+    };
+    const LayerwisePruneRun run = pruneLayerwise(
+        *lm.model, set, settings, out,
+        [&](const LayerwisePruneRun& r) {
+            nlohmann::json manifest = nlohmann::json::parse(pruneManifestJson(r.report, settings, calibration, model));
+            manifest["road"] = "layer-wise";
+            manifest["statistics_scratch"] = scratchJson(r);
+            return manifest.dump(2) + "\n";
+        },
+        options, terminalProgress());
+
+    nlohmann::json j = pruneReportJson(run.report);
+    j["model"] = model;
+    j["out"] = out;
+    j["calibration"] = {{"source", calibration.source}, {"samples", calibration.samples},
+                        {"seqlen", calibration.seqlen}, {"tokens", calibration.tokens}, {"seed", calibration.seed},
+                        {"source_hash", calibration.sourceHash}, {"distinct_tokens", calibration.distinctTokens},
+                        {"layerwise", true}};
+    if (!note.empty()) j["calibration"]["note"] = note;
+    j["road"] = {{"layerwise", true}, {"forced", road.forced}, {"reason", road.reason}, {"in_ram_bytes", road.inRamBytes},
+                 {"physical_bytes", road.physicalBytes}, {"statistics_scratch", scratchJson(run)},
+                 {"resumed_at_layer", run.resumedAtLayer}};
+    if (args.has("save-scores")) saveScoreSet(run.scores, settings.ratio, args.get("save-scores"));
+    printResult(args, j, [&] { printHuman(run.report, model, out); });
+    return 0;
+}
+
 int runPrune(const Args& args) {
     if (args.positional().size() != 1)
         throw Error("'npw prune' takes exactly one MODEL, got " + std::to_string(args.positional().size()));
@@ -163,6 +241,15 @@ int runPrune(const Args& args) {
     // --calib wikitext2:FILE (ptb:, c4:, …): a data set's train split, prepared as GPTQ does.
     checkCalibDataset(args);
 
+    // The one rule for the road (layerwise_prune.h): in RAM while the model in float32 and its
+    // statistics in float64 take at most half of the RAM, else layer by layer. Read from the
+    // config alone, before any weight.
+    PruneRoad road;
+    if (!SlicedLlama::isSlicedDirectory(model)) {  // openLanguageModel refuses a sliced one by name
+        road = choosePruneRoad(inspectLlamaCheckpoint(model).config, physicalMemoryBytes(), args.flag("layerwise"));
+        if (road.layerwise) return runLayerwisePrune(args, model, settings, road);
+    }
+
     LanguageModel lm = openLanguageModel(model, chooseRuntime(args.get("device"), args.get("dtype")), args.get("tokenizer"), args.flag("allow-small-vocab"));
     const LlamaConfig& config = lm.model->config();
     const std::string out = args.get("out");
@@ -178,52 +265,22 @@ int runPrune(const Args& args) {
     std::string statsOnDisk;  // where a layer-wise calibration kept the statistics
     if (args.has("calib")) {
         const CalibrationRequest request = calibrationRequestFromArgs(args);
-        std::string statsFile = args.has("stats-on-disk") ? args.get("stats-on-disk") : "";
-        bool temporary = false;
-        if (statsFile.empty() && statsBelongOnDisk(config, physicalMemoryBytes())) {
-            // Beside the export (the user chose that disk), hidden, and unlinked once mapped; named
-            // by this process, so that the next export to `out` removes it if this one is killed.
-            std::filesystem::path target = std::filesystem::absolute(out);
-            if (!target.has_filename()) target = target.parent_path();  // "pruned/"
-            std::filesystem::create_directories(target.parent_path());
-            removeStaleTemporaries(target.string());
-            statsFile = temporaryPathBeside(target.string(), "stats");
-            temporary = true;
-            std::cerr << "note: the calibration statistics need " << byteSizeText(modelStatsBytes(config)) << ", more than "
-                      << 100 * kStatsRamFraction << "% of this machine's " << byteSizeText(physicalMemoryBytes())
-                      << " of RAM: calibrating layer by layer, statistics memory-mapped from a temporary file "
-                      << statsFile << " (removed when done; keep them with --stats-on-disk FILE)\n";
-        }
+        // --stats-on-disk FILE: the statistics calibrated layer-wise into FILE (float64, reusable
+        // with --stats); the model itself in RAM.
+        const std::string statsFile = args.has("stats-on-disk") ? args.get("stats-on-disk") : "";
         settings.validate();  // before the expensive calibration
         if (statsFile.empty()) {
             workbench.setCalibration(LanguagePruningWorkbench::calibrate(lm, request, terminalProgress()));
         } else {
-            if (!temporary) ensureNotOverwritingSource(lm.model->checkpoint().source, statsFile);
-            LanguagePruningWorkbench::Calibration c;
-            const CalibrationSet set = buildCalibrationSet(lm, request, &c.note);
-            c.summary = CalibrationSummary::of(set);
-            std::map<std::string, std::string> metadata = c.summary.toMetadata();
-            metadata["model"] = model;
-            const auto start = std::chrono::steady_clock::now();
-            c.stats = std::make_shared<const ModelStats>(
-                calibrateLayerwise(*lm.model, set, statsFile, metadata, terminalProgress()));
-            // The mapping keeps the data of an unlinked file until the last view goes.
-            if (temporary) std::filesystem::remove(statsFile);
-            c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-            c.windows = std::make_shared<const CalibrationSet>(set);  // for --ranking lstar-kl
-            workbench.setCalibration(std::move(c));
-            statsOnDisk = temporary ? "temporary file (removed)" : statsFile;
+            workbench.setCalibration(
+                LanguagePruningWorkbench::calibrateToFile(lm, request, statsFile, model, terminalProgress()));
+            statsOnDisk = statsFile;
         }
         if (!workbench.calibration().note.empty()) std::cerr << "note: " << workbench.calibration().note << "\n";
         const std::string reuse = calibrationReuseWarning(workbench.calibration().summary);
         if (!reuse.empty()) std::cerr << "warning: " << reuse << "\n";
     } else {
-        std::map<std::string, std::string> metadata;
-        LanguagePruningWorkbench::Calibration c;
-        c.stats = std::make_shared<const ModelStats>(
-            loadModelStats(args.get("stats"), config.num_layers, &metadata, StatsStorage::Mapped));
-        c.summary = CalibrationSummary::fromMetadata(metadata, args.get("stats"));
-        workbench.setCalibration(std::move(c));
+        workbench.setCalibration(LanguagePruningWorkbench::calibrationFromFile(args.get("stats"), config.num_layers));
     }
     const WorkbenchPrune run = workbench.prune(settings, terminalProgress());
     const CalibrationSummary& calibration = workbench.calibration().summary;
@@ -271,6 +328,8 @@ int runPrune(const Args& args) {
     j["calibration"]["layerwise"] = !statsOnDisk.empty();
     if (!workbench.calibration().note.empty()) j["calibration"]["note"] = workbench.calibration().note;
     if (!statsOnDisk.empty()) j["calibration"]["statistics_on_disk"] = statsOnDisk;
+    j["road"] = {{"layerwise", false}, {"reason", road.reason}, {"in_ram_bytes", road.inRamBytes},
+                 {"physical_bytes", road.physicalBytes}};
     printResult(args, j, [&] {
         printHuman(run.report, model, out);
         std::cout << stageBoundsText(stages, rates);

@@ -267,8 +267,10 @@ std::vector<FlagEntry> buildTable() {
     t.add(reference.valueNamed("MODEL").readsModel().described("also report KL(reference || model) per token"), {"eval"});
     t.add(reference.byDefault("fashion-mnist-test"), {"prune", "sweep", "metrics"});
     t.add(Flag::toggle("layerwise", "one decoder block at a time over every window, weights memory-mapped (chosen by "
-                                    "itself when the model exceeds half of the RAM; not with --reference)"),
-          {"eval"});
+                                    "itself when the model exceeds half of the RAM; eval: not with --reference; prune: "
+                                    "statistics in a work folder beside --out, the export written layer by layer in the "
+                                    "checkpoint's dtype, chosen when the model in float32 and its statistics exceed half the RAM)"),
+          {"eval", "prune"});
     t.add(Flag::text("zeroshot", "NAME:FILE,…", "also zero-shot accuracy on these tasks (see npw zeroshot)").readsSpec(), {"sweep"});
     const Flag limit = Flag::integer("limit", "N", 0, kNoLimit, "score only the first N items of each task (0 = all)");
     t.add(limit.byDefault(std::to_string(zeroShot.limit)), {"zeroshot"});
@@ -486,6 +488,12 @@ std::vector<FlagEntry> buildTable() {
     t.add(Flag::text("stats-on-disk", "FILE", "calibrate layer by layer, statistics written to FILE and memory-mapped, not "
                                               "held in RAM (automatic, with a temporary file, when they exceed half the RAM)")
               .writes(),
+          {"prune"});
+    t.add(Flag::choice("stats-precision", "auto|float64|float32", "auto, float64 or float32",
+                       oneOf({"auto", "float64", "float32"}),
+                       "the layer-wise scratch file's Gram triangles (auto: float64 when they fit in the checkpoint's "
+                       "size plus the hidden states, else float32)")
+              .byDefault("auto"),
           {"prune"});
     t.add(Flag::text("csv", "FILE", "also write every row as CSV").writes(), {"sweep"});
 

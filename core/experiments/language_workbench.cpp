@@ -8,6 +8,7 @@
 #include "core/prune/slicegpt.h"
 #include "core/util/content_hash.h"
 #include "core/util/error.h"
+#include "core/util/output_guard.h"
 #include <unordered_map>
 
 #include <algorithm>
@@ -154,6 +155,33 @@ LanguagePruningWorkbench::Calibration LanguagePruningWorkbench::calibrate(const 
     return c;
 }
 
+LanguagePruningWorkbench::Calibration LanguagePruningWorkbench::calibrateToFile(const LanguageModel& lm,
+                                                                                const CalibrationRequest& request,
+                                                                                const std::string& statsFile,
+                                                                                const std::string& modelName,
+                                                                                const ProgressFn& progress) {
+    ensureNotOverwritingSource(lm.model->checkpoint().source, statsFile);
+    Calibration c;
+    const CalibrationSet set = buildCalibrationSet(lm, request, &c.note);
+    c.summary = CalibrationSummary::of(set);
+    std::map<std::string, std::string> metadata = c.summary.toMetadata();
+    metadata["model"] = modelName;
+    const auto start = Clock::now();
+    c.stats = std::make_shared<const ModelStats>(calibrateLayerwise(*lm.model, set, statsFile, metadata, progress));
+    c.seconds = secondsSince(start);
+    c.windows = std::make_shared<const CalibrationSet>(set);  // for ranking lstar-kl
+    return c;
+}
+
+LanguagePruningWorkbench::Calibration LanguagePruningWorkbench::calibrationFromFile(const std::string& statsFile,
+                                                                                    int64_t layers) {
+    std::map<std::string, std::string> metadata;
+    Calibration c;
+    c.stats = std::make_shared<const ModelStats>(loadModelStats(statsFile, layers, &metadata, StatsStorage::Mapped));
+    c.summary = CalibrationSummary::fromMetadata(metadata, statsFile);
+    return c;
+}
+
 void LanguagePruningWorkbench::setCalibration(Calibration calibration) {
     calibration_ = std::move(calibration);
     clearScores();
@@ -163,14 +191,7 @@ ScoreSet LanguagePruningWorkbench::score(const LanguageModel& lm, const ModelSta
                                          const ProgressFn& progress, const CalibrationSet* windows) {
     // The method dispatch: every method computeScores knows (numerical, flap, wanda-sp,
     // magnitude, random) from the same statistics. A method with its own pipeline is added here.
-    ScoreSet scores = computeScores(lm.model->checkpoint(), stats, settings, progress);
-    if (settings.method == PruneMethod::Numerical && settings.crossLayer == CrossLayerRanking::MeasuredDamage) {
-        if (!windows)
-            throw Error("ranking lstar-kl measures each site's damage on the calibration windows; statistics read "
-                        "from a file carry none: calibrate (--calib) instead of --stats");
-        rankBySiteDamage(scores, *lm.model, stats, *windows);
-    }
-    return scores;
+    return scoreModel(*lm.model, stats, settings, progress, windows);
 }
 
 std::string scoreSetName(const ScoreRequest& request) {
@@ -475,14 +496,11 @@ WorkbenchPrune LanguagePruningWorkbench::applySelection(const LlamaModel& model,
         settings.lambda = std::nan("");
         settings.lambdaRel = selection.lambdaRel;
     }
+    AppliedSelection applied = applySelectionAndReport(model.checkpoint(), stats, *selection.scores, selection.selection,
+                                                       settings, selection.alpha, progress);
     WorkbenchPrune out;
-    reportProgress(progress, "apply", 0, 1);
-    const auto start = Clock::now();
-    out.pruned = applyMask(model.checkpoint(), stats, selection.selection.mask, settings);
-    reportProgress(progress, "apply", 1, 1);
-    out.report = makePruneReport(settings, selection.alpha, *selection.scores, selection.selection, model.checkpoint(),
-                                 out.pruned);
-    out.report.timings.applySeconds = secondsSince(start);
+    out.pruned = std::move(applied.pruned);
+    out.report = std::move(applied.report);
     out.settings = settings;
     return out;
 }

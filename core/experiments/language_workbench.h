@@ -176,6 +176,14 @@ public:
     // batches (options.batchTokens) make a cancel prompter.
     static Calibration calibrate(const LanguageModel& lm, const CalibrationRequest& request,
                                  const ProgressFn& progress = nullptr, const CalibrationOptions& options = {});
+    // The same, calibrated layer by layer into `statsFile` (calibrateLayerwise: float64, the
+    // format --save-stats writes and --stats reads) and memory-mapped from it; the model stays as
+    // loaded. modelName goes into the file's metadata. npw::Error when statsFile is the source.
+    static Calibration calibrateToFile(const LanguageModel& lm, const CalibrationRequest& request,
+                                       const std::string& statsFile, const std::string& modelName,
+                                       const ProgressFn& progress = nullptr);
+    // Statistics written earlier (--save-stats, --stats-on-disk), memory-mapped; no windows.
+    static Calibration calibrationFromFile(const std::string& statsFile, int64_t layers);
     // Adopts statistics (computed, read from a file, or calibrated layer-wise) and/or windows
     // (the baselines need only the windows); forgets every score set (they belong to another
     // calibration).

@@ -21,7 +21,12 @@
 #include <cmath>
 #include <cstring>
 #include <cstdlib>
+#include <algorithm>
+#include <cstdio>
 #include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
 #include <fstream>
 #include <set>
 #include <vector>
@@ -251,10 +256,9 @@ at::Tensor adjacentPairRowsToHalfSplit(const at::Tensor& weight, int64_t heads, 
     return weight.reshape({heads, headDim / 2, 2, columns}).transpose(1, 2).reshape({heads * headDim, columns});
 }
 
-LlamaWeights withHalfSplitRope(const LlamaConfig& config, LlamaWeights weights) {
-    if (config.rope_layout == RopeLayout::HalfSplit) return weights;
-    for (size_t i = 0; i < weights.layers.size(); ++i) {
-        LlamaLayerWeights& layer = weights.layers[i];
+LlamaLayerWeights layerWithHalfSplitRope(const LlamaConfig& config, size_t i, LlamaLayerWeights layer) {
+    if (config.rope_layout == RopeLayout::HalfSplit) return layer;
+    {
         layer.wq = adjacentPairRowsToHalfSplit(layer.wq, config.num_heads[i], config.head_dim);
         layer.wk = adjacentPairRowsToHalfSplit(layer.wk, config.num_kv_heads[i], config.head_dim);
         if (layer.wq_bias.defined())
@@ -264,6 +268,11 @@ LlamaWeights withHalfSplitRope(const LlamaConfig& config, LlamaWeights weights) 
         if (layer.q_norm.defined() || layer.k_norm.defined())
             throw Error("q/k norms in the adjacent-pair rotary layout cannot be converted to Hugging Face's");
     }
+    return layer;
+}
+
+LlamaWeights withHalfSplitRope(const LlamaConfig& config, LlamaWeights weights) {
+    for (size_t i = 0; i < weights.layers.size(); ++i) weights.layers[i] = layerWithHalfSplitRope(config, i, weights.layers[i]);
     return weights;
 }
 
@@ -598,30 +607,30 @@ LlamaCheckpoint loadLlama2cCheckpoint(const std::string& binPath, WeightStorage 
     return checkpoint;
 }
 
-void saveHfLlamaDirectory(const LlamaCheckpoint& checkpoint, const std::string& dir, const std::string& extraConfigJson) {
-    if (!checkpoint.source.empty()) ensureNotOverwritingSource(checkpoint.source, dir);
-    const LlamaConfig& config = checkpoint.config;
-    config.validate(checkpoint.source.empty() ? dir : checkpoint.source);
-    const LlamaWeights& weights = checkpoint.weights;
-    auto fail = [&](const std::string& problem) { throw Error("cannot save the model to '" + dir + "': " + problem); };
-    if (static_cast<int64_t>(weights.layers.size()) != config.num_layers)
-        fail("the weights have " + std::to_string(weights.layers.size()) + " layers but the config says " +
-             std::to_string(config.num_layers));
-    forEachRequiredHfTensor(config, weights, [&](const std::string& name, const Shape& shape, const at::Tensor& tensor) {
-        if (!tensor.defined()) fail("tensor '" + name + "' is missing");
-        if (tensor.sizes() != at::IntArrayRef(shape))
-            fail("tensor '" + name + "' has shape " + formatShape(tensor.sizes()) + " but the config implies " +
-                 formatShape(shape));
-    });
-    if (config.tie_word_embeddings && weights.lm_head.defined() && !weights.lm_head.is_same(weights.embed) &&
-        !at::equal(weights.lm_head.cpu(), weights.embed.cpu()))
-        fail("the config says tie_word_embeddings but lm_head differs from the embedding");
+namespace {
 
-    bool anyO = false, anyDown = false;
-    for (const LlamaLayerWeights& layer : weights.layers) {
-        anyO |= layer.wo_bias.defined();
-        anyDown |= layer.w_down_bias.defined();
-    }
+// What a Hugging Face directory of this model holds, planned from its config and which layers
+// carry o_proj / down_proj biases: the config text and every tensor by name and shape, in the
+// order written (embedding, layer by layer, final norm and classifier), with the layer it
+// belongs to (-1: before the layers, num_layers: after them). saveHfLlamaDirectory and the
+// streamed writer share it, so that the two write the same names, shapes and config.
+struct HfDirectoryPlan {
+    std::string configText;
+    struct Entry {
+        std::string name;
+        Shape shape;
+        int64_t group;  // -1, a layer, or num_layers
+    };
+    std::vector<Entry> entries;
+    bool writeQkvBias = false, writeOBias = false, writeDownBias = false, writeMlpBias = false;
+};
+
+HfDirectoryPlan planHfDirectory(const LlamaConfig& config, const std::vector<bool>& oBias,
+                                const std::vector<bool>& downBias, const std::string& extraConfigJson,
+                                const std::string& dir) {
+    HfDirectoryPlan plan;
+    const bool anyO = std::find(oBias.begin(), oBias.end(), true) != oBias.end();
+    const bool anyDown = std::find(downBias.begin(), downBias.end(), true) != downBias.end();
     // What transformers' class of the family can hold: LLaMA's attention_bias (q, k, v, o) and
     // mlp_bias (gate, up, down); Qwen3's attention_bias; Qwen2's fixed q/k/v biases; Mistral none.
     HfBiasFlags flags;
@@ -645,36 +654,115 @@ void saveHfLlamaDirectory(const LlamaCheckpoint& checkpoint, const std::string& 
         if (anyDown) outside.push_back("mlp.down_proj.bias");
         break;
     }
-    const bool writeQkv = config.qkv_bias || flags.attentionBias;
-    const bool writeO = anyO || flags.attentionBias;
-    const std::string configText = hfConfigText(config, flags, outside, extraConfigJson, dir);
+    plan.writeQkvBias = (config.qkv_bias || flags.attentionBias) && !config.qkv_bias;  // zeros where npw has none
+    plan.writeOBias = anyO || flags.attentionBias;
+    plan.writeDownBias = anyDown;
+    plan.writeMlpBias = flags.mlpBias;
+    plan.configText = hfConfigText(config, flags, outside, extraConfigJson, dir);
 
-    std::vector<std::pair<std::string, at::Tensor>> tensors;
+    LlamaWeights none;
+    none.layers.resize(static_cast<size_t>(config.num_layers));
+    const std::string layerPrefix = "model.layers.";
+    forEachRequiredHfTensor(config, none, [&](const std::string& name, const Shape& shape, const at::Tensor&) {
+        int64_t group = name == "model.embed_tokens.weight" ? -1 : config.num_layers;
+        if (name.rfind(layerPrefix, 0) == 0) group = std::stoll(name.substr(layerPrefix.size()));
+        plan.entries.push_back({name, shape, group});
+    });
+    // The biases after the required tensors of their layer (the required ones are in layer order).
+    std::vector<HfDirectoryPlan::Entry> ordered;
+    size_t next = 0;
+    for (int64_t i = -1; i <= config.num_layers; ++i) {
+        while (next < plan.entries.size() && plan.entries[next].group == i) ordered.push_back(plan.entries[next++]);
+        if (i < 0 || i >= config.num_layers) continue;
+        const auto l = static_cast<size_t>(i);
+        const int64_t qWidth = config.num_heads[l] * config.head_dim, kvWidth = config.num_kv_heads[l] * config.head_dim;
+        auto add = [&](const char* suffix, int64_t width) { ordered.push_back({layerTensorName(i, suffix), Shape{width}, i}); };
+        if (plan.writeQkvBias) {
+            add("self_attn.q_proj.bias", qWidth);
+            add("self_attn.k_proj.bias", kvWidth);
+            add("self_attn.v_proj.bias", kvWidth);
+        }
+        if (plan.writeOBias) add("self_attn.o_proj.bias", config.hidden_size);
+        if (plan.writeDownBias) add("mlp.down_proj.bias", config.hidden_size);
+        if (plan.writeMlpBias)
+            for (const ZeroBias& bias : zeroMlpBiases(config, l)) add(bias.suffix, bias.width);
+    }
+    plan.entries = std::move(ordered);
+    return plan;
+}
+
+// The tensors of layer `i` (weights in the Hugging Face rotary layout already) by name, as the
+// plan lists them: the biases npw lacks as zeros of the weights' dtype.
+std::map<std::string, at::Tensor> hfLayerTensors(const LlamaConfig& config, const HfDirectoryPlan& plan, int64_t i,
+                                                 const LlamaLayerWeights& layer, at::ScalarType dtype) {
+    std::map<std::string, at::Tensor> out;
+    LlamaWeights one;
+    one.layers.resize(static_cast<size_t>(config.num_layers));
+    one.layers[static_cast<size_t>(i)] = layer;
+    forEachRequiredHfTensor(config, one, [&](const std::string& name, const Shape&, const at::Tensor& tensor) {
+        if (tensor.defined()) out[name] = tensor;
+    });
+    auto bias = [&](const char* suffix, const at::Tensor& t) {
+        const std::string name = layerTensorName(i, suffix);
+        for (const HfDirectoryPlan::Entry& e : plan.entries)
+            if (e.name == name) out[name] = t.defined() ? t : at::zeros(e.shape, at::TensorOptions().dtype(dtype));
+    };
+    bias("self_attn.q_proj.bias", at::Tensor());
+    bias("self_attn.k_proj.bias", at::Tensor());
+    bias("self_attn.v_proj.bias", at::Tensor());
+    bias("self_attn.o_proj.bias", layer.wo_bias);
+    bias("mlp.down_proj.bias", layer.w_down_bias);
+    bias("mlp.gate_proj.bias", at::Tensor());
+    bias("mlp.up_proj.bias", at::Tensor());
+    return out;
+}
+
+} // namespace
+
+void saveHfLlamaDirectory(const LlamaCheckpoint& checkpoint, const std::string& dir, const std::string& extraConfigJson) {
+    if (!checkpoint.source.empty()) ensureNotOverwritingSource(checkpoint.source, dir);
+    const LlamaConfig& config = checkpoint.config;
+    config.validate(checkpoint.source.empty() ? dir : checkpoint.source);
+    const LlamaWeights& weights = checkpoint.weights;
+    auto fail = [&](const std::string& problem) { throw Error("cannot save the model to '" + dir + "': " + problem); };
+    if (static_cast<int64_t>(weights.layers.size()) != config.num_layers)
+        fail("the weights have " + std::to_string(weights.layers.size()) + " layers but the config says " +
+             std::to_string(config.num_layers));
+    forEachRequiredHfTensor(config, weights, [&](const std::string& name, const Shape& shape, const at::Tensor& tensor) {
+        if (!tensor.defined()) fail("tensor '" + name + "' is missing");
+        if (tensor.sizes() != at::IntArrayRef(shape))
+            fail("tensor '" + name + "' has shape " + formatShape(tensor.sizes()) + " but the config implies " +
+                 formatShape(shape));
+    });
+    if (config.tie_word_embeddings && weights.lm_head.defined() && !weights.lm_head.is_same(weights.embed) &&
+        !at::equal(weights.lm_head.cpu(), weights.embed.cpu()))
+        fail("the config says tie_word_embeddings but lm_head differs from the embedding");
+
+    std::vector<bool> oBias, downBias;
+    for (const LlamaLayerWeights& layer : weights.layers) {
+        oBias.push_back(layer.wo_bias.defined());
+        downBias.push_back(layer.w_down_bias.defined());
+    }
+    const HfDirectoryPlan plan = planHfDirectory(config, oBias, downBias, extraConfigJson, dir);
+    std::map<std::string, at::Tensor> byName;
     const LlamaWeights hfWeights = withHalfSplitRope(config, weights);
     forEachRequiredHfTensor(config, hfWeights, [&](const std::string& name, const Shape&, const at::Tensor& tensor) {
-        tensors.emplace_back(name, tensor.to(at::kCPU, at::kFloat));
+        byName[name] = tensor;
     });
     for (size_t i = 0; i < hfWeights.layers.size(); ++i) {
         const LlamaLayerWeights& layer = hfWeights.layers[i];
-        const auto index = static_cast<int64_t>(i);
-        auto addBias = [&](const char* suffix, const at::Tensor& bias, int64_t width) {
-            if (bias.defined() && bias.sizes() != at::IntArrayRef(Shape{width}))
-                fail("tensor '" + layerTensorName(index, suffix) + "' has shape " + formatShape(bias.sizes()) +
-                     " but the config implies [" + std::to_string(width) + "]");
-            tensors.emplace_back(layerTensorName(index, suffix),
-                                 bias.defined() ? bias.to(at::kCPU, at::kFloat) : at::zeros({width}, at::kFloat));
+        auto check = [&](const char* suffix, const at::Tensor& bias) {
+            if (bias.defined() && bias.sizes() != at::IntArrayRef(Shape{config.hidden_size}))
+                fail("tensor '" + layerTensorName(static_cast<int64_t>(i), suffix) + "' has shape " +
+                     formatShape(bias.sizes()) + " but the config implies [" + std::to_string(config.hidden_size) + "]");
         };
-        const int64_t qWidth = config.num_heads[i] * config.head_dim, kvWidth = config.num_kv_heads[i] * config.head_dim;
-        if (writeQkv && !config.qkv_bias) {  // zeros where the family's flag asks for biases npw lacks
-            addBias("self_attn.q_proj.bias", at::Tensor(), qWidth);
-            addBias("self_attn.k_proj.bias", at::Tensor(), kvWidth);
-            addBias("self_attn.v_proj.bias", at::Tensor(), kvWidth);
-        }
-        if (writeO) addBias("self_attn.o_proj.bias", layer.wo_bias, config.hidden_size);
-        if (anyDown) addBias("mlp.down_proj.bias", layer.w_down_bias, config.hidden_size);
-        if (flags.mlpBias)
-            for (const ZeroBias& bias : zeroMlpBiases(config, i)) addBias(bias.suffix, at::Tensor(), bias.width);
+        check("self_attn.o_proj.bias", layer.wo_bias);
+        check("mlp.down_proj.bias", layer.w_down_bias);
+        for (auto& [name, tensor] : hfLayerTensors(config, plan, static_cast<int64_t>(i), layer, at::kFloat))
+            byName[name] = tensor;
     }
+    std::vector<std::pair<std::string, at::Tensor>> tensors;
+    for (const HfDirectoryPlan::Entry& e : plan.entries) tensors.emplace_back(e.name, byName.at(e.name).to(at::kCPU, at::kFloat));
 
     std::error_code ec;
     fs::create_directories(dir, ec);
@@ -684,7 +772,105 @@ void saveHfLlamaDirectory(const LlamaCheckpoint& checkpoint, const std::string& 
     writeSafeTensors((root / "model.safetensors").string(), tensors, {{"format", "pt"}});
     if (!checkpoint.tokenizerPath.empty()) copyTokenizerInto(checkpoint.tokenizerPath, root);
     // Last, so that a directory with a config.json has its weights.
-    writeTextAtomically((root / "config.json").string(), configText);
+    writeTextAtomically((root / "config.json").string(), plan.configText);
+}
+
+void saveHfLlamaDirectoryStreamed(const HfStreamedModel& model, const std::string& dir,
+                                  const std::string& extraConfigJson,
+                                  const std::function<LlamaLayerWeights(size_t layer)>& layerAt) {
+    if (!model.source.empty()) ensureNotOverwritingSource(model.source, dir);
+    const LlamaConfig& config = model.config;
+    config.validate(model.source.empty() ? dir : model.source);
+    auto fail = [&](const std::string& problem) { throw Error("cannot save the model to '" + dir + "': " + problem); };
+    const auto layers = static_cast<size_t>(config.num_layers);
+    if (model.oBias.size() != layers || model.downBias.size() != layers)
+        fail("the bias plan lists " + std::to_string(model.oBias.size()) + " layers but the config says " +
+             std::to_string(layers));
+    const HfDirectoryPlan plan = planHfDirectory(config, model.oBias, model.downBias, extraConfigJson, dir);
+    const int64_t element = static_cast<int64_t>(c10::elementSize(model.dtype));
+
+    // Shards of whole groups (the embedding, one layer, the final norm and classifier), a new one
+    // when the next group would take the current one past shardBytes.
+    struct Shard {
+        std::vector<SafeTensorsEntry> entries;
+        int64_t bytes = 0;
+        int64_t lastGroup = 0;
+    };
+    std::vector<Shard> shards(1);
+    std::map<std::string, size_t> shardOf;
+    for (size_t k = 0; k < plan.entries.size();) {
+        const int64_t group = plan.entries[k].group;
+        int64_t groupBytes = 0;
+        size_t end = k;
+        for (; end < plan.entries.size() && plan.entries[end].group == group; ++end) {
+            int64_t n = element;
+            for (int64_t d : plan.entries[end].shape) n *= d;
+            groupBytes += n;
+        }
+        if (!shards.back().entries.empty() && shards.back().bytes + groupBytes > model.shardBytes) shards.emplace_back();
+        for (; k < end; ++k) {
+            shards.back().entries.push_back({plan.entries[k].name, model.dtype, plan.entries[k].shape});
+            shardOf[plan.entries[k].name] = shards.size() - 1;
+        }
+        shards.back().bytes += groupBytes;
+        shards.back().lastGroup = group;
+    }
+    auto shardName = [&](size_t s) {
+        if (shards.size() == 1) return std::string("model.safetensors");
+        char name[64];
+        std::snprintf(name, sizeof name, "model-%05zu-of-%05zu.safetensors", s + 1, shards.size());
+        return std::string(name);
+    };
+
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) fail("cannot create the directory: " + ec.message());
+    const fs::path root(dir);
+    std::unique_ptr<SafeTensorsStreamWriter> writer;
+    size_t current = 0;
+    auto write = [&](const std::string& name, const at::Tensor& tensor) {
+        const size_t s = shardOf.at(name);
+        if (!writer || s != current) {
+            if (writer) writer->commit();
+            current = s;
+            writer = std::make_unique<SafeTensorsStreamWriter>((root / shardName(s)).string(), shards[s].entries,
+                                                               std::map<std::string, std::string>{{"format", "pt"}});
+        }
+        writer->write(name, tensor.to(at::kCPU, model.dtype).contiguous());
+    };
+    auto requireShape = [&](const std::string& name, const at::Tensor& tensor) {
+        for (const HfDirectoryPlan::Entry& e : plan.entries)
+            if (e.name == name && tensor.sizes() != at::IntArrayRef(e.shape))
+                fail("tensor '" + name + "' has shape " + formatShape(tensor.sizes()) + " but the config implies " +
+                     formatShape(e.shape));
+    };
+    requireShape("model.embed_tokens.weight", model.embed);
+    write("model.embed_tokens.weight", model.embed);
+    for (size_t i = 0; i < layers; ++i) {
+        const LlamaLayerWeights layer = layerWithHalfSplitRope(config, i, layerAt(i));
+        for (const auto& [name, tensor] : hfLayerTensors(config, plan, static_cast<int64_t>(i), layer, model.dtype)) {
+            requireShape(name, tensor);
+            write(name, tensor);
+        }
+    }
+    write("model.norm.weight", model.finalNorm);
+    if (!config.tie_word_embeddings) {
+        requireShape("lm_head.weight", model.lmHead);
+        write("lm_head.weight", model.lmHead);
+    }
+    writer->commit();
+    if (shards.size() > 1) {
+        nlohmann::json index;
+        int64_t total = 0;
+        for (const Shard& shard : shards) total += shard.bytes;
+        index["metadata"] = {{"total_size", total}};
+        index["weight_map"] = nlohmann::json::object();
+        for (const auto& [name, s] : shardOf) index["weight_map"][name] = shardName(s);
+        writeTextAtomically((root / "model.safetensors.index.json").string(), index.dump(2) + "\n");
+    }
+    if (!model.tokenizerPath.empty()) copyTokenizerInto(model.tokenizerPath, root);
+    // Last, so that a directory with a config.json has its weights.
+    writeTextAtomically((root / "config.json").string(), plan.configText);
 }
 
 } // namespace npw

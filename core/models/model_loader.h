@@ -2,6 +2,7 @@
 // Loading LLaMA-family checkpoints from disk, whatever their format.
 #include "core/models/llama_weights.h"
 
+#include <functional>
 #include <string>
 
 namespace npw {
@@ -51,5 +52,24 @@ std::string llama2cTokenizerFile(const std::string& binPath);
 // Refuses to write into the checkpoint's own source.
 void saveHfLlamaDirectory(const LlamaCheckpoint& ckpt, const std::string& dir,
                           const std::string& extraConfigJson = "");
+
+// The same directory written as its layers arrive, never the whole model in memory: the layout
+// (config.json, the tensors' names and shapes) is planned from `config` and which layers will
+// carry o_proj / down_proj biases; layerAt(i) delivers layer i (the adjacent-pair rotary layout
+// is converted as saveHfLlamaDirectory does), in order, and each is written before the next is
+// asked for. Every tensor in `dtype`, in shards of at most shardBytes (whole layers; one file
+// model.safetensors when all fit, else model-0000K-of-0000N.safetensors and
+// model.safetensors.index.json as Hugging Face writes them). Each file appears atomically.
+struct HfStreamedModel {
+    LlamaConfig config;                // the written model's
+    at::Tensor embed, finalNorm, lmHead;  // lmHead ignored when the config ties it
+    std::vector<bool> oBias, downBias;    // per layer: the layer will carry that bias
+    std::string tokenizerPath;            // copied as saveHfLlamaDirectory copies it; "" none
+    std::string source;                   // never written into
+    at::ScalarType dtype = at::kFloat;
+    int64_t shardBytes = int64_t{2} << 30;
+};
+void saveHfLlamaDirectoryStreamed(const HfStreamedModel& model, const std::string& dir, const std::string& extraConfigJson,
+                                  const std::function<LlamaLayerWeights(size_t layer)>& layerAt);
 
 } // namespace npw

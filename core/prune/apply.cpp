@@ -95,79 +95,90 @@ ProjectionResult pruneProjection(const at::Tensor& weight, const at::Tensor& bia
 
 } // namespace
 
-PrunedModel applyMask(const LlamaCheckpoint& checkpoint, const ModelStats& stats, const Mask& mask,
-                      const PruneSettings& settings) {
-    settings.validate();
-    const LlamaConfig& config = checkpoint.config;
+LlamaLayerWeights applyMaskToLayer(const LlamaConfig& config, size_t l, const LlamaLayerWeights& src,
+                                   const LayerStats& attnStats, const LayerStats& mlpStats, const Mask& mask,
+                                   const PruneSettings& settings, LlamaConfig& newConfig, LayerPruneReport& report) {
+    const CompensationKind compensation = settings.effectiveCompensation();
+    LlamaLayerWeights dst = src;  // shares the unchanged tensors; changed ones are replaced, never written
+    const AttentionUnits units(config, static_cast<int64_t>(l), settings.attentionUnit);
+    report.headsBefore = report.headsAfter = units.heads;
+    report.kvHeadsBefore = report.kvHeadsAfter = units.kvHeads;
+    report.channelsBefore = report.channelsAfter = config.intermediate_size[l];
+    const std::string layerName = "layer " + std::to_string(l);
+
+    if (units.count() > 0) {
+        const std::vector<bool> keepQ = units.keptQueryHeads(mask.keepHeads[l]);
+        const std::vector<bool> keepKv = units.keptKvHeads(mask.keepHeads[l]);
+        const std::vector<bool> qChannels = expandUnitMask(keepQ, config.head_dim);
+        const std::vector<bool> kvChannels = expandUnitMask(keepKv, config.head_dim);
+        ProjectionResult o = pruneProjection(src.wo, src.wo_bias, attnStats, qChannels, compensation, settings.damp,
+                                             layerName + " o_proj");
+        dst.wo = o.weight;
+        dst.wo_bias = o.bias;
+        dst.wq = keepAlong(src.wq, 0, qChannels);
+        dst.wk = keepAlong(src.wk, 0, kvChannels);
+        dst.wv = keepAlong(src.wv, 0, kvChannels);
+        // Biases of q, k and v (Qwen2) go with their heads; Qwen3's q/k norms act within a
+        // head (over head_dim) and stay as they are.
+        if (src.wq_bias.defined()) dst.wq_bias = keepAlong(src.wq_bias, 0, qChannels);
+        if (src.wk_bias.defined()) dst.wk_bias = keepAlong(src.wk_bias, 0, kvChannels);
+        if (src.wv_bias.defined()) dst.wv_bias = keepAlong(src.wv_bias, 0, kvChannels);
+        newConfig.num_heads[l] = report.headsAfter = countTrue(keepQ);
+        newConfig.num_kv_heads[l] = report.kvHeadsAfter = countTrue(keepKv);
+        report.attentionLoss = o.loss;
+        report.attentionLossUncompensated = o.lossUncompensated;
+    } else if (!mask.keepHeads[l].empty()) {
+        throw Error("applyMask: " + layerName + " has no attention heads but the mask has " +
+                    std::to_string(mask.keepHeads[l].size()) + " units");
+    }
+
+    if (config.intermediate_size[l] > 0) {
+        const std::vector<bool>& keep = mask.keepChannels[l];
+        if (static_cast<int64_t>(keep.size()) != config.intermediate_size[l])
+            throw Error("applyMask: " + layerName + " has " + std::to_string(config.intermediate_size[l]) +
+                        " MLP channels but the mask has " + std::to_string(keep.size()));
+        ProjectionResult d = pruneProjection(src.w_down, src.w_down_bias, mlpStats, keep, compensation, settings.damp,
+                                             layerName + " down_proj");
+        dst.w_down = d.weight;
+        dst.w_down_bias = d.bias;
+        dst.w_gate = keepAlong(src.w_gate, 0, keep);
+        dst.w_up = keepAlong(src.w_up, 0, keep);
+        newConfig.intermediate_size[l] = report.channelsAfter = countTrue(keep);
+        report.mlpLoss = d.loss;
+        report.mlpLossUncompensated = d.lossUncompensated;
+    } else if (!mask.keepChannels[l].empty()) {
+        throw Error("applyMask: " + layerName + " has no MLP channels but the mask has " +
+                    std::to_string(mask.keepChannels[l].size()));
+    }
+    return dst;
+}
+
+void checkMaskLayers(const LlamaConfig& config, const Mask& mask) {
     const auto layers = static_cast<size_t>(config.num_layers);
     if (mask.keepHeads.size() != layers || mask.keepChannels.size() != layers)
         throw Error("applyMask: the mask has " + std::to_string(mask.keepHeads.size()) + "/" +
                     std::to_string(mask.keepChannels.size()) + " layers, the model " + std::to_string(layers));
+}
+
+PrunedModel applyMask(const LlamaCheckpoint& checkpoint, const ModelStats& stats, const Mask& mask,
+                      const PruneSettings& settings) {
+    settings.validate();
+    const LlamaConfig& config = checkpoint.config;
+    checkMaskLayers(config, mask);
+    const auto layers = static_cast<size_t>(config.num_layers);
     PrunedModel out;
     out.compensation = settings.effectiveCompensation();
     out.checkpoint = checkpoint;  // shares the unchanged tensors; changed ones are replaced, never written
-    LlamaConfig& newConfig = out.checkpoint.config;
     out.layers.resize(layers);
     const LayerStats noStats;
     auto statsAt = [&](const std::vector<LayerStats>& sites, size_t l) -> const LayerStats& {
         return l < sites.size() ? sites[l] : noStats;
     };
-    for (size_t l = 0; l < layers; ++l) {
-        const LlamaLayerWeights& src = checkpoint.weights.layers.at(l);
-        LlamaLayerWeights& dst = out.checkpoint.weights.layers[l];
-        LayerPruneReport& report = out.layers[l];
-        const AttentionUnits units(config, static_cast<int64_t>(l), settings.attentionUnit);
-        report.headsBefore = report.headsAfter = units.heads;
-        report.kvHeadsBefore = report.kvHeadsAfter = units.kvHeads;
-        report.channelsBefore = report.channelsAfter = config.intermediate_size[l];
-        const std::string layerName = "layer " + std::to_string(l);
-
-        if (units.count() > 0) {
-            const std::vector<bool> keepQ = units.keptQueryHeads(mask.keepHeads[l]);
-            const std::vector<bool> keepKv = units.keptKvHeads(mask.keepHeads[l]);
-            const std::vector<bool> qChannels = expandUnitMask(keepQ, config.head_dim);
-            const std::vector<bool> kvChannels = expandUnitMask(keepKv, config.head_dim);
-            ProjectionResult o = pruneProjection(src.wo, src.wo_bias, statsAt(stats.attn, l), qChannels,
-                                                 out.compensation, settings.damp, layerName + " o_proj");
-            dst.wo = o.weight;
-            dst.wo_bias = o.bias;
-            dst.wq = keepAlong(src.wq, 0, qChannels);
-            dst.wk = keepAlong(src.wk, 0, kvChannels);
-            dst.wv = keepAlong(src.wv, 0, kvChannels);
-            // Biases of q, k and v (Qwen2) go with their heads; Qwen3's q/k norms act within a
-            // head (over head_dim) and stay as they are.
-            if (src.wq_bias.defined()) dst.wq_bias = keepAlong(src.wq_bias, 0, qChannels);
-            if (src.wk_bias.defined()) dst.wk_bias = keepAlong(src.wk_bias, 0, kvChannels);
-            if (src.wv_bias.defined()) dst.wv_bias = keepAlong(src.wv_bias, 0, kvChannels);
-            newConfig.num_heads[l] = report.headsAfter = countTrue(keepQ);
-            newConfig.num_kv_heads[l] = report.kvHeadsAfter = countTrue(keepKv);
-            report.attentionLoss = o.loss;
-            report.attentionLossUncompensated = o.lossUncompensated;
-        } else if (!mask.keepHeads[l].empty()) {
-            throw Error("applyMask: " + layerName + " has no attention heads but the mask has " +
-                        std::to_string(mask.keepHeads[l].size()) + " units");
-        }
-
-        if (config.intermediate_size[l] > 0) {
-            const std::vector<bool>& keep = mask.keepChannels[l];
-            if (static_cast<int64_t>(keep.size()) != config.intermediate_size[l])
-                throw Error("applyMask: " + layerName + " has " + std::to_string(config.intermediate_size[l]) +
-                            " MLP channels but the mask has " + std::to_string(keep.size()));
-            ProjectionResult d = pruneProjection(src.w_down, src.w_down_bias, statsAt(stats.mlp, l), keep,
-                                                 out.compensation, settings.damp, layerName + " down_proj");
-            dst.w_down = d.weight;
-            dst.w_down_bias = d.bias;
-            dst.w_gate = keepAlong(src.w_gate, 0, keep);
-            dst.w_up = keepAlong(src.w_up, 0, keep);
-            newConfig.intermediate_size[l] = report.channelsAfter = countTrue(keep);
-            report.mlpLoss = d.loss;
-            report.mlpLossUncompensated = d.lossUncompensated;
-        } else if (!mask.keepChannels[l].empty()) {
-            throw Error("applyMask: " + layerName + " has no MLP channels but the mask has " +
-                        std::to_string(mask.keepChannels[l].size()));
-        }
-    }
-    newConfig.validate(checkpoint.source);
+    for (size_t l = 0; l < layers; ++l)
+        out.checkpoint.weights.layers[l] =
+            applyMaskToLayer(config, l, checkpoint.weights.layers.at(l), statsAt(stats.attn, l), statsAt(stats.mlp, l),
+                             mask, settings, out.checkpoint.config, out.layers[l]);
+    out.checkpoint.config.validate(checkpoint.source);
     return out;
 }
 

@@ -39,4 +39,15 @@ struct PrunedModel {
 PrunedModel applyMask(const LlamaCheckpoint& checkpoint, const ModelStats& stats, const Mask& mask,
                       const PruneSettings& settings);
 
+// One layer of applyMask: layer `l` of a model with `config` (the dense one), its weights `src`
+// (any float dtype; compensation runs in float64 and returns the weight's dtype) and its sites'
+// statistics; writes the layer's new sizes into `newConfig` and its losses into `report`.
+// applyMask is this for every layer; the bounded prune (layerwise_prune.h) calls it as each
+// layer is read and writes the result before the next. Throws as applyMask.
+LlamaLayerWeights applyMaskToLayer(const LlamaConfig& config, size_t layer, const LlamaLayerWeights& src,
+                                   const LayerStats& attnStats, const LayerStats& mlpStats, const Mask& mask,
+                                   const PruneSettings& settings, LlamaConfig& newConfig, LayerPruneReport& report);
+// npw::Error unless the mask has one entry per layer of `config`.
+void checkMaskLayers(const LlamaConfig& config, const Mask& mask);
+
 } // namespace npw

@@ -400,12 +400,67 @@ int64_t layerwiseHiddenBytes(const LlamaModel& model, const CalibrationSet& set)
     return set.tokens() * model.config().hidden_size * static_cast<int64_t>(c10::elementSize(model.runtime().dtype));
 }
 
+void calibrateEachLayer(const LlamaModel& model, const CalibrationSet& set, const LayerStatsSink& sink,
+                        const ProgressFn& progress, const CalibrationOptions& options,
+                        const LayerwiseCalibrationResume* resume) {
+    const LlamaConfig& config = model.config();
+    checkCalibrationSet(config, set);
+    c10::InferenceMode guard;
+    const auto windows = static_cast<int64_t>(set.windows.size());
+    const int64_t perBatch = windowsPerBatch(model, set, options);
+    const LlamaWeights& weights = model.deviceWeights();
+    const c10::Device statsDevice = options.statsOnModelDevice ? model.runtime().device : c10::Device(c10::kCPU);
+    // The forward's activations: the runtime's dtype (a mapped bfloat16 / float16 embedding
+    // table is widened row by row as it is gathered, as llamaForward does).
+    const at::TensorOptions activations = at::TensorOptions().device(model.runtime().device).dtype(model.runtime().dtype);
+
+    // Hidden states of every window between blocks, batched exactly as calibrate() batches them
+    // (so each block sees the same float32 inputs): tokens · hidden · element size bytes.
+    std::vector<at::Tensor> hidden;
+    int64_t batches = 0;
+    for (int64_t first = 0; first < windows; first += perBatch) {
+        const int64_t count = std::min(perBatch, windows - first);
+        ++batches;
+        if (!resume)
+            hidden.push_back(
+                at::embedding(weights.embed, windowIds(set, first, count).to(model.runtime().device)).to(activations.dtype()));
+    }
+    size_t firstLayer = 0;
+    if (resume) {
+        if (static_cast<int64_t>(resume->hidden.size()) != batches || resume->nextLayer > static_cast<size_t>(config.num_layers))
+            throw Error("calibration: the saved hidden states do not fit these windows (" +
+                        std::to_string(resume->hidden.size()) + " batches, expected " + std::to_string(batches) + ")");
+        for (const at::Tensor& h : resume->hidden) hidden.push_back(h.to(model.runtime().device, activations.dtype()));
+        firstLayer = resume->nextLayer;
+    }
+    const LlamaPositionTables tables = llamaPositionTables(config, 0, set.seqlen, activations);
+
+    const double total = static_cast<double>(windows * config.num_layers);
+    reportProgress(progress, "calibrate", static_cast<double>(static_cast<int64_t>(firstLayer) * windows), total);
+    for (size_t l = firstLayer; l < static_cast<size_t>(config.num_layers); ++l) {
+        std::pair<LayerStats, LayerStats> layerStats = emptyLayerStats(config, l, statsDevice);
+        LayerStats& attn = layerStats.first;
+        LayerStats& mlp = layerStats.second;
+        int64_t done = 0;
+        const ActivationTap tap = [&attn, &mlp, &done, windows](int64_t layer, TapSite site, const at::Tensor& input) {
+            accumulateFinite(site == TapSite::AttentionOutputInput ? attn : mlp, input, layer, site, done, windows);
+        };
+        for (at::Tensor& x : hidden) {
+            x = llamaBlockForward(config, weights.layers[l], static_cast<int64_t>(l), x, tables, nullptr, tap);
+            done += x.size(0);
+            reportProgress(progress, "calibrate", static_cast<double>(static_cast<int64_t>(l) * windows + done), total);
+        }
+        requireFinite(attn, l, "o_proj");
+        requireFinite(mlp, l, "down_proj");
+        sink(l, attn, mlp, hidden);
+    }
+}
+
 ModelStats calibrateLayerwise(const LlamaModel& model, const CalibrationSet& set, const std::string& statsPath,
                               const std::map<std::string, std::string>& metadata, const ProgressFn& progress,
                               const CalibrationOptions& options) {
     const LlamaConfig& config = model.config();
     checkCalibrationSet(config, set);
-    c10::InferenceMode guard;
 
     // The file's header is known before any statistic: every size follows from the config.
     std::vector<SafeTensorsEntry> entries;
@@ -421,47 +476,18 @@ ModelStats calibrateLayerwise(const LlamaModel& model, const CalibrationSet& set
             entries.push_back({statName(l, name, "tokens"), at::kLong, {1}});
         }
     SafeTensorsStreamWriter writer(statsPath, entries, statsFileMetadata(metadata));
-
-    const auto windows = static_cast<int64_t>(set.windows.size());
-    const int64_t perBatch = windowsPerBatch(model, set, options);
-    const LlamaWeights& weights = model.deviceWeights();
-    const c10::Device statsDevice = options.statsOnModelDevice ? model.runtime().device : c10::Device(c10::kCPU);
-
-    // Hidden states of every window between blocks, batched exactly as calibrate() batches them
-    // (so each block sees the same float32 inputs): tokens · hidden · element size bytes.
-    std::vector<at::Tensor> hidden;
-    for (int64_t first = 0; first < windows; first += perBatch) {
-        const int64_t count = std::min(perBatch, windows - first);
-        hidden.push_back(at::embedding(weights.embed, windowIds(set, first, count).to(model.runtime().device)));
-    }
-    const LlamaPositionTables tables = llamaPositionTables(config, 0, set.seqlen, weights.embed.options());
-
-    const double total = static_cast<double>(windows * config.num_layers);
-    reportProgress(progress, "calibrate", 0, total);
-    for (size_t l = 0; l < static_cast<size_t>(config.num_layers); ++l) {
-        std::pair<LayerStats, LayerStats> layerStats = emptyLayerStats(config, l, statsDevice);
-        LayerStats& attn = layerStats.first;
-        LayerStats& mlp = layerStats.second;
-        int64_t done = 0;
-        const ActivationTap tap = [&attn, &mlp, &done, windows](int64_t layer, TapSite site, const at::Tensor& input) {
-            accumulateFinite(site == TapSite::AttentionOutputInput ? attn : mlp, input, layer, site, done, windows);
-        };
-        for (at::Tensor& x : hidden) {
-            x = llamaBlockForward(config, weights.layers[l], static_cast<int64_t>(l), x, tables, nullptr, tap);
-            done += x.size(0);
-            reportProgress(progress, "calibrate", static_cast<double>(static_cast<int64_t>(l) * windows + done), total);
-        }
-        requireFinite(attn, l, "o_proj");
-        requireFinite(mlp, l, "down_proj");
-        for (const auto& [site, s] : {std::pair<const char*, const LayerStats*>{"attn", &attn}, {"mlp", &mlp}}) {
-            if (s->channels() == 0) continue;
-            writer.write(statName(l, site, "gram"), s->gram);
-            writer.write(statName(l, site, "sum"), s->sum);
-            writer.write(statName(l, site, "sum_sq"), s->sumSq);
-            writer.write(statName(l, site, "tokens"), at::full({1}, s->tokens, at::kLong));
-        }
-    }
-    hidden.clear();
+    calibrateEachLayer(
+        model, set,
+        [&writer](size_t l, const LayerStats& attn, const LayerStats& mlp, const std::vector<at::Tensor>&) {
+            for (const auto& [site, s] : {std::pair<const char*, const LayerStats*>{"attn", &attn}, {"mlp", &mlp}}) {
+                if (s->channels() == 0) continue;
+                writer.write(statName(l, site, "gram"), s->gram);
+                writer.write(statName(l, site, "sum"), s->sum);
+                writer.write(statName(l, site, "sum_sq"), s->sumSq);
+                writer.write(statName(l, site, "tokens"), at::full({1}, s->tokens, at::kLong));
+            }
+        },
+        progress, options);
     writer.commit();
     return loadModelStats(statsPath, config.num_layers, nullptr, StatsStorage::Mapped);
 }

@@ -151,6 +151,25 @@ bool statsBelongOnDisk(const LlamaConfig& config, int64_t physicalBytes);
 // The hidden states calibrateLayerwise() keeps for all windows: tokens · hidden · element size.
 int64_t layerwiseHiddenBytes(const LlamaModel& model, const CalibrationSet& set);
 
+// The layer-by-layer accumulation under calibrateLayerwise and the bounded prune
+// (layerwise_prune.h): embeds every window once, runs one decoder block at a time over all of
+// them and hands each layer's finished statistics to `sink` (layer, attention site, MLP site;
+// a site without channels is empty), in layer order, before the next block runs. The weights
+// are used as the model holds them (a mapped bfloat16 / float16 file's views are widened a
+// block at a time). Progress and errors as calibrateLayerwise.
+// The sink also sees the hidden states leaving the layer (in the batches of windows the pass
+// uses), so that a caller can keep them and resume the pass there (`resume`: the layer to start
+// at and the hidden states entering it, as a sink saw them; null: from the embedding).
+using LayerStatsSink = std::function<void(size_t layer, const LayerStats& attn, const LayerStats& mlp,
+                                          const std::vector<at::Tensor>& hiddenAfter)>;
+struct LayerwiseCalibrationResume {
+    size_t nextLayer = 0;
+    std::vector<at::Tensor> hidden;
+};
+void calibrateEachLayer(const LlamaModel& model, const CalibrationSet& set, const LayerStatsSink& sink,
+                        const ProgressFn& progress = nullptr, const CalibrationOptions& options = {},
+                        const LayerwiseCalibrationResume* resume = nullptr);
+
 // Layer by layer (see the top of this file): writes the statistics of each block into
 // `statsPath` as soon as the block is done, in exactly saveModelStats's layout and metadata
 // (the header is planned from the config up front), atomically: the file appears complete

@@ -219,6 +219,13 @@ void checkExportTarget(const std::string& sourceModel, const std::string& dir) {
 
 void writeExportDirectory(const std::string& sourceModel, const std::string& dir, const std::string& manifestJson,
                           const std::function<void(const std::string& staging)>& write) {
+    json_fields::parseJsonLimited(manifestJson, "the export's manifest");  // refused before anything is written
+    writeExportDirectory(sourceModel, dir, std::function<std::string()>([&manifestJson] { return manifestJson; }), write);
+}
+
+void writeExportDirectory(const std::string& sourceModel, const std::string& dir,
+                          const std::function<std::string()>& manifestAfterWrite,
+                          const std::function<void(const std::string& staging)>& write) {
     const fs::path target = normalised(dir);
     // What a killed export to `dir` left (its earlier export moved back, if it was aside): first,
     // so that the target is checked as it is.
@@ -228,15 +235,15 @@ void writeExportDirectory(const std::string& sourceModel, const std::string& dir
     std::error_code ec;
     fs::create_directories(parent, ec);
     if (ec) throw Error("cannot create '" + parent.string() + "': " + ec.message());
-    json manifest = json_fields::parseJsonLimited(manifestJson, "the export's manifest");
-    if (!manifest.is_object() || !manifest.contains("format") || !manifest["format"].is_string() ||
-        manifest["format"].get<std::string>().rfind("npw-", 0) != 0)
-        throw Error("internal: an export's manifest needs \"format\": \"npw-...\"");
     const fs::path staging = temporaryPathBeside(target.string(), "staging");
     const fs::path previous = temporaryPathBeside(target.string(), "previous");
     try {
         write(staging.string());
         fs::create_directories(staging);
+        json manifest = json_fields::parseJsonLimited(manifestAfterWrite(), "the export's manifest");
+        if (!manifest.is_object() || !manifest.contains("format") || !manifest["format"].is_string() ||
+            manifest["format"].get<std::string>().rfind("npw-", 0) != 0)
+            throw Error("internal: an export's manifest needs \"format\": \"npw-...\"");
         // The manifest lists every file written, with its size: what later proves the folder
         // npw's own, so that a later export may replace it (checkExportTarget).
         manifest["files"] = listExportFiles(staging);

@@ -44,6 +44,12 @@ void savePrunedModel(const LlamaCheckpoint& pruned, const std::string& dir, cons
 void writeExportDirectory(const std::string& sourceModel, const std::string& dir, const std::string& manifestJson,
                           const std::function<void(const std::string& staging)>& write);
 
+// The same with the manifest known only once the model is written (the bounded prune's losses
+// come layer by layer): manifestAfterWrite() is asked after `write` returns.
+void writeExportDirectory(const std::string& sourceModel, const std::string& dir,
+                          const std::function<std::string()>& manifestAfterWrite,
+                          const std::function<void(const std::string& staging)>& write);
+
 // --save-scores: per layer the channel scores (at ρ) and unit scores as float64 tensors
 // "layers.{l}.{attn|mlp}.{channel_scores|unit_scores}" (+ "…attn.ainv1"/"…mlp.ainv1" and
 // "…c" for numerical), metadata = method, ρ, λ. Atomic.

@@ -30,6 +30,27 @@ struct PruneRun {
     SiteDamage siteDamage;  // lstar-kl only: the measured damage and factors per site
 };
 
+// The one dispatch from settings to scores over statistics in RAM (or mapped): computeScores,
+// then for ranking lstar-kl the measured damage per site on the calibration windows (npw::Error
+// without them). pruneModelWithStats, the workbench (npw prune, sweep, the studio) and the bench
+// all score through it; the layer-wise road (layerwise_prune.h) calls computeScoresByLayer.
+ScoreSet scoreModel(const LlamaModel& model, const ModelStats& stats, const PruneSettings& settings,
+                    const ProgressFn& progress = nullptr, const CalibrationSet* calibration = nullptr,
+                    SiteDamage* siteDamage = nullptr);
+
+// Compensates and slices a selection and reports it (applyMask + makePruneReport): the apply
+// step of pruneModelWithStats and of LanguagePruningWorkbench::applySelection. `settings`: as
+// applied (the selection's ρ, α, λ and the compensation); defaultAlpha: the α the report names
+// when settings.alpha is NaN. Progress "apply"; report.timings.applySeconds set.
+struct AppliedSelection {
+    PrunedModel pruned;
+    PruneReport report;
+};
+AppliedSelection applySelectionAndReport(const LlamaCheckpoint& checkpoint, const ModelStats& stats,
+                                         const ScoreSet& scores, const SelectionResult& selection,
+                                         const PruneSettings& settings, double defaultAlpha,
+                                         const ProgressFn& progress = nullptr);
+
 // The whole flow on a loaded model: calibrate, score, select, apply. Progress stages:
 // "calibrate", "score", "apply".
 PruneRun pruneModel(const LlamaModel& model, const CalibrationSet& calibration, const PruneSettings& settings,

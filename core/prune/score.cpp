@@ -48,6 +48,13 @@ void requireFiniteRanking(const std::vector<LayerScores>& ranking) {
     }
 }
 
+void checkProtectedLayers(const LlamaConfig& config, const PruneSettings& settings) {
+    for (int64_t layer : settings.protectedLayers)
+        if (layer >= config.num_layers)
+            throw Error("protected layer " + std::to_string(layer) + " is out of range (the model has " +
+                        std::to_string(config.num_layers) + " layers)");
+}
+
 // Uniform doubles in [0, 1) from a 64-bit engine: the top 53 bits, the same on every platform.
 double uniformDouble(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
 
@@ -62,11 +69,11 @@ at::Tensor standardised(const at::Tensor& metric) {
     return metric.numel() >= 2 ? standardisePerLayer(metric) : at::zeros_like(metric.to(at::kDouble));
 }
 
-const LayerStats& statsOf(const std::vector<LayerStats>& sites, size_t layer, int64_t channels, const char* what) {
-    if (layer >= sites.size() || sites[layer].channels() != channels || sites[layer].tokens <= 0)
+const LayerStats& statsOf(const LayerStats& site, size_t layer, int64_t channels, const char* what) {
+    if (site.channels() != channels || site.tokens <= 0)
         throw Error("no calibration statistics for the input of " + std::string(what) + " in layer " +
                     std::to_string(layer) + " (expected " + std::to_string(channels) + " channels)");
-    return sites[layer];
+    return site;
 }
 
 // s = (z − 1)/ρ = −λD·A⁻¹1/(1 + λc): z(ρ) = 1 + ρ·s.
@@ -201,7 +208,7 @@ std::vector<double> compensatedErrorScores(const std::vector<double>& unitScores
 }
 
 // Replaces the ranking by the L* slopes per site, keeping each site's order of its unit scores.
-void rankByCompensatedError(ScoreSet& set, const LlamaCheckpoint& checkpoint, const ModelStats& stats) {
+void rankByCompensatedError(ScoreSet& set, const at::Tensor& embed, const ScoredLayerSource& layerAt) {
     // lstar-kl starts from lstar-rel's curves (site_damage.h rescales them per site).
     const bool relative = set.settings.crossLayer == CrossLayerRanking::RelativeCompensatedError ||
                           set.settings.crossLayer == CrossLayerRanking::MeasuredDamage;
@@ -211,7 +218,7 @@ void rankByCompensatedError(ScoreSet& set, const LlamaCheckpoint& checkpoint, co
     // squared row norm, then every block's output energy tr(W G Wᵀ) in order (cross terms
     // neglected). Only the relative variant uses it. tr(W G Wᵀ) = Σ (WᵀW ∘ G) = Σ A: the numerical
     // solve summed it while forming A (NumericalSolve::outputEnergy), so no W·G·Wᵀ product here.
-    double residual = relative ? meanSquaredRowNorm(checkpoint.weights.embed) : 1.0;
+    double residual = relative ? meanSquaredRowNorm(embed) : 1.0;
     auto outputEnergy = [](const NumericalSolve& solve, size_t layer, const char* site) {
         if (solve.D == 0)
             throw Error(std::string("no numerical solve of ") + site + " in layer " + std::to_string(layer) +
@@ -219,7 +226,8 @@ void rankByCompensatedError(ScoreSet& set, const LlamaCheckpoint& checkpoint, co
         return solve.outputEnergy;
     };
     for (size_t l = 0; l < set.ranking.size(); ++l) {
-        const LlamaLayerWeights& w = checkpoint.weights.layers.at(l);
+        if (set.ranking[l].heads.empty() && set.ranking[l].channels.empty()) continue;
+        const ScoredLayer w = layerAt(l, /*withGram=*/true);
         const int64_t layer = static_cast<int64_t>(l);
         const std::string where = " of layer " + std::to_string(l);
         try {
@@ -238,7 +246,7 @@ void rankByCompensatedError(ScoreSet& set, const LlamaCheckpoint& checkpoint, co
                 if (relative) residual += outputEnergy(set.attentionSolves.at(l), l, "o_proj");
                 set.attentionLossScale[l] = relative ? residual : 1.0;
                 set.ranking[l].heads = compensatedErrorScores(set.ranking[l].heads, channels, set.costs[l].headParams, w.wo,
-                                                              stats.attn.at(l), set.settings.damp, relative ? residual : 1.0);
+                                                              w.attn, set.settings.damp, relative ? residual : 1.0);
             }
             if (!set.ranking[l].channels.empty()) {
                 std::vector<std::vector<int64_t>> channels(set.ranking[l].channels.size());
@@ -246,7 +254,7 @@ void rankByCompensatedError(ScoreSet& set, const LlamaCheckpoint& checkpoint, co
                 if (relative) residual += outputEnergy(set.mlpSolves.at(l), l, "down_proj");
                 set.mlpLossScale[l] = relative ? residual : 1.0;
                 set.ranking[l].channels = compensatedErrorScores(set.ranking[l].channels, channels,
-                                                                 set.costs[l].channelParams, w.w_down, stats.mlp.at(l),
+                                                                 set.costs[l].channelParams, w.wDown, w.mlp,
                                                                  set.settings.damp, relative ? residual : 1.0);
             }
         } catch (const Error& e) {
@@ -331,13 +339,26 @@ LayerScores ScoreSet::unitScoresAt(size_t layer, double rho) const {
 ScoreSet computeScores(const LlamaCheckpoint& checkpoint, const ModelStats& stats, const PruneSettings& settings,
                        const ProgressFn& progress) {
     settings.validate();
-    const LlamaConfig& config = checkpoint.config;
-    config.validate(checkpoint.source);
-    for (int64_t layer : settings.protectedLayers)
-        if (layer >= config.num_layers)
-            throw Error("protected layer " + std::to_string(layer) + " is out of range (the model has " +
-                        std::to_string(config.num_layers) + " layers)");
+    checkpoint.config.validate(checkpoint.source);
+    checkProtectedLayers(checkpoint.config, settings);
     requireFiniteWeights(checkpoint);
+    const LayerStats none;
+    auto site = [&none](const std::vector<LayerStats>& sites, size_t l) -> const LayerStats& {
+        return l < sites.size() ? sites[l] : none;
+    };
+    return computeScoresByLayer(
+        checkpoint.config, checkpoint.weights.embed,
+        [&](size_t l, bool) {
+            const LlamaLayerWeights& w = checkpoint.weights.layers.at(l);
+            return ScoredLayer{w.wo, w.w_down, site(stats.attn, l), site(stats.mlp, l)};
+        },
+        settings, progress);
+}
+
+ScoreSet computeScoresByLayer(const LlamaConfig& config, const at::Tensor& embed, const ScoredLayerSource& layerAt,
+                              const PruneSettings& settings, const ProgressFn& progress) {
+    settings.validate();
+    checkProtectedLayers(config, settings);
 
     ScoreSet set;
     set.settings = settings;
@@ -356,17 +377,17 @@ ScoreSet computeScores(const LlamaCheckpoint& checkpoint, const ModelStats& stat
     if (settings.method == PruneMethod::Numerical && settings.lambdaIsRelative()) {
         for (size_t l = 0; l < layers; ++l) {
             reportProgress(progress, "score", 0.5 * static_cast<double>(l), static_cast<double>(layers));
-            const LlamaLayerWeights& w = checkpoint.weights.layers.at(l);
-            auto solve = [&](const at::Tensor& weight, const std::vector<LayerStats>& sites, const char* what) {
+            const ScoredLayer w = layerAt(l, /*withGram=*/true);
+            auto solve = [&](const at::Tensor& weight, const LayerStats& site, const char* what) {
                 try {
-                    const LayerStats& st = statsOf(sites, l, weight.size(1), what);
+                    const LayerStats& st = statsOf(site, l, weight.size(1), what);
                     return solveNumericalSite(weight, st.gram, 1.0 / static_cast<double>(st.tokens));
                 } catch (const Error& e) {
                     throw Error("scoring " + std::string(what) + " of layer " + std::to_string(l) + ": " + e.what());
                 }
             };
-            if (config.num_heads[l] > 0) attnSolved[l] = solve(w.wo, stats.attn, "o_proj");
-            if (config.intermediate_size[l] > 0) mlpSolved[l] = solve(w.w_down, stats.mlp, "down_proj");
+            if (config.num_heads[l] > 0) attnSolved[l] = solve(w.wo, w.attn, "o_proj");
+            if (config.intermediate_size[l] > 0) mlpSolved[l] = solve(w.wDown, w.mlp, "down_proj");
         }
         set.medianC = medianNumericalC(attnSolved, mlpSolved);
         set.settings.lambda = settings.lambdaRel / set.medianC;
@@ -377,13 +398,17 @@ ScoreSet computeScores(const LlamaCheckpoint& checkpoint, const ModelStats& stat
         set.medianC = std::nan("");  // filled below from the solves
     }
     const PruneSettings& effective = set.settings;  // λ resolved
+    // The numerical score reads G here unless the pre-pass solved the layer already (and neither
+    // Algorithm 1 nor the box needs A again); the baselines read only the sums.
+    const bool needsGram = settings.method == PruneMethod::Numerical &&
+                           (!settings.lambdaIsRelative() || settings.boxConstrained || settings.iters > 0);
     for (size_t l = 0; l < layers; ++l) {
         reportProgress(progress, "score", static_cast<double>(l), static_cast<double>(layers));
-        const LlamaLayerWeights& w = checkpoint.weights.layers.at(l);
-        auto score = [&](const at::Tensor& weight, const std::vector<LayerStats>& sites, bool isAttention,
+        const ScoredLayer w = layerAt(l, needsGram);
+        auto score = [&](const at::Tensor& weight, const LayerStats& site, bool isAttention,
                          at::Tensor& channelsOut, NumericalSolve& solveOut, const NumericalSolve& solved) {
             const char* what = isAttention ? "o_proj" : "down_proj";
-            const LayerStats& s = needsStats ? statsOf(sites, l, weight.size(1), what) : none;
+            const LayerStats& s = needsStats ? statsOf(site, l, weight.size(1), what) : none;
             try {
                 ChannelScore c = scoreChannels(effective, weight, s, isAttention, rng, solved);
                 requireFiniteScores(c.scores, l, what);
@@ -400,14 +425,14 @@ ScoreSet computeScores(const LlamaCheckpoint& checkpoint, const ModelStats& stat
             }
         };
         if (config.num_heads[l] > 0)
-            score(w.wo, stats.attn, true, set.attentionChannels[l], set.attentionSolves[l], attnSolved[l]);
+            score(w.wo, w.attn, true, set.attentionChannels[l], set.attentionSolves[l], attnSolved[l]);
         if (config.intermediate_size[l] > 0)
-            score(w.w_down, stats.mlp, false, set.mlpChannels[l], set.mlpSolves[l], mlpSolved[l]);
+            score(w.wDown, w.mlp, false, set.mlpChannels[l], set.mlpSolves[l], mlpSolved[l]);
     }
     if (settings.method == PruneMethod::Numerical && std::isnan(set.medianC))
         set.medianC = medianNumericalC(set.attentionSolves, set.mlpSolves);
     rankUnits(set);
-    if (set.rankingIsCompensatedError()) rankByCompensatedError(set, checkpoint, stats);
+    if (set.rankingIsCompensatedError()) rankByCompensatedError(set, embed, layerAt);
     requireFiniteRanking(set.ranking);
     reportProgress(progress, "score", static_cast<double>(layers), static_cast<double>(layers));
     return set;

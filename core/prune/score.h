@@ -14,6 +14,7 @@
 #include "core/prune/units.h"
 #include "core/util/progress.h"
 
+#include <functional>
 #include <limits>
 #include <vector>
 
@@ -60,6 +61,23 @@ struct ScoreSet {
 // tensor), missing statistics, or Algorithm 1 with ρ = 0.
 ScoreSet computeScores(const LlamaCheckpoint& checkpoint, const ModelStats& stats, const PruneSettings& settings,
                        const ProgressFn& progress = nullptr);
+// One layer's share of what scoring reads: the scored projections' weights (torch layout, any
+// float dtype; the in-RAM road's float32) and their inputs' statistics (empty where the layer has
+// no heads / channels). withGram false: the caller may leave LayerStats::gram undefined (the pass
+// needs only the sums: FLAP, Wanda-sp, a numerical layer already solved).
+struct ScoredLayer {
+    at::Tensor wo, wDown;
+    LayerStats attn, mlp;
+};
+using ScoredLayerSource = std::function<ScoredLayer(size_t layer, bool withGram)>;
+// computeScores with the layers read one at a time, as often as the method needs them (a
+// relative λ and the L* ranking pass over them twice): what the bounded prune calls with
+// statistics on disk and mapped weights (layerwise_prune.h); computeScores is this over a
+// checkpoint and statistics in RAM. `embed`: the embedding table (the L*-relative ranking's
+// first residual energy). The weights' values must have been checked finite by the caller.
+ScoreSet computeScoresByLayer(const LlamaConfig& config, const at::Tensor& embed, const ScoredLayerSource& layerAt,
+                              const PruneSettings& settings, const ProgressFn& progress = nullptr);
+
 // The slopes of the greatest convex minorant of a cumulative cost curve, step by step: step i
 // adds increments[i] of cost and weights[i] > 0 of weight, in this order; the result is, per
 // step, the slope of the lower convex hull over it (pooling adjacent violators), nondecreasing.

@@ -1,0 +1,504 @@
+// The bounded road of `npw prune` (layerwise_prune.h).
+#include "core/prune/layerwise_prune.h"
+
+#include "core/models/model_loader.h"
+#include "core/models/parameter_count.h"
+#include "core/prune/apply.h"
+#include "core/prune/export.h"
+#include "core/prune/units.h"
+#include "core/util/error.h"
+#include "core/io/safetensors.h"
+#include "core/text/json_fields.h"
+#include "core/util/atomic_file.h"
+#include "core/util/content_hash.h"
+#include "core/util/version.h"
+#include "core/models/llama_config.h"
+#include "core/util/number_text.h"
+#include "core/util/system_memory.h"
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+#include <c10/core/InferenceMode.h>
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <set>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace npw {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+int64_t siteWidth(const LlamaConfig& config, size_t l, bool attention) {
+    return attention ? config.num_heads[l] * config.head_dim : config.intermediate_size[l];
+}
+
+int64_t packedCount(int64_t d) { return d * (d + 1) / 2; }
+
+// Offset (in elements) of row i's diagonal entry in the row-major packed upper triangle.
+int64_t packedRowStart(int64_t i, int64_t d) { return i * d - i * (i - 1) / 2; }
+
+std::string sizeText(int64_t bytes) { return byteSizeText(bytes); }
+
+// Bytes of the checkpoint's weights as stored (the scratch file's bound is measured against it).
+int64_t storedWeightBytes(const LlamaCheckpoint& checkpoint) {
+    LlamaWeights weights = checkpoint.weights;  // handles only
+    int64_t bytes = 0;
+    for (const auto& [name, tensor] : namedTensors(weights))
+        if (tensor->defined()) bytes += tensor->numel() * static_cast<int64_t>(tensor->element_size());
+    return bytes;
+}
+
+LlamaLayerWeights layerInFloat32(const LlamaLayerWeights& w) {
+    auto f = [](const at::Tensor& t) { return t.defined() ? t.to(at::kFloat) : t; };
+    LlamaLayerWeights out;
+    out.attn_norm = f(w.attn_norm);
+    out.wq = f(w.wq);
+    out.wk = f(w.wk);
+    out.wv = f(w.wv);
+    out.wq_bias = f(w.wq_bias);
+    out.wk_bias = f(w.wk_bias);
+    out.wv_bias = f(w.wv_bias);
+    out.q_norm = f(w.q_norm);
+    out.k_norm = f(w.k_norm);
+    out.wo = f(w.wo);
+    out.wo_bias = f(w.wo_bias);
+    out.ffn_norm = f(w.ffn_norm);
+    out.w_gate = f(w.w_gate);
+    out.w_up = f(w.w_up);
+    out.w_down = f(w.w_down);
+    out.w_down_bias = f(w.w_down_bias);
+    return out;
+}
+
+// The shapes of a written layer, without its values (what the report counts).
+LlamaLayerWeights shapesOnly(const LlamaLayerWeights& w) {
+    auto f = [](const at::Tensor& t) {
+        return t.defined() ? at::empty(t.sizes(), at::TensorOptions().device(at::kMeta).dtype(t.scalar_type())) : t;
+    };
+    LlamaLayerWeights out;
+    for (auto [dst, src] : {std::pair{&out.attn_norm, &w.attn_norm}, {&out.wq, &w.wq}, {&out.wk, &w.wk}, {&out.wv, &w.wv},
+                            {&out.wq_bias, &w.wq_bias}, {&out.wk_bias, &w.wk_bias}, {&out.wv_bias, &w.wv_bias},
+                            {&out.q_norm, &w.q_norm}, {&out.k_norm, &w.k_norm}, {&out.wo, &w.wo},
+                            {&out.wo_bias, &w.wo_bias}, {&out.ffn_norm, &w.ffn_norm}, {&out.w_gate, &w.w_gate},
+                            {&out.w_up, &w.w_up}, {&out.w_down, &w.w_down}, {&out.w_down_bias, &w.w_down_bias}})
+        *dst = f(*src);
+    return out;
+}
+
+void preadAll(int fd, void* data, int64_t bytes, int64_t offset, const std::string& path) {
+    auto* p = static_cast<char*>(data);
+    while (bytes > 0) {
+        const ssize_t n = ::pread(fd, p, static_cast<size_t>(bytes), offset);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) throw Error("cannot read the statistics scratch file '" + path + "': " + (n < 0 ? std::strerror(errno) : "truncated"));
+        p += n;
+        bytes -= n;
+        offset += n;
+    }
+}
+
+void pwriteAll(int fd, const void* data, int64_t bytes, int64_t offset, const std::string& path) {
+    const auto* p = static_cast<const char*>(data);
+    while (bytes > 0) {
+        const ssize_t n = ::pwrite(fd, p, static_cast<size_t>(bytes), offset);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) throw Error("cannot write the statistics scratch file '" + path + "': " + std::strerror(errno));
+        p += n;
+        bytes -= n;
+        offset += n;
+    }
+}
+
+// What the work folder's contents depend on (LayerwisePruneOptions): a folder written for
+// anything else is not resumed from.
+std::string workFingerprint(const LlamaModel& model, const CalibrationSet& set, at::ScalarType statsDtype,
+                            const CalibrationOptions& options) {
+    const LlamaCheckpoint& checkpoint = model.checkpoint();
+    nlohmann::json j;
+    j["format"] = "npw-prune-work";
+    j["npw_version"] = npwVersion();
+    j["model"] = checkpoint.source;
+    std::set<std::string> files;
+    for (const auto& [name, origin] : checkpoint.origins) files.insert(origin.file);
+    j["files"] = nlohmann::json::array();
+    for (const std::string& file : files) {
+        struct stat st {};
+        if (::stat(file.c_str(), &st) != 0) throw Error("cannot read '" + file + "': " + std::strerror(errno));
+        j["files"].push_back({file, static_cast<int64_t>(st.st_size), static_cast<int64_t>(st.st_mtim.tv_sec),
+                              static_cast<int64_t>(st.st_mtim.tv_nsec)});
+    }
+    j["config"] = hfLlamaConfigJson(checkpoint.config, HfBiasFlags{});
+    uint64_t ids = kFnv64Offset;
+    for (const std::vector<int32_t>& window : set.windows) ids = fnv1a64(window.data(), window.size() * sizeof(int32_t), ids);
+    j["windows"] = {{"count", set.windows.size()}, {"seqlen", set.seqlen}, {"ids", contentHashText(ids)}};
+    j["statistics_precision"] = statsDtype == at::kDouble ? "float64" : "float32";
+    j["batch_tokens"] = options.batchTokens;
+    j["batch_attention_bytes"] = options.batchAttentionBytes;
+    j["runtime"] = model.runtime().device.str() + " " + c10::toString(model.runtime().dtype);
+    return j.dump(2) + "\n";
+}
+
+std::string sumsFile(const fs::path& work, size_t l) { return (work / ("layer-" + std::to_string(l) + ".sums.safetensors")).string(); }
+
+void saveSums(const std::string& path, const LayerStats& attn, const LayerStats& mlp) {
+    std::vector<std::pair<std::string, at::Tensor>> tensors;
+    for (const auto& [site, s] : {std::pair<const char*, const LayerStats*>{"attn", &attn}, {"mlp", &mlp}}) {
+        if (s->channels() == 0) continue;
+        tensors.emplace_back(std::string(site) + ".sum", s->sum.cpu());
+        tensors.emplace_back(std::string(site) + ".sum_sq", s->sumSq.cpu());
+        tensors.emplace_back(std::string(site) + ".tokens", at::full({1}, s->tokens, at::kLong));
+    }
+    writeSafeTensors(path, tensors, {{"format", "npw-prune-work-sums"}});
+}
+
+LayerStats loadSums(const SafeTensorsFile& file, const std::string& site) {
+    LayerStats s;
+    if (!file.has(site + ".sum")) return s;
+    s.sum = file.load(site + ".sum").to(at::kDouble);
+    s.sumSq = file.load(site + ".sum_sq").to(at::kDouble);
+    s.tokens = file.load(site + ".tokens").to(at::kLong).reshape({-1})[0].item<int64_t>();
+    return s;
+}
+
+} // namespace
+
+int64_t inRamPruneBytes(const LlamaConfig& config) { return 4 * config.parameterCount() + modelStatsBytes(config); }
+
+PruneRoad choosePruneRoad(const LlamaConfig& config, int64_t physicalBytes, bool forceLayerwise) {
+    PruneRoad road;
+    road.forced = forceLayerwise;
+    road.inRamBytes = inRamPruneBytes(config);
+    road.physicalBytes = physicalBytes;
+    const bool tooBig = physicalBytes > 0 && static_cast<double>(road.inRamBytes) > kPruneRamFraction * static_cast<double>(physicalBytes);
+    road.layerwise = forceLayerwise || tooBig;
+    const std::string need = "the model in float32 and its statistics in float64 need " + sizeText(road.inRamBytes);
+    const std::string ram = sizeText(physicalBytes) + " of RAM";
+    if (forceLayerwise)
+        road.reason = "pruning layer by layer (--layerwise; " + need + ")";
+    else if (tooBig)
+        road.reason = "pruning layer by layer: " + need + ", more than half of this machine's " + ram +
+                      (std::getenv("NPW_PHYSICAL_MEMORY_BYTES") ? " (NPW_PHYSICAL_MEMORY_BYTES)" : "") +
+                      "; weights stay memory-mapped, statistics go to a scratch file beside --out";
+    else
+        road.reason = "pruning in RAM: " + need + (physicalBytes > 0 ? ", at most half of this machine's " + ram : "") +
+                      " (--layerwise prunes layer by layer instead)";
+    return road;
+}
+
+int64_t packedGramBytes(const LlamaConfig& config, int64_t elementBytes) {
+    int64_t count = 0;
+    for (size_t l = 0; l < static_cast<size_t>(config.num_layers); ++l)
+        for (bool attention : {true, false}) count += packedCount(std::max<int64_t>(0, siteWidth(config, l, attention)));
+    return count * elementBytes;
+}
+
+GramScratch::GramScratch(const std::string& path, const LlamaConfig& config, at::ScalarType dtype, bool reopen)
+    : path_(path), dtype_(dtype) {
+    if (dtype != at::kDouble && dtype != at::kFloat) throw Error("internal: the Gram scratch file holds float64 or float32");
+    const auto layers = static_cast<size_t>(config.num_layers);
+    attnOffset_.assign(layers, -1);
+    mlpOffset_.assign(layers, -1);
+    attn_.resize(layers);
+    mlp_.resize(layers);
+    const int64_t element = dtype == at::kDouble ? 8 : 4;
+    for (size_t l = 0; l < layers; ++l)
+        for (bool attention : {true, false}) {
+            const int64_t d = siteWidth(config, l, attention);
+            if (d <= 0) continue;
+            (attention ? attnOffset_ : mlpOffset_)[l] = bytes_;
+            bytes_ += packedCount(d) * element;
+        }
+    if (reopen) {
+        fd_ = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+        struct stat st {};
+        if (fd_ < 0 || ::fstat(fd_, &st) != 0 || st.st_size != std::max<int64_t>(bytes_, 1)) {
+            if (fd_ >= 0) ::close(fd_);
+            fd_ = -1;
+            throw Error("the statistics scratch file '" + path + "' of the interrupted run is missing or not " +
+                        std::to_string(bytes_) + " bytes; remove its work folder");
+        }
+        return;
+    }
+    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd_ < 0) throw Error("cannot create the statistics scratch file '" + path + "': " + std::strerror(errno));
+    // Sized up front: a full disk fails here, before hours of calibration, not in the middle.
+    const int rc = ::posix_fallocate(fd_, 0, std::max<int64_t>(bytes_, 1));
+    if (rc != 0) {
+        ::close(fd_);
+        ::unlink(path.c_str());
+        fd_ = -1;
+        throw Error("cannot reserve " + sizeText(bytes_) + " for the statistics scratch file '" + path + "': " +
+                    std::strerror(rc));
+    }
+}
+
+GramScratch::~GramScratch() {
+    if (fd_ >= 0) ::close(fd_);
+}
+
+void GramScratch::sync() const {
+    if (::fdatasync(fd_) != 0) throw Error("cannot write the statistics scratch file '" + path_ + "': " + std::strerror(errno));
+}
+
+void GramScratch::restoreSums(size_t l, const LayerStats& attn, const LayerStats& mlp) {
+    attn_.at(l) = attn;
+    mlp_.at(l) = mlp;
+}
+
+void GramScratch::write(size_t l, const LayerStats& attn, const LayerStats& mlp) {
+    for (bool attention : {true, false}) {
+        const LayerStats& s = attention ? attn : mlp;
+        const int64_t offset = (attention ? attnOffset_ : mlpOffset_).at(l);
+        if (s.channels() == 0 || offset < 0) continue;
+        const int64_t d = s.channels();
+        const at::Tensor g = s.gram.to(at::kCPU, at::kDouble).contiguous();
+        const double* gp = g.data_ptr<double>();
+        std::vector<float> row32(dtype_ == at::kFloat ? static_cast<size_t>(d) : 0);
+        const int64_t element = dtype_ == at::kDouble ? 8 : 4;
+        for (int64_t i = 0; i < d; ++i) {
+            const double* src = gp + i * d + i;
+            const int64_t n = d - i;
+            const int64_t at = offset + packedRowStart(i, d) * element;
+            if (dtype_ == at::kDouble) {
+                pwriteAll(fd_, src, n * 8, at, path_);
+            } else {
+                for (int64_t j = 0; j < n; ++j) row32[static_cast<size_t>(j)] = static_cast<float>(src[j]);
+                pwriteAll(fd_, row32.data(), n * 4, at, path_);
+            }
+        }
+        LayerStats kept;  // the sums stay in RAM
+        kept.sum = s.sum.to(at::kCPU, at::kDouble);
+        kept.sumSq = s.sumSq.to(at::kCPU, at::kDouble);
+        kept.tokens = s.tokens;
+        (attention ? attn_ : mlp_)[l] = kept;
+    }
+}
+
+LayerStats GramScratch::read(size_t l, bool attention, bool withGram) const {
+    LayerStats s = (attention ? attn_ : mlp_).at(l);
+    const int64_t offset = (attention ? attnOffset_ : mlpOffset_).at(l);
+    if (!withGram || s.channels() == 0 || offset < 0) return s;
+    const int64_t d = s.channels();
+    at::Tensor g = at::empty({d, d}, at::kDouble);
+    double* gp = g.data_ptr<double>();
+    const int64_t element = dtype_ == at::kDouble ? 8 : 4;
+    std::vector<float> row32(dtype_ == at::kFloat ? static_cast<size_t>(d) : 0);
+    for (int64_t i = 0; i < d; ++i) {
+        double* dst = gp + i * d + i;
+        const int64_t n = d - i;
+        const int64_t at = offset + packedRowStart(i, d) * element;
+        if (dtype_ == at::kDouble) {
+            preadAll(fd_, dst, n * 8, at, path_);
+        } else {
+            preadAll(fd_, row32.data(), n * 4, at, path_);
+            for (int64_t j = 0; j < n; ++j) dst[j] = static_cast<double>(row32[static_cast<size_t>(j)]);
+        }
+    }
+    // The lower triangle mirrored in tiles (a column walk per row would miss the cache each step).
+    constexpr int64_t tile = 64;
+    for (int64_t i0 = 0; i0 < d; i0 += tile)
+        for (int64_t j0 = 0; j0 <= i0; j0 += tile)
+            for (int64_t i = i0; i < std::min(d, i0 + tile); ++i)
+                for (int64_t j = j0; j < std::min(i, j0 + tile); ++j) gp[i * d + j] = gp[j * d + i];
+    s.gram = g;
+    return s;
+}
+
+LayerwisePruneRun pruneLayerwise(const LlamaModel& model, const CalibrationSet& set, const PruneSettings& settings,
+                                 const std::string& outDir,
+                                 const std::function<std::string(const LayerwisePruneRun&)>& manifestFor,
+                                 const LayerwisePruneOptions& options, const ProgressFn& progress) {
+    using Clock = std::chrono::steady_clock;
+    auto seconds = [](Clock::time_point since) { return std::chrono::duration<double>(Clock::now() - since).count(); };
+    settings.validate();
+    if (settings.method == PruneMethod::Numerical && settings.crossLayer == CrossLayerRanking::MeasuredDamage)
+        throw Error("ranking lstar-kl measures each site's damage with 2L + 1 whole-model forward passes over the "
+                    "calibration windows, which the layer-by-layer road does not make; use --ranking lstar-rel (the "
+                    "default) or prune in RAM");
+    c10::InferenceMode guard;
+    const LlamaCheckpoint& checkpoint = model.checkpoint();
+    const LlamaConfig& config = checkpoint.config;
+    const auto layers = static_cast<size_t>(config.num_layers);
+    LayerwisePruneRun run;
+    PruneReport& report = run.report;
+
+    // The scratch file's precision: float64 when its triangle fits the bound (the checkpoint's
+    // own size plus the hidden states), else float32.
+    run.hiddenBytes = set.tokens() * config.hidden_size * 4;
+    run.scratchBoundBytes = storedWeightBytes(checkpoint) + run.hiddenBytes;
+    at::ScalarType statsDtype = at::kDouble;
+    if (options.precision == StatsScratchPrecision::Float32 ||
+        (options.precision == StatsScratchPrecision::Auto && packedGramBytes(config, 8) > run.scratchBoundBytes))
+        statsDtype = at::kFloat;
+    run.statsPrecision = statsDtype == at::kDouble ? "float64" : "float32";
+
+    // The work folder: resumed when its fingerprint is this run's, else started afresh.
+    const fs::path work(options.workDir);
+    const std::string fingerprint = workFingerprint(model, set, statsDtype, options.calibration);
+    const fs::path fingerprintFile = work / "fingerprint.json", stateFile = work / "state.json";
+    size_t finished = 0;
+    std::error_code ec;
+    if (fs::exists(work)) {
+        bool same = false;
+        try {
+            same = fs::exists(fingerprintFile) && readTextFile(fingerprintFile.string()) == fingerprint && fs::exists(stateFile);
+            if (same) {
+                const nlohmann::json state = json_fields::parseJsonLimited(readTextFile(stateFile.string()), stateFile.string());
+                finished = state.at("finished_layers").get<size_t>();
+                same = finished <= layers;
+            }
+        } catch (const std::exception&) {
+            same = false;
+        }
+        if (!same) {
+            fs::remove_all(work, ec);
+            finished = 0;
+            if (options.note)
+                options.note("removed the work folder " + work.string() +
+                             " of an interrupted run with another model, calibration or precision");
+        }
+    }
+    fs::create_directories(work);
+    if (!fs::exists(fingerprintFile)) writeTextAtomically(fingerprintFile.string(), fingerprint);
+    const bool resuming = finished > 0 || fs::exists(work / "grams.bin");
+    GramScratch scratch((work / "grams.bin").string(), config, statsDtype, resuming);
+    run.scratchBytes = scratch.bytes();
+    LayerwiseCalibrationResume resume;
+    if (finished > 0) {
+        for (size_t l = 0; l < finished; ++l) {
+            const auto file = SafeTensorsFile::open(sumsFile(work, l));
+            scratch.restoreSums(l, loadSums(*file, "attn"), loadSums(*file, "mlp"));
+        }
+        if (finished < layers) {
+            const auto hidden = SafeTensorsFile::open((work / "hidden.safetensors").string());
+            for (size_t b = 0; hidden->has("batch." + std::to_string(b)); ++b)
+                resume.hidden.push_back(hidden->load("batch." + std::to_string(b)));
+            resume.nextLayer = finished;
+        }
+        run.resumedAtLayer = static_cast<int64_t>(finished);
+        if (options.note)
+            options.note("resuming an interrupted run from its work folder " + work.string() + ": layers 0-" +
+                         std::to_string(finished - 1) + " of " + std::to_string(layers) + " are calibrated");
+    }
+
+    auto t = Clock::now();
+    if (finished < layers)
+        calibrateEachLayer(
+            model, set,
+            [&](size_t l, const LayerStats& attn, const LayerStats& mlp, const std::vector<at::Tensor>& hidden) {
+                scratch.write(l, attn, mlp);
+                scratch.sync();
+                saveSums(sumsFile(work, l), attn, mlp);
+                if (l + 1 < layers) {
+                    std::vector<std::pair<std::string, at::Tensor>> tensors;
+                    for (size_t b = 0; b < hidden.size(); ++b) tensors.emplace_back("batch." + std::to_string(b), hidden[b].cpu());
+                    writeSafeTensors((work / "hidden.safetensors").string(), tensors, {{"next_layer", std::to_string(l + 1)}});
+                }
+                // Last: the layer counts as finished only once everything it needs is on disk.
+                writeTextAtomically(stateFile.string(), nlohmann::json{{"finished_layers", l + 1}}.dump() + "\n");
+                if (l == 1) testStallPoint("layerwise-calibrated-layer-1");
+            },
+            progress, options.calibration, finished > 0 ? &resume : nullptr);
+    report.timings.calibrateSeconds = seconds(t);
+
+    t = Clock::now();
+    // The weights as the in-RAM road holds them: float32 (the widening of bf16/f16 is exact).
+    const ScoredLayerSource layerAt = [&](size_t l, bool withGram) {
+        const LlamaLayerWeights& w = checkpoint.weights.layers.at(l);
+        return ScoredLayer{w.wo.to(at::kFloat), w.w_down.to(at::kFloat), scratch.read(l, true, withGram),
+                           scratch.read(l, false, withGram)};
+    };
+    run.scores = computeScoresByLayer(config, checkpoint.weights.embed, layerAt, settings, progress);
+    report.timings.scoreSeconds = seconds(t);
+
+    t = Clock::now();
+    const MaskSelector selector(run.scores);
+    run.selection = selector.select(settings.ratio, settings.alpha, settings.alphaMode);
+    const Mask& mask = run.selection.mask;
+    checkMaskLayers(config, mask);
+    report.timings.selectSeconds = seconds(t);
+
+    // The written model's layout follows from the mask: sizes, and where FLAP's compensation adds
+    // a bias (a site that lost a channel).
+    t = Clock::now();
+    PrunedModel pruned;
+    pruned.compensation = settings.effectiveCompensation();
+    pruned.checkpoint.config = config;
+    pruned.checkpoint.source = checkpoint.source;
+    pruned.checkpoint.weights.embed = checkpoint.weights.embed;
+    pruned.checkpoint.weights.final_norm = checkpoint.weights.final_norm;
+    pruned.checkpoint.weights.lm_head = checkpoint.weights.lm_head;
+    pruned.checkpoint.weights.layers.resize(layers);
+    pruned.layers.resize(layers);
+    LlamaConfig& newConfig = pruned.checkpoint.config;
+    HfStreamedModel streamed;
+    for (size_t l = 0; l < layers; ++l) {
+        const LlamaLayerWeights& src = checkpoint.weights.layers[l];
+        const AttentionUnits units(config, static_cast<int64_t>(l), settings.attentionUnit);
+        bool prunedHeads = false, prunedChannels = false;
+        if (units.count() > 0) {
+            const std::vector<bool> keepQ = units.keptQueryHeads(mask.keepHeads[l]);
+            newConfig.num_heads[l] = std::count(keepQ.begin(), keepQ.end(), true);
+            const std::vector<bool> keepKv = units.keptKvHeads(mask.keepHeads[l]);
+            newConfig.num_kv_heads[l] = std::count(keepKv.begin(), keepKv.end(), true);
+            prunedHeads = newConfig.num_heads[l] < config.num_heads[l];
+        }
+        if (config.intermediate_size[l] > 0) {
+            newConfig.intermediate_size[l] = std::count(mask.keepChannels[l].begin(), mask.keepChannels[l].end(), true);
+            prunedChannels = newConfig.intermediate_size[l] < config.intermediate_size[l];
+        }
+        const bool flap = pruned.compensation == CompensationKind::FlapBias;
+        streamed.oBias.push_back(src.wo_bias.defined() || (flap && prunedHeads));
+        streamed.downBias.push_back(src.w_down_bias.defined() || (flap && prunedChannels));
+    }
+    streamed.config = newConfig;
+    streamed.embed = checkpoint.weights.embed;
+    streamed.finalNorm = checkpoint.weights.final_norm;
+    streamed.lmHead = checkpoint.weights.lm_head;
+    streamed.tokenizerPath = checkpoint.tokenizerPath;
+    streamed.source = checkpoint.source;
+    streamed.dtype = checkpoint.weights.layers.empty() ? at::kFloat : checkpoint.weights.layers[0].wq.scalar_type();
+    streamed.shardBytes = options.shardBytes;
+
+    auto pruneLayer = [&](size_t l) {
+        reportProgress(progress, "apply", static_cast<double>(l), static_cast<double>(layers));
+        LlamaConfig layerConfig = config;  // applyMaskToLayer writes the layer's sizes into it
+        const LlamaLayerWeights out =
+            applyMaskToLayer(config, l, layerInFloat32(checkpoint.weights.layers[l]), scratch.read(l, true, true),
+                             scratch.read(l, false, true), mask, settings, layerConfig, pruned.layers[l]);
+        if (layerConfig.num_heads[l] != newConfig.num_heads[l] || layerConfig.num_kv_heads[l] != newConfig.num_kv_heads[l] ||
+            layerConfig.intermediate_size[l] != newConfig.intermediate_size[l])
+            throw Error("internal: layer " + std::to_string(l) + " was pruned to other sizes than the export planned");
+        pruned.checkpoint.weights.layers[l] = shapesOnly(out);
+        return out;
+    };
+    writeExportDirectory(
+        checkpoint.source, outDir,
+        std::function<std::string()>([&] {
+            newConfig.validate(checkpoint.source);
+            report = [&] {
+                PruneReport r = makePruneReport(settings, selector.defaultAlpha(), run.scores, run.selection, checkpoint, pruned);
+                r.timings = report.timings;
+                return r;
+            }();
+            report.timings.applySeconds = seconds(t);
+            return manifestFor(run);
+        }),
+        [&](const std::string& staging) {
+            const nlohmann::json extra = {{"npw_pruned", {{"manifest", "npw-manifest.json"}}}};
+            saveHfLlamaDirectoryStreamed(streamed, staging, extra.dump(), pruneLayer);
+        });
+    reportProgress(progress, "apply", static_cast<double>(layers), static_cast<double>(layers));
+    // The export is complete: nothing to resume.
+    fs::remove_all(work, ec);
+    return run;
+}
+
+} // namespace npw

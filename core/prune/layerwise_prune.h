@@ -1,0 +1,125 @@
+#pragma once
+// The bounded road of `npw prune`: a model whose float32 copy and statistics do not fit in RAM
+// (a 7B–8B checkpoint on a workstation) is pruned one decoder layer at a time, with the same
+// steps and the same arithmetic as the in-RAM road (pruner.h), only read and written in
+// another order:
+//
+//   calibrate   every window embedded once; one block at a time over all windows
+//               (calibrateEachLayer), the block's Gram matrices written to a scratch file as
+//               their packed upper triangle, the sums kept in RAM (a few MB)
+//   score       computeScoresByLayer: each layer's o_proj / down_proj read from the mapped
+//               checkpoint (converted to float32 one tensor at a time) and its Gram unpacked from
+//               the scratch file; only what selection needs stays (A⁻¹1, c, the unit scores)
+//   select      MaskSelector over every layer at once, as in RAM
+//   apply+write each layer converted to float32, compensated and sliced (applyMaskToLayer),
+//               written in the checkpoint's dtype into Hugging Face shards
+//               (saveHfLlamaDirectoryStreamed) inside writeExportDirectory's staging folder
+//
+// What stays in RAM: the mapped weights (page cache, not anonymous memory), the hidden states of
+// every window in float32 (windows · seqlen · hidden · 4 B: 128 MiB for 16 × 512 at 7B), one
+// layer's statistics in float64 and the scores. The scratch file holds G's upper triangle in
+// float64 when that fits in the checkpoint's own size plus the hidden states, else in float32
+// (a relative rounding of 2⁻²⁴ per entry; its effect on scores and compensation is measured in
+// tst_layerwise_prune and stated in README).
+#include "core/models/llama.h"
+#include "core/prune/calibration.h"
+#include "core/prune/report.h"
+#include "core/prune/score.h"
+#include "core/prune/select.h"
+#include "core/prune/settings.h"
+#include "core/util/progress.h"
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace npw {
+
+// The in-RAM road holds the weights in float32 (4 B per parameter) and every layer's statistics
+// in float64 (modelStatsBytes): more than kPruneRamFraction of physical RAM takes the layer-wise
+// road.
+constexpr double kPruneRamFraction = 0.5;
+int64_t inRamPruneBytes(const LlamaConfig& config);
+
+struct PruneRoad {
+    bool layerwise = false;
+    bool forced = false;           // --layerwise
+    int64_t inRamBytes = 0;        // inRamPruneBytes
+    int64_t physicalBytes = 0;     // physicalMemoryBytes() (0: unknown → in RAM)
+    std::string reason;            // one sentence, for stderr and --json
+};
+PruneRoad choosePruneRoad(const LlamaConfig& config, int64_t physicalBytes, bool forceLayerwise);
+
+// How the scratch file stores each Gram matrix's upper triangle.
+enum class StatsScratchPrecision { Auto, Float64, Float32 };
+// Bytes of every scored site's packed upper triangle at that element size.
+int64_t packedGramBytes(const LlamaConfig& config, int64_t elementBytes);
+
+// The packed Gram matrices of every layer in one scratch file, the sums in RAM. `reopen`: the
+// file exists from an interrupted run (its layers < the resumed one are valid; restoreSums puts
+// their sums back); else it is created (O_EXCL) and its whole size reserved up front.
+class GramScratch {
+public:
+    GramScratch(const std::string& path, const LlamaConfig& config, at::ScalarType dtype, bool reopen = false);
+    ~GramScratch();
+    GramScratch(const GramScratch&) = delete;
+    GramScratch& operator=(const GramScratch&) = delete;
+
+    void write(size_t layer, const LayerStats& attn, const LayerStats& mlp);
+    // A site's statistics; withGram: G unpacked into a float64 [D, D] (symmetric), else undefined.
+    LayerStats read(size_t layer, bool attention, bool withGram) const;
+    // The sums of a layer written by an earlier run (gram ignored).
+    void restoreSums(size_t layer, const LayerStats& attn, const LayerStats& mlp);
+    // fdatasync: what write() wrote is on disk before the work folder says the layer is done.
+    void sync() const;
+    int64_t bytes() const { return bytes_; }
+    at::ScalarType dtype() const { return dtype_; }
+
+private:
+    std::string path_;
+    int fd_ = -1;
+    at::ScalarType dtype_;
+    int64_t bytes_ = 0;
+    std::vector<int64_t> attnOffset_, mlpOffset_;
+    std::vector<LayerStats> attn_, mlp_;  // gram undefined
+};
+
+// The work folder (beside --out: ".OUT.npw-work") keeps what an interrupted run calibrated:
+// fingerprint.json (the model's files by path, size and mtime, its config, the windows' token
+// ids, the scratch precision and batching, npw's version), grams.bin (the Gram triangles),
+// layer-L.sums.safetensors (Σx, Σx², N per layer), hidden.safetensors (the hidden states leaving
+// the last finished layer) and state.json (how many layers are finished; written last, so it
+// never names a layer whose files are incomplete). The same command again resumes calibration at
+// the first unfinished layer; scoring, selection and the export are redone (they do not depend on
+// anything but the statistics, and the scoring of Wanda-sp/FLAP takes seconds). A folder whose
+// fingerprint differs is removed, and said. The folder is removed once the export is complete.
+struct LayerwisePruneOptions {
+    std::string workDir;  // the work folder (created; removed when the export is complete)
+    StatsScratchPrecision precision = StatsScratchPrecision::Auto;
+    CalibrationOptions calibration;
+    int64_t shardBytes = int64_t{2} << 30;
+    std::function<void(const std::string&)> note;  // one line each: resuming, a stale folder removed
+};
+
+struct LayerwisePruneRun {
+    ScoreSet scores;
+    SelectionResult selection;
+    PruneReport report;
+    std::string statsPrecision;   // "float64" or "float32": the scratch file's triangle
+    int64_t scratchBytes = 0;     // the scratch file
+    int64_t scratchBoundBytes = 0;  // the checkpoint's size + the hidden states
+    int64_t hiddenBytes = 0;      // the hidden states of every window
+    int64_t resumedAtLayer = -1;  // the first layer this run calibrated after an interrupted one; -1: fresh
+};
+
+// The whole bounded road on a model opened with mapped weights (openCausalLanguageModel):
+// calibrate, score, select, compensate and write `outDir` (writeExportDirectory: atomic, guarded;
+// manifestFor(report) gives the manifest once every layer is written). ranking lstar-kl is refused
+// (it runs the whole model 2L + 1 times). Progress stages "calibrate", "score", "apply".
+LayerwisePruneRun pruneLayerwise(const LlamaModel& model, const CalibrationSet& set, const PruneSettings& settings,
+                                 const std::string& outDir,
+                                 const std::function<std::string(const LayerwisePruneRun&)>& manifestFor,
+                                 const LayerwisePruneOptions& options, const ProgressFn& progress = nullptr);
+
+} // namespace npw

@@ -1,0 +1,249 @@
+// `npw prune` takes the layer-by-layer road (core/prune/layerwise_prune.h) by itself when the
+// model in float32 and its statistics exceed half of the (pretended, NPW_PHYSICAL_MEMORY_BYTES)
+// RAM, or with --layerwise, and says which road on stderr and in --json. On a small model the
+// two roads agree: the same masks (every sliced tensor — q, k, v, gate, up — bit for bit, and the
+// same sizes per layer) and pruned logits within 1e-5 of the largest logit, for numerical
+// (defaults), FLAP and Wanda-sp. The float32 scratch triangle's effect is measured and bounded.
+// A bfloat16 checkpoint comes out in bfloat16, through several shards and an index that the
+// loader reads back. kill -9 mid-calibration, then the same command, resumes from the work folder
+// and writes the same bytes. Refusals: lstar-kl and --stats/--save-stats on the layer-wise road.
+#include "core/models/llama.h"
+#include "core/models/model_loader.h"
+#include "core/models/runtime.h"
+
+#include <ATen/ATen.h>
+
+#include <nlohmann/json.hpp>
+
+#include <QElapsedTimer>
+#include <QFile>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+using Json = nlohmann::json;
+namespace fs = std::filesystem;
+using namespace npw;
+
+namespace {
+
+struct Run {
+    int rc = -1;
+    QString out, err;
+    Json json() const { return Json::parse(out.toStdString()); }
+};
+
+at::Tensor logitsOf(const std::string& dir, const at::Tensor& ids) {
+    LlamaModel model(loadLlamaCheckpoint(dir), chooseRuntime("cpu"));
+    return model.logits(ids);
+}
+
+// max |a − b| / max |a|
+double relativeDifference(const at::Tensor& a, const at::Tensor& b) {
+    return (a - b).abs().max().item<double>() / a.abs().max().item<double>();
+}
+
+} // namespace
+
+class TestCliPruneLayerwise : public QObject {
+    Q_OBJECT
+
+    QString npw_;
+    QTemporaryDir dir_;
+    QString ids_;
+    at::Tensor evalIds_;
+
+    Run run(const QStringList& args, const QString& physicalBytes = {}) {
+        QProcess p;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.remove("NPW_PHYSICAL_MEMORY_BYTES");
+        if (!physicalBytes.isEmpty()) env.insert("NPW_PHYSICAL_MEMORY_BYTES", physicalBytes);
+        p.setProcessEnvironment(env);
+        p.start(npw_, args);
+        p.waitForFinished(600000);
+        return {p.exitCode(), QString::fromUtf8(p.readAllStandardOutput()), QString::fromUtf8(p.readAllStandardError())};
+    }
+
+    // Starts npw with NPW_TEST_STALL=point, waits until it stops there, then kills it (SIGKILL).
+    void killAt(const QStringList& args, const QString& point) {
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.remove("NPW_PHYSICAL_MEMORY_BYTES");
+        env.insert("NPW_TEST_STALL", point);
+        QProcess p;
+        p.setProcessEnvironment(env);
+        p.start(npw_, args);
+        QVERIFY(p.waitForStarted());
+        QByteArray err;
+        QElapsedTimer clock;
+        clock.start();
+        while (!err.contains("npw: stalled at " + point.toUtf8()) && clock.elapsed() < 300000) {
+            if (p.state() == QProcess::NotRunning) QFAIL(qPrintable("npw ended before " + point + ": " + err));
+            p.waitForReadyRead(200);
+            err += p.readAllStandardError();
+        }
+        QVERIFY2(err.contains("npw: stalled at " + point.toUtf8()), err.constData());
+        p.kill();
+        QVERIFY(p.waitForFinished(30000));
+    }
+
+    QStringList pruneArgs(const QString& model, const QString& out, const QStringList& extra = {}) const {
+        return QStringList{"prune", model, "--calib", ids_, "--calib-ids", "--nsamples", "12", "--seqlen", "32",
+                           "--ratio", "0.3", "--out", out, "--json"} +
+               extra;
+    }
+
+    // Both roads on `model` with `extra` flags: masks equal, logits within `tolerance`.
+    void compareRoads(const QString& model, const QStringList& extra, double tolerance, bool sameSlices) {
+        const QString inRam = dir_.filePath("ram-" + QString::number(qHash(extra.join(' ') + model)));
+        const QString layerwise = dir_.filePath("lw-" + QString::number(qHash(extra.join(' ') + model)));
+        const Run a = run(pruneArgs(model, inRam, extra));
+        QVERIFY2(a.rc == 0, qPrintable(a.err));
+        QCOMPARE(a.json()["road"]["layerwise"].get<bool>(), false);
+        QVERIFY(!a.err.contains("layer by layer"));
+        // demo:lm: 2.8M float32 parameters and ~1 MB of statistics: a pretended 16 MB machine is too small.
+        const Run b = run(pruneArgs(model, layerwise, extra), "16000000");
+        QVERIFY2(b.rc == 0, qPrintable(b.err));
+        QCOMPARE(b.json()["road"]["layerwise"].get<bool>(), true);
+        QVERIFY2(b.err.contains("pruning layer by layer") && b.err.contains("NPW_PHYSICAL_MEMORY_BYTES"), qPrintable(b.err));
+        QCOMPARE(b.json()["road"]["statistics_scratch"]["precision"].get<std::string>(), std::string("float64"));
+        QVERIFY(b.json()["road"]["statistics_scratch"]["bytes"].get<int64_t>() <=
+                b.json()["road"]["statistics_scratch"]["bound_bytes"].get<int64_t>());
+        // The same selection: the same counts, and every tensor that is only sliced, bit for bit.
+        QCOMPARE(a.json()["params_after"], b.json()["params_after"]);
+        QCOMPARE(a.json()["removed_attention_units"], b.json()["removed_attention_units"]);
+        const LlamaCheckpoint x = loadLlamaCheckpoint(inRam.toStdString());
+        const LlamaCheckpoint y = loadLlamaCheckpoint(layerwise.toStdString());
+        QCOMPARE(x.config.num_heads, y.config.num_heads);
+        QCOMPARE(x.config.intermediate_size, y.config.intermediate_size);
+        if (sameSlices)
+            for (size_t l = 0; l < x.weights.layers.size(); ++l)
+                for (auto part : {&LlamaLayerWeights::wq, &LlamaLayerWeights::wk, &LlamaLayerWeights::wv,
+                                  &LlamaLayerWeights::w_gate, &LlamaLayerWeights::w_up})
+                    QVERIFY(at::equal((x.weights.layers[l].*part).to(at::kFloat), (y.weights.layers[l].*part).to(at::kFloat)));
+        const double d = relativeDifference(logitsOf(inRam.toStdString(), evalIds_), logitsOf(layerwise.toStdString(), evalIds_));
+        qInfo("%s %s: max|logit difference| / max|logit| = %.3g", qPrintable(model), qPrintable(extra.join(' ')), d);
+        QVERIFY2(d <= tolerance, qPrintable(QString::number(d)));
+        // Nothing left beside the export: no scratch file, no staging folder.
+        for (const auto& entry : fs::directory_iterator(dir_.path().toStdString()))
+            QVERIFY2(entry.path().filename().string().find(".npw-") == std::string::npos, entry.path().c_str());
+    }
+
+private slots:
+    void initTestCase() {
+        npw_ = QCoreApplication::applicationDirPath() + "/../app/npw";
+        if (!QFileInfo::exists(npw_)) QSKIP("the npw binary is not built in this tree");
+        QVERIFY(dir_.isValid());
+        ids_ = dir_.filePath("ids.txt");
+        std::ofstream out(ids_.toStdString());
+        std::mt19937_64 rng(4);
+        for (int i = 0; i < 2000; ++i) out << rng() % 200 << ' ';
+        evalIds_ = at::randint(0, 200, {2, 24}, at::TensorOptions().dtype(at::kLong));
+    }
+
+    void numericalDefaultsAgreeWithTheInRamRoad() { compareRoads("demo:lm", {}, 1e-5, true); }
+    void flapAgreesWithTheInRamRoad() { compareRoads("demo:lm", {"--method", "flap"}, 1e-5, true); }
+    void wandaSpAgreesWithTheInRamRoad() { compareRoads("demo:lm", {"--method", "wanda-sp"}, 1e-5, true); }
+    void forcedByTheFlag() {
+        const Run b = run(pruneArgs("demo:lm", dir_.filePath("forced"), {"--layerwise", "--method", "wanda-sp"}));
+        QVERIFY2(b.rc == 0, qPrintable(b.err));
+        QCOMPARE(b.json()["road"]["forced"].get<bool>(), true);
+        QVERIFY(b.err.contains("--layerwise"));
+    }
+
+    // The float32 triangle rounds each G entry by ≤ 2⁻²⁴ relative: measured here against float64.
+    void float32ScratchStaysCloseToFloat64() {
+        const QString a = dir_.filePath("f64"), b = dir_.filePath("f32");
+        const Run x = run(pruneArgs("demo:lm", a, {"--layerwise"}));
+        QVERIFY2(x.rc == 0, qPrintable(x.err));
+        const Run y = run(pruneArgs("demo:lm", b, {"--layerwise", "--stats-precision", "float32"}));
+        QVERIFY2(y.rc == 0, qPrintable(y.err));
+        QCOMPARE(y.json()["road"]["statistics_scratch"]["precision"].get<std::string>(), std::string("float32"));
+        QCOMPARE(y.json()["road"]["statistics_scratch"]["bytes"].get<int64_t>() * 2,
+                 x.json()["road"]["statistics_scratch"]["bytes"].get<int64_t>());
+        QCOMPARE(x.json()["removed_attention_units"], y.json()["removed_attention_units"]);
+        const double d = relativeDifference(logitsOf(a.toStdString(), evalIds_), logitsOf(b.toStdString(), evalIds_));
+        qInfo("float32 scratch vs float64: max|logit difference| / max|logit| = %.3g", d);
+        QVERIFY2(d <= 1e-4, qPrintable(QString::number(d)));
+    }
+
+    // A bfloat16 checkpoint in three shards: the layer-wise export is bfloat16 again, sharded, and
+    // agrees with the in-RAM road (float32 export) to bfloat16's rounding of the compensated weights.
+    void bfloat16CheckpointStaysBfloat16() {
+        LlamaCheckpoint dense = loadLlamaCheckpoint("demo:lm");
+        const std::string source = dir_.filePath("bf16-model").toStdString();
+        HfStreamedModel m;
+        m.config = dense.config;
+        m.embed = dense.weights.embed;
+        m.finalNorm = dense.weights.final_norm;
+        m.lmHead = dense.weights.lm_head;
+        m.oBias.assign(dense.weights.layers.size(), false);
+        m.downBias.assign(dense.weights.layers.size(), false);
+        m.tokenizerPath = dense.tokenizerPath;
+        m.dtype = at::kBFloat16;
+        m.shardBytes = 2 << 20;
+        saveHfLlamaDirectoryStreamed(m, source, "", [&](size_t l) { return dense.weights.layers.at(l); });
+        QVERIFY(fs::exists(source + "/model.safetensors.index.json"));
+        QVERIFY(fs::exists(source + "/model-00002-of-00003.safetensors") || fs::exists(source + "/model-00002-of-00004.safetensors"));
+        const LlamaCheckpoint back = loadLlamaCheckpoint(source);
+        for (size_t l = 0; l < back.weights.layers.size(); ++l)
+            QVERIFY(at::equal(back.weights.layers[l].w_down, dense.weights.layers[l].w_down.to(at::kBFloat16).to(at::kFloat)));
+
+        compareRoads(QString::fromStdString(source), {}, 2e-2, false);
+        const LlamaCheckpoint out = loadLlamaCheckpoint(
+            dir_.filePath("lw-" + QString::number(qHash(QString() + QString::fromStdString(source)))).toStdString(),
+            WeightStorage::Mapped);
+        QCOMPARE(out.weights.layers[0].w_down.scalar_type(), at::kBFloat16);
+    }
+
+    // kill -9 after layer 1 is calibrated, then the same command: it resumes at layer 2 from the
+    // work folder beside --out and writes the export an uninterrupted run writes, byte for byte;
+    // the folder is gone afterwards. A rerun with another calibration removes the folder, saying so.
+    void resumesAfterKill() {
+        const QString whole = dir_.filePath("uninterrupted"), out = dir_.filePath("resumed");
+        const QStringList extra = {"--layerwise", "--method", "flap"};
+        const Run a = run(pruneArgs("demo:lm", whole, extra));
+        QVERIFY2(a.rc == 0, qPrintable(a.err));
+        QCOMPARE(a.json()["road"]["resumed_at_layer"].get<int64_t>(), int64_t(-1));
+        const std::string work = dir_.filePath(".resumed.npw-work").toStdString();
+        killAt(pruneArgs("demo:lm", out, extra), "layerwise-calibrated-layer-1");
+        QVERIFY(fs::exists(work + "/state.json"));
+        QVERIFY(!fs::exists(out.toStdString()));
+        const Run b = run(pruneArgs("demo:lm", out, extra));
+        QVERIFY2(b.rc == 0, qPrintable(b.err));
+        QVERIFY2(b.err.contains("resuming an interrupted run"), qPrintable(b.err));
+        QCOMPARE(b.json()["road"]["resumed_at_layer"].get<int64_t>(), int64_t(2));
+        QVERIFY(!fs::exists(work));
+        auto bytes = [](const QString& dir) {
+            QFile f(dir + "/model.safetensors");
+            return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+        };
+        QVERIFY(!bytes(whole).isEmpty());
+        QVERIFY(bytes(whole) == bytes(out));
+
+        killAt(pruneArgs("demo:lm", out, extra), "layerwise-calibrated-layer-1");
+        QVERIFY(fs::exists(work));
+        const Run c = run(pruneArgs("demo:lm", out, extra + QStringList{"--seed", "9"}));
+        QVERIFY2(c.rc == 0, qPrintable(c.err));
+        QVERIFY2(c.err.contains("removed the work folder"), qPrintable(c.err));
+        QCOMPARE(c.json()["road"]["resumed_at_layer"].get<int64_t>(), int64_t(-1));
+        QVERIFY(!fs::exists(work));
+    }
+
+    void refusals() {
+        const Run kl = run(pruneArgs("demo:lm", dir_.filePath("kl"), {"--layerwise", "--ranking", "lstar-kl"}));
+        QCOMPARE(kl.rc, 1);
+        QVERIFY2(kl.err.contains("lstar-kl") && kl.err.contains("2L + 1"), qPrintable(kl.err));
+        const Run save = run(pruneArgs("demo:lm", dir_.filePath("save"), {"--layerwise", "--save-stats", dir_.filePath("s.st")}));
+        QCOMPARE(save.rc, 1);
+        QVERIFY2(save.err.contains("--save-stats"), qPrintable(save.err));
+        QVERIFY(!fs::exists(dir_.filePath("kl").toStdString()));
+        QVERIFY(!fs::exists(dir_.filePath("save").toStdString()));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCliPruneLayerwise)
+#include "tst_cli_prune_layerwise.moc"
