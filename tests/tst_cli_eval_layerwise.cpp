@@ -6,6 +6,7 @@
 // layer-wise evaluation, a malformed memory size.
 #include "core/io/safetensors.h"
 #include "core/util/paths.h"
+#include "cli_run.h"
 
 #include <ATen/ATen.h>
 
@@ -24,11 +25,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Run {
-    int rc = -1;
-    QString out, err;
-    Json json() const { return Json::parse(out.toStdString()); }
-};
+using Run = npw::test::CliRun;
 
 } // namespace
 
@@ -40,14 +37,7 @@ class TestCliEvalLayerwise : public QObject {
     QString ids_;
 
     Run run(const QStringList& args, const QString& physicalBytes = {}) {
-        QProcess p;
-        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-        env.remove("NPW_PHYSICAL_MEMORY_BYTES");
-        if (!physicalBytes.isEmpty()) env.insert("NPW_PHYSICAL_MEMORY_BYTES", physicalBytes);
-        p.setProcessEnvironment(env);
-        p.start(npw_, args);
-        p.waitForFinished(600000);
-        return {p.exitCode(), QString::fromUtf8(p.readAllStandardOutput()), QString::fromUtf8(p.readAllStandardError())};
+        return npw::test::runCli(npw_, args, npw::test::withPhysicalMemory(physicalBytes));
     }
 
     QStringList evalArgs(const QString& model = "demo:lm") const {

@@ -14,6 +14,7 @@
 #include "core/util/atomic_file.h"
 #include "core/util/output_guard.h"
 #include "core/util/paths.h"
+#include "cli_run.h"
 #include "error_of.h"
 
 #include <nlohmann/json.hpp>
@@ -33,10 +34,7 @@ using Json = nlohmann::json;
 
 namespace {
 
-struct Run {
-    int rc = -1;
-    QString out, err;
-};
+using Run = npw::test::CliRun;
 
 QByteArray readBytes(const QString& path) {
     QFile f(path);
@@ -76,36 +74,12 @@ class TestCliOutputs : public QObject {
     QTemporaryDir dir_;
 
     Run run(const QStringList& args, const QProcessEnvironment& env = QProcessEnvironment::systemEnvironment()) {
-        QProcess p;
-        p.setProcessEnvironment(env);
-        p.start(npw_, args);
-        p.waitForFinished(600000);
-        return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1, QString::fromUtf8(p.readAllStandardOutput()),
-                QString::fromUtf8(p.readAllStandardError())};
+        return npw::test::runCli(npw_, args, env);
     }
 
     // Starts npw with NPW_TEST_STALL=point, waits until it says it stopped there, then kills it
-    // with SIGKILL (QProcess::kill), as a crash or kill -9 would.
-    void killAt(const QStringList& args, const QString& point) {
-        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-        env.insert("NPW_TEST_STALL", point);
-        QProcess p;
-        p.setProcessEnvironment(env);
-        p.start(npw_, args);
-        QVERIFY(p.waitForStarted());
-        QByteArray err;
-        QElapsedTimer clock;
-        clock.start();
-        while (!err.contains("npw: stalled at " + point.toUtf8()) && clock.elapsed() < 300000) {
-            if (p.state() == QProcess::NotRunning) QFAIL(qPrintable("npw ended before " + point + ": " + err));
-            p.waitForReadyRead(200);
-            err += p.readAllStandardError();
-        }
-        QVERIFY2(err.contains("npw: stalled at " + point.toUtf8()), err.constData());
-        p.kill();
-        QVERIFY(p.waitForFinished(30000));
-        QCOMPARE(p.exitStatus(), QProcess::CrashExit);
-    }
+    // with SIGKILL, as a crash or kill -9 would.
+    void killAt(const QStringList& args, const QString& point) { npw::test::killCliAt(npw_, args, point); }
 
     QStringList prune(const QString& out) {
         return {"prune", "demo:lm", "--method", "magnitude", "--ratio", "0.2", "--calib", calib_, "--nsamples", "2",

@@ -10,6 +10,7 @@
 #include "core/models/llama.h"
 #include "core/models/model_loader.h"
 #include "core/models/runtime.h"
+#include "cli_run.h"
 
 #include <ATen/ATen.h>
 
@@ -31,11 +32,7 @@ using namespace npw;
 
 namespace {
 
-struct Run {
-    int rc = -1;
-    QString out, err;
-    Json json() const { return Json::parse(out.toStdString()); }
-};
+using Run = npw::test::CliRun;
 
 at::Tensor logitsOf(const std::string& dir, const at::Tensor& ids) {
     LlamaModel model(loadLlamaCheckpoint(dir), chooseRuntime("cpu"));
@@ -58,36 +55,12 @@ class TestCliPruneLayerwise : public QObject {
     at::Tensor evalIds_;
 
     Run run(const QStringList& args, const QString& physicalBytes = {}) {
-        QProcess p;
-        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-        env.remove("NPW_PHYSICAL_MEMORY_BYTES");
-        if (!physicalBytes.isEmpty()) env.insert("NPW_PHYSICAL_MEMORY_BYTES", physicalBytes);
-        p.setProcessEnvironment(env);
-        p.start(npw_, args);
-        p.waitForFinished(600000);
-        return {p.exitCode(), QString::fromUtf8(p.readAllStandardOutput()), QString::fromUtf8(p.readAllStandardError())};
+        return npw::test::runCli(npw_, args, npw::test::withPhysicalMemory(physicalBytes));
     }
 
-    // Starts npw with NPW_TEST_STALL=point, waits until it stops there, then kills it (SIGKILL).
+    // Starts npw with NPW_TEST_STALL=point (no pretended machine size), kills it there (SIGKILL).
     void killAt(const QStringList& args, const QString& point) {
-        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-        env.remove("NPW_PHYSICAL_MEMORY_BYTES");
-        env.insert("NPW_TEST_STALL", point);
-        QProcess p;
-        p.setProcessEnvironment(env);
-        p.start(npw_, args);
-        QVERIFY(p.waitForStarted());
-        QByteArray err;
-        QElapsedTimer clock;
-        clock.start();
-        while (!err.contains("npw: stalled at " + point.toUtf8()) && clock.elapsed() < 300000) {
-            if (p.state() == QProcess::NotRunning) QFAIL(qPrintable("npw ended before " + point + ": " + err));
-            p.waitForReadyRead(200);
-            err += p.readAllStandardError();
-        }
-        QVERIFY2(err.contains("npw: stalled at " + point.toUtf8()), err.constData());
-        p.kill();
-        QVERIFY(p.waitForFinished(30000));
+        npw::test::killCliAt(npw_, args, point, npw::test::withPhysicalMemory({}));
     }
 
     QStringList pruneArgs(const QString& model, const QString& out, const QStringList& extra = {}) const {
