@@ -705,7 +705,9 @@ std::map<std::string, at::Tensor> hfLayerTensors(const LlamaConfig& config, cons
     auto bias = [&](const char* suffix, const at::Tensor& t) {
         const std::string name = layerTensorName(i, suffix);
         for (const HfDirectoryPlan::Entry& e : plan.entries)
-            if (e.name == name) out[name] = t.defined() ? t : at::zeros(e.shape, at::TensorOptions().dtype(dtype));
+            // A required tensor (Qwen2's and qkv_bias's q/k/v biases) is the layer's own, never zeros.
+            if (e.name == name && !out.count(name))
+                out[name] = t.defined() ? t : at::zeros(e.shape, at::TensorOptions().dtype(dtype));
     };
     bias("self_attn.q_proj.bias", at::Tensor());
     bias("self_attn.k_proj.bias", at::Tensor());
