@@ -47,9 +47,11 @@ if [ "$CUDA" = 1 ] && [ "$CODENAME" = bookworm ]; then
   exit 1
 fi
 
+# liblapack-dev: the link-time LAPACK/BLAS that core/prune's float64 kernels call (CMake's FindLAPACK);
+# Debian 12's libtorch-dev pulled it in, Debian 13's does not. At run time liblapack.so.3 is OpenBLAS.
 COMMON=(cmake g++ make pkg-config
   qt6-base-dev qt6-svg-dev libqcustomplot-dev libqcustomplot2.1-qt6 libstb-dev
-  libopenblas0-pthread nlohmann-json3-dev libicu-dev zlib1g-dev xvfb xauth
+  libopenblas0-pthread liblapack-dev nlohmann-json3-dev libicu-dev zlib1g-dev xvfb xauth
   bible-kjv jargon-text dataset-fashion-mnist python3-numpy python3-sentencepiece)
 if [ "$CUDA" = 1 ]; then
   # nvidia-cuda-toolkit: the CUDA headers and CMake's CUDAToolkit that LibTorch's config needs.
