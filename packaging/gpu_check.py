@@ -251,6 +251,7 @@ def main():
     def prune_export_eval():
         a, _ = r.npw_json("eval", os.path.join(out["a"][0], "model"), *window, "--device", "cpu", "--dtype", "float32")
         b, _ = r.npw_json("eval", os.path.join(out["b"][0], "model"), *window, "--device", dev, "--dtype", "float32")
+        ppl["pruned_cpu"] = a["ppl"]
         e = rel(b["ppl"], a["ppl"])
         return outcome("prune_export_eval", e <= TOL["ppl_float32_rel"] and a["ppl"] > ppl["cpu"] * 0.5,
                        f"pruned perplexity cpu {a['ppl']:.6f}, {b['device']} {b['ppl']:.6f} (dense {ppl['cpu']:.6f}), "
@@ -263,6 +264,23 @@ def main():
         ok = e <= TOL["layerwise_rel"] and e_cpu <= TOL["ppl_float32_rel"]
         return outcome("layerwise_eval", ok, f"layer-wise {b['device']} {b['ppl']:.6f} ({b.get('path')}) vs whole-model "
                        f"{e:.2e}, vs cpu {e_cpu:.2e}", relative_difference=e)
+
+    def layerwise_prune():
+        # The bounded road with its blocks on the device (the weights stay mapped on the CPU, one
+        # block copied to the GPU at a time): its scores and its export against the CPU's in-RAM prune.
+        base = os.path.join(args.work, "prune-layerwise")
+        subprocess.run(["rm", "-rf", base])
+        os.makedirs(base)
+        res, secs = r.npw_json("prune", tiny, *prune_common, "--layerwise", "--device", dev,
+                               "--out", os.path.join(base, "model"), "--save-scores", os.path.join(base, "scores.safetensors"))
+        e, where = compare_tensor_files(os.path.join(base, "scores.safetensors"), os.path.join(out["a"][0], "scores.safetensors"))
+        ev, _ = r.npw_json("eval", os.path.join(base, "model"), *window, "--device", "cpu", "--dtype", "float32")
+        p = rel(ev["ppl"], ppl["pruned_cpu"])
+        blocks_on = res.get("road", {}).get("blocks_on", "")
+        ok = e <= TOL["scores_of_max"] and p <= TOL["ppl_float32_rel"] and blocks_on.startswith(dev)
+        return outcome("layerwise_prune", ok, f"layer-wise prune, blocks on {blocks_on}: scores max |Δ| / max = {e:.2e} "
+                       f"(worst {where}) against the CPU's in-RAM prune; its export's perplexity {ev['ppl']:.6f} vs "
+                       f"{ppl['pruned_cpu']:.6f} ({p:.2e}); {secs:.1f} s", scores_difference=e, relative_difference=p)
 
     def oom_message():
         if args.dry_run:
@@ -307,12 +325,17 @@ def main():
     steps = [("synthetic_models", make_tiny), ("forward_float32", forward_float32), ("forward_bfloat16", forward_bf16),
              ("prune_cpu_and_device", prune_both), ("calibration_statistics", calibration_stats),
              ("scores_and_masks", scores_and_masks), ("prune_export_eval", prune_export_eval),
-             ("layerwise_eval", layerwise_eval), ("out_of_memory_message", oom_message), ("benchmark", bench)]
+             ("layerwise_eval", layerwise_eval), ("layerwise_prune", layerwise_prune),
+             ("out_of_memory_message", oom_message), ("benchmark", bench)]
     done = set()
     try:
         for name, fn in steps:
-            if name in ("calibration_statistics", "scores_and_masks", "prune_export_eval") and "prune_cpu_and_device" not in done:
+            if name in ("calibration_statistics", "scores_and_masks", "prune_export_eval", "layerwise_prune") and \
+                    "prune_cpu_and_device" not in done:
                 rep.check(name, "skipped", reason="the prune step failed")
+                continue
+            if name == "layerwise_prune" and "prune_export_eval" not in done:
+                rep.check(name, "skipped", reason="the pruned export's evaluation did not run")
                 continue
             if name in ("forward_bfloat16", "layerwise_eval", "prune_export_eval") and "forward_float32" not in done:
                 rep.check(name, "skipped", reason="the float32 forward check did not run")

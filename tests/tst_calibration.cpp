@@ -7,6 +7,7 @@
 #include "core/io/safetensors.h"
 #include "core/models/runtime.h"
 #include "core/prune/calibration.h"
+#include "core/prune/layerwise_prune.h"
 #include "core/prune/pruner.h"
 #include "core/util/error.h"
 #include "tiny_llama.h"
@@ -405,6 +406,74 @@ private slots:
                          message.contains(QString::fromStdString("tensor '" + last + "'")) && message.contains("truncated"),
                      qPrintable(message));
         }
+    }
+
+    // CalibrationOptions::blockRuntime (the GPU path of the layer-wise road: weights stay where the
+    // model holds them, each block copied to the compute runtime for its pass) gives what the
+    // model's own runtime gives: here the CPU in float32 on both sides, so the copy path runs and
+    // the statistics and hidden states must agree bit for bit with calibrate()'s. (CUDA against
+    // the CPU: packaging/gpu_check.py, with its tolerances.)
+    void blocksCopiedToTheComputeRuntimeCalibrateTheSame() {
+        const LlamaModel model(tinyLlama({4, 2, 4}, {2, 2, 1}, {20, 0, 12}), chooseRuntime("cpu"));
+        CalibrationSet set = drawCalibrationSet(randomIds(400, 40, 2), 6, 24, 3, "ids.txt");
+        set.sourceIsIds = true;
+        CalibrationOptions plain;
+        plain.batchTokens = 48;  // 2 windows a batch: 3 batches
+        CalibrationOptions copied = plain;
+        copied.blockRuntime = Runtime{};
+        const ModelStats whole = calibrate(model, set, nullptr, plain);
+        std::vector<at::Tensor> lastHiddenPlain, lastHiddenCopied;
+        for (auto [options, hiddenOut] : {std::pair{&plain, &lastHiddenPlain}, std::pair{&copied, &lastHiddenCopied}}) {
+            ModelStats each;
+            each.attn.resize(3);
+            each.mlp.resize(3);
+            calibrateEachLayer(model, set, [&, hiddenOut = hiddenOut](size_t l, const LayerStats& a, const LayerStats& m,
+                                                                      const std::vector<at::Tensor>& hidden) {
+                each.attn[l] = a;
+                each.mlp[l] = m;
+                hiddenOut->clear();
+                for (const at::Tensor& h : hidden) hiddenOut->push_back(h.clone());
+            }, nullptr, *options);
+            QCOMPARE(maxRelativeDifference(each, whole), 0.0);
+        }
+        QCOMPARE(lastHiddenCopied.size(), size_t(3));
+        for (size_t b = 0; b < lastHiddenPlain.size(); ++b) QVERIFY(at::equal(lastHiddenPlain[b], lastHiddenCopied[b]));
+    }
+
+    // The road of `npw prune` on a GPU (choosePruneRoad): in RAM only while the model in the
+    // runtime's dtype and every statistic in float64 fit 3/4 of the GPU's memory; the RAM rule
+    // still applies. Llama-2-7B's shape: 6.74 G parameters (13.5 GB in bfloat16), 35 GB of statistics.
+    void pruneRoadOnAGpu() {
+        LlamaConfig c;
+        c.vocab_size = 32000;
+        c.hidden_size = 4096;
+        c.num_layers = 32;
+        c.head_dim = 128;
+        c.num_heads.assign(32, 32);
+        c.num_kv_heads.assign(32, 32);
+        c.intermediate_size.assign(32, 11008);
+        c.max_position_embeddings = 4096;
+        const int64_t gib = int64_t{1} << 30;
+        const int64_t inGpu = inGpuPruneBytes(c, 2);
+        QCOMPARE(inGpu, 2 * c.parameterCount() + modelStatsBytes(c));
+        QVERIFY(inGpu > 45 * gib && inGpu < 46 * gib);
+        // A 24 GB card on a 128 GiB machine: the RAM would do, the GPU would not.
+        const PruneRoad small = choosePruneRoad(c, 128 * gib, false, 24 * gib, 2);
+        QVERIFY(small.layerwise);
+        QVERIFY2(QString::fromStdString(small.reason).contains("GPU"), small.reason.c_str());
+        QCOMPARE(small.deviceBytes, 24 * gib);
+        // An 80 GB H100 on the same machine holds it.
+        const PruneRoad big = choosePruneRoad(c, 128 * gib, false, 80 * gib, 2);
+        QVERIFY2(!big.layerwise, big.reason.c_str());
+        QVERIFY2(QString::fromStdString(big.reason).contains("on the GPU"), big.reason.c_str());
+        // A workstation's 24 GiB of RAM decides first, whatever the GPU.
+        const PruneRoad ram = choosePruneRoad(c, 24 * gib, false, 80 * gib, 2);
+        QVERIFY(ram.layerwise);
+        QVERIFY2(QString::fromStdString(ram.reason).contains("RAM"), ram.reason.c_str());
+        // The CPU: no GPU bound, the RAM rule alone (as before).
+        const PruneRoad cpu = choosePruneRoad(c, 128 * gib, false);
+        QVERIFY(!cpu.layerwise);
+        QCOMPARE(cpu.inGpuBytes, int64_t(0));
     }
 
     void statsSizeAndTheDiskChoice() {

@@ -204,14 +204,24 @@ int runEval(const Args& args) {
         useTokenizerFile(checkpoint, args.get("tokenizer"));
         lm.tokenizer = openTokenizerOf(checkpoint, args.flag("allow-small-vocab"));
         const int64_t physical = physicalMemoryBytes();
-        const bool chosen = !args.flag("layerwise") && evaluationBelongsLayerwise(checkpoint, runtime, physical);
+        const int64_t gpu = deviceMemoryBytes(runtime);  // 0 on the CPU
+        const bool gpuTooSmall = gpu > 0 && static_cast<double>(modelRuntimeBytes(checkpoint, runtime)) >
+                                                kModelGpuFraction * static_cast<double>(gpu);
+        const bool chosen = !args.flag("layerwise") && (evaluationBelongsLayerwise(checkpoint, runtime, physical) || gpuTooSmall);
         layerwise = args.flag("layerwise") || chosen;
         if (layerwise && args.has("reference"))
             throw Error(std::string("--reference needs both models in memory, which layer-wise evaluation avoids") +
                         (chosen ? " (chosen because the model needs " + byteSizeText(modelRuntimeBytes(checkpoint, runtime)) +
-                                      ", more than half of the " + byteSizeText(physical) + " of RAM)"
+                                      (gpuTooSmall ? ", more than 3/4 of the GPU's " + byteSizeText(gpu) + ")"
+                                                   : ", more than half of the " + byteSizeText(physical) + " of RAM)")
                                 : std::string(" (--layerwise)")));
-        if (chosen)
+        if (chosen && gpuTooSmall)
+            std::cerr << "note: the model needs " << byteSizeText(modelRuntimeBytes(checkpoint, runtime)) << " in "
+                      << runtime.describe() << ", more than " << 100 * kModelGpuFraction << "% of the GPU's "
+                      << byteSizeText(gpu) << (std::getenv("NPW_DEVICE_MEMORY_BYTES") ? " (NPW_DEVICE_MEMORY_BYTES)" : "")
+                      << ": evaluating layer by layer, one block on the GPU at a time, weights memory-mapped from the "
+                         "checkpoint (--layerwise forces it)\n";
+        else if (chosen)
             std::cerr << "note: the model needs " << byteSizeText(modelRuntimeBytes(checkpoint, runtime)) << " in "
                       << runtime.describe() << ", more than " << 100 * kModelRamFraction << "% of this machine's "
                       << byteSizeText(physical) << " of RAM" << (std::getenv("NPW_PHYSICAL_MEMORY_BYTES") ? " (NPW_PHYSICAL_MEMORY_BYTES)" : "")

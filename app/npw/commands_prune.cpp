@@ -145,7 +145,8 @@ void printHuman(const PruneReport& r, const std::string& model, const std::strin
 
 // The bounded road (core/prune/layerwise_prune.h): the model mapped, statistics in a scratch
 // file beside --out, the export streamed layer by layer in the checkpoint's dtype.
-int runLayerwisePrune(const Args& args, const std::string& model, const PruneSettings& settings, const PruneRoad& road) {
+int runLayerwisePrune(const Args& args, const std::string& model, const PruneSettings& settings, const PruneRoad& road,
+                      const Runtime& runtime) {
     for (const char* inRamOnly : {"stats", "save-stats", "stats-on-disk"})
         if (args.has(inRamOnly))
             throw Error("--" + std::string(inRamOnly) + " reads or writes every layer's statistics in float64 as one file, "
@@ -156,8 +157,12 @@ int runLayerwisePrune(const Args& args, const std::string& model, const PruneSet
                     " passes here); the layer-by-layer road does not make them (" + road.reason +
                     "): use --ranking lstar-rel (the default)");
     std::cerr << "note: " << road.reason << "\n";
-    LanguageModel lm = openCausalLanguageModel(model, chooseRuntime(args.get("device"), args.get("dtype")),
-                                               args.get("tokenizer"), args.flag("allow-small-vocab"));
+    // On a GPU the weights stay mapped on the CPU and each block is copied to the GPU for its
+    // pass (CalibrationOptions::blockRuntime); scoring, compensation and writing run on the CPU
+    // as on every machine (LAPACK, one site at a time).
+    const bool blocksOnGpu = runtime.device.is_cuda();
+    LanguageModel lm = openCausalLanguageModel(model, blocksOnGpu ? Runtime{} : runtime, args.get("tokenizer"),
+                                               args.flag("allow-small-vocab"));
     if (!lm.model) throw Error("'" + model + "' is a SliceGPT export, which npw does not prune again");
     const std::string out = args.get("out");
     runOutputGuard().addModel(lm.model->checkpoint().source);
@@ -175,6 +180,11 @@ int runLayerwisePrune(const Args& args, const std::string& model, const PruneSet
     std::filesystem::create_directories(target.parent_path());
     removeStaleTemporaries(target.string());
     LayerwisePruneOptions options;
+    if (blocksOnGpu) {
+        options.calibration.blockRuntime = runtime;
+        std::cerr << "note: calibrating one block at a time on " << runtime.describe()
+                  << " (the weights stay memory-mapped on the CPU)\n";
+    }
     // The work folder beside the export: what an interrupted run calibrated (resumed by the same
     // command), removed when the export is complete.
     options.workDir = (target.parent_path() / ("." + target.filename().string() + ".npw-work")).string();
@@ -212,7 +222,9 @@ int runLayerwisePrune(const Args& args, const std::string& model, const PruneSet
                         {"layerwise", true}};
     if (!note.empty()) j["calibration"]["note"] = note;
     j["road"] = {{"layerwise", true}, {"forced", road.forced}, {"reason", road.reason}, {"in_ram_bytes", road.inRamBytes},
-                 {"physical_bytes", road.physicalBytes}, {"statistics_scratch", scratchJson(run)},
+                 {"physical_bytes", road.physicalBytes}, {"in_gpu_bytes", road.inGpuBytes},
+                 {"device_bytes", road.deviceBytes}, {"blocks_on", runtime.describe()},
+                 {"statistics_scratch", scratchJson(run)},
                  {"resumed_at_layer", run.resumedAtLayer}};
     if (args.has("save-scores")) saveScoreSet(run.scores, settings.ratio, args.get("save-scores"));
     printResult(args, j, [&] { printHuman(run.report, model, out); });
@@ -244,13 +256,16 @@ int runPrune(const Args& args) {
     // The one rule for the road (layerwise_prune.h): in RAM while the model in float32 and its
     // statistics in float64 take at most half of the RAM, else layer by layer. Read from the
     // config alone, before any weight.
+    // On a GPU the in-RAM road holds the model and every statistic there too (choosePruneRoad).
+    const Runtime runtime = chooseRuntime(args.get("device"), args.get("dtype"));
     PruneRoad road;
     if (!SlicedLlama::isSlicedDirectory(model)) {  // openLanguageModel refuses a sliced one by name
-        road = choosePruneRoad(inspectLlamaCheckpoint(model).config, physicalMemoryBytes(), args.flag("layerwise"));
-        if (road.layerwise) return runLayerwisePrune(args, model, settings, road);
+        road = choosePruneRoad(inspectLlamaCheckpoint(model).config, physicalMemoryBytes(), args.flag("layerwise"),
+                               deviceMemoryBytes(runtime), static_cast<int64_t>(c10::elementSize(runtime.dtype)));
+        if (road.layerwise) return runLayerwisePrune(args, model, settings, road, runtime);
     }
 
-    LanguageModel lm = openLanguageModel(model, chooseRuntime(args.get("device"), args.get("dtype")), args.get("tokenizer"), args.flag("allow-small-vocab"));
+    LanguageModel lm = openLanguageModel(model, runtime, args.get("tokenizer"), args.flag("allow-small-vocab"));
     const LlamaConfig& config = lm.model->config();
     const std::string out = args.get("out");
     // The file loaded, as a source: every output (--out, --save-stats, --save-scores,

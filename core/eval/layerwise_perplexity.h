@@ -38,6 +38,10 @@ int64_t modelRuntimeBytes(const LlamaConfig& config, const Runtime& runtime);
 // Models bigger than this fraction of physical RAM are evaluated layer-wise (as npw prune's
 // statistics: kStatsRamFraction).
 constexpr double kModelRamFraction = 0.5;
+// On a GPU, whole-model evaluation holds the model there: more than this fraction of the GPU's
+// memory (deviceMemoryBytes) is evaluated layer-wise, one block on the GPU at a time (the rest
+// is the batch's activations and logits, and the allocator's slack).
+constexpr double kModelGpuFraction = 0.75;
 // modelRuntimeBytes > kModelRamFraction · physicalBytes (never when physicalBytes is 0).
 bool evaluationBelongsLayerwise(const LlamaConfig& config, const Runtime& runtime, int64_t physicalBytes);
 // The same for a loaded checkpoint: every tensor as the runtime holds it (llamaTensorOnRuntime:

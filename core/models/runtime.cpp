@@ -72,6 +72,22 @@ void setComputeThreads(int threads) {
         if (!std::getenv("OPENBLAS_NUM_THREADS")) set(threads);
 }
 
+int64_t deviceMemoryBytes(const Runtime& runtime) {
+    if (!runtime.device.is_cuda()) return 0;
+    if (const char* env = std::getenv("NPW_DEVICE_MEMORY_BYTES"); env && *env) {
+        char* end = nullptr;
+        const long long bytes = std::strtoll(env, &end, 10);
+        if (*end != '\0' || bytes <= 0)
+            throw Error(std::string("NPW_DEVICE_MEMORY_BYTES is '") + env + "'; expected a positive number of bytes");
+        return bytes;
+    }
+#ifdef NPW_WITH_CUDA
+    return torch_compat::cudaTotalMemoryBytes(runtime.device.index() < 0 ? 0 : runtime.device.index());
+#else
+    return 0;  // no CUDA device can have been chosen in a build without CUDA
+#endif
+}
+
 ScopedComputeThreads::ScopedComputeThreads(int threads) : previous_(at::get_num_threads()) {
     setComputeThreads(threads);
 }

@@ -3,6 +3,7 @@
 // present (half precision there), else the CPU with all cores (float32).
 #include <c10/core/Device.h>
 #include <c10/core/ScalarType.h>
+#include <cstdint>
 #include <string>
 
 namespace npw {
@@ -18,5 +19,9 @@ struct Runtime {
 Runtime chooseRuntime(const std::string& preference = "auto", const std::string& dtype = "auto");
 // The CPU threads of LibTorch's pool and of OpenBLAS's own (its GEMMs and LAPACK calls), together.
 void setComputeThreads(int threads);
+// The memory of the runtime's GPU in bytes (its total, as the driver reports it); 0 on the CPU,
+// where physicalMemoryBytes() (core/util/system_memory.h) is the bound. NPW_DEVICE_MEMORY_BYTES=N
+// pretends the GPU has N bytes (as NPW_PHYSICAL_MEMORY_BYTES does for RAM).
+int64_t deviceMemoryBytes(const Runtime& runtime);
 
 } // namespace npw

@@ -12,6 +12,9 @@
 
 #ifdef NPW_WITH_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <cuda_runtime_api.h>
+#include <cstdint>
 
 namespace npw::torch_compat {
 
@@ -32,6 +35,15 @@ inline double cudaPeakAllocatedMiB(c10::DeviceIndex device) {
 // Caps the caching allocator's share of `device`'s memory (same spelling in 1.13 and 2.x).
 inline void setCudaMemoryFraction(double fraction, int device) {
     c10::cuda::CUDACachingAllocator::setMemoryFraction(fraction, static_cast<c10::DeviceIndex>(device));
+}
+
+// The memory `device` has in all (bytes; 0 when the driver does not say). CUDA's runtime API,
+// the same in every version: LibTorch itself has no stable spelling for it before 2.x.
+inline int64_t cudaTotalMemoryBytes(int device) {
+    const c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device));
+    size_t freeBytes = 0, totalBytes = 0;
+    if (cudaMemGetInfo(&freeBytes, &totalBytes) != cudaSuccess) return 0;
+    return static_cast<int64_t>(totalBytes);
 }
 
 } // namespace npw::torch_compat

@@ -8,10 +8,12 @@
 #include "core/util/error.h"
 #include "core/util/regular_file.h"
 #include "core/util/finite.h"
+#include "core/util/number_text.h"
 #include "core/models/non_finite.h"
 
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
+#include <c10/util/Exception.h>
 #include <algorithm>
 #include <limits>
 #include <map>
@@ -309,11 +311,11 @@ void checkCalibrationSet(const LlamaConfig& config, const CalibrationSet& set) {
     }
 }
 
-int64_t windowsPerBatch(const LlamaModel& model, const CalibrationSet& set, const CalibrationOptions& options) {
-    const LlamaConfig& config = model.config();
+int64_t windowsPerBatch(const LlamaConfig& config, c10::ScalarType dtype, const CalibrationSet& set,
+                        const CalibrationOptions& options) {
     const int64_t maxHeads = *std::max_element(config.num_heads.begin(), config.num_heads.end());
     const int64_t attentionBytesPerWindow =
-        std::max<int64_t>(1, maxHeads * set.seqlen * set.seqlen * static_cast<int64_t>(c10::elementSize(model.runtime().dtype)));
+        std::max<int64_t>(1, maxHeads * set.seqlen * set.seqlen * static_cast<int64_t>(c10::elementSize(dtype)));
     return std::max<int64_t>(
         1, std::min(options.batchTokens / set.seqlen, options.batchAttentionBytes / attentionBytesPerWindow));
 }
@@ -376,7 +378,7 @@ ModelStats calibrate(const LlamaModel& model, const CalibrationSet& set, const P
     checkCalibrationSet(model.config(), set);
     const c10::Device statsDevice = options.statsOnModelDevice ? model.runtime().device : c10::Device(c10::kCPU);
     return calibrateWithForward(
-        model.config(), statsDevice, static_cast<int64_t>(set.windows.size()), windowsPerBatch(model, set, options),
+        model.config(), statsDevice, static_cast<int64_t>(set.windows.size()), windowsPerBatch(model.config(), model.runtime().dtype, set, options),
         [&](int64_t first, int64_t count, const ActivationTap& tap) {
             model.logits(windowIds(set, first, count), /*cache=*/nullptr, /*keepOnDevice=*/true, tap);
         },
@@ -407,12 +409,16 @@ void calibrateEachLayer(const LlamaModel& model, const CalibrationSet& set, cons
     checkCalibrationSet(config, set);
     c10::InferenceMode guard;
     const auto windows = static_cast<int64_t>(set.windows.size());
-    const int64_t perBatch = windowsPerBatch(model, set, options);
+    // Where the blocks run: the model's runtime, or options.blockRuntime (one block copied there
+    // at a time, the weights left where the model holds them).
+    const Runtime compute = options.blockRuntime.value_or(model.runtime());
+    const bool copyBlocks = options.blockRuntime.has_value();
+    const int64_t perBatch = windowsPerBatch(config, compute.dtype, set, options);
     const LlamaWeights& weights = model.deviceWeights();
-    const c10::Device statsDevice = options.statsOnModelDevice ? model.runtime().device : c10::Device(c10::kCPU);
+    const c10::Device statsDevice = options.statsOnModelDevice ? compute.device : c10::Device(c10::kCPU);
     // The forward's activations: the runtime's dtype (a mapped bfloat16 / float16 embedding
     // table is widened row by row as it is gathered, as llamaForward does).
-    const at::TensorOptions activations = at::TensorOptions().device(model.runtime().device).dtype(model.runtime().dtype);
+    const at::TensorOptions activations = at::TensorOptions().device(compute.device).dtype(compute.dtype);
 
     // Hidden states of every window between blocks, batched exactly as calibrate() batches them
     // (so each block sees the same float32 inputs): tokens · hidden · element size bytes.
@@ -422,15 +428,14 @@ void calibrateEachLayer(const LlamaModel& model, const CalibrationSet& set, cons
         const int64_t count = std::min(perBatch, windows - first);
         ++batches;
         if (!resume)
-            hidden.push_back(
-                at::embedding(weights.embed, windowIds(set, first, count).to(model.runtime().device)).to(activations.dtype()));
+            hidden.push_back(at::embedding(weights.embed, windowIds(set, first, count).to(weights.embed.device())).to(activations));
     }
     size_t firstLayer = 0;
     if (resume) {
         if (static_cast<int64_t>(resume->hidden.size()) != batches || resume->nextLayer > static_cast<size_t>(config.num_layers))
             throw Error("calibration: the saved hidden states do not fit these windows (" +
                         std::to_string(resume->hidden.size()) + " batches, expected " + std::to_string(batches) + ")");
-        for (const at::Tensor& h : resume->hidden) hidden.push_back(h.to(model.runtime().device, activations.dtype()));
+        for (const at::Tensor& h : resume->hidden) hidden.push_back(h.to(activations));
         firstLayer = resume->nextLayer;
     }
     const LlamaPositionTables tables = llamaPositionTables(config, 0, set.seqlen, activations);
@@ -445,10 +450,23 @@ void calibrateEachLayer(const LlamaModel& model, const CalibrationSet& set, cons
         const ActivationTap tap = [&attn, &mlp, &done, windows](int64_t layer, TapSite site, const at::Tensor& input) {
             accumulateFinite(site == TapSite::AttentionOutputInput ? attn : mlp, input, layer, site, done, windows);
         };
-        for (at::Tensor& x : hidden) {
-            x = llamaBlockForward(config, weights.layers[l], static_cast<int64_t>(l), x, tables, nullptr, tap);
-            done += x.size(0);
-            reportProgress(progress, "calibrate", static_cast<double>(static_cast<int64_t>(l) * windows + done), total);
+        try {
+            // This block on the compute runtime (a copy only when it is not the model's own).
+            const LlamaLayerWeights copied = copyBlocks ? llamaLayerOnRuntime(weights.layers[l], compute) : LlamaLayerWeights{};
+            const LlamaLayerWeights& block = copyBlocks ? copied : weights.layers[l];
+            for (at::Tensor& x : hidden) {
+                x = llamaBlockForward(config, block, static_cast<int64_t>(l), x, tables, nullptr, tap);
+                done += x.size(0);
+                reportProgress(progress, "calibrate", static_cast<double>(static_cast<int64_t>(l) * windows + done), total);
+            }
+        } catch (const c10::OutOfMemoryError& e) {
+            // Which layer, where, and what it held: LibTorch's first line names the size it asked for.
+            const std::string what = e.what_without_backtrace();
+            throw Error("calibration: layer " + std::to_string(l) + " ran out of memory on " + compute.describe() + " (" +
+                        what.substr(0, what.find('\n')) + "); it holds one block, the hidden states of " +
+                        std::to_string(windows) + " windows (" + byteSizeText(set.tokens() * config.hidden_size *
+                                                   static_cast<int64_t>(c10::elementSize(compute.dtype))) +
+                        ") and this layer's statistics in float64: fewer --nsamples or a shorter --seqlen need less");
         }
         requireFinite(attn, l, "o_proj");
         requireFinite(mlp, l, "down_proj");

@@ -26,8 +26,10 @@
 //    5.0 GB layer-wise, 4.4 GB of which are the weights.
 // The CLI chooses layer-wise when modelStatsBytes() exceeds kStatsRamFraction of physical RAM.
 #include "core/models/llama.h"
+#include "core/models/runtime.h"
 #include "core/prune/layer_stats.h"
 #include "core/util/progress.h"
+#include <optional>
 #include "core/util/system_memory.h"
 
 #include <cstdint>
@@ -124,6 +126,12 @@ struct CalibrationOptions {
     int64_t batchAttentionBytes = 16 << 20;
     bool statsOnModelDevice = true;  // accumulate where the activations are (no transfer);
                                      // false: on the CPU (a GPU too small for every G)
+    // calibrateEachLayer only: run each decoder block on this runtime (a GPU), copying that
+    // block's weights there just before its pass and dropping them after, while the model's own
+    // weights stay where it holds them (mapped on the CPU). The GPU then holds one block, the
+    // hidden states of every window and one layer's statistics (float64, where the activations
+    // are) — a 70B's block is 1.7 GB in bfloat16 — never the whole model. Unset: the model's runtime.
+    std::optional<Runtime> blockRuntime;
 };
 
 // Runs `model` on the windows and accumulates every scored layer's input. Reports progress

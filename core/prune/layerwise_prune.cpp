@@ -141,7 +141,8 @@ std::string workFingerprint(const LlamaModel& model, const CalibrationSet& set, 
     j["statistics_precision"] = statsDtype == at::kDouble ? "float64" : "float32";
     j["batch_tokens"] = options.batchTokens;
     j["batch_attention_bytes"] = options.batchAttentionBytes;
-    j["runtime"] = model.runtime().device.str() + " " + c10::toString(model.runtime().dtype);
+    const Runtime compute = options.blockRuntime.value_or(model.runtime());  // where the blocks run
+    j["runtime"] = compute.device.str() + " " + c10::toString(compute.dtype);
     return j.dump(2) + "\n";
 }
 
@@ -171,23 +172,38 @@ LayerStats loadSums(const SafeTensorsFile& file, const std::string& site) {
 
 int64_t inRamPruneBytes(const LlamaConfig& config) { return 4 * config.parameterCount() + modelStatsBytes(config); }
 
-PruneRoad choosePruneRoad(const LlamaConfig& config, int64_t physicalBytes, bool forceLayerwise) {
+int64_t inGpuPruneBytes(const LlamaConfig& config, int64_t runtimeElementBytes) {
+    return runtimeElementBytes * config.parameterCount() + modelStatsBytes(config);
+}
+
+PruneRoad choosePruneRoad(const LlamaConfig& config, int64_t physicalBytes, bool forceLayerwise, int64_t deviceBytes,
+                          int64_t runtimeElementBytes) {
     PruneRoad road;
     road.forced = forceLayerwise;
     road.inRamBytes = inRamPruneBytes(config);
     road.physicalBytes = physicalBytes;
+    road.deviceBytes = deviceBytes;
+    road.inGpuBytes = deviceBytes > 0 ? inGpuPruneBytes(config, runtimeElementBytes) : 0;
     const bool tooBig = physicalBytes > 0 && static_cast<double>(road.inRamBytes) > kPruneRamFraction * static_cast<double>(physicalBytes);
-    road.layerwise = forceLayerwise || tooBig;
+    const bool tooBigForGpu =
+        deviceBytes > 0 && static_cast<double>(road.inGpuBytes) > kPruneGpuFraction * static_cast<double>(deviceBytes);
+    road.layerwise = forceLayerwise || tooBig || tooBigForGpu;
     const std::string need = "the model in float32 and its statistics in float64 need " + sizeText(road.inRamBytes);
     const std::string ram = sizeText(physicalBytes) + " of RAM";
     if (forceLayerwise)
         road.reason = "pruning layer by layer (--layerwise; " + need + ")";
+    else if (!tooBig && tooBigForGpu)
+        road.reason = "pruning layer by layer: the model on the GPU and its statistics in float64 there need " +
+                      sizeText(road.inGpuBytes) + ", more than 3/4 of the GPU's " + sizeText(deviceBytes) +
+                      (std::getenv("NPW_DEVICE_MEMORY_BYTES") ? " (NPW_DEVICE_MEMORY_BYTES)" : "") +
+                      "; one block at a time goes to the GPU, statistics go to a scratch file beside --out";
     else if (tooBig)
         road.reason = "pruning layer by layer: " + need + ", more than half of this machine's " + ram +
                       (std::getenv("NPW_PHYSICAL_MEMORY_BYTES") ? " (NPW_PHYSICAL_MEMORY_BYTES)" : "") +
                       "; weights stay memory-mapped, statistics go to a scratch file beside --out";
     else
         road.reason = "pruning in RAM: " + need + (physicalBytes > 0 ? ", at most half of this machine's " + ram : "") +
+                      (deviceBytes > 0 ? "; on the GPU " + sizeText(road.inGpuBytes) + " of its " + sizeText(deviceBytes) : "") +
                       " (--layerwise prunes layer by layer instead)";
     return road;
 }

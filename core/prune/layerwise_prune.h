@@ -41,15 +41,29 @@ namespace npw {
 // road.
 constexpr double kPruneRamFraction = 0.5;
 int64_t inRamPruneBytes(const LlamaConfig& config);
+// On a GPU the in-RAM road also holds the model in the runtime's dtype and every layer's
+// statistics in float64 on the GPU (calibrate() accumulates where the activations are: the Gram
+// updates are the costliest part of calibration, ~2.3 PFLOP at 7B for 128 × 2048 tokens, hours on
+// a CPU): more than kPruneGpuFraction of the GPU's memory takes the layer-wise road, which holds
+// one block, the hidden states and one layer's statistics there (a 7B's in-RAM road needs 13.5 GB
+// + 35 GB: an 80 GB H100 holds it, a 24 GB card does not). The rest of the GPU is the forward's
+// activations and the allocator's slack.
+constexpr double kPruneGpuFraction = 0.75;
+int64_t inGpuPruneBytes(const LlamaConfig& config, int64_t runtimeElementBytes);
 
 struct PruneRoad {
     bool layerwise = false;
     bool forced = false;           // --layerwise
     int64_t inRamBytes = 0;        // inRamPruneBytes
     int64_t physicalBytes = 0;     // physicalMemoryBytes() (0: unknown → in RAM)
+    int64_t inGpuBytes = 0;        // inGpuPruneBytes, when the runtime is a GPU
+    int64_t deviceBytes = 0;       // the GPU's memory (deviceMemoryBytes; 0: the CPU, or unknown)
     std::string reason;            // one sentence, for stderr and --json
 };
-PruneRoad choosePruneRoad(const LlamaConfig& config, int64_t physicalBytes, bool forceLayerwise);
+// deviceBytes: the runtime GPU's memory (0 on the CPU); runtimeElementBytes: the size of the
+// runtime's dtype there (bfloat16: 2).
+PruneRoad choosePruneRoad(const LlamaConfig& config, int64_t physicalBytes, bool forceLayerwise, int64_t deviceBytes = 0,
+                          int64_t runtimeElementBytes = 2);
 
 // How the scratch file stores each Gram matrix's upper triangle.
 enum class StatsScratchPrecision { Auto, Float64, Float32 };
