@@ -25,6 +25,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <string_view>
 
 using namespace npw;
 using namespace npw::cli;
@@ -41,10 +42,10 @@ QString refusal(const Command& c, const std::string& name, const std::string& va
     return {};
 }
 
-const Command& command(const std::string& name) {
+const Command& command(std::string_view name) {  // by value: gcc 14 would see a dangling temporary
     for (const Command& c : allCommands())
         if (c.name == name) return c;
-    throw std::runtime_error("no command " + name);
+    throw std::runtime_error("no command " + std::string(name));
 }
 
 const Flag& flagOf(const std::string& commandName, const std::string& name) {
