@@ -127,7 +127,11 @@ cudnn_stub() {
     nm -D --undefined-only "$lib" | awk '$2 ~ /^cudnn/ { print $2 }' | sed 's/@.*//' | sort -u |
       while read -r f; do echo "void $f(void) { npw_cudnn_stub_called(\"$f\"); }"; done
   } >"$dir/cudnn_stub.c"
-  cc -shared -fPIC -o "$dir/libcudnn.so.9" -Wl,-soname,libcudnn.so.9 "$dir/cudnn_stub.c"
+  # libtorch_cuda asks for versioned symbols (cudnnCreate@libcudnn.so.9, as NVIDIA's library
+  # exports them): the stand-in exports its functions under that version node too.
+  printf 'libcudnn.so.9 {\n  global: cudnn*;\n  local: *;\n};\n' >"$dir/cudnn_stub.map"
+  cc -shared -fPIC -o "$dir/libcudnn.so.9" -Wl,-soname,libcudnn.so.9 -Wl,--version-script="$dir/cudnn_stub.map" \
+    "$dir/cudnn_stub.c"
   say "TEST ONLY: linking against a stand-in cuDNN ($dir/libcudnn.so.9, $(grep -c '^void' "$dir/cudnn_stub.c") functions that abort)"
   EXTRA_CMAKE+=("-DCMAKE_EXE_LINKER_FLAGS=-L$dir -Wl,-rpath-link,$dir -Wl,--disable-new-dtags -Wl,-rpath,$dir"
                 "-DCMAKE_SHARED_LINKER_FLAGS=-L$dir -Wl,-rpath-link,$dir")
