@@ -4,6 +4,7 @@
 // against the whole-model pass (same numbers, the file saveModelStats writes), its
 // memory-mapped statistics against in-RAM ones through scoring, compensation and the pruned
 // model, and its atomicity when cancelled.
+#include "core/experiments/synthetic_checkpoint.h"
 #include "core/io/safetensors.h"
 #include "core/models/runtime.h"
 #include "core/prune/calibration.h"
@@ -444,15 +445,7 @@ private slots:
     // runtime's dtype and every statistic in float64 fit 3/4 of the GPU's memory; the RAM rule
     // still applies. Llama-2-7B's shape: 6.74 G parameters (13.5 GB in bfloat16), 35 GB of statistics.
     void pruneRoadOnAGpu() {
-        LlamaConfig c;
-        c.vocab_size = 32000;
-        c.hidden_size = 4096;
-        c.num_layers = 32;
-        c.head_dim = 128;
-        c.num_heads.assign(32, 32);
-        c.num_kv_heads.assign(32, 32);
-        c.intermediate_size.assign(32, 11008);
-        c.max_position_embeddings = 4096;
+        const LlamaConfig c = syntheticCheckpointConfig("7b");
         const int64_t gib = int64_t{1} << 30;
         const int64_t inGpu = inGpuPruneBytes(c, 2);
         QCOMPARE(inGpu, 2 * c.parameterCount() + modelStatsBytes(c));
@@ -474,6 +467,10 @@ private slots:
         const PruneRoad cpu = choosePruneRoad(c, 128 * gib, false);
         QVERIFY(!cpu.layerwise);
         QCOMPARE(cpu.inGpuBytes, int64_t(0));
+        // Llama-3-8B's shape: 16 GB + 57 GB, too much for an H100, not for an H200's 141 GB.
+        const LlamaConfig c8 = syntheticCheckpointConfig("8b");
+        QVERIFY(choosePruneRoad(c8, 256 * gib, false, 80 * gib, 2).layerwise);
+        QVERIFY(!choosePruneRoad(c8, 256 * gib, false, 141 * gib, 2).layerwise);
     }
 
     void statsSizeAndTheDiskChoice() {
