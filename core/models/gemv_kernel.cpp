@@ -237,6 +237,14 @@ void tiledRows(const TileFn<Fmt> (&tiles)[kMaxTileRows][kMaxTileVecs], int R, in
 // (float16 weights' vcvtph2ps); only the float16 instantiations use it, and they run only where
 // the CPU has it (haveF16c), the float32 and bfloat16 ones wherever AVX2 and FMA are.
 #define NPW_AVX2 __attribute__((target("avx2,fma,f16c")))
+// One scalar multiply-add, fused, for the column tails: every weight format then rounds alike
+// whatever the compiler contracts (g++ 12 fused `s += w * x` in every tail; g++ 14 left the
+// float16 ones unfused once halfBitsToFloat was inlined, so they were no longer the float32
+// kernel's result on the widened weights: tst_bf16_runtime in a Debian 13 root).
+NPW_AVX2 inline float fusedMultiplyAdd(float a, float b, float c) {
+    return _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(a), _mm_set_ss(b), _mm_set_ss(c)));
+}
+
 NPW_AVX2 inline float sum8(__m256 v) {
     const __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     const __m128 t = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -296,7 +304,7 @@ NPW_AVX2 void blockAvx2(const typename Fmt::T* W, int64_t ldw, int64_t cols, con
             __m256 a = acc[i][v][0];
             for (int u = 1; u < U; ++u) a = _mm256_add_ps(a, acc[i][v][u]);
             float s = sum8(a);
-            for (int64_t c = k; c < cols; ++c) s += Fmt::scalar(w[c]) * x[v * ldx + c];
+            for (int64_t c = k; c < cols; ++c) s = fusedMultiplyAdd(Fmt::scalar(w[c]), x[v * ldx + c], s);
             y[v * ldy + r + i] = s;
         }
     }
@@ -334,7 +342,8 @@ NPW_AVX2 void tileAvx2(const typename Fmt::T* W, int64_t ldw, int64_t cols, cons
     for (int i = 0; i < R; ++i)
         for (int v = 0; v < NV; ++v) {
             float s = sum8(acc[i][v]);
-            for (int64_t c = k; c < cols; ++c) s += Fmt::scalar(W[(r + i) * ldw + c]) * x[v * ldx + c];
+            for (int64_t c = k; c < cols; ++c)
+                s = fusedMultiplyAdd(Fmt::scalar(W[(r + i) * ldw + c]), x[v * ldx + c], s);
             y[v * ldy + r + i] = s;
         }
 }
