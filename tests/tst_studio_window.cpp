@@ -182,7 +182,10 @@ void TestStudioWindow::progressAndCancelFollowTheJob() {
     QTRY_VERIFY_WITH_TIMEOUT(progressed.count() >= 2, 60000);
     QTRY_VERIFY_WITH_TIMEOUT(window_->progressBar()->value() > 0, 10000);
     QTest::mouseClick(cancel, Qt::LeftButton);
-    QVERIFY(waitIdle(session, 10000));
+    // Cancelled, not finished: the scores stay as they were and the log says so (below). No
+    // bound on how soon: a batch of windows under a loaded machine took over 10 s (Debian 13
+    // root beside a build), and the waiting job then failed every later test of this suite.
+    QVERIFY(waitIdle(session));
     QVERIFY(!cancel->isEnabled());
     QVERIFY(run->isEnabled());
     QCOMPARE(window_->progressBar()->value(), 0);
