@@ -16,6 +16,7 @@
 #include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QtTest>
+#include <nlohmann/json.hpp>
 
 #include <cerrno>
 #include <pty.h>
@@ -206,6 +207,47 @@ private slots:
         QCOMPARE(libtorchStarts(npw_, {"info", "demo:lm"}, &out, &exitCode), 1);  // once, not started twice
         QCOMPARE(exitCode, 0);
         QVERIFY(out.contains("demo:lm"));
+    }
+
+    // OpenBLAS picks its kernels by the CPU's model number; one newer than the OpenBLAS release
+    // falls back to SSE3 "Prescott" kernels, 4.5x slower for every float32/float64 product here
+    // (core/util/library_environment.h). Started as a user starts it (the launcher, or npw-run
+    // directly), npw must run AVX2-class kernels on a CPU that has AVX2 and FMA, and must keep a
+    // core the user chose.
+    void runsTheBlasKernelsOfThisCpu() {
+        QFile cpuinfo("/proc/cpuinfo");
+        QVERIFY(cpuinfo.open(QIODevice::ReadOnly));
+        QString flags;
+        for (const QString& line : QString::fromUtf8(cpuinfo.readAll()).split('\n'))
+            if (line.startsWith("flags")) {
+                flags = " " + line.section(':', 1) + " ";
+                break;
+            }
+        const bool avx2 = flags.contains(" avx2 ") && flags.contains(" fma ");
+        const QStringList bench = {"bench", "demo:lm", "--prompt-tokens", "4", "--decode-tokens", "2", "--repeats", "1", "--json"};
+        auto blasOf = [&](const QString& program, const QString& coreType) {
+            QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+            for (const char* name : {"OPENBLAS_CORETYPE", "OMP_WAIT_POLICY", "NPW_OPENBLAS_DETECTED_CORE"}) env.remove(name);
+            if (!coreType.isEmpty()) env.insert("OPENBLAS_CORETYPE", coreType);
+            QProcess p;
+            p.setProcessEnvironment(env);
+            p.start(program, bench);
+            if (!p.waitForFinished(300000) || p.exitCode() != 0) qFatal("npw bench failed: %s", p.readAllStandardError().constData());
+            return QString::fromStdString(
+                nlohmann::json::parse(p.readAllStandardOutput().toStdString())["blas"].get<std::string>());
+        };
+        const QString worker = QCoreApplication::applicationDirPath() + "/../app/npw-run";
+        for (const QString& program : {npw_, worker}) {
+            const QString blas = blasOf(program, "");
+            if (blas.isEmpty()) QSKIP("the BLAS LibTorch loads here is not OpenBLAS");
+            QVERIFY2(blas.startsWith("OpenBLAS "), qPrintable(blas));
+            const QString core = blas.section(' ', 1, 1).toLower();
+            const QStringList preAvx2 = {"unknown", "katmai", "coppermine", "northwood", "prescott", "banias", "atom",
+                                         "core2", "penryn", "dunnington", "nehalem", "athlon", "opteron", "opteron_sse3",
+                                         "barcelona", "nano", "sandybridge", "bobcat", "bulldozer", "piledriver"};
+            if (avx2) QVERIFY2(!preAvx2.contains(core), qPrintable(program + ": " + blas + " on a CPU with AVX2 and FMA"));
+            QCOMPARE(blasOf(program, "Prescott"), QString("OpenBLAS Prescott (OPENBLAS_CORETYPE set by the user)"));
+        }
     }
 
     void sweepThroughAPipe() {

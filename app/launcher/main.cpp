@@ -4,10 +4,11 @@
 // that does the work. Why: npw-run links LibTorch, whose loading costs every start 0.4 s of CPU
 // (measured: about 37 % in LibTorch's static initialisers registering its operators, 32 % in the
 // dynamic loader resolving its symbols, 11 % page faults), and 1.5-2.5 s of wall time on a busy
-// machine. And npw-run needs OMP_WAIT_POLICY set before LibTorch's OpenMP library loads
-// (core/util/openmp_wait.h): set here, npw-run starts once instead of starting and re-executing
-// itself.
+// machine. And npw-run needs OMP_WAIT_POLICY and, on some CPUs, OPENBLAS_CORETYPE set before
+// LibTorch's libraries load (core/util/library_environment.h): set here, npw-run starts once
+// instead of starting and re-executing itself.
 #include "app/launcher/launcher_help.h"
+#include "core/util/library_environment.h"
 
 #include <cerrno>
 #include <climits>
@@ -59,7 +60,7 @@ int main(int argc, char** argv) {
             std::fputs(command->help, stdout);
             return 0;
         }
-    if (!std::getenv("OMP_WAIT_POLICY")) ::setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+    npw::setLibraryEnvironment();  // before npw-run's libraries load (core/util/library_environment.h)
     const std::string worker = workerPath();
     ::execv(worker.c_str(), argv);
     std::fprintf(stderr, "npw %s: error: cannot start '%s': %s (npw-run is installed beside npw or in ../libexec/npw)\n",

@@ -12,6 +12,7 @@
 #include "core/prune/calibration.h"
 #include "core/prune/pruner.h"
 #include "core/util/error.h"
+#include "core/util/library_environment.h"
 #include "core/util/paths.h"
 
 #include <chrono>
@@ -263,6 +264,7 @@ nlohmann::json runtimeSuite(const Args& args, bool json) {
     const double measured = r.npw.decode > 0 ? r.prunedDecode / r.npw.decode : 0;
     nlohmann::json out = {
         {"synthetic", o.size}, {"parameters", r.parameters}, {"threads", o.threads}, {"gemv_kernel", r.gemvIsa},
+        {"blas", blasKernelDescription()},
         {"prompt_tokens", o.promptTokens}, {"decode_tokens", o.decodeTokens}, {"eval_windows", o.evalWindows},
         {"eval_seqlen", o.evalSeqlen}, {"repeats", o.repeats},
         {"read_bandwidth_gb_s", r.bandwidthGBs}, {"gemm_gflop_s", r.gemmGflops},
@@ -307,7 +309,8 @@ nlohmann::json runtimeSuite(const Args& args, bool json) {
         };
         const nlohmann::json& q = out["ratios"];
         std::cout << "runtime, synthetic " << o.size << " LLaMA (" << r.parameters << " parameters, random weights), "
-                  << o.threads << " thread(s), GEMV kernel " << r.gemvIsa << ", load average " << loadAverage() << "\n"
+                  << o.threads << " thread(s), GEMV kernel " << r.gemvIsa << ", BLAS " << blasKernelDescription()
+                  << ", load average " << loadAverage() << "\n"
                   << "  read bandwidth " << std::fixed << std::setprecision(1) << r.bandwidthGBs
                   << " GB/s (streaming 1 GiB); GEMM " << r.gemmGflops << " GFLOP/s (LibTorch's BLAS)\n"
                   << "  decode reads " << std::setprecision(1) << r.bytesPerToken / 1e6 << " MB/token -> roofline "
@@ -381,7 +384,7 @@ nlohmann::json imageRuntimeSuite(const Args& args, bool json) {
                         {"weight_read_gb_s", w.weightGBs}, {"bandwidth_bound_images_per_s", w.bandwidthBound},
                         {"gemm_bound_images_per_s", w.gemmBound}, {"roofline_images_per_s", w.roofline},
                         {"vs_roofline", w.rooflineRatio()}});
-    nlohmann::json out = {{"gpt_model", o.gptModel}, {"threads", o.threads}, {"cfg", o.cfgScale},
+    nlohmann::json out = {{"gpt_model", o.gptModel}, {"threads", o.threads}, {"blas", blasKernelDescription()}, {"cfg", o.cfgScale},
                           {"repeats", o.repeats}, {"gemv_kernel", r.gemvIsa}, {"steps_per_image", r.steps},
                           {"read_bandwidth_gb_s", r.bandwidthGBs}, {"gemm_gflop_s", r.gemmGflops},
                           {"models", models}, {"rows", rows}, {"load_average", loadAverage()}};
@@ -480,6 +483,7 @@ int runPruningBench(const Args& args) {
     } else {
         throw Error("unknown --suite '" + args.get("suite") + "' (expected pruning, calibration-memory, runtime or image-runtime)");
     }
+    if (out.is_object() && !out.contains("blas")) out["blas"] = blasKernelDescription();  // the GEMMs' kernels
     if (json) std::cout << npw::json_fields::dumpJson(out, 2) << std::endl;
     return 0;
 }

@@ -7,7 +7,7 @@
 #include "core/models/torch_llama.h"
 #include "core/util/error.h"
 #include "core/util/output_guard.h"
-#include "core/util/openmp_wait.h"
+#include "core/util/library_environment.h"
 
 #include <c10/util/Exception.h>
 
@@ -22,7 +22,7 @@
 using namespace npw;
 
 int main(int argc, char** argv) {
-    restartWithPassiveOpenMpWaits(argv);  // why: core/util/openmp_wait.h
+    restartWithLibraryEnvironment(argv);  // why: core/util/library_environment.h
     // LibTorch allocates and frees activation-sized blocks on every step; with glibc's
     // defaults each one is a fresh mmap and page faults dominate (measured: ~40% system
     // time while training). Keep freed memory in the heap instead.

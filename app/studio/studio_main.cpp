@@ -4,7 +4,7 @@
 //   npw-studio --demo scores|sweep|images|box|text|baselines|blocks|sliced [--screenshot FILE] [--measure-stalls] [--dark] [MODEL]
 #include "app/studio/demoscript.h"
 #include "app/studio/studiowindow.h"
-#include "core/util/openmp_wait.h"
+#include "core/util/library_environment.h"
 
 #include <QApplication>
 #include <QCommandLineParser>
@@ -49,8 +49,9 @@ private:
 
 int main(int argc, char** argv) {
     // The GUI thread and the worker share the cores with LibTorch's pool: idle pool threads
-    // must sleep, not spin (core/util/openmp_wait.h). Before Qt starts anything.
-    npw::restartWithPassiveOpenMpWaits(argv);
+    // must sleep, not spin; and OpenBLAS must run the kernels this CPU has
+    // (core/util/library_environment.h). Before Qt starts anything.
+    npw::restartWithLibraryEnvironment(argv);
     // LibTorch's pool has as many threads as the CLI's (core's chooseRuntime: every core, or
     // NPW_NUM_THREADS), so that the studio and `npw` time and compute alike. The GUI stays
     // responsive because the job runner's threads, and the pool threads they start, run at a lower
