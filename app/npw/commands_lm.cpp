@@ -15,6 +15,7 @@
 #include "core/util/atomic_file.h"
 #include "core/util/content_hash.h"
 #include "core/util/error.h"
+#include "core/util/library_environment.h"
 #include "core/util/number_text.h"
 #include "core/util/regular_file.h"
 #include "core/util/system_memory.h"
@@ -318,9 +319,36 @@ std::vector<int32_t> parseIdList(const std::string& text) {
     return ids;
 }
 
+// The prompt's logits [T, vocab] as a NumPy .npy file (format version 1.0: magic, header dict
+// padded with spaces to a multiple of 64 bytes, then little-endian float32 in C order), so a
+// reference outside npw (numpy, torch) reads them with np.load. A non-finite logit is an error:
+// nothing is written.
+void writeLogitsNpy(const std::string& path, const at::Tensor& logits) {
+    const at::Tensor values = logits.to(at::kFloat).contiguous().cpu();
+    if (!values.isfinite().all().item<bool>())
+        throw Error("--logits '" + path + "': the model's logits for this prompt are not all finite; nothing written");
+    std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + std::to_string(values.size(0)) + ", " +
+                         std::to_string(values.size(1)) + "), }";
+    const size_t unpadded = 10 + header.size() + 1;  // magic (6) + version (2) + length (2) + header + '\n'
+    header.append((64 - unpadded % 64) % 64, ' ');
+    header.push_back('\n');
+    writeFileAtomically(path, [&](std::ostream& out) {
+        out.write("\x93NUMPY\x01\x00", 8);
+        const uint16_t length = static_cast<uint16_t>(header.size());
+        const char lengthBytes[2] = {static_cast<char>(length & 0xff), static_cast<char>(length >> 8)};
+        out.write(lengthBytes, 2);
+        out.write(header.data(), static_cast<std::streamsize>(header.size()));
+        out.write(reinterpret_cast<const char*>(values.data_ptr<float>()),
+                  static_cast<std::streamsize>(values.numel() * sizeof(float)));  // x86-64 and aarch64: little-endian
+    });
+}
+
 int runGenerate(const Args& args) {
     const std::string model = modelArgument(args, "generate");
-    if (isImageModelRequest(args, model)) return runImageGenerate(args, model);
+    if (isImageModelRequest(args, model)) {
+        if (args.has("logits")) throw Error("--logits: '" + model + "' is an image model; --logits is for language models");
+        return runImageGenerate(args, model);
+    }
     LanguageModel lm = openCausalFromArgs(args, model);
     const LlamaConfig& c = lm.causal().config();
     std::vector<int32_t> prompt;
@@ -342,7 +370,10 @@ int runGenerate(const Args& args) {
     o.topP = args.getDouble("top-p");
     o.seed = static_cast<uint64_t>(args.getInt("seed"));
     if (!args.flag("no-stop")) o.stopToken = c.eos_token_id;
+    o.keepPromptLogits = args.has("logits");
+    if (lm.model) runOutputGuard().addModel(lm.model->checkpoint().source);  // the file loaded, as a source
     GenerationResult g = generate(lm.causal(), prompt, o);
+    if (o.keepPromptLogits) writeLogitsNpy(args.get("logits"), g.promptLogits);
     nlohmann::json j = {{"model", model}, {"structure", lm.causal().structure()}, {"prompt_ids", prompt}, {"ids", g.tokens},
                         {"prefill_seconds", g.prefillSeconds}, {"decode_seconds", g.decodeSeconds},
                         {"temperature", o.temperature}, {"top_p", o.topP}, {"seed", o.seed}};
@@ -384,11 +415,12 @@ int runBench(const Args& args) {
                         {"decode_tokens", b.decodeTokens}, {"repeats", b.repeats},
                         {"prefill_tokens_per_s", b.prefillTokensPerSecond},
                         {"decode_tokens_per_s", b.decodeTokensPerSecond}, {"peak_memory_mib", b.peakMemoryMiB},
-                        {"peak_memory_kind", b.peakMemoryKind}};
+                        {"peak_memory_kind", b.peakMemoryKind}, {"blas", blasKernelDescription()}};
     if (!llamaCpp.is_null()) j["llamacpp"] = llamaCpp;
     printResult(args, j, [&] {
         std::cout << std::fixed << std::setprecision(1) << "model            " << model << "\n"
                   << "device           " << b.device << "\n"
+                  << "BLAS             " << (j["blas"].get<std::string>().empty() ? "not OpenBLAS" : j["blas"].get<std::string>()) << "\n"
                   << "parameters       " << b.parameters << " (" << b.weightsMiB << " MiB)\n"
                   << "prefill          " << b.prefillTokensPerSecond << " tokens/s (" << b.promptTokens
                   << "-token prompt, median of " << b.repeats << ")\n"

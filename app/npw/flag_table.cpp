@@ -100,6 +100,11 @@ std::vector<FlagEntry> buildTable() {
     t.add(Flag::text("prompt", "TEXT", "text every model continues (BOS is prepended)"), {"compare"});
     t.add(Flag::text("prompts", "FILE", "prompts, one per non-empty line (UTF-8)").reads(), {"compare"});
     t.add(Flag::text("prompt-ids", "IDS", "token ids to continue, e.g. \"1 461\" (no tokenizer needed)"), {"generate"});
+    t.add(Flag::text("logits", "FILE",
+                     "also write the prompt's logits, float32 [prompt tokens, vocab], as a NumPy .npy file (one "
+                     "forward pass over the prompt; language models)")
+              .writes(),
+          {"generate"});
     t.add(Flag::text("task", "NAME:FILE,…", "tasks as JSONL files: " + zeroShotTaskKinds()).readsSpec(), {"zeroshot"});
     const Flag corpus = Flag::text("corpus", "FILE", "training text, one document per line").reads();
     t.add(corpus, {"train-tokenizer"});

@@ -66,8 +66,10 @@ GenerationResult generate(const CausalLm& model, const std::vector<int32_t>& pro
     KvCache cache;
     at::Tensor ids = at::tensor(std::vector<int64_t>(prompt.begin(), prompt.end()), at::kLong).unsqueeze(0);
     auto t0 = std::chrono::steady_clock::now();
-    at::Tensor last = model.logits(ids, &cache).select(1, -1).squeeze(0);
+    const at::Tensor prefill = model.logits(ids, &cache);
+    at::Tensor last = prefill.select(1, -1).squeeze(0);
     r.prefillSeconds = secondsSince(t0);
+    if (o.keepPromptLogits) r.promptLogits = prefill.squeeze(0).clone();
     t0 = std::chrono::steady_clock::now();
     const int64_t budget = std::min(o.maxNewTokens, ctx - r.promptTokens);
     std::vector<int32_t> context = prompt;

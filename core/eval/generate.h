@@ -18,6 +18,7 @@ struct SamplingOptions {
     uint64_t seed = 0;
     int64_t maxNewTokens = 64;
     int64_t stopToken = -1;    // generation ends after this id (e.g. EOS); -1 = never
+    bool keepPromptLogits = false;  // GenerationResult::promptLogits (`npw generate --logits`)
 };
 
 struct GenerationResult {
@@ -25,6 +26,7 @@ struct GenerationResult {
     int64_t promptTokens = 0;
     double prefillSeconds = 0;    // the prompt's forward pass
     double decodeSeconds = 0;     // all single-token steps
+    at::Tensor promptLogits;      // [prompt tokens, vocab] float32 on the CPU, with keepPromptLogits
 };
 
 // Picks the next token from one row of logits [vocab] (CPU float32).
