@@ -151,7 +151,7 @@ private slots:
             if (f.role == PathRole::Writes) writes.insert(f.name);
         }
         QCOMPARE(writes, (std::set<std::string>{"out", "save-scores", "save-stats", "stats-on-disk", "csv", "save-reference",
-                                                "work", "cache-dir"}));
+                                                "work", "cache-dir", "logits"}));
         // Built from parsed flags: --csv over --calib (a data set's file too) is refused.
         QTemporaryDir dir;
         const std::string calib = dir.filePath("calib.txt").toStdString();

@@ -6,6 +6,7 @@
 #include "core/eval/generate.h"
 #include "core/experiments/image_runtime_bench.h"
 #include "core/experiments/pruning_bench.h"
+#include "core/experiments/scale_bench.h"
 #include "core/experiments/runtime_bench.h"
 #include "core/experiments/synthetic_checkpoint.h"
 #include "core/models/language_model.h"
@@ -206,6 +207,31 @@ nlohmann::json calibrationMemorySuite(const Args& args, bool json) {
                       << "\n";
     }
     return rows;
+}
+
+// --suite scale (core/experiments/scale_bench.h).
+nlohmann::json scaleSuite(const Args& args, bool json) {
+    ScaleBenchOptions o;
+    o.size = args.has("synthetic") ? args.get("synthetic") : "1b";
+    if (o.size != "tiny" && o.size != "110m" && o.size != "1b" && o.size != "7b" && o.size != "8b")
+        throw Error("--synthetic '" + o.size + "': the scale suite takes tiny, 110m, 1b, 7b or 8b");
+    o.npwRun = std::filesystem::read_symlink("/proc/self/exe").string();
+    o.folder = args.has("out") ? args.get("out") : "npw-scale-" + o.size;
+    o.threads = static_cast<int>(args.getInt("threads"));
+    o.nsamples = args.getInt("nsamples");
+    o.seqlen = args.getInt("seqlen");
+    o.evalWindows = args.getInt("eval-windows");
+    o.layerwise = args.flag("layerwise");
+    o.seed = static_cast<uint64_t>(args.getInt("seed"));
+    if (!json)
+        std::cout << "scale suite: synthetic " << o.size << ", " << o.threads << " thread(s), " << o.nsamples << " x "
+                  << o.seqlen << " calibration tokens, " << o.evalWindows << " evaluation windows, BLAS "
+                  << blasKernelDescription() << ", load average " << loadAverage() << "\n";
+    nlohmann::json out = runScaleBench(o, [&](const std::string& line) {
+        if (!json) std::cout << line << std::endl;
+    });
+    out["load_average_after"] = loadAverage();
+    return out;
 }
 
 // --suite runtime: every figure of issue 17 side by side, one run, one machine load.
@@ -465,7 +491,9 @@ int runWriteSyntheticCheckpoint(const Args& args) {
 int runPruningBench(const Args& args) {
     const bool json = args.flag("json");
     nlohmann::json out;
-    if (args.get("suite") == "runtime") {
+    if (args.get("suite") == "scale") {
+        out = scaleSuite(args, json);
+    } else if (args.get("suite") == "runtime") {
         out = runtimeSuite(args, json);
     } else if (args.get("suite") == "image-runtime") {
         out = imageRuntimeSuite(args, json);
@@ -481,7 +509,7 @@ int runPruningBench(const Args& args) {
         out["reselection"] = reselectionSuite(json);
         out["demo_prune"] = demoPruneSuite(args, json);
     } else {
-        throw Error("unknown --suite '" + args.get("suite") + "' (expected pruning, calibration-memory, runtime or image-runtime)");
+        throw Error("unknown --suite '" + args.get("suite") + "' (expected pruning, calibration-memory, runtime, image-runtime or scale)");
     }
     if (out.is_object() && !out.contains("blas")) out["blas"] = blasKernelDescription();  // the GEMMs' kernels
     if (json) std::cout << npw::json_fields::dumpJson(out, 2) << std::endl;

@@ -228,6 +228,7 @@ std::vector<FlagEntry> buildTable() {
           {"prune", "sweep"});
     const Flag nsamples = Flag::integer("nsamples", "N", 1, kMaxWindows, "calibration windows, drawn at seeded random offsets");
     t.add(nsamples.byDefault(std::to_string(kDefaultCalibrationSamples)), {"prune"});
+    t.add(nsamples.byDefault("16").described("scale suite: calibration windows of every prune"), {"bench"});
     t.add(nsamples.asList("N1,N2")
               .byDefault(std::to_string(sweep.calibSamples.at(0)))
               .described("calibration samples (a list: the samples ablation)"),
@@ -243,6 +244,8 @@ std::vector<FlagEntry> buildTable() {
     t.add(seqlen.described("tokens per window (default: the model's context, at most 2048; a longer one is capped at "
                            "the context, with a note)"),
           {"prune"});
+    t.add(seqlen.atLeast(2).byDefault("512").described("scale suite: tokens per calibration and evaluation window"),
+          {"bench"});
     t.add(seqlen.asList("L1,L2")
               .described("calibration window length (default: the model's context, at most 2048; a list: the "
                          "sequence-length ablation)"),
@@ -276,6 +279,9 @@ std::vector<FlagEntry> buildTable() {
                                     "statistics in a work folder beside --out, the export written layer by layer in the "
                                     "checkpoint's dtype, chosen when the model in float32 and its statistics exceed half the RAM)"),
           {"eval", "prune"});
+    t.add(Flag::toggle("layerwise", "scale suite: every prune takes the layer-wise road (else npw's rule decides, as "
+                                    "npw prune does)"),
+          {"bench"});
     t.add(Flag::text("zeroshot", "NAME:FILE,…", "also zero-shot accuracy on these tasks (see npw zeroshot)").readsSpec(), {"sweep"});
     const Flag limit = Flag::integer("limit", "N", 0, kNoLimit, "score only the first N items of each task (0 = all)");
     t.add(limit.byDefault(std::to_string(zeroShot.limit)), {"zeroshot"});
@@ -390,7 +396,7 @@ std::vector<FlagEntry> buildTable() {
     t.add(seed.byDefault("0").described("image models: evaluation sample i uses seed S + i (calibration: S + 1000000 + i)"),
           {"sweep"});
     t.add(seed.described("seed of --degrade noise; --model: sample i uses seed S + i"), {"metrics"});
-    t.add(seed.byDefault("0").described("--write-synthetic: seed of the random weights"), {"bench"});
+    t.add(seed.byDefault("0").described("--write-synthetic and the scale suite: seed of the random weights (and of the scale suite's token ids)"), {"bench"});
     t.add(seed.described("seed of the verse order, distractors and gold positions"), {"make-verse-task"});
     t.add(seed, {"train-lm"});
     t.add(seed.byDefault(std::to_string(ClassifierTrainOptions{}.seed)), {"train-classifier"});
@@ -402,16 +408,18 @@ std::vector<FlagEntry> buildTable() {
           {"bench"});
     t.add(Flag::integer("repeats", "R", 1, kMaxRepeats, "timed runs (median reported) after one warm-up").byDefault("3"),
           {"bench"});
-    t.add(Flag::choice("suite", "NAME", "pruning, calibration-memory, runtime or image-runtime",
-                       oneOf({"pruning", "calibration-memory", "runtime", "image-runtime"}),
+    t.add(Flag::choice("suite", "NAME", "pruning, calibration-memory, runtime, image-runtime or scale",
+                       oneOf({"pruning", "calibration-memory", "runtime", "image-runtime", "scale"}),
                        "pruning: solver timings, re-selection latency, prune time on the demos; calibration-memory: peak "
                        "memory of in-RAM vs layer-wise calibration of a --synthetic model (default 1b); runtime: npw's "
                        "decode/prefill/eval against run.c, llama.cpp, eager PyTorch, the read-bandwidth roofline and the "
                        "GEMM bound on a --synthetic model (default 110m); image-runtime: images/s of a random LlamaGen "
                        "GPT (--gpt-model), its 50 % pruned copy and demo:c2i at each --batch with guidance, against the "
-                       "bandwidth and GEMM bounds"),
+                       "bandwidth and GEMM bounds; scale: a --synthetic checkpoint (default 1b; 7b, 8b) written, "
+                       "pruned (numerical, FLAP), exported and evaluated layer by layer, each step in its own process "
+                       "with its time, peak memory and disk"),
           {"bench"});
-    t.add(Flag::integer("threads", "N", 1, 1024, "runtime and image-runtime suites: threads of every runtime they time").byDefault("1"),
+    t.add(Flag::integer("threads", "N", 1, 1024, "runtime, image-runtime and scale suites: threads of every runtime they time").byDefault("1"),
           {"bench"});
     t.add(Flag::integer("eval-windows", "N", 1, kMaxWindows, "runtime suite: windows of the evaluation figure")
               .byDefault("4"),
@@ -475,7 +483,9 @@ std::vector<FlagEntry> buildTable() {
     t.add(out.valueNamed("FILE").described("the task file to write (JSONL, kind mc)"), {"make-verse-task"});
     t.add(out.valueNamed("FILE").described("where to write tokenizer.json"), {"train-tokenizer"});
     t.add(out.described("model directory written when training finishes"), {"train-lm"});
-    t.add(out.described("--write-synthetic: the model folder to create (must not exist)"), {"bench"});
+    t.add(out.described("--write-synthetic: the model folder to create (must not exist); scale suite: the folder it "
+                        "works in (created, must not exist, removed at the end; default ./npw-scale-SIZE)"),
+          {"bench"});
     t.add(out.described("model folder written when training finishes (config.json, model.safetensors)"), {"train-classifier"});
     t.add(out.described("VQ folder written when training finishes (config.json, model.safetensors)"), {"train-vq"});
     t.add(out.described("model folder written when training finishes (LlamaGen keys + config.json)"), {"train-c2i"});
