@@ -24,6 +24,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 
 using Json = nlohmann::json;
@@ -125,6 +126,50 @@ private slots:
         QVERIFY2(b.rc == 0, qPrintable(b.err));
         QCOMPARE(b.json()["road"]["forced"].get<bool>(), true);
         QVERIFY(b.err.contains("--layerwise"));
+    }
+
+    // --json reports each stage against its bound as the in-RAM road does (stage_bounds.h), with
+    // the scratch file's writing and reading as stages of their own: every stage's time finite and
+    // ≥ 0, each stage with arithmetic or bytes (calibration, Gram updates, scores, the L* curves,
+    // compensation, the scratch and the export written) a positive bound and ratio, the rates
+    // measured, and the calibration's stages adding up to its time.
+    void stageBoundsOnTheLayerwiseRoad() {
+        const Run r = run(pruneArgs("demo:lm", dir_.filePath("bounds"), {"--layerwise"}));
+        QVERIFY2(r.rc == 0, qPrintable(r.err));
+        const Json j = r.json();
+        QVERIFY2(j.contains("stage_bounds"), qPrintable(r.out));
+        std::map<std::string, Json> stages;
+        for (const Json& s : j["stage_bounds"]["stages"]) {
+            const double seconds = s["seconds"].get<double>();
+            QVERIFY2(std::isfinite(seconds) && seconds >= 0, s.dump().c_str());
+            stages[s["stage"].get<std::string>()] = s;
+        }
+        for (const char* name : {"calibration_forward", "gram_accumulation", "scratch_writing", "scores",
+                                 "cross_layer_ranking", "compensation", "writing"}) {
+            QVERIFY2(stages.count(name), name);
+            const Json& s = stages[name];
+            QVERIFY2(!s["work"].empty(), s.dump().c_str());
+            for (const auto& [kind, amount] : s["work"].items()) QVERIFY2(amount.get<double>() > 0, s.dump().c_str());
+            QVERIFY2(s.contains("bound_s") && s["bound_s"].get<double>() > 0 && std::isfinite(s["bound_s"].get<double>()),
+                     s.dump().c_str());
+            QVERIFY2(s.contains("ratio") && s["ratio"].get<double>() > 0 && std::isfinite(s["ratio"].get<double>()),
+                     s.dump().c_str());
+        }
+        for (const char* name : {"scratch_reading", "score_bookkeeping", "selection", "slicing"})
+            QVERIFY2(stages.count(name), name);
+        for (const char* rate : {"float32_gemm_flop_per_s", "float64_gemm_flop_per_s", "float64_cholesky_flop_per_s",
+                                 "disk_write_bytes_per_s"})
+            QVERIFY2(j["stage_bounds"]["rates"][rate].get<double>() > 0, rate);
+        const double calibrate = j["timings"]["calibrate_s"].get<double>();
+        const double parts = stages["calibration_forward"]["seconds"].get<double>() +
+                             stages["gram_accumulation"]["seconds"].get<double>() +
+                             stages["scratch_writing"]["seconds"].get<double>();
+        QVERIFY2(std::abs(parts - calibrate) <= 1e-6 * calibrate + 1e-9, qPrintable(QString("%1 vs %2").arg(parts).arg(calibrate)));
+        // The export's bytes are what was written.
+        double bytes = 0;
+        for (const auto& entry : fs::recursive_directory_iterator(dir_.filePath("bounds").toStdString()))
+            if (entry.is_regular_file()) bytes += static_cast<double>(entry.file_size());
+        QCOMPARE(stages["writing"]["work"]["bytes_written"].get<double>(), bytes);
     }
 
     // The float32 triangle rounds each G entry by ≤ 2⁻²⁴ relative: measured here against float64.

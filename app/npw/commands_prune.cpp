@@ -44,6 +44,14 @@ CalibrationRequest calibrationRequestFromArgs(const Args& args) {
 
 namespace {
 
+// The widest scored site (the Cholesky size the stage bounds measure at).
+int64_t widestSite(const LlamaConfig& config) {
+    int64_t widest = 0;
+    for (size_t l = 0; l < static_cast<size_t>(config.num_layers); ++l)
+        widest = std::max({widest, config.intermediate_size[l], config.num_heads[l] * config.head_dim});
+    return widest;
+}
+
 std::string formatNumber(double x) {
     std::ostringstream out;
     out << x;
@@ -213,7 +221,15 @@ int runLayerwisePrune(const Args& args, const std::string& model, const PruneSet
         },
         options, terminalProgress());
 
+    // Each stage against its bound, the rates measured now in this process (stage_bounds.h), as
+    // on the in-RAM road, with the scratch file's writing and reading as stages of their own.
+    const LlamaConfig& config = lm.model->config();
+    const std::vector<StageMeasure> stages = layerwiseStageMeasures(config, run);
+    const MachineRates rates = measureMachineRates(out, std::min<int64_t>(widestSite(config), 2048));
+
     nlohmann::json j = pruneReportJson(run.report);
+    j["stage_bounds"] = stageBoundsJson(stages, rates);
+    j["timings"]["save_s"] = run.stages.saveSeconds;
     j["model"] = model;
     j["out"] = out;
     j["calibration"] = {{"source", calibration.source}, {"samples", calibration.samples},
@@ -227,7 +243,10 @@ int runLayerwisePrune(const Args& args, const std::string& model, const PruneSet
                  {"statistics_scratch", scratchJson(run)},
                  {"resumed_at_layer", run.resumedAtLayer}};
     if (args.has("save-scores")) saveScoreSet(run.scores, settings.ratio, args.get("save-scores"));
-    printResult(args, j, [&] { printHuman(run.report, model, out); });
+    printResult(args, j, [&] {
+        printHuman(run.report, model, out);
+        std::cout << stageBoundsText(stages, rates);
+    });
     return 0;
 }
 
@@ -312,10 +331,7 @@ int runPrune(const Args& args) {
     const double saveSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - saveStart).count();
 
     // Each stage against its bound, the rates measured now in this process (stage_bounds.h).
-    int64_t widest = 0;
-    for (size_t l = 0; l < static_cast<size_t>(config.num_layers); ++l)
-        widest = std::max({widest, config.intermediate_size[l], config.num_heads[l] * config.head_dim});
-    const MachineRates rates = measureMachineRates(out, std::min<int64_t>(widest, 2048));
+    const MachineRates rates = measureMachineRates(out, std::min<int64_t>(widestSite(config), 2048));
     PruneStageInputs stageInputs;
     stageInputs.calibrateSeconds = run.report.timings.calibrateSeconds;
     stageInputs.scoreSeconds = run.report.timings.scoreSeconds;

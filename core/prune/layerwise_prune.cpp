@@ -301,6 +301,7 @@ LayerStats GramScratch::read(size_t l, bool attention, bool withGram) const {
     LayerStats s = (attention ? attn_ : mlp_).at(l);
     const int64_t offset = (attention ? attnOffset_ : mlpOffset_).at(l);
     if (!withGram || s.channels() == 0 || offset < 0) return s;
+    const auto start = std::chrono::steady_clock::now();
     const int64_t d = s.channels();
     at::Tensor g = at::empty({d, d}, at::kDouble);
     double* gp = g.data_ptr<double>();
@@ -324,6 +325,8 @@ LayerStats GramScratch::read(size_t l, bool attention, bool withGram) const {
             for (int64_t i = i0; i < std::min(d, i0 + tile); ++i)
                 for (int64_t j = j0; j < std::min(i, j0 + tile); ++j) gp[i * d + j] = gp[j * d + i];
     s.gram = g;
+    readSeconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    readBytes_ += static_cast<double>(packedCount(d) * element);
     return s;
 }
 
@@ -405,10 +408,12 @@ LayerwisePruneRun pruneLayerwise(const LlamaModel& model, const CalibrationSet& 
     }
 
     auto t = Clock::now();
+    run.calibratedFromLayer = finished;
     if (finished < layers)
         calibrateEachLayer(
             model, set,
             [&](size_t l, const LayerStats& attn, const LayerStats& mlp, const std::vector<at::Tensor>& hidden) {
+                const auto written = Clock::now();
                 scratch.write(l, attn, mlp);
                 scratch.sync();
                 saveSums(sumsFile(work, l), attn, mlp);
@@ -419,12 +424,23 @@ LayerwisePruneRun pruneLayerwise(const LlamaModel& model, const CalibrationSet& 
                 }
                 // Last: the layer counts as finished only once everything it needs is on disk.
                 writeTextAtomically(stateFile.string(), nlohmann::json{{"finished_layers", l + 1}}.dump() + "\n");
+                run.scratchWriteSeconds += seconds(written);
+                for (const fs::path& file : {fs::path(sumsFile(work, l)), work / "hidden.safetensors", stateFile})
+                    if (l + 1 < layers || file.filename() != "hidden.safetensors")
+                        run.scratchWriteBytes += static_cast<double>(fs::file_size(file, ec));
+                for (const LayerStats* site : {&attn, &mlp})
+                    run.scratchWriteBytes += static_cast<double>(packedCount(site->channels()) * (statsDtype == at::kDouble ? 8 : 4));
                 if (l == 1) testStallPoint("layerwise-calibrated-layer-1");
             },
             progress, options.calibration, finished > 0 ? &resume : nullptr);
     report.timings.calibrateSeconds = seconds(t);
+    run.stages.calibrated = finished < layers;
+    run.stages.calibrateSeconds = std::max(report.timings.calibrateSeconds - run.scratchWriteSeconds, 0.0);
+    run.stages.tokens = set.tokens();
+    run.stages.seqlen = set.seqlen;
 
     t = Clock::now();
+    double readSeconds = scratch.readSeconds();
     // The weights as the in-RAM road holds them: float32 (the widening of bf16/f16 is exact).
     const ScoredLayerSource layerAt = [&](size_t l, bool withGram) {
         const LlamaLayerWeights& w = checkpoint.weights.layers.at(l);
@@ -433,6 +449,7 @@ LayerwisePruneRun pruneLayerwise(const LlamaModel& model, const CalibrationSet& 
     };
     run.scores = computeScoresByLayer(config, checkpoint.weights.embed, layerAt, settings, progress);
     report.timings.scoreSeconds = seconds(t);
+    run.stages.scoreSeconds = std::max(report.timings.scoreSeconds - (scratch.readSeconds() - readSeconds), 0.0);
 
     t = Clock::now();
     const MaskSelector selector(run.scores);
@@ -440,6 +457,7 @@ LayerwisePruneRun pruneLayerwise(const LlamaModel& model, const CalibrationSet& 
     const Mask& mask = run.selection.mask;
     checkMaskLayers(config, mask);
     report.timings.selectSeconds = seconds(t);
+    run.stages.selectSeconds = report.timings.selectSeconds;
 
     // The written model's layout follows from the mask: sizes, and where FLAP's compensation adds
     // a bias (a site that lost a channel).
@@ -483,7 +501,11 @@ LayerwisePruneRun pruneLayerwise(const LlamaModel& model, const CalibrationSet& 
     streamed.dtype = checkpoint.weights.layers.empty() ? at::kFloat : checkpoint.weights.layers[0].wq.scalar_type();
     streamed.shardBytes = options.shardBytes;
 
+    // The layers' arithmetic (compensation, slicing; the scratch reads apart) inside the export.
+    double layerSeconds = 0;
+    readSeconds = scratch.readSeconds();
     auto pruneLayer = [&](size_t l) {
+        const auto layerStart = Clock::now();
         reportProgress(progress, "apply", static_cast<double>(l), static_cast<double>(layers));
         LlamaConfig layerConfig = config;  // applyMaskToLayer writes the layer's sizes into it
         const LlamaLayerWeights out =
@@ -493,8 +515,10 @@ LayerwisePruneRun pruneLayerwise(const LlamaModel& model, const CalibrationSet& 
             layerConfig.intermediate_size[l] != newConfig.intermediate_size[l])
             throw Error("internal: layer " + std::to_string(l) + " was pruned to other sizes than the export planned");
         pruned.checkpoint.weights.layers[l] = shapesOnly(out);
+        layerSeconds += seconds(layerStart);
         return out;
     };
+    const auto exportStart = Clock::now();
     writeExportDirectory(
         checkpoint.source, outDir,
         std::function<std::string()>([&] {
@@ -512,9 +536,43 @@ LayerwisePruneRun pruneLayerwise(const LlamaModel& model, const CalibrationSet& 
             saveHfLlamaDirectoryStreamed(streamed, staging, extra.dump(), pruneLayer);
         });
     reportProgress(progress, "apply", static_cast<double>(layers), static_cast<double>(layers));
+    const double applyReads = scratch.readSeconds() - readSeconds;
+    run.stages.applySeconds = std::max(layerSeconds - applyReads, 0.0);
+    run.stages.saveSeconds = std::max(seconds(exportStart) - layerSeconds, 0.0);
+    for (const auto& entry : fs::recursive_directory_iterator(outDir, ec))
+        if (entry.is_regular_file(ec)) run.stages.bytesWritten += static_cast<double>(entry.file_size(ec));
+    run.scratchReadSeconds = scratch.readSeconds();
+    run.scratchReadBytes = scratch.readBytes();
     // The export is complete: nothing to resume.
     fs::remove_all(work, ec);
     return run;
+}
+
+std::vector<StageMeasure> layerwiseStageMeasures(const LlamaConfig& config, const LayerwisePruneRun& run) {
+    // The forward's work over the layers this process calibrated (a resumed run skipped the rest).
+    LlamaConfig calibrated = config;
+    const auto skip = static_cast<std::ptrdiff_t>(std::min<size_t>(run.calibratedFromLayer, config.num_heads.size()));
+    calibrated.num_layers = config.num_layers - skip;
+    for (std::vector<int64_t>* perLayer : {&calibrated.num_heads, &calibrated.num_kv_heads, &calibrated.intermediate_size})
+        perLayer->erase(perLayer->begin(), perLayer->begin() + skip);
+    std::vector<StageMeasure> stages = pruneStageMeasures(calibrated, run.stages);
+    // The scratch file's I/O, after the calibration's stages (or first, when nothing was calibrated).
+    auto after = std::find_if(stages.begin(), stages.end(), [](const StageMeasure& m) { return m.stage == "gram_accumulation"; });
+    auto at = after == stages.end() ? stages.begin() : after + 1;
+    StageMeasure write;
+    write.stage = "scratch_writing";
+    write.seconds = run.scratchWriteSeconds;
+    write.bytes = run.scratchWriteBytes;
+    write.note = "each calibrated layer's Gram triangles, sums and the hidden states leaving it (fsync'ed), against "
+                 "the disk write rate";
+    at = stages.insert(at, write) + 1;
+    StageMeasure read;
+    read.stage = "scratch_reading";
+    read.seconds = run.scratchReadSeconds;
+    read.note = "the Gram triangles read back for scoring and compensation (" + byteSizeText(static_cast<int64_t>(run.scratchReadBytes)) +
+                "; page cache or disk): no bound measured";
+    stages.insert(at, read);
+    return stages;
 }
 
 } // namespace npw

@@ -27,6 +27,7 @@
 #include "core/prune/score.h"
 #include "core/prune/select.h"
 #include "core/prune/settings.h"
+#include "core/prune/stage_bounds.h"
 #include "core/util/progress.h"
 
 #include <cstdint>
@@ -89,6 +90,9 @@ public:
     void sync() const;
     int64_t bytes() const { return bytes_; }
     at::ScalarType dtype() const { return dtype_; }
+    // What read() has read so far (the stage bounds' scratch reading).
+    double readSeconds() const { return readSeconds_; }
+    double readBytes() const { return readBytes_; }
 
 private:
     std::string path_;
@@ -97,6 +101,7 @@ private:
     int64_t bytes_ = 0;
     std::vector<int64_t> attnOffset_, mlpOffset_;
     std::vector<LayerStats> attn_, mlp_;  // gram undefined
+    mutable double readSeconds_ = 0, readBytes_ = 0;
 };
 
 // The work folder (beside --out: ".OUT.npw-work") keeps what an interrupted run calibrated:
@@ -125,6 +130,15 @@ struct LayerwisePruneRun {
     int64_t scratchBoundBytes = 0;  // the checkpoint's size + the hidden states
     int64_t hiddenBytes = 0;      // the hidden states of every window
     int64_t resumedAtLayer = -1;  // the first layer this run calibrated after an interrupted one; -1: fresh
+
+    // Where this process spent its time, for the stage bounds (layerwiseStageMeasures): the
+    // in-RAM road's stages with the scratch file's I/O apart. stages.calibrateSeconds: the blocks'
+    // forward and the Gram updates only; applySeconds: compensation and slicing; saveSeconds: the
+    // export's files (shards, index, config, manifest) without the layers' arithmetic.
+    PruneStageInputs stages;
+    size_t calibratedFromLayer = 0;   // this process calibrated layers [calibratedFromLayer, L)
+    double scratchWriteSeconds = 0, scratchWriteBytes = 0;  // Gram triangles, sums, hidden states, state
+    double scratchReadSeconds = 0, scratchReadBytes = 0;    // Gram triangles read back (score, apply)
 };
 
 // The whole bounded road on a model opened with mapped weights (openCausalLanguageModel):
@@ -135,5 +149,11 @@ LayerwisePruneRun pruneLayerwise(const LlamaModel& model, const CalibrationSet& 
                                  const std::string& outDir,
                                  const std::function<std::string(const LayerwisePruneRun&)>& manifestFor,
                                  const LayerwisePruneOptions& options, const ProgressFn& progress = nullptr);
+
+// The stages of one pruneLayerwise in this process against their bounds (stage_bounds.h): the
+// in-RAM road's stages (pruneStageMeasures, the forward counted over the layers this process
+// calibrated) plus the statistics scratch file's writing (against the disk write rate) and
+// reading (no bound: page cache or disk, the rates hold no read rate).
+std::vector<StageMeasure> layerwiseStageMeasures(const LlamaConfig& config, const LayerwisePruneRun& run);
 
 } // namespace npw
