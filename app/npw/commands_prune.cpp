@@ -199,6 +199,7 @@ int runLayerwisePrune(const Args& args, const std::string& model, const PruneSet
     runOutputGuard().check(options.workDir, "the work folder");
     options.note = [](const std::string& line) { std::cerr << "note: " << line << "\n"; };
     const std::string precision = args.get("stats-precision");
+    options.shardBytes = args.getInt("shard-mib") << 20;
     options.precision = precision == "float64"   ? StatsScratchPrecision::Float64
                         : precision == "float32" ? StatsScratchPrecision::Float32
                                                  : StatsScratchPrecision::Auto;
@@ -241,7 +242,9 @@ int runLayerwisePrune(const Args& args, const std::string& model, const PruneSet
                  {"physical_bytes", road.physicalBytes}, {"in_gpu_bytes", road.inGpuBytes},
                  {"device_bytes", road.deviceBytes}, {"blocks_on", runtime.describe()},
                  {"statistics_scratch", scratchJson(run)},
-                 {"resumed_at_layer", run.resumedAtLayer}};
+                 {"resumed_at_layer", run.resumedAtLayer},
+                 {"resumed_score_steps", run.resumedScoreSteps},
+                 {"resumed_export_at_layer", run.resumedExportAtLayer}};
     if (args.has("save-scores")) saveScoreSet(run.scores, settings.ratio, args.get("save-scores"));
     printResult(args, j, [&] {
         printHuman(run.report, model, out);
@@ -283,6 +286,9 @@ int runPrune(const Args& args) {
                                deviceMemoryBytes(runtime), static_cast<int64_t>(c10::elementSize(runtime.dtype)));
         if (road.layerwise) return runLayerwisePrune(args, model, settings, road, runtime);
     }
+    if (args.has("shard-mib"))
+        std::cerr << "note: --shard-mib sets the shards of the layer-by-layer road's export; " << road.reason
+                  << ", which writes one model.safetensors\n";
 
     LanguageModel lm = openLanguageModel(model, runtime, args.get("tokenizer"), args.flag("allow-small-vocab"));
     const LlamaConfig& config = lm.model->config();
