@@ -154,7 +154,8 @@ struct LayerwisePruneRun {
 // The whole bounded road on a model opened with mapped weights (openCausalLanguageModel):
 // calibrate, score, select, compensate and write `outDir` (writeExportDirectory: atomic, guarded;
 // manifestFor(report) gives the manifest once every layer is written). ranking lstar-kl is refused
-// (it runs the whole model 2L + 1 times). Progress stages "calibrate", "score", "apply".
+// (it runs the whole model 2L + 1 times). Progress stages "calibrate", "score: solve" (a relative
+// λ), "score", "score: L* ranking" (lstar, lstar-rel), "apply" (compensation and writing).
 LayerwisePruneRun pruneLayerwise(const LlamaModel& model, const CalibrationSet& set, const PruneSettings& settings,
                                  const std::string& outDir,
                                  const std::function<std::string(const LayerwisePruneRun&)>& manifestFor,

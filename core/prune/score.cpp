@@ -18,6 +18,13 @@ namespace npw {
 
 namespace {
 
+// Progress stages: each pass over the layers its own, so that a terminal's ETA is the pass's
+// (the relative λ's solves and the L* curves cost a Cholesky per site each; the scores from
+// the solves are nearly free).
+constexpr const char* kSolveStage = "score: solve";
+constexpr const char* kScoreStage = "score";
+constexpr const char* kRankingStage = "score: L* ranking";
+
 // A journal's record, read back (score_journal.h): a missing entry is a damaged work folder.
 const at::Tensor& recordEntry(const ScoreRecord& record, const std::string& name, ScorePass pass, size_t layer) {
     const auto it = record.find(name);
@@ -258,7 +265,7 @@ std::vector<double> compensatedErrorScores(const std::vector<double>& unitScores
 
 // Replaces the ranking by the L* slopes per site, keeping each site's order of its unit scores.
 void rankByCompensatedError(ScoreSet& set, const at::Tensor& embed, const ScoredLayerSource& layerAt,
-                            const ScoreJournal& journal) {
+                            const ScoreJournal& journal, const ProgressFn& progress) {
     // lstar-kl starts from lstar-rel's curves (site_damage.h rescales them per site).
     const bool relative = set.settings.crossLayer == CrossLayerRanking::RelativeCompensatedError ||
                           set.settings.crossLayer == CrossLayerRanking::MeasuredDamage;
@@ -275,7 +282,9 @@ void rankByCompensatedError(ScoreSet& set, const at::Tensor& embed, const Scored
                         " for its output energy");
         return solve.outputEnergy;
     };
+    const auto layers = static_cast<double>(set.ranking.size());
     for (size_t l = 0; l < set.ranking.size(); ++l) {
+        reportProgress(progress, kRankingStage, static_cast<double>(l), layers);
         if (set.ranking[l].heads.empty() && set.ranking[l].channels.empty()) continue;
         if (const std::optional<ScoreRecord> r = journalLoad(journal, ScorePass::Ranking, l)) {
             if (!set.ranking[l].heads.empty()) {
@@ -331,6 +340,7 @@ void rankByCompensatedError(ScoreSet& set, const at::Tensor& embed, const Scored
         record["scales"] = at::tensor(std::vector<double>{set.attentionLossScale[l], set.mlpLossScale[l], residual}, at::kDouble);
         journalSave(journal, ScorePass::Ranking, l, record);
     }
+    reportProgress(progress, kRankingStage, layers, layers);
 }
 
 } // namespace
@@ -460,7 +470,7 @@ ScoreSet computeScoresByLayer(const LlamaConfig& config, const at::Tensor& embed
     std::vector<NumericalSolve> attnSolved(layers), mlpSolved(layers);
     if (settings.method == PruneMethod::Numerical && settings.lambdaIsRelative()) {
         for (size_t l = 0; l < layers; ++l) {
-            reportProgress(progress, "score", 0.5 * static_cast<double>(l), static_cast<double>(layers));
+            reportProgress(progress, kSolveStage, static_cast<double>(l), static_cast<double>(layers));
             if (const std::optional<ScoreRecord> r = journalLoad(journal, ScorePass::Solve, l)) {
                 attnSolved[l] = getSolve(*r, "attn", ScorePass::Solve, l);
                 mlpSolved[l] = getSolve(*r, "mlp", ScorePass::Solve, l);
@@ -482,6 +492,7 @@ ScoreSet computeScoresByLayer(const LlamaConfig& config, const at::Tensor& embed
             putSolve(record, "mlp", mlpSolved[l]);
             journalSave(journal, ScorePass::Solve, l, record);
         }
+        reportProgress(progress, kSolveStage, static_cast<double>(layers), static_cast<double>(layers));
         set.medianC = medianNumericalC(attnSolved, mlpSolved);
         set.settings.lambda = settings.lambdaRel / set.medianC;
         if (!(set.settings.lambda > 0) || !std::isfinite(set.settings.lambda))
@@ -496,7 +507,7 @@ ScoreSet computeScoresByLayer(const LlamaConfig& config, const at::Tensor& embed
     const bool needsGram = settings.method == PruneMethod::Numerical &&
                            (!settings.lambdaIsRelative() || settings.boxConstrained || settings.iters > 0);
     for (size_t l = 0; l < layers; ++l) {
-        reportProgress(progress, "score", static_cast<double>(l), static_cast<double>(layers));
+        reportProgress(progress, kScoreStage, static_cast<double>(l), static_cast<double>(layers));
         if (const std::optional<ScoreRecord> r = journalLoad(journal, ScorePass::Score, l)) {
             if (r->count("attn.channels")) set.attentionChannels[l] = r->at("attn.channels");
             if (r->count("mlp.channels")) set.mlpChannels[l] = r->at("mlp.channels");
@@ -551,12 +562,12 @@ ScoreSet computeScoresByLayer(const LlamaConfig& config, const at::Tensor& embed
         record["rng"] = textTensor(state.str());
         journalSave(journal, ScorePass::Score, l, record);
     }
+    reportProgress(progress, kScoreStage, static_cast<double>(layers), static_cast<double>(layers));
     if (settings.method == PruneMethod::Numerical && std::isnan(set.medianC))
         set.medianC = medianNumericalC(set.attentionSolves, set.mlpSolves);
     rankUnits(set);
-    if (set.rankingIsCompensatedError()) rankByCompensatedError(set, embed, layerAt, journal);
+    if (set.rankingIsCompensatedError()) rankByCompensatedError(set, embed, layerAt, journal, progress);
     requireFiniteRanking(set.ranking);
-    reportProgress(progress, "score", static_cast<double>(layers), static_cast<double>(layers));
     return set;
 }
 
