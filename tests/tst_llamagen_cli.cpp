@@ -9,6 +9,7 @@
 #include "core/util/error.h"
 
 #include <ATen/ATen.h>
+#include <cmath>
 #include <ATen/Parallel.h>
 #include "llamagen_fixture.h"
 #include <QCoreApplication>
@@ -194,6 +195,19 @@ private slots:
             QVERIFY2(j["achieved_ratio"].toDouble() >= 0.3 && j["achieved_ratio"].toDouble() < 0.45,
                      qPrintable(QString::number(j["achieved_ratio"].toDouble())));
             QCOMPARE(j["calibration"].toObject()["samples"].toInt(), 20);  // 2 per class, 10 classes
+            // Each stage against its bound, as for language models: the forward, the Gram updates
+            // and the writing (and numerical's scores and compensation, float64 work) have a
+            // positive ratio.
+            QJsonObject stages;
+            for (const QJsonValue& v : j["stage_bounds"].toObject()["stages"].toArray())
+                stages[v.toObject()["stage"].toString()] = v;
+            QStringList bounded = {"calibration_forward", "gram_accumulation", "writing"};
+            if (QString(method) == "numerical") bounded << "scores" << "compensation";
+            for (const QString& stage : bounded) {
+                const QJsonObject s = stages[stage].toObject();
+                QVERIFY2(s["ratio"].toDouble() > 0 && std::isfinite(s["ratio"].toDouble()), qPrintable(stage));
+                QVERIFY2(s["seconds"].toDouble() >= 0, qPrintable(stage));
+            }
             QCOMPARE(j["calibration"].toObject()["tokens"].toInt(), 20 * 16);
             // The export reloads with its per-layer sizes, keeps the class table and its tokenizer.
             LlamaGenCheckpoint ck = loadLlamaGenCheckpoint((out + "").toStdString());

@@ -9,6 +9,7 @@
 #include "core/experiments/image_calibration.h"
 #include "core/experiments/image_sweep.h"
 #include "core/experiments/image_workbench.h"
+#include "core/prune/stage_bounds.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
 #include "core/util/paths.h"
@@ -107,9 +108,31 @@ int runImagePrune(const Args& args, const std::string& model, const PruneSetting
     nlohmann::json extra = nlohmann::json::object();
     const std::vector<std::string> names = classNames(model);
     if (!names.empty()) extra["class_names"] = names;
+    const auto saveStart = std::chrono::steady_clock::now();
     savePrunedImageModel(pruned, vq.get(), out, npw::json_fields::dumpJson(manifest, 2, "the export manifest") + "\n", npw::json_fields::dumpJson(extra));
+    const double saveSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - saveStart).count();
+
+    // Each stage against its bound, as on the language roads (stage_bounds.h); generating the
+    // calibration samples is not a pruning stage (timings.generate_calibration_s).
+    const LlamaConfig& config = dense.config().transformer;
+    PruneStageInputs stageInputs;
+    stageInputs.calibrateSeconds = run.report.timings.calibrateSeconds;
+    stageInputs.scoreSeconds = run.report.timings.scoreSeconds;
+    stageInputs.selectSeconds = run.report.timings.selectSeconds;
+    stageInputs.applySeconds = run.report.timings.applySeconds;
+    stageInputs.saveSeconds = saveSeconds;
+    stageInputs.calibrated = true;
+    stageInputs.tokens = summary.tokens;
+    stageInputs.seqlen = summary.seqlen;
+    std::error_code sizeError;
+    for (const auto& entry : fs::recursive_directory_iterator(out, sizeError))
+        if (entry.is_regular_file(sizeError)) stageInputs.bytesWritten += static_cast<double>(entry.file_size(sizeError));
+    const std::vector<StageMeasure> stages = pruneStageMeasures(config, stageInputs);
+    const MachineRates rates = measureMachineRates(out, choleskySizeFor(config));
 
     nlohmann::json j = pruneReportJson(run.report);
+    j["stage_bounds"] = stageBoundsJson(stages, rates);
+    j["timings"]["save_s"] = saveSeconds;
     j["model"] = model;
     j["out"] = out;
     j["timings"]["generate_calibration_s"] = bench.generationSeconds();
@@ -144,6 +167,7 @@ int runImagePrune(const Args& args, const std::string& model, const PruneSetting
         std::cout << "\n          channels ";
         for (const auto& l : r.layers) std::cout << l.channelsAfter << "/" << l.channelsBefore << " ";
         std::cout << "\n";
+        std::cout << stageBoundsText(stages, rates);
         if (!evaluations.empty()) {
             std::cout << "\n";
             printEvaluationHeader();

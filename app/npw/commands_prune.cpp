@@ -44,14 +44,6 @@ CalibrationRequest calibrationRequestFromArgs(const Args& args) {
 
 namespace {
 
-// The widest scored site (the Cholesky size the stage bounds measure at).
-int64_t widestSite(const LlamaConfig& config) {
-    int64_t widest = 0;
-    for (size_t l = 0; l < static_cast<size_t>(config.num_layers); ++l)
-        widest = std::max({widest, config.intermediate_size[l], config.num_heads[l] * config.head_dim});
-    return widest;
-}
-
 std::string formatNumber(double x) {
     std::ostringstream out;
     out << x;
@@ -226,7 +218,7 @@ int runLayerwisePrune(const Args& args, const std::string& model, const PruneSet
     // on the in-RAM road, with the scratch file's writing and reading as stages of their own.
     const LlamaConfig& config = lm.model->config();
     const std::vector<StageMeasure> stages = layerwiseStageMeasures(config, run);
-    const MachineRates rates = measureMachineRates(out, std::min<int64_t>(widestSite(config), 2048));
+    const MachineRates rates = measureMachineRates(out, choleskySizeFor(config));
 
     nlohmann::json j = pruneReportJson(run.report);
     j["stage_bounds"] = stageBoundsJson(stages, rates);
@@ -337,7 +329,7 @@ int runPrune(const Args& args) {
     const double saveSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - saveStart).count();
 
     // Each stage against its bound, the rates measured now in this process (stage_bounds.h).
-    const MachineRates rates = measureMachineRates(out, std::min<int64_t>(widestSite(config), 2048));
+    const MachineRates rates = measureMachineRates(out, choleskySizeFor(config));
     PruneStageInputs stageInputs;
     stageInputs.calibrateSeconds = run.report.timings.calibrateSeconds;
     stageInputs.scoreSeconds = run.report.timings.scoreSeconds;

@@ -479,16 +479,19 @@ LayerwisePruneRun pruneLayerwise(const LlamaModel& model, const CalibrationSet& 
     // Score steps and shards of other settings: removed (the calibration does not depend on them).
     const std::string settingsPrint = settingsFingerprint(settings, options.shardBytes);
     const fs::path scoresDir = work / "scores", applyDir = work / "apply", exportDir = work / "export";
+    auto saveState = [&] { writeTextAtomically(stateFile.string(), state.dump() + "\n"); };
     if (state.contains("settings") && state["settings"] != settingsPrint) {
-        for (const fs::path& dir : {scoresDir, applyDir, exportDir}) fs::remove_all(dir, ec);
+        // state.json first stops naming them, then they go.
         state.erase("score_steps");
         state.erase("shards");
+        state["settings"] = settingsPrint;
+        saveState();
+        for (const fs::path& dir : {scoresDir, applyDir, exportDir}) fs::remove_all(dir, ec);
         if (options.note)
             options.note("removed the scores and the export of an interrupted run with other settings from the work folder " +
                          work.string() + " (its calibration is kept)");
     }
     state["settings"] = settingsPrint;
-    auto saveState = [&] { writeTextAtomically(stateFile.string(), state.dump() + "\n"); };
     fs::create_directories(work);
     if (!fs::exists(fingerprintFile)) writeTextAtomically(fingerprintFile.string(), fingerprint);
     const bool resuming = finished > 0 || fs::exists(work / "grams.bin");
