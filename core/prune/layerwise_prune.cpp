@@ -658,8 +658,9 @@ LayerwisePruneRun pruneLayerwise(const LlamaModel& model, const CalibrationSet& 
         options.note("resuming the export from the work folder " + work.string() + ": " + std::to_string(shardsKept) +
                      " shard(s) are written" +
                      (next > 1 ? " (layers 0-" + std::to_string(next - 1) + ")" : next == 1 ? " (layer 0)" : "") +
-                     (next < static_cast<int64_t>(layers) ? "; writing from layer " + std::to_string(next) : "; every layer is written") +
-                     " of " + std::to_string(layers));
+                     (next < static_cast<int64_t>(layers)
+                          ? "; writing from layer " + std::to_string(next) + " of " + std::to_string(layers)
+                          : "; every layer is written"));
     };
     auto applyFile = [&](size_t l) { return (applyDir / ("layer-" + std::to_string(l) + ".json")).string(); };
     auto pruneLayer = [&](size_t l) {
