@@ -24,6 +24,8 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 #include <random>
 
 using Json = nlohmann::json;
@@ -127,6 +129,50 @@ private slots:
         QVERIFY(b.err.contains("--layerwise"));
     }
 
+    // --json reports each stage against its bound as the in-RAM road does (stage_bounds.h), with
+    // the scratch file's writing and reading as stages of their own: every stage's time finite and
+    // ≥ 0, each stage with arithmetic or bytes (calibration, Gram updates, scores, the L* curves,
+    // compensation, the scratch and the export written) a positive bound and ratio, the rates
+    // measured, and the calibration's stages adding up to its time.
+    void stageBoundsOnTheLayerwiseRoad() {
+        const Run r = run(pruneArgs("demo:lm", dir_.filePath("bounds"), {"--layerwise"}));
+        QVERIFY2(r.rc == 0, qPrintable(r.err));
+        const Json j = r.json();
+        QVERIFY2(j.contains("stage_bounds"), qPrintable(r.out));
+        std::map<std::string, Json> stages;
+        for (const Json& s : j["stage_bounds"]["stages"]) {
+            const double seconds = s["seconds"].get<double>();
+            QVERIFY2(std::isfinite(seconds) && seconds >= 0, s.dump().c_str());
+            stages[s["stage"].get<std::string>()] = s;
+        }
+        for (const char* name : {"calibration_forward", "gram_accumulation", "scratch_writing", "scores",
+                                 "cross_layer_ranking", "compensation", "writing"}) {
+            QVERIFY2(stages.count(name), name);
+            const Json& s = stages[name];
+            QVERIFY2(!s["work"].empty(), s.dump().c_str());
+            for (const auto& [kind, amount] : s["work"].items()) QVERIFY2(amount.get<double>() > 0, s.dump().c_str());
+            QVERIFY2(s.contains("bound_s") && s["bound_s"].get<double>() > 0 && std::isfinite(s["bound_s"].get<double>()),
+                     s.dump().c_str());
+            QVERIFY2(s.contains("ratio") && s["ratio"].get<double>() > 0 && std::isfinite(s["ratio"].get<double>()),
+                     s.dump().c_str());
+        }
+        for (const char* name : {"scratch_reading", "score_bookkeeping", "selection", "slicing"})
+            QVERIFY2(stages.count(name), name);
+        for (const char* rate : {"float32_gemm_flop_per_s", "float64_gemm_flop_per_s", "float64_cholesky_flop_per_s",
+                                 "disk_write_bytes_per_s"})
+            QVERIFY2(j["stage_bounds"]["rates"][rate].get<double>() > 0, rate);
+        const double calibrate = j["timings"]["calibrate_s"].get<double>();
+        const double parts = stages["calibration_forward"]["seconds"].get<double>() +
+                             stages["gram_accumulation"]["seconds"].get<double>() +
+                             stages["scratch_writing"]["seconds"].get<double>();
+        QVERIFY2(std::abs(parts - calibrate) <= 1e-6 * calibrate + 1e-9, qPrintable(QString("%1 vs %2").arg(parts).arg(calibrate)));
+        // The export's bytes are what was written.
+        double bytes = 0;
+        for (const auto& entry : fs::recursive_directory_iterator(dir_.filePath("bounds").toStdString()))
+            if (entry.is_regular_file()) bytes += static_cast<double>(entry.file_size());
+        QCOMPARE(stages["writing"]["work"]["bytes_written"].get<double>(), bytes);
+    }
+
     // The float32 triangle rounds each G entry by ≤ 2⁻²⁴ relative: measured here against float64.
     void float32ScratchStaysCloseToFloat64() {
         const QString a = dir_.filePath("f64"), b = dir_.filePath("f32");
@@ -203,6 +249,168 @@ private slots:
         QVERIFY2(c.rc == 0, qPrintable(c.err));
         QVERIFY2(c.err.contains("removed the work folder"), qPrintable(c.err));
         QCOMPARE(c.json()["road"]["resumed_at_layer"].get<int64_t>(), int64_t(-1));
+        QVERIFY(!fs::exists(work));
+    }
+
+    // Every file of two exports, byte for byte (the manifest too: it holds no timings).
+    static void compareExports(const QString& a, const QString& b) {
+        std::map<std::string, QByteArray> x, y;
+        for (const auto& [dir, files] : {std::pair{&a, &x}, std::pair{&b, &y}})
+            for (const auto& entry : fs::directory_iterator(dir->toStdString())) {
+                QFile f(QString::fromStdString(entry.path().string()));
+                QVERIFY(f.open(QIODevice::ReadOnly));
+                (*files)[entry.path().filename().string()] = f.readAll();
+            }
+        QVERIFY(x.size() >= 3);
+        QCOMPARE(x.size(), y.size());
+        for (const auto& [name, bytes] : x) {
+            QVERIFY2(y.count(name), name.c_str());
+            QVERIFY2(y[name] == bytes, name.c_str());
+        }
+    }
+
+    static Json stateOf(const std::string& work) {
+        std::ifstream in(work + "/state.json");
+        return Json::parse(in);
+    }
+
+    // kill -9 in the middle of scoring (after a step of each pass that numerical makes: the
+    // relative λ's solves, the scores, the L* ranking; and the random method, whose generator
+    // state is part of a step), then the same command: it takes the recorded steps from the work
+    // folder, computes from the first unrecorded one and writes the export an uninterrupted run
+    // writes, every file byte for byte. A damaged record is computed again, not trusted.
+    void resumesScoringAfterKill() {
+        struct Case {
+            QStringList extra;
+            QString point;
+            int64_t stepsRecorded;  // demo:lm: 6 layers; passes solve (0-5), score (6-11), ranking (12-17)
+            int64_t stepsTaken;     // the recorded steps of the passes the method makes
+        };
+        const std::vector<Case> cases = {{{"--layerwise"}, "layerwise-scored-solve-layer-1", 2, 2},
+                                         {{"--layerwise"}, "layerwise-scored-score-layer-0", 7, 7},
+                                         {{"--layerwise"}, "layerwise-scored-ranking-layer-2", 15, 15},
+                                         {{"--layerwise", "--method", "random"}, "layerwise-scored-score-layer-2", 9, 3}};
+        std::map<QString, QString> whole;
+        int n = 0;
+        std::string work;
+        QString out;
+        for (const Case& c : cases) {
+            out = dir_.filePath(QString("scored-%1").arg(++n));
+            work = dir_.filePath(QString(".scored-%1.npw-work").arg(n)).toStdString();
+            const QString key = c.extra.join(' ');
+            if (!whole.count(key)) {
+                whole[key] = dir_.filePath("scored-whole-" + QString::number(whole.size()));
+                const Run a = run(pruneArgs("demo:lm", whole[key], c.extra));
+                QVERIFY2(a.rc == 0, qPrintable(a.err));
+                QCOMPARE(a.json()["road"]["resumed_score_steps"].get<int64_t>(), int64_t(0));
+            }
+            killAt(pruneArgs("demo:lm", out, c.extra), c.point);
+            QCOMPARE(stateOf(work)["score_steps"].get<int64_t>(), c.stepsRecorded);
+            QVERIFY(!fs::exists(out.toStdString()));
+            const Run b = run(pruneArgs("demo:lm", out, c.extra));
+            QVERIFY2(b.rc == 0, qPrintable(b.err));
+            QVERIFY2(b.err.contains("resuming the scoring"), qPrintable(b.err));
+            QCOMPARE(b.json()["road"]["resumed_score_steps"].get<int64_t>(), c.stepsTaken);
+            QVERIFY(!fs::exists(work));
+            compareExports(whole[key], out);
+        }
+        // A damaged record: scoring resumes before it, and the export is still the same.
+        killAt(pruneArgs("demo:lm", out, {"--layerwise"}), "layerwise-scored-ranking-layer-2");
+        fs::resize_file(work + "/scores/score-3.safetensors", 100);
+        const Run d = run(pruneArgs("demo:lm", out, {"--layerwise"}));
+        QVERIFY2(d.rc == 0, qPrintable(d.err));
+        QVERIFY2(d.err.contains("scoring again from a damaged record"), qPrintable(d.err));
+        QCOMPARE(d.json()["road"]["resumed_score_steps"].get<int64_t>(), int64_t(9));  // solve 0-5, score 0-2
+        compareExports(whole["--layerwise"], out);
+    }
+
+    // kill -9 during the export (shards of 1 MiB: whole layers, one or more each): with a
+    // shard half written (its temporary file in the work folder), and right after a shard was
+    // finished; then the same command keeps the finished shards, writes from the first layer not
+    // in one and produces the uninterrupted run's export, every file byte for byte. A finished
+    // shard changed since is written again; other settings remove the scores and the shards
+    // (naming the folder) and keep the calibration.
+    void resumesExportAfterKill() {
+        const std::string work = dir_.filePath(".exported.npw-work").toStdString();
+        const QString whole = dir_.filePath("exported-whole"), out = dir_.filePath("exported");
+        const QStringList extra = {"--layerwise", "--shard-mib", "1"};
+        const Run a = run(pruneArgs("demo:lm", whole, extra));
+        QVERIFY2(a.rc == 0, qPrintable(a.err));
+        QCOMPARE(a.json()["road"]["resumed_export_at_layer"].get<int64_t>(), int64_t(-1));
+        // The shards' layers, from the uninterrupted export's index (shard number → layers).
+        std::map<int, std::set<int>> layersOf;
+        {
+            std::ifstream in(whole.toStdString() + "/model.safetensors.index.json");
+            QVERIFY(in.good());
+            const Json index = Json::parse(in);
+            for (const auto& [name, file] : index["weight_map"].items()) {
+                const int shard = std::stoi(file.get<std::string>().substr(6, 5));
+                if (name.rfind("model.layers.", 0) == 0) layersOf[shard].insert(std::stoi(name.substr(13)));
+                else layersOf[shard];
+            }
+        }
+        QVERIFY(layersOf.size() >= 4);
+        std::map<int, int> shardOf;  // layer → shard
+        for (const auto& [shard, layers] : layersOf)
+            for (int l : layers) shardOf[l] = shard;
+        QCOMPARE(shardOf.size(), size_t(6));
+        auto shardFile = [&](int shard) {
+            char name[64];
+            std::snprintf(name, sizeof name, "model-%05d-of-%05d.safetensors", shard, int(layersOf.size()));
+            return work + "/export/" + name;
+        };
+        QString layout;
+        for (const auto& [shard, layers] : layersOf) {
+            layout += QString(" %1:").arg(shard);
+            for (int l : layers) layout += QString(" %1").arg(l);
+        }
+        qInfo("shards and their layers:%s", qPrintable(layout));
+        // At layer 3's stall, layer 2's shard is written but not finished (a shard is finished
+        // when the next one starts): a temporary file only.
+        const int wide = shardOf[2];
+        const int first = *layersOf[wide].begin();
+
+        killAt(pruneArgs("demo:lm", out, extra), "layerwise-applied-layer-3");
+        QCOMPARE(stateOf(work)["shards"].size(), size_t(wide - 1));
+        bool partial = false;
+        for (const auto& entry : fs::directory_iterator(work + "/export"))
+            partial = partial || entry.path().filename().string().find(".npw-tmp-") != std::string::npos;
+        QVERIFY(partial);
+        QVERIFY(!fs::exists(shardFile(wide)));
+        Run b = run(pruneArgs("demo:lm", out, extra));
+        QVERIFY2(b.rc == 0, qPrintable(b.err));
+        QVERIFY2(b.err.contains("resuming the export") && b.err.contains(QString("writing from layer %1").arg(first)),
+                 qPrintable(b.err));
+        QCOMPARE(b.json()["road"]["resumed_export_at_layer"].get<int64_t>(), int64_t(first));
+        QVERIFY(!fs::exists(work));
+        compareExports(whole, out);
+
+        // Right after layer 2's shard was finished: the export resumes after its last layer.
+        const int after = *layersOf[wide].rbegin() + 1;
+        killAt(pruneArgs("demo:lm", out, extra), QString("layerwise-exported-shard-%1").arg(wide));
+        b = run(pruneArgs("demo:lm", out, extra));
+        QVERIFY2(b.rc == 0, qPrintable(b.err));
+        QCOMPARE(b.json()["road"]["resumed_export_at_layer"].get<int64_t>(), int64_t(after));
+        compareExports(whole, out);
+
+        // A finished shard that changed since (its size): it and the later ones are written again.
+        killAt(pruneArgs("demo:lm", out, extra), QString("layerwise-exported-shard-%1").arg(wide));
+        const int changed = shardOf[1];
+        fs::resize_file(shardFile(changed), fs::file_size(shardFile(changed)) - 8);
+        b = run(pruneArgs("demo:lm", out, extra));
+        QVERIFY2(b.rc == 0, qPrintable(b.err));
+        QCOMPARE(b.json()["road"]["resumed_export_at_layer"].get<int64_t>(), int64_t(*layersOf[changed].begin()));
+        compareExports(whole, out);
+
+        // Other settings: the scores and the shards go, the calibration stays.
+        killAt(pruneArgs("demo:lm", out, extra), QString("layerwise-exported-shard-%1").arg(wide));
+        b = run(pruneArgs("demo:lm", out, {"--layerwise", "--shard-mib", "1", "--ratio", "0.2"}));
+        QVERIFY2(b.rc == 0, qPrintable(b.err));
+        QVERIFY2(b.err.contains("removed the scores and the export") && b.err.contains(QString::fromStdString(work)),
+                 qPrintable(b.err));
+        QCOMPARE(b.json()["road"]["resumed_at_layer"].get<int64_t>(), int64_t(6));
+        QCOMPARE(b.json()["road"]["resumed_score_steps"].get<int64_t>(), int64_t(0));
+        QCOMPARE(b.json()["road"]["resumed_export_at_layer"].get<int64_t>(), int64_t(-1));
         QVERIFY(!fs::exists(work));
     }
 

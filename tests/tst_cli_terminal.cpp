@@ -147,6 +147,26 @@ private slots:
         checkTable(screenLines(raw), /*expectBar=*/true);
     }
 
+    // The layer-wise road of npw prune on a terminal: every stage over the layers draws its own
+    // bar with its own ETA and ends on a finished line — calibration, the relative λ's solves,
+    // the scores, the L* ranking, and the compensation and writing of each layer.
+    void layerwisePruneShowsEveryStage() {
+        const QString calib = QString::fromStdString(npw::resourcesDir() + "/demo/data/kjv-ot.txt");
+        int exitCode = -1;
+        const QByteArray raw = runOnTerminal({"prune", "demo:lm", "--calib", calib, "--nsamples", "4", "--seqlen", "32",
+                                              "--ratio", "0.3", "--layerwise", "--out", dir_.filePath("layerwise")},
+                                             &exitCode);
+        QVERIFY2(exitCode == 0, raw.constData());
+        const QStringList lines = screenLines(raw);
+        for (const char* stage : {"calibrate", "score: solve", "score", "score: L* ranking", "apply"}) {
+            const QRegularExpression finished("^" + QRegularExpression::escape(stage) +
+                                              R"( +\[#{30}\] 100\.0%  eta +\d+s$)");
+            bool found = false;
+            for (const QString& line : lines) found = found || finished.match(line).hasMatch();
+            QVERIFY2(found, qPrintable(QString("no finished progress line for '") + stage + "' in:\n" + lines.join('\n')));
+        }
+    }
+
     // --speed: each figure is the median of --speed-repeats runs with their range and the load
     // average, or says "1 run"; the summary never shows "± 0" for what was measured once.
     void speedSaysHowItWasMeasured() {

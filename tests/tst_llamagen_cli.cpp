@@ -2,12 +2,14 @@
 // build tree), and the PNG/grid writer they use. The model is the GPT fixture exported as an
 // npw directory with the LlamaGen-layout VQ fixture beside it (MODEL/vq), and the same GPT as
 // LlamaGen's raw .pt with --vq.
+#include "core/experiments/image_workbench.h"
 #include "core/io/image_png.h"
 #include "core/models/llamagen.h"
 #include "core/models/vq_model.h"
 #include "core/util/error.h"
 
 #include <ATen/ATen.h>
+#include <cmath>
 #include <ATen/Parallel.h>
 #include "llamagen_fixture.h"
 #include <QCoreApplication>
@@ -193,6 +195,19 @@ private slots:
             QVERIFY2(j["achieved_ratio"].toDouble() >= 0.3 && j["achieved_ratio"].toDouble() < 0.45,
                      qPrintable(QString::number(j["achieved_ratio"].toDouble())));
             QCOMPARE(j["calibration"].toObject()["samples"].toInt(), 20);  // 2 per class, 10 classes
+            // Each stage against its bound, as for language models: the forward, the Gram updates
+            // and the writing (and numerical's scores and compensation, float64 work) have a
+            // positive ratio.
+            QJsonObject stages;
+            for (const QJsonValue& v : j["stage_bounds"].toObject()["stages"].toArray())
+                stages[v.toObject()["stage"].toString()] = v;
+            QStringList bounded = {"calibration_forward", "gram_accumulation", "writing"};
+            if (QString(method) == "numerical") bounded << "scores" << "compensation";
+            for (const QString& stage : bounded) {
+                const QJsonObject s = stages[stage].toObject();
+                QVERIFY2(s["ratio"].toDouble() > 0 && std::isfinite(s["ratio"].toDouble()), qPrintable(stage));
+                QVERIFY2(s["seconds"].toDouble() >= 0, qPrintable(stage));
+            }
             QCOMPARE(j["calibration"].toObject()["tokens"].toInt(), 20 * 16);
             // The export reloads with its per-layer sizes, keeps the class table and its tokenizer.
             LlamaGenCheckpoint ck = loadLlamaGenCheckpoint((out + "").toStdString());
@@ -226,6 +241,63 @@ private slots:
         QCOMPARE(rc2, 1);
         QVERIFY2(!e2.isEmpty(), qPrintable(e2));
         QVERIFY(QFileInfo::exists(model_ + "/model.safetensors"));
+    }
+
+    // npw prune IMAGE_MODEL is ImagePruningWorkbench::prune: the CLI's export holds the very
+    // transformer the workbench prunes in this process from the same flags (the same samples, the
+    // same statistics, scores, selection and compensation), tensor by tensor, for numerical (with
+    // a ranking and a damping the sweep's names cannot express) and FLAP. A CLI that assembled its own
+    // steps, or read a flag differently, would differ here.
+    void pruneIsTheWorkbenchPrune() {
+        if (!QFileInfo::exists(npw_)) QSKIP("the npw binary is not built in this tree");
+        std::shared_ptr<const VqModel> vq = VqModel::load((model_ + "/vq").toStdString());
+        ImagePruningWorkbench bench(loadLlamaGenCheckpoint(model_.toStdString()), vq, chooseRuntime("cpu"));
+        ImageSamplingOptions sampling;
+        sampling.cfgScale = 1.5;
+        sampling.seed = 7;
+        sampling.topK = 0;
+        bench.calibrate(2, sampling);
+        struct Case {
+            QStringList flags;
+            PruneSettings settings;
+        };
+        PruneSettings numerical;
+        numerical.ratio = 0.3;
+        numerical.crossLayer = CrossLayerRanking::CompensatedError;
+        numerical.damp = 0.02;
+        PruneSettings flap;
+        flap.method = PruneMethod::Flap;
+        flap.ratio = 0.25;
+        const std::vector<Case> cases = {
+            {{"--method", "numerical", "--ratio", "0.3", "--ranking", "lstar", "--damp", "0.02"}, numerical},
+            {{"--method", "flap", "--ratio", "0.25"}, flap}};
+        for (const Case& c : cases) {
+            const QString out = dir_.path() + "/as-workbench";
+            QProcess p;
+            p.start(npw_, QStringList{"prune", model_, "--calib", "generated", "--per-class", "2", "--cfg", "1.5", "--seed",
+                                      "7", "--top-k", "0", "--out", out, "--json"} +
+                              c.flags);
+            QVERIFY(p.waitForFinished(120000));
+            QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
+            const QJsonObject j = QJsonDocument::fromJson(p.readAllStandardOutput()).object();
+            const ImageWorkbenchPrune mine = bench.prune(c.settings);
+            QCOMPARE(j["params_after"].toDouble(), double(mine.report.paramsAfter));
+            QCOMPARE(j["achieved_ratio"].toDouble(), mine.report.achievedRatio);
+            const LlamaCheckpoint cli = loadLlamaGenCheckpoint(out.toStdString()).transformer();
+            const LlamaCheckpoint& wb = mine.pruned.checkpoint;
+            QCOMPARE(cli.config.num_heads, wb.config.num_heads);
+            QCOMPARE(cli.config.num_kv_heads, wb.config.num_kv_heads);
+            QCOMPARE(cli.config.intermediate_size, wb.config.intermediate_size);
+            LlamaWeights a = cli.weights, b = wb.weights;
+            const auto x = namedTensors(a), y = namedTensors(b);
+            QCOMPARE(x.size(), y.size());
+            for (size_t i = 0; i < x.size(); ++i) {
+                QCOMPARE(x[i].first, y[i].first);
+                QCOMPARE(x[i].second->defined(), y[i].second->defined());
+                if (x[i].second->defined())
+                    QVERIFY2(at::equal(x[i].second->to(at::kFloat), y[i].second->to(at::kFloat)), x[i].first.c_str());
+            }
+        }
     }
 
     void userErrors() {

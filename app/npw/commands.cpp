@@ -120,15 +120,20 @@ ProgressFn terminalProgress() {
     if (!isatty(fileno(stderr))) return nullptr;
     auto start = std::make_shared<std::chrono::steady_clock::time_point>(std::chrono::steady_clock::now());
     auto lastStage = std::make_shared<std::string>();
-    return [start, lastStage](const Progress& p) {
+    auto startFrac = std::make_shared<double>(0.0);
+    return [start, lastStage, startFrac](const Progress& p) {
+        const double frac = p.total > 0 ? std::min(1.0, p.done / p.total) : 0.0;
         if (p.stage != *lastStage) {
             *start = std::chrono::steady_clock::now();
             *lastStage = p.stage;
+            // A stage that starts part-way (a resumed run's calibration or export): the ETA is
+            // measured from the work done in this process, not from work an earlier run did.
+            *startFrac = frac;
         }
-        const double frac = p.total > 0 ? std::min(1.0, p.done / p.total) : 0.0;
         const int width = 30, filled = static_cast<int>(frac * width);
         const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - *start).count();
-        const double eta = frac > 0 ? elapsed * (1 - frac) / frac : 0;
+        const double doneHere = frac - *startFrac;
+        const double eta = doneHere > 0 ? elapsed * (1 - frac) / doneHere : 0;
         char tail[64];
         std::snprintf(tail, sizeof tail, "] %5.1f%%  eta %5.0fs", 100 * frac, eta);
         std::string line = p.stage;

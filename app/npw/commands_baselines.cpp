@@ -64,7 +64,7 @@ int runBaselinePrune(const Args& args, const std::string& model, BaselineMethod 
     if (!args.has("calib")) throw Error("--method " + std::string(baselineMethodName(method)) +
                                         " needs --calib FILE (it calibrates in its own way: --stats does not apply)");
     if (!args.has("out")) throw Error("--out DIR is required (the pruned model's directory)");
-    for (const char* numericalOnly : {"stats", "save-stats", "save-scores", "stats-on-disk", "box", "protect", "only", "layerwise", "stats-precision"})
+    for (const char* numericalOnly : {"stats", "save-stats", "save-scores", "stats-on-disk", "box", "protect", "only", "layerwise", "stats-precision", "shard-mib"})
         if (args.has(numericalOnly))
             throw Error("--" + std::string(numericalOnly) + " does not apply to --method " + baselineMethodName(method));
     BaselineOptions options;

@@ -191,6 +191,7 @@ int runLayerwisePrune(const Args& args, const std::string& model, const PruneSet
     runOutputGuard().check(options.workDir, "the work folder");
     options.note = [](const std::string& line) { std::cerr << "note: " << line << "\n"; };
     const std::string precision = args.get("stats-precision");
+    options.shardBytes = args.getInt("shard-mib") << 20;
     options.precision = precision == "float64"   ? StatsScratchPrecision::Float64
                         : precision == "float32" ? StatsScratchPrecision::Float32
                                                  : StatsScratchPrecision::Auto;
@@ -213,7 +214,15 @@ int runLayerwisePrune(const Args& args, const std::string& model, const PruneSet
         },
         options, terminalProgress());
 
+    // Each stage against its bound, the rates measured now in this process (stage_bounds.h), as
+    // on the in-RAM road, with the scratch file's writing and reading as stages of their own.
+    const LlamaConfig& config = lm.model->config();
+    const std::vector<StageMeasure> stages = layerwiseStageMeasures(config, run);
+    const MachineRates rates = measureMachineRates(out, choleskySizeFor(config));
+
     nlohmann::json j = pruneReportJson(run.report);
+    j["stage_bounds"] = stageBoundsJson(stages, rates);
+    j["timings"]["save_s"] = run.stages.saveSeconds;
     j["model"] = model;
     j["out"] = out;
     j["calibration"] = {{"source", calibration.source}, {"samples", calibration.samples},
@@ -225,9 +234,14 @@ int runLayerwisePrune(const Args& args, const std::string& model, const PruneSet
                  {"physical_bytes", road.physicalBytes}, {"in_gpu_bytes", road.inGpuBytes},
                  {"device_bytes", road.deviceBytes}, {"blocks_on", runtime.describe()},
                  {"statistics_scratch", scratchJson(run)},
-                 {"resumed_at_layer", run.resumedAtLayer}};
+                 {"resumed_at_layer", run.resumedAtLayer},
+                 {"resumed_score_steps", run.resumedScoreSteps},
+                 {"resumed_export_at_layer", run.resumedExportAtLayer}};
     if (args.has("save-scores")) saveScoreSet(run.scores, settings.ratio, args.get("save-scores"));
-    printResult(args, j, [&] { printHuman(run.report, model, out); });
+    printResult(args, j, [&] {
+        printHuman(run.report, model, out);
+        std::cout << stageBoundsText(stages, rates);
+    });
     return 0;
 }
 
@@ -264,6 +278,9 @@ int runPrune(const Args& args) {
                                deviceMemoryBytes(runtime), static_cast<int64_t>(c10::elementSize(runtime.dtype)));
         if (road.layerwise) return runLayerwisePrune(args, model, settings, road, runtime);
     }
+    if (args.has("shard-mib"))
+        std::cerr << "note: --shard-mib sets the shards of the layer-by-layer road's export; " << road.reason
+                  << ", which writes one model.safetensors\n";
 
     LanguageModel lm = openLanguageModel(model, runtime, args.get("tokenizer"), args.flag("allow-small-vocab"));
     const LlamaConfig& config = lm.model->config();
@@ -312,10 +329,7 @@ int runPrune(const Args& args) {
     const double saveSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - saveStart).count();
 
     // Each stage against its bound, the rates measured now in this process (stage_bounds.h).
-    int64_t widest = 0;
-    for (size_t l = 0; l < static_cast<size_t>(config.num_layers); ++l)
-        widest = std::max({widest, config.intermediate_size[l], config.num_heads[l] * config.head_dim});
-    const MachineRates rates = measureMachineRates(out, std::min<int64_t>(widest, 2048));
+    const MachineRates rates = measureMachineRates(out, choleskySizeFor(config));
     PruneStageInputs stageInputs;
     stageInputs.calibrateSeconds = run.report.timings.calibrateSeconds;
     stageInputs.scoreSeconds = run.report.timings.scoreSeconds;

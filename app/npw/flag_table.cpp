@@ -444,6 +444,11 @@ std::vector<FlagEntry> buildTable() {
           {"bench"});
     t.add(Flag::integer("shard-mib", "N", 1, 1 << 20, "--write-synthetic: MiB per safetensors shard").byDefault("2048"),
           {"bench"});
+    t.add(Flag::integer("shard-mib", "N", 1, 1 << 20,
+                        "the layer-wise road's export: MiB per safetensors shard (whole layers; a rerun after an "
+                        "interruption keeps the finished shards)")
+              .byDefault("2048"),
+          {"prune"});
     t.add(Flag::toggle("llamacpp", "also time llama.cpp on the same weights (GGUF f32; Node + tests/fixtures/llamacpp)"),
           {"bench"});
     t.add(Flag::integer("llamacpp-threads", "N", 1, 1024,

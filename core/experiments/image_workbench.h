@@ -22,6 +22,14 @@ namespace npw {
 void savePrunedImageModel(const LlamaGenCheckpoint& pruned, const VqModel* vq, const std::string& dir,
                           const std::string& manifestJson, const std::string& extraConfigJson = "");
 
+// What ImagePruningWorkbench::prune(settings) did.
+struct ImageWorkbenchPrune {
+    std::shared_ptr<const ScoreSet> scores;
+    SelectionResult selection;
+    PrunedModel pruned;     // the transformer, compensated and sliced
+    PruneReport report;     // timings: calibrate (the statistics; generating the samples apart), score, select, apply
+};
+
 struct ImageComparison {
     std::string method;
     double ratio = 0, achievedRatio = 0;
@@ -32,12 +40,17 @@ struct ImageComparison {
     std::vector<LayerPruneReport> layers;  // kept heads / channels per layer
 };
 
+// The one pipeline of image pruning: npw prune IMAGE_MODEL, npw sweep IMAGE_MODEL, the demo
+// and the studio's Images tab all calibrate, score, select and apply through it.
 class ImagePruningWorkbench {
 public:
+    // vq may be null when nothing is decoded to pixels (npw prune --metric none on a model
+    // without its tokenizer): compare() and vq() then refuse.
     ImagePruningWorkbench(LlamaGenCheckpoint dense, std::shared_ptr<const VqModel> vq, Runtime runtime);
 
     const LlamaGenModel& dense() const { return *dense_; }
-    const VqModel& vq() const { return *vq_; }
+    const VqModel& vq() const;
+    bool hasVq() const { return vq_ != nullptr; }
     bool isCalibrated() const { return stats_ != nullptr; }
     const ImageCalibrationSet& calibration() const { return calibration_; }
     // A manifest for an export of prune(method, ratio, λ): what was pruned how, on what calibration.
@@ -47,6 +60,11 @@ public:
     // Generates perClass samples per class with `sampling` and accumulates the statistics;
     // forgets earlier scores. The expensive step (with scoring).
     void calibrate(int64_t perClass, const ImageSamplingOptions& sampling, const ProgressFn& progress = nullptr);
+    // The last calibrate()'s seconds: generating the samples, accumulating the statistics.
+    double generationSeconds() const { return generationSeconds_; }
+    double statisticsSeconds() const { return statisticsSeconds_; }
+    // The calibration as a report names it (source, samples, tokens, seed); throws before calibrate().
+    CalibrationSummary calibrationSummary() const;
     // Whether the statistics come from perClass samples per class generated with `sampling`
     // (batch size aside, which changes no sample): calibrate() with them would redo the same.
     bool isCalibratedFor(int64_t perClass, const ImageSamplingOptions& sampling) const;
@@ -55,8 +73,14 @@ public:
     // others once for every ρ). Throws npw::Error before calibrate().
     std::shared_ptr<const ScoreSet> scores(const std::string& method, double lambda = std::numeric_limits<double>::quiet_NaN(),
                                            const ProgressFn& progress = nullptr, double ratio = 0.2);
+    // The scores for any settings npw prune takes (method, λ, ranking, unit, scope, …), through
+    // the one dispatch (scoreModel), computed on first use for those settings.
+    std::shared_ptr<const ScoreSet> scores(const PruneSettings& settings, const ProgressFn& progress = nullptr);
+    // The prune of `settings` at its ρ, α and α reading: scores(settings), the global selection,
+    // compensation and slicing with the report (applySelectionAndReport).
+    ImageWorkbenchPrune prune(const PruneSettings& settings, const ProgressFn& progress = nullptr);
     // The pruned checkpoint at ρ (by default the budget reading and the model's α) and what
-    // pruning did.
+    // pruning did: prune(settings) with a sweep method name's settings.
     PrunedModel prune(const std::string& method, double ratio, double lambda = std::numeric_limits<double>::quiet_NaN(),
                       const ProgressFn& progress = nullptr, AlphaMode alphaMode = AlphaMode::Budget,
                       double alpha = std::numeric_limits<double>::quiet_NaN());
@@ -71,7 +95,8 @@ private:
     Runtime runtime_;
     ImageCalibrationSet calibration_;
     std::shared_ptr<const ModelStats> stats_;
-    std::map<std::string, std::shared_ptr<const ScoreSet>> scores_;  // by "method@λ" (and "@ρ" when boxed)
+    double generationSeconds_ = 0, statisticsSeconds_ = 0;
+    std::map<std::string, std::shared_ptr<const ScoreSet>> scores_;  // by the settings that shape the scores
 };
 
 } // namespace npw

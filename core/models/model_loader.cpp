@@ -1,4 +1,5 @@
 #include "core/models/model_loader.h"
+#include "core/models/hf_streamed_resume.h"
 #include "core/models/sliced_llama.h"
 
 #include "core/io/mapped_file.h"
@@ -780,6 +781,13 @@ void saveHfLlamaDirectory(const LlamaCheckpoint& checkpoint, const std::string& 
 void saveHfLlamaDirectoryStreamed(const HfStreamedModel& model, const std::string& dir,
                                   const std::string& extraConfigJson,
                                   const std::function<LlamaLayerWeights(size_t layer)>& layerAt) {
+    saveHfLlamaDirectoryStreamed(model, dir, extraConfigJson, layerAt, HfStreamedShards{});
+}
+
+void saveHfLlamaDirectoryStreamed(const HfStreamedModel& model, const std::string& dir,
+                                  const std::string& extraConfigJson,
+                                  const std::function<LlamaLayerWeights(size_t layer)>& layerAt,
+                                  const HfStreamedShards& resume) {
     if (!model.source.empty()) ensureNotOverwritingSource(model.source, dir);
     const LlamaConfig& config = model.config;
     config.validate(model.source.empty() ? dir : model.source);
@@ -828,12 +836,28 @@ void saveHfLlamaDirectoryStreamed(const HfStreamedModel& model, const std::strin
     fs::create_directories(dir, ec);
     if (ec) fail("cannot create the directory: " + ec.message());
     const fs::path root(dir);
+    // The shards an earlier run finished (a prefix), and each shard's layers.
+    std::vector<bool> done(shards.size(), false);
+    for (size_t s = 0; s < shards.size() && resume.finished && resume.finished(s, shardName(s)); ++s) done[s] = true;
+    std::vector<std::vector<size_t>> layersOf(shards.size());
+    for (size_t i = 0; i < layers; ++i)
+        for (const HfDirectoryPlan::Entry& e : plan.entries)
+            if (e.group == static_cast<int64_t>(i)) {
+                layersOf[shardOf.at(e.name)].push_back(i);
+                break;
+            }
     std::unique_ptr<SafeTensorsStreamWriter> writer;
     size_t current = 0;
+    auto commit = [&] {
+        writer->commit();
+        writer.reset();
+        if (resume.committed) resume.committed(current, shardName(current), layersOf[current]);
+    };
     auto write = [&](const std::string& name, const at::Tensor& tensor) {
         const size_t s = shardOf.at(name);
+        if (done[s]) return;
         if (!writer || s != current) {
-            if (writer) writer->commit();
+            if (writer) commit();
             current = s;
             writer = std::make_unique<SafeTensorsStreamWriter>((root / shardName(s)).string(), shards[s].entries,
                                                                std::map<std::string, std::string>{{"format", "pt"}});
@@ -849,6 +873,13 @@ void saveHfLlamaDirectoryStreamed(const HfStreamedModel& model, const std::strin
     requireShape("model.embed_tokens.weight", model.embed);
     write("model.embed_tokens.weight", model.embed);
     for (size_t i = 0; i < layers; ++i) {
+        bool written = false;  // the layer's shard is finished already
+        for (const HfDirectoryPlan::Entry& e : plan.entries)
+            if (e.group == static_cast<int64_t>(i)) {
+                written = done[shardOf.at(e.name)];
+                break;
+            }
+        if (written) continue;
         const LlamaLayerWeights layer = layerWithHalfSplitRope(config, i, layerAt(i));
         for (const auto& [name, tensor] : hfLayerTensors(config, plan, static_cast<int64_t>(i), layer, model.dtype)) {
             requireShape(name, tensor);
@@ -860,7 +891,7 @@ void saveHfLlamaDirectoryStreamed(const HfStreamedModel& model, const std::strin
         requireShape("lm_head.weight", model.lmHead);
         write("lm_head.weight", model.lmHead);
     }
-    writer->commit();
+    if (writer) commit();
     if (shards.size() > 1) {
         nlohmann::json index;
         int64_t total = 0;

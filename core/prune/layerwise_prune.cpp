@@ -1,10 +1,12 @@
 // The bounded road of `npw prune` (layerwise_prune.h).
 #include "core/prune/layerwise_prune.h"
 
+#include "core/models/hf_streamed_resume.h"
 #include "core/models/model_loader.h"
 #include "core/models/parameter_count.h"
 #include "core/prune/apply.h"
 #include "core/prune/export.h"
+#include "core/prune/score_journal.h"
 #include "core/prune/units.h"
 #include "core/util/error.h"
 #include "core/io/safetensors.h"
@@ -22,6 +24,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <set>
@@ -168,6 +171,89 @@ LayerStats loadSums(const SafeTensorsFile& file, const std::string& site) {
     return s;
 }
 
+// What the scores, the selection and the export depend on beyond the calibration: every setting
+// (doubles in hexadecimal, exact) and the shard size. Score steps and shards recorded under other
+// settings are not resumed from.
+std::string settingsFingerprint(const PruneSettings& s, int64_t shardBytes) {
+    auto x = [](double v) {
+        char text[64];
+        std::snprintf(text, sizeof text, "%a", v);
+        return std::string(text);
+    };
+    nlohmann::json j = {{"method", static_cast<int>(s.method)}, {"ratio", x(s.ratio)}, {"alpha", x(s.alpha)},
+                        {"alpha_mode", static_cast<int>(s.alphaMode)}, {"lambda", x(s.lambda)},
+                        {"lambda_rel", x(s.lambdaRel)}, {"ranking", static_cast<int>(s.crossLayer)}, {"iters", s.iters},
+                        {"box", s.boxConstrained}, {"z0", x(s.z0)}, {"damp", x(s.damp)},
+                        {"compensation", static_cast<int>(s.compensation)}, {"scope", static_cast<int>(s.scope)},
+                        {"protected", s.protectedLayers}, {"seed", s.seed}, {"unit", static_cast<int>(s.attentionUnit)},
+                        {"standardised_global", s.standardisedGlobal}, {"shard_bytes", shardBytes}};
+    return j.dump();
+}
+
+// fsync of a directory: the renames into it are on disk before state.json names their files.
+void syncDirectory(const fs::path& dir) {
+    const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) throw Error("cannot open the work folder '" + dir.string() + "': " + std::strerror(errno));
+    const int rc = ::fsync(fd);
+    const int saved = errno;
+    ::close(fd);
+    if (rc != 0) throw Error("cannot write the work folder '" + dir.string() + "': " + std::strerror(saved));
+}
+
+int64_t mtimeNanoseconds(const fs::path& file) {
+    struct stat st {};
+    if (::stat(file.c_str(), &st) != 0) return -1;
+    return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+}
+
+// The fields of a layer's weights, by name (the apply records keep their shapes).
+std::vector<std::pair<const char*, at::Tensor LlamaLayerWeights::*>> layerFields() {
+    return {{"attn_norm", &LlamaLayerWeights::attn_norm}, {"wq", &LlamaLayerWeights::wq}, {"wk", &LlamaLayerWeights::wk},
+            {"wv", &LlamaLayerWeights::wv}, {"wq_bias", &LlamaLayerWeights::wq_bias},
+            {"wk_bias", &LlamaLayerWeights::wk_bias}, {"wv_bias", &LlamaLayerWeights::wv_bias},
+            {"q_norm", &LlamaLayerWeights::q_norm}, {"k_norm", &LlamaLayerWeights::k_norm}, {"wo", &LlamaLayerWeights::wo},
+            {"wo_bias", &LlamaLayerWeights::wo_bias}, {"ffn_norm", &LlamaLayerWeights::ffn_norm},
+            {"w_gate", &LlamaLayerWeights::w_gate}, {"w_up", &LlamaLayerWeights::w_up},
+            {"w_down", &LlamaLayerWeights::w_down}, {"w_down_bias", &LlamaLayerWeights::w_down_bias}};
+}
+
+// A written layer's report and shapes (what the run's report needs of a layer that a resumed
+// export does not compute again), doubles in hexadecimal.
+std::string applyRecordText(const LayerPruneReport& r, const LlamaLayerWeights& shapes) {
+    auto x = [](double v) {
+        char text[64];
+        std::snprintf(text, sizeof text, "%a", v);
+        return std::string(text);
+    };
+    nlohmann::json j;
+    j["counts"] = {r.headsBefore, r.headsAfter, r.kvHeadsBefore, r.kvHeadsAfter, r.channelsBefore, r.channelsAfter};
+    j["losses"] = {x(r.attentionLoss), x(r.attentionLossUncompensated), x(r.mlpLoss), x(r.mlpLossUncompensated)};
+    j["shapes"] = nlohmann::json::object();
+    for (const auto& [name, field] : layerFields()) {
+        const at::Tensor& t = shapes.*field;
+        if (t.defined()) j["shapes"][name] = {{"sizes", t.sizes().vec()}, {"dtype", static_cast<int>(t.scalar_type())}};
+    }
+    return j.dump() + "\n";
+}
+
+void readApplyRecord(const std::string& path, LayerPruneReport& r, LlamaLayerWeights& shapes) {
+    const nlohmann::json j = json_fields::parseJsonLimited(readTextFile(path), path);
+    const auto counts = j.at("counts").get<std::vector<int64_t>>();
+    const auto losses = j.at("losses").get<std::vector<std::string>>();
+    if (counts.size() != 6 || losses.size() != 4) throw Error("the apply record '" + path + "' is damaged");
+    r.headsBefore = counts[0], r.headsAfter = counts[1], r.kvHeadsBefore = counts[2], r.kvHeadsAfter = counts[3];
+    r.channelsBefore = counts[4], r.channelsAfter = counts[5];
+    double* out[] = {&r.attentionLoss, &r.attentionLossUncompensated, &r.mlpLoss, &r.mlpLossUncompensated};
+    for (size_t i = 0; i < 4; ++i) *out[i] = std::strtod(losses[i].c_str(), nullptr);
+    shapes = LlamaLayerWeights{};
+    for (const auto& [name, field] : layerFields())
+        if (j.at("shapes").contains(name)) {
+            const nlohmann::json& e = j["shapes"][name];
+            shapes.*field = at::empty(e.at("sizes").get<std::vector<int64_t>>(),
+                                      at::TensorOptions().device(at::kMeta).dtype(static_cast<at::ScalarType>(e.at("dtype").get<int>())));
+        }
+}
+
 } // namespace
 
 int64_t inRamPruneBytes(const LlamaConfig& config) { return 4 * config.parameterCount() + modelStatsBytes(config); }
@@ -301,6 +387,7 @@ LayerStats GramScratch::read(size_t l, bool attention, bool withGram) const {
     LayerStats s = (attention ? attn_ : mlp_).at(l);
     const int64_t offset = (attention ? attnOffset_ : mlpOffset_).at(l);
     if (!withGram || s.channels() == 0 || offset < 0) return s;
+    const auto start = std::chrono::steady_clock::now();
     const int64_t d = s.channels();
     at::Tensor g = at::empty({d, d}, at::kDouble);
     double* gp = g.data_ptr<double>();
@@ -324,6 +411,8 @@ LayerStats GramScratch::read(size_t l, bool attention, bool withGram) const {
             for (int64_t i = i0; i < std::min(d, i0 + tile); ++i)
                 for (int64_t j = j0; j < std::min(i, j0 + tile); ++j) gp[i * d + j] = gp[j * d + i];
     s.gram = g;
+    readSeconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    readBytes_ += static_cast<double>(packedCount(d) * element);
     return s;
 }
 
@@ -360,13 +449,18 @@ LayerwisePruneRun pruneLayerwise(const LlamaModel& model, const CalibrationSet& 
     const std::string fingerprint = workFingerprint(model, set, statsDtype, options.calibration);
     const fs::path fingerprintFile = work / "fingerprint.json", stateFile = work / "state.json";
     size_t finished = 0;
+    // state.json: finished_layers (calibration), settings (settingsFingerprint of the steps
+    // below), score_steps (how many score steps, in their order, have their record), shards (the
+    // export's finished shards: file → bytes, mtime, layers). Each entry is written only once what
+    // it names is on disk.
+    nlohmann::json state = nlohmann::json::object();
     std::error_code ec;
     if (fs::exists(work)) {
         bool same = false;
         try {
             same = fs::exists(fingerprintFile) && readTextFile(fingerprintFile.string()) == fingerprint && fs::exists(stateFile);
             if (same) {
-                const nlohmann::json state = json_fields::parseJsonLimited(readTextFile(stateFile.string()), stateFile.string());
+                state = json_fields::parseJsonLimited(readTextFile(stateFile.string()), stateFile.string());
                 finished = state.at("finished_layers").get<size_t>();
                 same = finished <= layers;
             }
@@ -376,11 +470,28 @@ LayerwisePruneRun pruneLayerwise(const LlamaModel& model, const CalibrationSet& 
         if (!same) {
             fs::remove_all(work, ec);
             finished = 0;
+            state = nlohmann::json::object();
             if (options.note)
                 options.note("removed the work folder " + work.string() +
                              " of an interrupted run with another model, calibration or precision");
         }
     }
+    // Score steps and shards of other settings: removed (the calibration does not depend on them).
+    const std::string settingsPrint = settingsFingerprint(settings, options.shardBytes);
+    const fs::path scoresDir = work / "scores", applyDir = work / "apply", exportDir = work / "export";
+    auto saveState = [&] { writeTextAtomically(stateFile.string(), state.dump() + "\n"); };
+    if (state.contains("settings") && state["settings"] != settingsPrint) {
+        // state.json first stops naming them, then they go.
+        state.erase("score_steps");
+        state.erase("shards");
+        state["settings"] = settingsPrint;
+        saveState();
+        for (const fs::path& dir : {scoresDir, applyDir, exportDir}) fs::remove_all(dir, ec);
+        if (options.note)
+            options.note("removed the scores and the export of an interrupted run with other settings from the work folder " +
+                         work.string() + " (its calibration is kept)");
+    }
+    state["settings"] = settingsPrint;
     fs::create_directories(work);
     if (!fs::exists(fingerprintFile)) writeTextAtomically(fingerprintFile.string(), fingerprint);
     const bool resuming = finished > 0 || fs::exists(work / "grams.bin");
@@ -405,10 +516,12 @@ LayerwisePruneRun pruneLayerwise(const LlamaModel& model, const CalibrationSet& 
     }
 
     auto t = Clock::now();
+    run.calibratedFromLayer = finished;
     if (finished < layers)
         calibrateEachLayer(
             model, set,
             [&](size_t l, const LayerStats& attn, const LayerStats& mlp, const std::vector<at::Tensor>& hidden) {
+                const auto written = Clock::now();
                 scratch.write(l, attn, mlp);
                 scratch.sync();
                 saveSums(sumsFile(work, l), attn, mlp);
@@ -418,21 +531,70 @@ LayerwisePruneRun pruneLayerwise(const LlamaModel& model, const CalibrationSet& 
                     writeSafeTensors((work / "hidden.safetensors").string(), tensors, {{"next_layer", std::to_string(l + 1)}});
                 }
                 // Last: the layer counts as finished only once everything it needs is on disk.
-                writeTextAtomically(stateFile.string(), nlohmann::json{{"finished_layers", l + 1}}.dump() + "\n");
+                state["finished_layers"] = l + 1;
+                saveState();
+                run.scratchWriteSeconds += seconds(written);
+                for (const fs::path& file : {fs::path(sumsFile(work, l)), work / "hidden.safetensors", stateFile})
+                    if (l + 1 < layers || file.filename() != "hidden.safetensors")
+                        run.scratchWriteBytes += static_cast<double>(fs::file_size(file, ec));
+                for (const LayerStats* site : {&attn, &mlp})
+                    run.scratchWriteBytes += static_cast<double>(packedCount(site->channels()) * (statsDtype == at::kDouble ? 8 : 4));
                 if (l == 1) testStallPoint("layerwise-calibrated-layer-1");
             },
             progress, options.calibration, finished > 0 ? &resume : nullptr);
     report.timings.calibrateSeconds = seconds(t);
+    fs::remove(work / "hidden.safetensors", ec);  // every layer is calibrated: nothing to resume from
+    run.stages.calibrated = finished < layers;
+    run.stages.calibrateSeconds = std::max(report.timings.calibrateSeconds - run.scratchWriteSeconds, 0.0);
+    run.stages.tokens = set.tokens();
+    run.stages.seqlen = set.seqlen;
 
     t = Clock::now();
+    double readSeconds = scratch.readSeconds();
     // The weights as the in-RAM road holds them: float32 (the widening of bf16/f16 is exact).
     const ScoredLayerSource layerAt = [&](size_t l, bool withGram) {
         const LlamaLayerWeights& w = checkpoint.weights.layers.at(l);
         return ScoredLayer{w.wo.to(at::kFloat), w.w_down.to(at::kFloat), scratch.read(l, true, withGram),
                            scratch.read(l, false, withGram)};
     };
-    run.scores = computeScoresByLayer(config, checkpoint.weights.embed, layerAt, settings, progress);
+    // Each score step's record in the work folder (score_journal.h): a rerun takes the steps an
+    // interrupted one finished, in order, and computes from the first it did not.
+    size_t stepsDone = state.value("score_steps", size_t{0});
+    fs::create_directories(scoresDir);
+    auto stepIndex = [&](ScorePass pass, size_t l) { return static_cast<size_t>(pass) * layers + l; };
+    auto stepFile = [&](ScorePass pass, size_t l) {
+        return (scoresDir / (std::string(scorePassName(pass)) + "-" + std::to_string(l) + ".safetensors")).string();
+    };
+    ScoreJournal journal;
+    journal.load = [&](ScorePass pass, size_t l) -> std::optional<ScoreRecord> {
+        if (stepIndex(pass, l) >= stepsDone) return std::nullopt;
+        ScoreRecord record;
+        try {
+            const auto file = SafeTensorsFile::open(stepFile(pass, l));
+            for (const std::string& name : file->names()) record[name] = file->load(name);
+        } catch (const std::exception& e) {
+            // A damaged record: this step and every later one are computed again.
+            stepsDone = stepIndex(pass, l);
+            if (options.note) options.note("scoring again from a damaged record in the work folder: " + std::string(e.what()));
+            return std::nullopt;
+        }
+        ++run.resumedScoreSteps;
+        return record;
+    };
+    journal.save = [&](ScorePass pass, size_t l, const ScoreRecord& record) {
+        std::vector<std::pair<std::string, at::Tensor>> tensors(record.begin(), record.end());
+        writeSafeTensors(stepFile(pass, l), tensors, {{"format", "npw-prune-work-score-step"}});
+        syncDirectory(scoresDir);
+        state["score_steps"] = stepIndex(pass, l) + 1;
+        saveState();
+        testStallPoint(("layerwise-scored-" + std::string(scorePassName(pass)) + "-layer-" + std::to_string(l)).c_str());
+    };
+    if (stepsDone > 0 && options.note)
+        options.note("resuming the scoring from the work folder " + work.string() + ": " + std::to_string(stepsDone) +
+                     " of its steps (one layer of one pass each) are recorded");
+    run.scores = computeScoresByLayer(config, checkpoint.weights.embed, layerAt, settings, progress, journal);
     report.timings.scoreSeconds = seconds(t);
+    run.stages.scoreSeconds = std::max(report.timings.scoreSeconds - (scratch.readSeconds() - readSeconds), 0.0);
 
     t = Clock::now();
     const MaskSelector selector(run.scores);
@@ -440,6 +602,7 @@ LayerwisePruneRun pruneLayerwise(const LlamaModel& model, const CalibrationSet& 
     const Mask& mask = run.selection.mask;
     checkMaskLayers(config, mask);
     report.timings.selectSeconds = seconds(t);
+    run.stages.selectSeconds = report.timings.selectSeconds;
 
     // The written model's layout follows from the mask: sizes, and where FLAP's compensation adds
     // a bias (a site that lost a channel).
@@ -483,7 +646,29 @@ LayerwisePruneRun pruneLayerwise(const LlamaModel& model, const CalibrationSet& 
     streamed.dtype = checkpoint.weights.layers.empty() ? at::kFloat : checkpoint.weights.layers[0].wq.scalar_type();
     streamed.shardBytes = options.shardBytes;
 
+    // The layers' arithmetic (compensation, slicing; the scratch reads apart) inside the export.
+    double layerSeconds = 0;
+    readSeconds = scratch.readSeconds();
+    fs::create_directories(applyDir);
+    bool exportResumed = false;  // some shards were finished by an interrupted run
+    size_t shardsKept = 0;
+    auto resumedNote = [&] {
+        if (!options.note) return;
+        const int64_t next = run.resumedExportAtLayer;
+        options.note("resuming the export from the work folder " + work.string() + ": " + std::to_string(shardsKept) +
+                     " shard(s) are written" +
+                     (next > 1 ? " (layers 0-" + std::to_string(next - 1) + ")" : next == 1 ? " (layer 0)" : "") +
+                     (next < static_cast<int64_t>(layers)
+                          ? "; writing from layer " + std::to_string(next) + " of " + std::to_string(layers)
+                          : "; every layer is written"));
+    };
+    auto applyFile = [&](size_t l) { return (applyDir / ("layer-" + std::to_string(l) + ".json")).string(); };
     auto pruneLayer = [&](size_t l) {
+        const auto layerStart = Clock::now();
+        if (run.resumedExportAtLayer < 0 && exportResumed) {
+            run.resumedExportAtLayer = static_cast<int64_t>(l);
+            resumedNote();
+        }
         reportProgress(progress, "apply", static_cast<double>(l), static_cast<double>(layers));
         LlamaConfig layerConfig = config;  // applyMaskToLayer writes the layer's sizes into it
         const LlamaLayerWeights out =
@@ -493,8 +678,52 @@ LayerwisePruneRun pruneLayerwise(const LlamaModel& model, const CalibrationSet& 
             layerConfig.intermediate_size[l] != newConfig.intermediate_size[l])
             throw Error("internal: layer " + std::to_string(l) + " was pruned to other sizes than the export planned");
         pruned.checkpoint.weights.layers[l] = shapesOnly(out);
+        // Before the layer goes into its shard: a finished shard's layers all have their record.
+        writeTextAtomically(applyFile(l), applyRecordText(pruned.layers[l], pruned.checkpoint.weights.layers[l]));
+        layerSeconds += seconds(layerStart);
+        testStallPoint(("layerwise-applied-layer-" + std::to_string(l)).c_str());
         return out;
     };
+    // The export is written into the work folder shard by shard (hf_streamed_resume.h); a shard
+    // counts as finished once it is renamed into place and state.json lists it with its size and
+    // time. A rerun keeps the finished ones (checked again by size and time) and removes anything
+    // else there (a partial shard's temporary file, the last files of an export that was not yet
+    // moved to --out), then writes from the first unfinished shard on.
+    if (!state.contains("shards") || !state["shards"].is_object()) state["shards"] = nlohmann::json::object();
+    fs::create_directories(exportDir);
+    std::vector<fs::path> unfinished;
+    for (const auto& entry : fs::directory_iterator(exportDir))
+        if (!state["shards"].contains(entry.path().filename().string())) unfinished.push_back(entry.path());
+    for (const fs::path& path : unfinished) fs::remove_all(path, ec);
+    HfStreamedShards shardHooks;
+    shardHooks.finished = [&](size_t, const std::string& file) {
+        if (!state["shards"].contains(file)) return false;
+        const nlohmann::json& e = state["shards"][file];
+        const fs::path path = exportDir / file;
+        if (!fs::is_regular_file(path, ec) || static_cast<int64_t>(fs::file_size(path, ec)) != e.value("bytes", int64_t{-1}) ||
+            mtimeNanoseconds(path) != e.value("mtime_ns", int64_t{-2}))
+            return false;
+        try {
+            for (size_t l : e.at("layers").get<std::vector<size_t>>()) {
+                if (l >= layers) return false;
+                readApplyRecord(applyFile(l), pruned.layers[l], pruned.checkpoint.weights.layers[l]);
+            }
+        } catch (const std::exception&) {
+            return false;  // a damaged record: the shard is written again
+        }
+        exportResumed = true;
+        ++shardsKept;
+        return true;
+    };
+    shardHooks.committed = [&](size_t shard, const std::string& file, const std::vector<size_t>& shardLayers) {
+        syncDirectory(exportDir);
+        const fs::path path = exportDir / file;
+        state["shards"][file] = {{"bytes", static_cast<int64_t>(fs::file_size(path))}, {"mtime_ns", mtimeNanoseconds(path)},
+                                 {"layers", shardLayers}};
+        saveState();
+        testStallPoint(("layerwise-exported-shard-" + std::to_string(shard + 1)).c_str());
+    };
+    const auto exportStart = Clock::now();
     writeExportDirectory(
         checkpoint.source, outDir,
         std::function<std::string()>([&] {
@@ -509,12 +738,53 @@ LayerwisePruneRun pruneLayerwise(const LlamaModel& model, const CalibrationSet& 
         }),
         [&](const std::string& staging) {
             const nlohmann::json extra = {{"npw_pruned", {{"manifest", "npw-manifest.json"}}}};
-            saveHfLlamaDirectoryStreamed(streamed, staging, extra.dump(), pruneLayer);
+            saveHfLlamaDirectoryStreamed(streamed, exportDir.string(), extra.dump(), pruneLayer, shardHooks);
+            if (exportResumed && run.resumedExportAtLayer < 0) {
+                run.resumedExportAtLayer = static_cast<int64_t>(layers);
+                resumedNote();
+            }
+            // Whole: into the export's staging folder (beside --out, the same file system), which
+            // writeExportDirectory completes with the manifest and renames to --out.
+            fs::rename(exportDir, staging);
         });
     reportProgress(progress, "apply", static_cast<double>(layers), static_cast<double>(layers));
+    const double applyReads = scratch.readSeconds() - readSeconds;
+    run.stages.applySeconds = std::max(layerSeconds - applyReads, 0.0);
+    run.stages.saveSeconds = std::max(seconds(exportStart) - layerSeconds, 0.0);
+    for (const auto& entry : fs::recursive_directory_iterator(outDir, ec))
+        if (entry.is_regular_file(ec)) run.stages.bytesWritten += static_cast<double>(entry.file_size(ec));
+    run.scratchReadSeconds = scratch.readSeconds();
+    run.scratchReadBytes = scratch.readBytes();
     // The export is complete: nothing to resume.
     fs::remove_all(work, ec);
     return run;
+}
+
+std::vector<StageMeasure> layerwiseStageMeasures(const LlamaConfig& config, const LayerwisePruneRun& run) {
+    // The forward's work over the layers this process calibrated (a resumed run skipped the rest).
+    LlamaConfig calibrated = config;
+    const auto skip = static_cast<std::ptrdiff_t>(std::min<size_t>(run.calibratedFromLayer, config.num_heads.size()));
+    calibrated.num_layers = config.num_layers - skip;
+    for (std::vector<int64_t>* perLayer : {&calibrated.num_heads, &calibrated.num_kv_heads, &calibrated.intermediate_size})
+        perLayer->erase(perLayer->begin(), perLayer->begin() + skip);
+    std::vector<StageMeasure> stages = pruneStageMeasures(calibrated, run.stages);
+    // The scratch file's I/O, after the calibration's stages (or first, when nothing was calibrated).
+    auto after = std::find_if(stages.begin(), stages.end(), [](const StageMeasure& m) { return m.stage == "gram_accumulation"; });
+    auto at = after == stages.end() ? stages.begin() : after + 1;
+    StageMeasure write;
+    write.stage = "scratch_writing";
+    write.seconds = run.scratchWriteSeconds;
+    write.bytes = run.scratchWriteBytes;
+    write.note = "each calibrated layer's Gram triangles, sums and the hidden states leaving it (fsync'ed), against "
+                 "the disk write rate";
+    at = stages.insert(at, write) + 1;
+    StageMeasure read;
+    read.stage = "scratch_reading";
+    read.seconds = run.scratchReadSeconds;
+    read.note = "the Gram triangles read back for scoring and compensation (" + byteSizeText(static_cast<int64_t>(run.scratchReadBytes)) +
+                "; page cache or disk): no bound measured";
+    stages.insert(at, read);
+    return stages;
 }
 
 } // namespace npw

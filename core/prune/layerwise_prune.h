@@ -13,7 +13,8 @@
 //   select      MaskSelector over every layer at once, as in RAM
 //   apply+write each layer converted to float32, compensated and sliced (applyMaskToLayer),
 //               written in the checkpoint's dtype into Hugging Face shards
-//               (saveHfLlamaDirectoryStreamed) inside writeExportDirectory's staging folder
+//               (saveHfLlamaDirectoryStreamed) in the work folder, moved whole into
+//               writeExportDirectory's staging folder
 //
 // What stays in RAM: the mapped weights (page cache, not anonymous memory), the hidden states of
 // every window in float32 (windows · seqlen · hidden · 4 B: 128 MiB for 16 × 512 at 7B), one
@@ -27,6 +28,7 @@
 #include "core/prune/score.h"
 #include "core/prune/select.h"
 #include "core/prune/settings.h"
+#include "core/prune/stage_bounds.h"
 #include "core/util/progress.h"
 
 #include <cstdint>
@@ -89,6 +91,9 @@ public:
     void sync() const;
     int64_t bytes() const { return bytes_; }
     at::ScalarType dtype() const { return dtype_; }
+    // What read() has read so far (the stage bounds' scratch reading).
+    double readSeconds() const { return readSeconds_; }
+    double readBytes() const { return readBytes_; }
 
 private:
     std::string path_;
@@ -97,17 +102,25 @@ private:
     int64_t bytes_ = 0;
     std::vector<int64_t> attnOffset_, mlpOffset_;
     std::vector<LayerStats> attn_, mlp_;  // gram undefined
+    mutable double readSeconds_ = 0, readBytes_ = 0;
 };
 
-// The work folder (beside --out: ".OUT.npw-work") keeps what an interrupted run calibrated:
+// The work folder (beside --out: ".OUT.npw-work") keeps what an interrupted run finished:
 // fingerprint.json (the model's files by path, size and mtime, its config, the windows' token
 // ids, the scratch precision and batching, npw's version), grams.bin (the Gram triangles),
 // layer-L.sums.safetensors (Σx, Σx², N per layer), hidden.safetensors (the hidden states leaving
-// the last finished layer) and state.json (how many layers are finished; written last, so it
-// never names a layer whose files are incomplete). The same command again resumes calibration at
-// the first unfinished layer; scoring, selection and the export are redone (they do not depend on
-// anything but the statistics, and the scoring of Wanda-sp/FLAP takes seconds). A folder whose
-// fingerprint differs is removed, and said. The folder is removed once the export is complete.
+// the last finished layer, while calibration runs), scores/PASS-L.safetensors (each score step's
+// record, score_journal.h), apply/layer-L.json (each written layer's report and shapes),
+// export/ (the export's finished shards) and state.json: the finished layers, the settings the
+// steps below were made with, how many score steps are recorded and the finished shards with
+// their size and time. state.json is written last, after what it names is synced, so it never
+// names an incomplete file. The same command again resumes calibration at the first unfinished
+// layer, scoring at the first unrecorded step, and the export at the first layer not in a
+// finished shard (a shard that changed since, a half-written one, a damaged record: done again);
+// selection is redone (it takes milliseconds). A folder whose fingerprint differs is removed; with
+// other settings only its scores and export are; each said. The folder is removed once the
+// export is complete; the export moves from it to the staging folder beside --out and appears
+// there atomically (writeExportDirectory), byte for byte what an uninterrupted run writes.
 struct LayerwisePruneOptions {
     std::string workDir;  // the work folder (created; removed when the export is complete)
     StatsScratchPrecision precision = StatsScratchPrecision::Auto;
@@ -125,15 +138,33 @@ struct LayerwisePruneRun {
     int64_t scratchBoundBytes = 0;  // the checkpoint's size + the hidden states
     int64_t hiddenBytes = 0;      // the hidden states of every window
     int64_t resumedAtLayer = -1;  // the first layer this run calibrated after an interrupted one; -1: fresh
+    int64_t resumedScoreSteps = 0;     // score steps (one layer of one pass each) taken from the work folder
+    int64_t resumedExportAtLayer = -1;  // the first layer this run wrote after finished shards; -1: fresh
+
+    // Where this process spent its time, for the stage bounds (layerwiseStageMeasures): the
+    // in-RAM road's stages with the scratch file's I/O apart. stages.calibrateSeconds: the blocks'
+    // forward and the Gram updates only; applySeconds: compensation and slicing; saveSeconds: the
+    // export's files (shards, index, config, manifest) without the layers' arithmetic.
+    PruneStageInputs stages;
+    size_t calibratedFromLayer = 0;   // this process calibrated layers [calibratedFromLayer, L)
+    double scratchWriteSeconds = 0, scratchWriteBytes = 0;  // Gram triangles, sums, hidden states, state
+    double scratchReadSeconds = 0, scratchReadBytes = 0;    // Gram triangles read back (score, apply)
 };
 
 // The whole bounded road on a model opened with mapped weights (openCausalLanguageModel):
 // calibrate, score, select, compensate and write `outDir` (writeExportDirectory: atomic, guarded;
 // manifestFor(report) gives the manifest once every layer is written). ranking lstar-kl is refused
-// (it runs the whole model 2L + 1 times). Progress stages "calibrate", "score", "apply".
+// (it runs the whole model 2L + 1 times). Progress stages "calibrate", "score: solve" (a relative
+// λ), "score", "score: L* ranking" (lstar, lstar-rel), "apply" (compensation and writing).
 LayerwisePruneRun pruneLayerwise(const LlamaModel& model, const CalibrationSet& set, const PruneSettings& settings,
                                  const std::string& outDir,
                                  const std::function<std::string(const LayerwisePruneRun&)>& manifestFor,
                                  const LayerwisePruneOptions& options, const ProgressFn& progress = nullptr);
+
+// The stages of one pruneLayerwise in this process against their bounds (stage_bounds.h): the
+// in-RAM road's stages (pruneStageMeasures, the forward counted over the layers this process
+// calibrated) plus the statistics scratch file's writing (against the disk write rate) and
+// reading (no bound: page cache or disk, the rates hold no read rate).
+std::vector<StageMeasure> layerwiseStageMeasures(const LlamaConfig& config, const LayerwisePruneRun& run);
 
 } // namespace npw

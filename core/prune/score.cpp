@@ -1,5 +1,6 @@
 // Step "score": every method's channel metric per layer, reduced to unit scores (score.h).
 #include "core/prune/score.h"
+#include "core/prune/score_journal.h"
 
 #include "core/prune/baseline_metrics.h"
 #include "core/prune/compensation.h"
@@ -11,10 +12,65 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <sstream>
 
 namespace npw {
 
 namespace {
+
+// Progress stages: each pass over the layers its own, so that a terminal's ETA is the pass's
+// (the relative λ's solves and the L* curves cost a Cholesky per site each; the scores from
+// the solves are nearly free).
+constexpr const char* kSolveStage = "score: solve";
+constexpr const char* kScoreStage = "score";
+constexpr const char* kRankingStage = "score: L* ranking";
+
+// A journal's record, read back (score_journal.h): a missing entry is a damaged work folder.
+const at::Tensor& recordEntry(const ScoreRecord& record, const std::string& name, ScorePass pass, size_t layer) {
+    const auto it = record.find(name);
+    if (it == record.end() || !it->second.defined())
+        throw Error(std::string("the recorded ") + scorePassName(pass) + " step of layer " + std::to_string(layer) +
+                    " lacks '" + name + "'; remove the work folder");
+    return it->second;
+}
+
+void putSolve(ScoreRecord& record, const std::string& site, const NumericalSolve& solve) {
+    if (solve.D == 0) return;
+    record[site + ".solve"] = at::tensor(std::vector<double>{solve.c, solve.jitter, solve.outputEnergy}, at::kDouble);
+    record[site + ".channels_in"] = at::full({1}, solve.D, at::kLong);
+    record[site + ".ainv1"] = solve.Ainv1.cpu();
+}
+
+NumericalSolve getSolve(const ScoreRecord& record, const std::string& site, ScorePass pass, size_t layer) {
+    NumericalSolve solve;
+    if (!record.count(site + ".solve")) return solve;
+    const at::Tensor v = recordEntry(record, site + ".solve", pass, layer).to(at::kDouble).contiguous();
+    solve.c = v[0].item<double>();
+    solve.jitter = v[1].item<double>();
+    solve.outputEnergy = v[2].item<double>();
+    solve.D = recordEntry(record, site + ".channels_in", pass, layer).reshape({-1})[0].item<int64_t>();
+    solve.Ainv1 = recordEntry(record, site + ".ainv1", pass, layer);
+    return solve;
+}
+
+at::Tensor textTensor(const std::string& text) {
+    at::Tensor t = at::empty({static_cast<int64_t>(text.size())}, at::kByte);
+    std::copy(text.begin(), text.end(), t.data_ptr<uint8_t>());
+    return t;
+}
+
+std::string tensorText(const at::Tensor& t) {
+    const at::Tensor c = t.to(at::kByte).contiguous();
+    return std::string(reinterpret_cast<const char*>(c.data_ptr<uint8_t>()), static_cast<size_t>(c.numel()));
+}
+
+std::optional<ScoreRecord> journalLoad(const ScoreJournal& journal, ScorePass pass, size_t layer) {
+    return journal.load ? journal.load(pass, layer) : std::nullopt;
+}
+
+void journalSave(const ScoreJournal& journal, ScorePass pass, size_t layer, const ScoreRecord& record) {
+    if (journal.save) journal.save(pass, layer, record);
+}
 
 void requireFiniteWeights(const LlamaCheckpoint& checkpoint) {
     LlamaWeights weights = checkpoint.weights;  // handles only: namedTensors wants a mutable object
@@ -208,7 +264,8 @@ std::vector<double> compensatedErrorScores(const std::vector<double>& unitScores
 }
 
 // Replaces the ranking by the L* slopes per site, keeping each site's order of its unit scores.
-void rankByCompensatedError(ScoreSet& set, const at::Tensor& embed, const ScoredLayerSource& layerAt) {
+void rankByCompensatedError(ScoreSet& set, const at::Tensor& embed, const ScoredLayerSource& layerAt,
+                            const ScoreJournal& journal, const ProgressFn& progress) {
     // lstar-kl starts from lstar-rel's curves (site_damage.h rescales them per site).
     const bool relative = set.settings.crossLayer == CrossLayerRanking::RelativeCompensatedError ||
                           set.settings.crossLayer == CrossLayerRanking::MeasuredDamage;
@@ -225,8 +282,25 @@ void rankByCompensatedError(ScoreSet& set, const at::Tensor& embed, const Scored
                         " for its output energy");
         return solve.outputEnergy;
     };
+    const auto layers = static_cast<double>(set.ranking.size());
     for (size_t l = 0; l < set.ranking.size(); ++l) {
+        reportProgress(progress, kRankingStage, static_cast<double>(l), layers);
         if (set.ranking[l].heads.empty() && set.ranking[l].channels.empty()) continue;
+        if (const std::optional<ScoreRecord> r = journalLoad(journal, ScorePass::Ranking, l)) {
+            if (!set.ranking[l].heads.empty()) {
+                const at::Tensor h = recordEntry(*r, "heads", ScorePass::Ranking, l).to(at::kDouble).contiguous();
+                set.ranking[l].heads.assign(h.data_ptr<double>(), h.data_ptr<double>() + h.numel());
+            }
+            if (!set.ranking[l].channels.empty()) {
+                const at::Tensor c = recordEntry(*r, "channels", ScorePass::Ranking, l).to(at::kDouble).contiguous();
+                set.ranking[l].channels.assign(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
+            }
+            const at::Tensor scales = recordEntry(*r, "scales", ScorePass::Ranking, l).to(at::kDouble).contiguous();
+            set.attentionLossScale[l] = scales[0].item<double>();
+            set.mlpLossScale[l] = scales[1].item<double>();
+            residual = scales[2].item<double>();
+            continue;
+        }
         const ScoredLayer w = layerAt(l, /*withGram=*/true);
         const int64_t layer = static_cast<int64_t>(l);
         const std::string where = " of layer " + std::to_string(l);
@@ -260,7 +334,13 @@ void rankByCompensatedError(ScoreSet& set, const at::Tensor& embed, const Scored
         } catch (const Error& e) {
             throw Error("ranking by the compensated error L*" + where + ": " + e.what());
         }
+        ScoreRecord record;
+        if (!set.ranking[l].heads.empty()) record["heads"] = at::tensor(set.ranking[l].heads, at::kDouble);
+        if (!set.ranking[l].channels.empty()) record["channels"] = at::tensor(set.ranking[l].channels, at::kDouble);
+        record["scales"] = at::tensor(std::vector<double>{set.attentionLossScale[l], set.mlpLossScale[l], residual}, at::kDouble);
+        journalSave(journal, ScorePass::Ranking, l, record);
     }
+    reportProgress(progress, kRankingStage, layers, layers);
 }
 
 } // namespace
@@ -355,8 +435,22 @@ ScoreSet computeScores(const LlamaCheckpoint& checkpoint, const ModelStats& stat
         settings, progress);
 }
 
+const char* scorePassName(ScorePass pass) {
+    switch (pass) {
+    case ScorePass::Solve: return "solve";
+    case ScorePass::Score: return "score";
+    case ScorePass::Ranking: return "ranking";
+    }
+    return "?";
+}
+
 ScoreSet computeScoresByLayer(const LlamaConfig& config, const at::Tensor& embed, const ScoredLayerSource& layerAt,
                               const PruneSettings& settings, const ProgressFn& progress) {
+    return computeScoresByLayer(config, embed, layerAt, settings, progress, ScoreJournal{});
+}
+
+ScoreSet computeScoresByLayer(const LlamaConfig& config, const at::Tensor& embed, const ScoredLayerSource& layerAt,
+                              const PruneSettings& settings, const ProgressFn& progress, const ScoreJournal& journal) {
     settings.validate();
     checkProtectedLayers(config, settings);
 
@@ -376,7 +470,12 @@ ScoreSet computeScoresByLayer(const LlamaConfig& config, const at::Tensor& embed
     std::vector<NumericalSolve> attnSolved(layers), mlpSolved(layers);
     if (settings.method == PruneMethod::Numerical && settings.lambdaIsRelative()) {
         for (size_t l = 0; l < layers; ++l) {
-            reportProgress(progress, "score", 0.5 * static_cast<double>(l), static_cast<double>(layers));
+            reportProgress(progress, kSolveStage, static_cast<double>(l), static_cast<double>(layers));
+            if (const std::optional<ScoreRecord> r = journalLoad(journal, ScorePass::Solve, l)) {
+                attnSolved[l] = getSolve(*r, "attn", ScorePass::Solve, l);
+                mlpSolved[l] = getSolve(*r, "mlp", ScorePass::Solve, l);
+                continue;
+            }
             const ScoredLayer w = layerAt(l, /*withGram=*/true);
             auto solve = [&](const at::Tensor& weight, const LayerStats& site, const char* what) {
                 try {
@@ -388,7 +487,12 @@ ScoreSet computeScoresByLayer(const LlamaConfig& config, const at::Tensor& embed
             };
             if (config.num_heads[l] > 0) attnSolved[l] = solve(w.wo, w.attn, "o_proj");
             if (config.intermediate_size[l] > 0) mlpSolved[l] = solve(w.wDown, w.mlp, "down_proj");
+            ScoreRecord record;
+            putSolve(record, "attn", attnSolved[l]);
+            putSolve(record, "mlp", mlpSolved[l]);
+            journalSave(journal, ScorePass::Solve, l, record);
         }
+        reportProgress(progress, kSolveStage, static_cast<double>(layers), static_cast<double>(layers));
         set.medianC = medianNumericalC(attnSolved, mlpSolved);
         set.settings.lambda = settings.lambdaRel / set.medianC;
         if (!(set.settings.lambda > 0) || !std::isfinite(set.settings.lambda))
@@ -403,7 +507,25 @@ ScoreSet computeScoresByLayer(const LlamaConfig& config, const at::Tensor& embed
     const bool needsGram = settings.method == PruneMethod::Numerical &&
                            (!settings.lambdaIsRelative() || settings.boxConstrained || settings.iters > 0);
     for (size_t l = 0; l < layers; ++l) {
-        reportProgress(progress, "score", static_cast<double>(l), static_cast<double>(layers));
+        reportProgress(progress, kScoreStage, static_cast<double>(l), static_cast<double>(layers));
+        if (const std::optional<ScoreRecord> r = journalLoad(journal, ScorePass::Score, l)) {
+            if (r->count("attn.channels")) set.attentionChannels[l] = r->at("attn.channels");
+            if (r->count("mlp.channels")) set.mlpChannels[l] = r->at("mlp.channels");
+            set.attentionSolves[l] = getSolve(*r, "attn", ScorePass::Score, l);
+            set.mlpSolves[l] = getSolve(*r, "mlp", ScorePass::Score, l);
+            // The running values as they stood after this layer.
+            const at::Tensor v = recordEntry(*r, "running", ScorePass::Score, l).to(at::kDouble).contiguous();
+            set.newtonMaxDeviation = v[0].item<double>();
+            set.boxKktViolation = v[1].item<double>();
+            const at::Tensor n = recordEntry(*r, "box_counts", ScorePass::Score, l).to(at::kLong).contiguous();
+            set.boxAtZero = n[0].item<int64_t>();
+            set.boxAtOne = n[1].item<int64_t>();
+            std::istringstream state(tensorText(recordEntry(*r, "rng", ScorePass::Score, l)));
+            state >> rng;
+            if (!state) throw Error("the recorded score step of layer " + std::to_string(l) +
+                                    " has a damaged generator state; remove the work folder");
+            continue;
+        }
         const ScoredLayer w = layerAt(l, needsGram);
         auto score = [&](const at::Tensor& weight, const LayerStats& site, bool isAttention,
                          at::Tensor& channelsOut, NumericalSolve& solveOut, const NumericalSolve& solved) {
@@ -428,13 +550,24 @@ ScoreSet computeScoresByLayer(const LlamaConfig& config, const at::Tensor& embed
             score(w.wo, w.attn, true, set.attentionChannels[l], set.attentionSolves[l], attnSolved[l]);
         if (config.intermediate_size[l] > 0)
             score(w.wDown, w.mlp, false, set.mlpChannels[l], set.mlpSolves[l], mlpSolved[l]);
+        ScoreRecord record;
+        if (set.attentionChannels[l].defined()) record["attn.channels"] = set.attentionChannels[l].cpu();
+        if (set.mlpChannels[l].defined()) record["mlp.channels"] = set.mlpChannels[l].cpu();
+        putSolve(record, "attn", set.attentionSolves[l]);
+        putSolve(record, "mlp", set.mlpSolves[l]);
+        record["running"] = at::tensor(std::vector<double>{set.newtonMaxDeviation, set.boxKktViolation}, at::kDouble);
+        record["box_counts"] = at::tensor(std::vector<int64_t>{set.boxAtZero, set.boxAtOne}, at::kLong);
+        std::ostringstream state;
+        state << rng;
+        record["rng"] = textTensor(state.str());
+        journalSave(journal, ScorePass::Score, l, record);
     }
+    reportProgress(progress, kScoreStage, static_cast<double>(layers), static_cast<double>(layers));
     if (settings.method == PruneMethod::Numerical && std::isnan(set.medianC))
         set.medianC = medianNumericalC(set.attentionSolves, set.mlpSolves);
     rankUnits(set);
-    if (set.rankingIsCompensatedError()) rankByCompensatedError(set, embed, layerAt);
+    if (set.rankingIsCompensatedError()) rankByCompensatedError(set, embed, layerAt, journal, progress);
     requireFiniteRanking(set.ranking);
-    reportProgress(progress, "score", static_cast<double>(layers), static_cast<double>(layers));
     return set;
 }
 

@@ -111,6 +111,13 @@ MachineRates measureMachineRates(const std::string& scratchTarget, int64_t chole
     return r;
 }
 
+int64_t choleskySizeFor(const LlamaConfig& config) {
+    int64_t widest = 0;
+    for (size_t l = 0; l < static_cast<size_t>(config.num_layers); ++l)
+        widest = std::max({widest, config.intermediate_size.at(l), config.num_heads.at(l) * config.head_dim});
+    return std::min<int64_t>(widest, 2048);
+}
+
 double StageMeasure::boundSeconds(const MachineRates& r) const {
     double s = 0;
     bool any = false;

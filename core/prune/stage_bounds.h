@@ -24,6 +24,9 @@ struct MachineRates {
 // run's is removed by the next write there); one that cannot be written leaves diskWrite 0 and
 // says why in diskNote.
 MachineRates measureMachineRates(const std::string& scratchTarget, int64_t choleskySize);
+// The widest scored site of a model (heads × head_dim or the MLP width): the Cholesky size to
+// measure at, capped at 2048 (the rate is flat beyond it and the measurement stays ~1 s).
+int64_t choleskySizeFor(const LlamaConfig& config);
 
 struct StageMeasure {
     std::string stage;        // calibration_forward, gram_accumulation, scores, cross_layer_ranking, …
