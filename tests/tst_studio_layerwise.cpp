@@ -5,9 +5,11 @@
 //  - Run calibrates one block at a time into a scratch file and scores from it: the same masks
 //    at every ρ and the same scores (to float64 rounding) as in RAM, re-selection at other ρ/λ
 //    without a job;
-//  - export, sweep, the baselines and lstar-kl are refused with the reason;
+//  - export, sweep, the baselines and lstar-kl are refused with the reason; the Text tab
+//    continues the dense model alone and says why;
 //  - the scratch file goes with a new calibration, another model and the session.
 #include "studio_session_helpers.h"
+#include "app/studio/textsession.h"
 
 #include <QSignalSpy>
 #include <QTemporaryDir>
@@ -133,6 +135,20 @@ private slots:
         QVERIFY(!fs::exists(tmp_.filePath("out").toStdString()));
         QVERIFY(!layerwise.runSweep(SweepRequest{}));
         QCOMPARE(refused.count(), 2);
+        {
+            // The Text tab continues the dense model alone, and says why.
+            TextSession text(&layerwise);
+            QSignalSpy said(&text, &TextSession::logMessage);
+            TextRequest request;
+            request.prompts = {QStringLiteral("And Jesus said unto them")};
+            request.tokens = 4;
+            QVERIFY(text.run(request));
+            QVERIFY(studio_test::waitIdle(layerwise));
+            QVERIFY(text.hasResult());
+            QCOMPARE(text.results().at(0).models.size(), size_t(1));
+            QCOMPARE(said.count(), 1);
+            QVERIFY(said.back()[0].toString().contains("layer by layer"));
+        }
         studio::RunSettings s = layerwise.settings();
         s.baseline = npw::BaselineMethod::BlockInfluence;
         layerwise.setSettings(s);
