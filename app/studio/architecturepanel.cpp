@@ -8,6 +8,7 @@
 #include "app/studio/architecturepanel.h"
 
 #include <QHeaderView>
+#include <map>
 #include <QLabel>
 #include <QLocale>
 #include <QTreeWidget>
@@ -47,15 +48,35 @@ void ArchitecturePanel::clear() {
     title_->setText(tr("No model open."));
 }
 
-void ArchitecturePanel::showModel(const QString& reference, const npw::LanguageModel& lm) {
+void ArchitecturePanel::showModel(const QString& reference, const npw::LanguageModel& lm, const QString& road) {
+    showCheckpoint(reference, lm.model->checkpoint(), QString::fromStdString(lm.model->runtime().describe()), QString(),
+                   road);
+    // The tokenizer as opened (showCheckpoint knows only whether a file is there).
+    const auto found = tree_->findItems(tr("Tokenizer"), Qt::MatchExactly, 0);
+    if (!found.isEmpty()) found.front()->setText(1, lm.tokenizer ? tr("yes") : tr("none (token ids only)"));
+}
+
+void ArchitecturePanel::showCheckpoint(const QString& reference, const npw::LlamaCheckpoint& checkpoint,
+                                       const QString& runtime, const QString& status, const QString& road) {
     tree_->clear();
-    const npw::LlamaConfig& c = lm.model->config();
-    title_->setText(tr("<b>%1</b> on %2").arg(reference.toHtmlEscaped(),
-                                                QString::fromStdString(lm.model->runtime().describe())));
+    const npw::LlamaConfig& c = checkpoint.config;
+    QString title = tr("<b>%1</b> on %2").arg(reference.toHtmlEscaped(), runtime.toHtmlEscaped());
+    if (!status.isEmpty()) title += QStringLiteral("<br><i>%1</i>").arg(status.toHtmlEscaped());
+    title_->setText(title);
     auto* root = tree_->invisibleRootItem();
     const bool uniform = c.isUniform();
-    row(root, tr("Parameters"), count(npw::checkpointParameters(lm.model->checkpoint())));
+    row(root, tr("Parameters"), count(npw::checkpointParameters(checkpoint)));
     row(root, tr("Prunable (attn + MLP)"), count(npw::prunableParameters(c)));
+    // The weights as stored: a mapped file keeps its dtype (no float32 copy is made).
+    if (!checkpoint.origins.empty()) {
+        std::map<std::string, uint64_t> bytesByDtype;
+        for (const auto& [name, origin] : checkpoint.origins) bytesByDtype[origin.dtype] += origin.bytes;
+        QStringList parts;
+        for (const auto& [dtype, bytes] : bytesByDtype)
+            parts << QStringLiteral("%1 %2").arg(QString::fromStdString(dtype), QLocale().formattedDataSize(qint64(bytes)));
+        row(root, tr("Weights in the file"), parts.join(QStringLiteral(", ")));
+    }
+    if (!road.isEmpty()) row(root, tr("Pruning road"), road);
     row(root, tr("Layers"), QString::number(c.num_layers));
     row(root, tr("Hidden size"), QString::number(c.hidden_size));
     row(root, tr("Head dim"), QString::number(c.head_dim));
@@ -69,7 +90,7 @@ void ArchitecturePanel::showModel(const QString& reference, const npw::LanguageM
     row(root, tr("Vocabulary"), QString::number(c.vocab_size));
     row(root, tr("Context"), QString::number(c.max_position_embeddings));
     row(root, tr("Tied classifier"), c.tie_word_embeddings ? tr("yes") : tr("no"));
-    row(root, tr("Tokenizer"), lm.tokenizer ? tr("yes") : tr("none (token ids only)"));
+    row(root, tr("Tokenizer"), checkpoint.tokenizerPath.empty() ? tr("none (token ids only)") : tr("yes"));
     auto* layers = row(root, tr("Per layer"), uniform ? tr("uniform") : tr("pruned / non-uniform"));
     for (int64_t l = 0; l < c.num_layers; ++l)
         row(layers, tr("layer %1").arg(l),

@@ -158,6 +158,8 @@ studio::RunSettings DemoScript::scriptSettings() const {
     studio::RunSettings settings = window_->session()->settings();
     if (settings.calibration.source.empty() && !window_->session()->modelDefaults().demo)
         settings.calibration.source = studio::defaultCalibrationSource();
+    if (calibSamples_ > 0) settings.calibration.samples = calibSamples_;
+    if (calibSeqlen_ > 0) settings.calibration.seqlen = calibSeqlen_;
     return settings;
 }
 

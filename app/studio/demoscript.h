@@ -29,6 +29,12 @@ public:
     DemoScript(StudioWindow* window, QString state, QString screenshot, bool measureStalls, QString model = {});
     void start();
     double longestStallMs() const;
+    // --calib-samples / --calib-seqlen: the Run settings' calibration size for the script's runs
+    // (0: as the settings hold it), e.g. 1 × 128 to try a 7B's layer-by-layer calibration quickly.
+    void setCalibrationSize(int64_t samples, int64_t seqlen) {
+        calibSamples_ = samples;
+        calibSeqlen_ = seqlen;
+    }
 
 signals:
     void done(int exitCode);
@@ -46,4 +52,5 @@ private:
     bool measure_;
     StallMeter* meter_;
     int step_ = 0;
+    int64_t calibSamples_ = 0, calibSeqlen_ = 0;
 };

@@ -1,7 +1,8 @@
 // npw-studio: the interactive workbench (studiowindow.h).
 //
 //   npw-studio [MODEL | WORKSPACE.npw.json] [--screenshot FILE]
-//   npw-studio --demo scores|sweep|images|box|text|baselines|blocks|sliced [--screenshot FILE] [--measure-stalls] [--dark] [MODEL]
+//   npw-studio --demo scores|sweep|images|box|text|baselines|blocks|sliced [--screenshot FILE] [--measure-stalls] [--dark]
+//              [--calib-samples N] [--calib-seqlen L] [MODEL]
 #include "app/studio/demoscript.h"
 #include "app/studio/studiowindow.h"
 #include "core/util/library_environment.h"
@@ -10,8 +11,12 @@
 #include <QCommandLineParser>
 #include <QImage>
 #include <QStyleFactory>
+#include <QDir>
+#include <QElapsedTimer>
+#include <QFileInfo>
 #include <QTimer>
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <memory>
@@ -79,9 +84,23 @@ int main(int argc, char** argv) {
     const QCommandLineOption stalls(QStringLiteral("measure-stalls"),
                                     QStringLiteral("With --demo: print the longest event-loop stall of the run."));
     const QCommandLineOption dark(QStringLiteral("dark"), QStringLiteral("Use the dark palette."));
-    parser.addOptions({demo, screenshot, stalls, dark});
+    const QCommandLineOption calibSamples(QStringLiteral("calib-samples"),
+                                          QStringLiteral("With --demo: calibrate on N windows (default: the Run settings')."),
+                                          QStringLiteral("N"));
+    const QCommandLineOption calibSeqlen(QStringLiteral("calib-seqlen"),
+                                         QStringLiteral("With --demo: calibration windows of L tokens (default: the Run settings')."),
+                                         QStringLiteral("L"));
+    parser.addOptions({demo, screenshot, stalls, dark, calibSamples, calibSeqlen});
     parser.process(app);
 
+    for (const QCommandLineOption* size : {&calibSamples, &calibSeqlen}) {
+        bool ok = false;
+        if (parser.isSet(*size) && (parser.value(*size).toLongLong(&ok) <= 0 || !ok)) {
+            std::fprintf(stderr, "npw-studio: --%s must be a positive whole number, got '%s'\n",
+                         qPrintable(size->names().first()), qPrintable(parser.value(*size)));
+            return 2;
+        }
+    }
     const bool scripted = parser.isSet(demo);
     if (scripted && !DemoScript::isKnownState(parser.value(demo))) {
         std::fprintf(stderr, "npw-studio: --demo must be scores, sweep, images or box, got '%s'\n", qPrintable(parser.value(demo)));
@@ -91,6 +110,27 @@ int main(int argc, char** argv) {
     StudioWindow window(/*persistSettings=*/!scripted && !shot);
     app.onError = [&window](const QString& message) { window.showError(QObject::tr("An action"), message); };
     if (parser.isSet(dark)) window.setDark(true);
+    if (shot || scripted) {
+        // A scripted or screenshot run has no one at the window: its log goes to stderr too, with
+        // the seconds since start (how long opening a large model took to show its architecture).
+        auto clock = std::make_shared<QElapsedTimer>();
+        clock->start();
+        QObject::connect(window.session(), &StudioSession::logMessage, &window, [clock](const QString& line) {
+            std::fprintf(stderr, "[%7.1f s] %s\n", clock->elapsed() / 1000.0, qPrintable(line));
+        });
+        // The progress bar's stage, fraction and estimate: when the stage changes, else every 30 s.
+        auto last = std::make_shared<std::pair<QString, qint64>>();
+        QObject::connect(window.session()->jobs(), &JobRunner::progressed, &window,
+                         [clock, last](const QString& stage, double fraction, double secondsLeft) {
+                             const qint64 now = clock->elapsed();
+                             if (stage == last->first && now - last->second < 30000) return;
+                             *last = {stage, now};
+                             std::fprintf(stderr, "[%7.1f s] progress: %s %.1f %%, about %s left\n", now / 1000.0,
+                                          qPrintable(stage), 100.0 * fraction,
+                                          std::isfinite(secondsLeft) ? qPrintable(QString::number(secondsLeft, 'f', 0) + " s")
+                                                                     : "? s");
+                         });
+    }
     window.show();
 
     if (scripted) {
@@ -98,6 +138,7 @@ int main(int argc, char** argv) {
         const QString model = parser.positionalArguments().isEmpty() ? QString() : parser.positionalArguments().first();
         auto* script =
             new DemoScript(&window, parser.value(demo), parser.value(screenshot), parser.isSet(stalls), model);
+        script->setCalibrationSize(parser.value(calibSamples).toLongLong(), parser.value(calibSeqlen).toLongLong());
         QObject::connect(script, &DemoScript::done, &app, [](int code) { QApplication::exit(code); });
         QTimer::singleShot(0, script, &DemoScript::start);
     } else if (!parser.positionalArguments().isEmpty()) {
@@ -114,6 +155,19 @@ int main(int argc, char** argv) {
                     const bool saved = window.grabWithDialogs().save(file);
                     std::fprintf(stderr, "%s %s\n", saved ? "saved" : "could not save", qPrintable(file));
                     QApplication::exit(!saved || *failed ? 1 : 0);
+                });
+            });
+        }
+        if (shot) {
+            // A large model shows its architecture long before its weights are checked: that
+            // moment too, as FILE with "-architecture" before the extension.
+            QObject::connect(window.session(), &StudioSession::headersRead, &window, [&window, file = parser.value(screenshot)] {
+                QTimer::singleShot(300, &window, [&window, file] {
+                    QFileInfo info(file);
+                    const QString early = info.dir().filePath(info.completeBaseName() + QStringLiteral("-architecture.") +
+                                                              (info.suffix().isEmpty() ? QStringLiteral("png") : info.suffix()));
+                    const bool saved = window.grabWithDialogs().save(early);
+                    std::fprintf(stderr, "%s %s\n", saved ? "saved" : "could not save", qPrintable(early));
                 });
             });
         }

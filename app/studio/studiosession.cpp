@@ -6,7 +6,11 @@
 #include "core/prune/slicegpt.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
+#include "core/util/number_text.h"
 
+#include <cmath>
+#include <QDir>
+#include <QElapsedTimer>
 #include <QFileInfo>
 #include <QFutureWatcher>
 #include <QtConcurrent/QtConcurrentRun>
@@ -40,7 +44,47 @@ void StudioSession::setSettings(const studio::RunSettings& settings) {
 }
 
 bool StudioSession::calibrationStale() const {
-    return !workbench_.isCalibrated() || !statsCalibration_ || *statsCalibration_ != settings_.calibration;
+    const bool calibrated = road_.layerwise ? layerwise_ != nullptr : workbench_.isCalibrated();
+    return !calibrated || !statsCalibration_ || *statsCalibration_ != settings_.calibration;
+}
+
+QString StudioSession::pruneRoadText() const {
+    if (!hasModel()) return {};
+    if (road_.physicalBytes <= 0) return tr("in RAM (this machine's RAM is unknown)");
+    const QString need = qs(npw::byteSizeText(road_.inRamBytes)), ram = qs(npw::byteSizeText(road_.physicalBytes));
+    return road_.layerwise ? tr("layer by layer (%1 > ½ × %2 RAM)").arg(need, ram) : tr("in RAM (%1 ≤ ½ × %2 RAM)").arg(need, ram);
+}
+
+QString StudioSession::roadWhy() const {
+    return tr("the model in float32 and its statistics in float64 would need %1, more than half of this machine's %2 of RAM")
+        .arg(qs(npw::byteSizeText(road_.inRamBytes)), qs(npw::byteSizeText(road_.physicalBytes)));
+}
+
+QString StudioSession::exportRefusal() const {
+    if (!road_.layerwise || (selected_ && selected_->baseline)) return {};
+    // The current score set's settings at the knobs, as `npw prune` takes them.
+    const npw::PruneSettings p = selected_ && selected_->scores ? selected_->scores->settings : settings_.prune;
+    QString command = QStringLiteral("npw prune %1 --layerwise --method %2 --ratio %3")
+                          .arg(modelRef_, qs(npw::methodName(p.method)))
+                          .arg(knobs_.rho, 0, 'g', 4);
+    if (p.method == npw::PruneMethod::Numerical) {
+        command += QStringLiteral(" --ranking %1 --lambda-rel %2").arg(qs(npw::crossLayerRankingName(p.crossLayer))).arg(knobs_.lambda, 0, 'g', 6);
+        if (p.boxConstrained) command += QStringLiteral(" --box");
+    }
+    if (std::isfinite(knobs_.alpha)) command += QStringLiteral(" --alpha %1").arg(knobs_.alpha, 0, 'g', 6);
+    command += QStringLiteral(" --alpha-mode %1").arg(qs(npw::alphaModeName(knobs_.mode)));
+    const studio::CalibrationSettings& c = statsCalibration_ ? *statsCalibration_ : settings_.calibration;
+    command += QStringLiteral(" --calib %1").arg(c.source.empty() ? qs(studio::defaultCalibrationSource()) : qs(c.source));
+    if (c.sourceIsIds) command += QStringLiteral(" --calib-ids");
+    command += QStringLiteral(" --nsamples %1").arg(c.samples);
+    if (c.seqlen > 0) command += QStringLiteral(" --seqlen %1").arg(c.seqlen);
+    if (c.seed != 0) command += QStringLiteral(" --seed %1").arg(c.seed);
+    command += QStringLiteral(" --out DIR");
+    return tr("This model's pruning runs layer by layer (%1): its statistics are on disk, one layer at a time, so the "
+              "studio shows scores and selections but does not compensate and write the whole model, evaluate it or "
+              "sweep it (each needs the pruned model and the statistics of every layer at once). The command line "
+              "writes the same selection layer by layer into a folder you choose: %2")
+        .arg(roadWhy(), command);
 }
 
 QStringList StudioSession::scoreMethods() const {
@@ -63,6 +107,8 @@ std::shared_ptr<const npw::ScoreSet> StudioSession::currentScores() const {
 
 void StudioSession::resetModelState() {
     workbench_ = npw::LanguagePruningWorkbench(workbench_.model());
+    layerwise_.reset();  // its scratch file goes with it
+    road_ = hasModel() ? npw::studioPruneRoad(workbench_.model().model->config()) : npw::PruneRoad{};
     statsCalibration_.reset();
     current_.clear();
     view_.reset();
@@ -77,10 +123,29 @@ void StudioSession::resetModelState() {
 
 bool StudioSession::openModel(const QString& reference, const QString& device) {
     const std::string ref = reference.toStdString(), dev = device.toStdString();
-    return jobs_.start<npw::LanguageModel>(
+    using Headers = std::shared_ptr<const npw::LlamaCheckpoint>;
+    QElapsedTimer startedAt;
+    startedAt.start();
+    const bool started = jobs_.startWithPartials<npw::LanguageModel, Headers>(
         tr("Open %1").arg(reference),
-        [ref, dev](const npw::ProgressFn&) { return npw::openLanguageModel(ref, npw::chooseRuntime(dev)); },
+        [ref, dev](const npw::ProgressFn& progress, const PartialResults<Headers>& headers) {
+            // The headers first (seconds at any size): the architecture shows while the weights,
+            // mapped in the file's dtype, are checked one layer at a time.
+            return npw::openLanguageModelInSteps(
+                ref, npw::chooseRuntime(dev),
+                [&headers](const npw::LlamaCheckpoint& ckpt) { headers.emitPartial(std::make_shared<const npw::LlamaCheckpoint>(ckpt)); },
+                progress);
+        },
+        [this, reference, clock = std::make_shared<QElapsedTimer>(startedAt)](Headers headers) {
+            openingHeaders_ = std::move(headers);
+            openingRef_ = reference;
+            emit logMessage(tr("%1: architecture read from the headers in %2 s; checking the weights, layer by layer…")
+                                .arg(reference)
+                                .arg(clock->elapsed() / 1000.0, 0, 'f', 1));
+            emit headersRead();
+        },
         [this, reference, device](npw::LanguageModel lm) {
+            openingHeaders_.reset();
             workbench_ = npw::LanguagePruningWorkbench(std::move(lm));
             // A calibration file chosen for another model is not this one's (its tokenizer, its
             // domain): the field starts empty, which the demo models read as their corpus.
@@ -96,9 +161,32 @@ bool StudioSession::openModel(const QString& reference, const QString& device) {
                                 .arg(reference, qs(workbench_.model().model->runtime().describe()))
                                 .arg(workbench_.model().model->config().num_layers)
                                 .arg(QLocale().toString(qlonglong(workbench_.model().model->config().parameterCount()))));
+            if (road_.layerwise)
+                emit logMessage(tr("Pruning this model runs layer by layer: %1. Run calibrates one block at a time "
+                                   "into a scratch file in %2 and scores from it; the export, the sweep and the "
+                                   "baselines need the whole model at once and are not offered here (the command "
+                                   "line prunes it layer by layer).")
+                                    .arg(roadWhy(), QDir::tempPath()));
             emit modelChanged();
             if (otherModel) emit settingsChanged();
         });
+    if (!started) return false;
+    // A failed or cancelled open leaves the model that was open: its architecture again.
+    // (runningChanged(false) comes just before a successful open's result: looked at after it.)
+    connect(
+        &jobs_, &JobRunner::runningChanged, this,
+        [this](bool) {
+            QMetaObject::invokeMethod(
+                this,
+                [this] {
+                    if (!openingHeaders_) return;
+                    openingHeaders_.reset();
+                    emit modelChanged();
+                },
+                Qt::QueuedConnection);
+        },
+        Qt::SingleShotConnection);
+    return true;
 }
 
 npw::ModelDefaults StudioSession::modelDefaults() const {
@@ -134,6 +222,7 @@ bool StudioSession::runScoringFor(std::vector<npw::ScoreRequest> list, const QSt
         request = npw::settingsAtKnobs(request, knobs_);
         names << qs(npw::scoreSetName(request));
     }
+    if (road_.layerwise) return runLayerwiseScoring(list, names.join(QStringLiteral(", ")), keepCurrent);
     const bool stale = calibrationStale();
     const studio::CalibrationSettings calibration = settings_.calibration;
     const npw::LanguageModel lm = workbench_.model();
@@ -157,6 +246,84 @@ bool StudioSession::runScoringFor(std::vector<npw::ScoreRequest> list, const QSt
             for (npw::ComputedScores& computed : r.scores) {
                 if (computed.scores && computed.scores->settings.boxConstrained)
                     emit logMessage(qs(npw::boxSolveLine(*computed.scores)));
+                addScores(std::move(computed));
+            }
+            if (!keepCurrent.isEmpty() && workbench_.hasScores(keepCurrent.toStdString()) && current_ != keepCurrent) {
+                current_ = keepCurrent;
+                emit scoresChanged();
+                reselect();
+            }
+        });
+}
+
+namespace {
+
+// What Run computes on the layer-wise road: the statistics (new, or the ones held) and the
+// requests' score sets from them.
+struct LayerwiseScoring {
+    std::shared_ptr<const npw::LayerwiseStatistics> stats;
+    bool recalibrated = false;
+    std::vector<npw::ScoreSet> scores;
+};
+
+} // namespace
+
+bool StudioSession::runLayerwiseScoring(const std::vector<npw::ScoreRequest>& list, const QString& method,
+                                        const QString& keepCurrent) {
+    // What needs the whole model at once is refused before anything runs, with the reason.
+    for (const npw::ScoreRequest& request : list) {
+        if (request.baseline) {
+            emit refused(tr("Run"),
+                         tr("%1 is not available on this model: it scores from whole-model passes over the calibration "
+                            "windows (LLM-Pruner: gradients through every block; block influence and SliceGPT: every "
+                            "block's input and output at once), and pruning this model runs layer by layer (%2).")
+                             .arg(qs(npw::scoreSetName(request)), roadWhy()));
+            return false;
+        }
+        if (request.settings.method == npw::PruneMethod::Numerical &&
+            request.settings.crossLayer == npw::CrossLayerRanking::MeasuredDamage) {
+            emit refused(tr("Run"), tr("Ranking lstar-kl measures each site's damage with 2L + 1 whole-model forward "
+                                       "passes, which the layer-by-layer road does not make (%1); use the L*-relative "
+                                       "ranking (the default).")
+                                        .arg(roadWhy()));
+            return false;
+        }
+    }
+    const bool stale = calibrationStale();
+    const studio::CalibrationSettings calibration = settings_.calibration;
+    const npw::LanguageModel lm = workbench_.model();
+    const auto held = stale ? nullptr : layerwise_;
+    // The scratch file goes to the temporary folder (TMPDIR): a 7B's Gram triangles are 8.8 GB in
+    // float32. A stale calibration's file is removed before the next one is made.
+    if (stale) layerwise_.reset();
+    return jobs_.start<LayerwiseScoring>(
+        stale ? tr("Calibrate layer by layer and score %1").arg(method) : tr("Score %1").arg(method),
+        [=](const npw::ProgressFn& progress) {
+            LayerwiseScoring r;
+            r.stats = held;
+            if (!r.stats) {
+                // As in RAM: small batches, so that a Cancel waits for ~2k tokens of one block.
+                npw::CalibrationOptions options;
+                options.batchTokens = 2048;
+                r.stats = npw::LayerwiseStatistics::calibrate(lm, npw::calibrationRequest(calibration),
+                                                              QDir::tempPath().toStdString(), progress, options);
+                r.recalibrated = true;
+            }
+            for (const npw::ScoreRequest& request : list) r.scores.push_back(r.stats->score(*lm.model, request.settings, progress));
+            return r;
+        },
+        [this, calibration, keepCurrent](LayerwiseScoring r) {
+            if (r.recalibrated) {
+                workbench_.setCalibration({});  // scores of other statistics go
+                layerwise_ = r.stats;
+                statsCalibration_ = calibration;
+                emit logMessage(qs(npw::calibrationLine(r.stats->summary(), r.stats->note())));
+                emit logMessage(qs(r.stats->describe()));
+            }
+            for (npw::ScoreSet& scores : r.scores) {
+                if (scores.settings.boxConstrained) emit logMessage(qs(npw::boxSolveLine(scores)));
+                npw::ComputedScores computed;
+                computed.scores = std::move(scores);
                 addScores(std::move(computed));
             }
             if (!keepCurrent.isEmpty() && workbench_.hasScores(keepCurrent.toStdString()) && current_ != keepCurrent) {
@@ -260,6 +427,13 @@ void StudioSession::startLayerReports() {
 
 bool StudioSession::runSweep(const SweepRequest& asked) {
     if (!hasModel()) return false;
+    if (road_.layerwise) {
+        emit refused(tr("Sweep"), tr("A sweep prunes and evaluates the whole model at each ratio, and pruning this "
+                                     "model runs layer by layer (%1). Prune it with `npw prune … --out DIR` and "
+                                     "evaluate the export with `npw eval` (layer by layer too).")
+                                      .arg(roadWhy()));
+        return false;
+    }
     // The Run settings' calibration, the Selection's λ_rel and α; the demo's held-out text
     // when the request names none.
     SweepRequest request = asked;
@@ -316,6 +490,10 @@ void StudioSession::addSweepRow(npw::SweepRow row) {
 bool StudioSession::exportPrunedModel(const QString& dir) {
     if (!view_ || !selected_) return false;
     if (selected_->baseline) return exportBaseline(dir);
+    if (const QString why = exportRefusal(); !why.isEmpty()) {
+        emit refused(tr("Export"), why);
+        return false;
+    }
     if (!workbench_.isCalibrated()) return false;
     const npw::PruneSettings settings = settings_.prune;  // compensation and damp
     const auto model = workbench_.model().model;

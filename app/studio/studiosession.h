@@ -13,6 +13,7 @@
 #include "core/prune/pruner.h"
 #include "core/prune/score_view.h"
 #include "core/experiments/language_workbench.h"
+#include "core/experiments/layerwise_workbench.h"
 #include "core/experiments/sweep.h"
 #include "core/experiments/sweep_request.h"
 #include "core/experiments/workspace.h"
@@ -73,6 +74,21 @@ public:
     void setSettings(const studio::RunSettings& settings);
     // True when Run would need a new calibration (no statistics, or other calibration settings).
     bool calibrationStale() const;
+    // How this model's pruning runs (core's rule, `npw prune`'s): in RAM, or layer by layer when
+    // its float32 copy and statistics exceed half the RAM (a 7B on a workstation). Layer by
+    // layer, Run calibrates one block at a time into a scratch file (layerwiseStatistics) and
+    // scores from it; re-selection is as instant as in RAM; the per-layer losses, the export, the
+    // sweep and the baselines are refused with the reason (exportRefusal).
+    const npw::PruneRoad& pruneRoad() const { return road_; }
+    QString pruneRoadText() const;  // "layer by layer (58.0 GiB > ½ × 23.5 GiB RAM)"
+    const npw::LayerwiseStatistics* layerwiseStatistics() const { return layerwise_.get(); }
+    // Why an export of the current selection cannot run here (empty: it can): on the layer-wise
+    // road, with the `npw prune` command that writes the same selection layer by layer.
+    QString exportRefusal() const;
+    // The checkpoint an open in progress has read the headers of (its architecture, shown before
+    // its weights are checked); null when none.
+    std::shared_ptr<const npw::LlamaCheckpoint> openingHeaders() const { return openingHeaders_; }
+    QString openingReference() const { return openingRef_; }
     const npw::ModelStats* stats() const { return workbench_.calibration().stats.get(); }
 
     studio::SelectionKnobs knobs() const { return knobs_; }
@@ -123,6 +139,9 @@ public slots:
 
 signals:
     void modelChanged();
+    // An open's checkpoint headers are read (openingHeaders): its architecture can be shown while
+    // the weights are checked.
+    void headersRead();
     void settingsChanged();
     void scoresChanged();  // score sets added, replaced or cleared
     void selectionChanged(const SelectionView& view);
@@ -142,7 +161,9 @@ signals:
 
 private:
     void resetModelState();
+    QString roadWhy() const;  // why the layer-wise road: the bytes in RAM against the RAM
     bool runScoringFor(std::vector<npw::ScoreRequest> list, const QString& keepCurrent);
+    bool runLayerwiseScoring(const std::vector<npw::ScoreRequest>& list, const QString& method, const QString& keepCurrent);
     void addScores(npw::ComputedScores scores);
     void reselect();
     void reselectOrThrow();
@@ -155,6 +176,12 @@ private:
     // Model, statistics and score sets live in core; this class adds Qt: jobs, signals, and the
     // Run settings a calibration came from.
     npw::LanguagePruningWorkbench workbench_;
+    npw::PruneRoad road_;
+    // The layer-wise road's statistics (the Gram triangles in a scratch file, removed with it);
+    // null in RAM (workbench_'s calibration holds them there).
+    std::shared_ptr<const npw::LayerwiseStatistics> layerwise_;
+    std::shared_ptr<const npw::LlamaCheckpoint> openingHeaders_;
+    QString openingRef_;
     QString modelRef_, device_ = QStringLiteral("cpu");
     studio::RunSettings settings_;
     studio::SelectionKnobs knobs_;

@@ -288,6 +288,14 @@ void StudioWindow::connectSession() {
     connect(&session_, &StudioSession::imageWorkspaceRestored, imageSession_, &ImageSession::restoreWorkspaceText);
     connect(textSession_, &TextSession::logMessage, this, &StudioWindow::appendLog);
     connect(&session_, &StudioSession::modelChanged, this, &StudioWindow::onModelChanged);
+    // A model being opened: its architecture from the headers while its weights are checked.
+    connect(&session_, &StudioSession::headersRead, this, [this] {
+        const auto headers = session_.openingHeaders();
+        if (!headers || (tabs_->currentWidget() == imagesPage_ && imageSession_->hasModel())) return;
+        const QString runtime = session_.device() == QStringLiteral("cpu") ? tr("the CPU") : session_.device();
+        architecture_->showCheckpoint(session_.openingReference(), *headers, runtime,
+                                      tr("Reading and checking the weights (mapped in the file's dtype)…"));
+    });
     connect(&session_, &StudioSession::scoresChanged, this, &StudioWindow::updateRunState);
     connect(&session_, &StudioSession::settingsChanged, this, [this] {
         runSettings_->setSettings(session_.settings());
@@ -306,7 +314,7 @@ void StudioWindow::showArchitecture() {
         architecture_->showImageModel(imageSession_->modelReference(), imageSession_->workbench()->dense(),
                                       imageSession_->workbench()->vq());
     else if (session_.hasModel())
-        architecture_->showModel(session_.modelReference(), session_.model());
+        architecture_->showModel(session_.modelReference(), session_.model(), session_.pruneRoadText());
     else
         architecture_->clear();
 }
@@ -562,6 +570,11 @@ void StudioWindow::saveWorkspace(const QString& path) {
 void StudioWindow::chooseExportDir() {
     if (!session_.selection()) {
         appendLog(tr("Nothing to export: run a method first."));
+        return;
+    }
+    // On the layer-wise road the reason (and the command that writes it) before any dialog.
+    if (const QString why = session_.exportRefusal(); !why.isEmpty()) {
+        showError(tr("Export"), why);
         return;
     }
     const QString dir = QFileDialog::getSaveFileName(this, tr("Export the pruned model to a new directory"));

@@ -153,7 +153,11 @@ bool TextSession::run(const TextRequest& request) {
     std::shared_ptr<const npw::ModelStats> stats;
     std::vector<MaskToApply> masks;
     QString maskName;
-    if (request.currentMask && session_->selection() && session_->workbenchSelection()) {
+    if (request.currentMask && session_->selection() && session_->workbenchSelection() && session_->pruneRoad().layerwise)
+        // The pruned models would be whole models compensated from every layer's statistics at once.
+        emit logMessage(tr("Text: only the dense model continues: pruning this model runs layer by layer, so the "
+                           "studio does not build its pruned models (export one with npw prune and open it)."));
+    else if (request.currentMask && session_->selection() && session_->workbenchSelection()) {
         const studio::SelectionKnobs k = session_->knobs();
         for (const npw::WorkbenchSelection& sel : session_->selectionsAtKnobs()) {
             if (sel.baseline) {

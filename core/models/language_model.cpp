@@ -58,19 +58,20 @@ std::shared_ptr<Tokenizer> openTokenizerOf(const LlamaCheckpoint& checkpoint, bo
 
 namespace {
 
-// `ownedWeights`: the commands that change weights (prune, sweep, the studio) get owned float32
-// copies; the ones that only run the model keep the mapped views in the file's dtype (the
-// runtime reads float32, bfloat16 and float16 matrices as they are: llama.h), so a 7B in bf16
-// costs its page cache, not a 27 GB float32 copy. LlamaModel checks the values of a mapped
-// checkpoint as it takes them (weight_values.h).
+// Every command keeps the mapped views in the file's dtype (the runtime reads float32, bfloat16
+// and float16 matrices as they are: llama.h), so a 7B in bf16 costs its page cache, not a 27 GB
+// float32 copy. No step writes into a model's weights: calibration and scoring read them (score
+// and compensation widen one projection at a time to float64), applyMask builds a new pruned
+// checkpoint (float32, widened a layer at a time: apply.cpp) and shares the unchanged tensors,
+// the baselines slice, rotate or copy into new tensors (LLM-Pruner's gradients go to float32
+// leaf copies of each block). The views are read-only (PROT_READ): a write would fault, not
+// change the file. LlamaModel checks the values of a mapped checkpoint as it takes them
+// (weight_values.h). Formats that do not map (Meta .pth, llama2.c checkpoints, GGUF) load owned.
 LanguageModel openLlama(const std::string& model, const Runtime& runtime, const std::string& tokenizerFile,
-                        bool allowSmallVocab, bool ownedWeights) {
+                        bool allowSmallVocab) {
     LanguageModel lm;
     lm.name = model;
-    // Mapped: the file's headers only; with owned weights, one conversion to float32 that reads
-    // (and checks) each tensor once; a Copy load would be the same copy made while parsing.
     LlamaCheckpoint ckpt = loadLlamaCheckpoint(model, WeightStorage::Mapped);
-    if (ownedWeights) copyWeightsIntoMemory(ckpt);
     useTokenizerFile(ckpt, tokenizerFile);
     lm.tokenizer = openTokenizerOf(ckpt, allowSmallVocab);
     lm.model = std::make_shared<LlamaModel>(std::move(ckpt), runtime);
@@ -81,13 +82,13 @@ LanguageModel openLlama(const std::string& model, const Runtime& runtime, const 
 
 LanguageModel openLanguageModel(const std::string& model, const Runtime& runtime, const std::string& tokenizerFile,
                                 bool allowSmallVocab) {
-    return openLlama(model, runtime, tokenizerFile, allowSmallVocab, /*ownedWeights=*/true);
+    return openLlama(model, runtime, tokenizerFile, allowSmallVocab);
 }
 
 LanguageModel openCausalLanguageModel(const std::string& model, const Runtime& runtime, const std::string& tokenizerFile,
                                       bool allowSmallVocab) {
     if (!SlicedLlama::isSlicedDirectory(model))
-        return openLlama(model, runtime, tokenizerFile, allowSmallVocab, /*ownedWeights=*/false);
+        return openLlama(model, runtime, tokenizerFile, allowSmallVocab);
     LanguageModel lm;
     lm.name = model;
     lm.sliced = std::make_shared<SlicedLlama>(SlicedLlama::load(model, runtime));

@@ -34,10 +34,11 @@ struct LanguageModel {
 // model's vocabulary (openTokenizerOf).
 LanguageModel openLanguageModel(const std::string& model, const Runtime& runtime, const std::string& tokenizerFile = "",
                                 bool allowSmallVocab = false);
-// The weights are owned float32 (what pruning changes in place).
+// The weights stay memory-mapped in the file's dtype where the format maps (safetensors, llama2.c
+// .bin): read-only views, never a float32 copy of the whole model (no step writes into a model's
+// weights; language_model.cpp says what each reads).
 // The same, or a SliceGPT-sliced directory (sliced_llama.h) into `sliced`: for what only needs
-// to run text (generate, compare, zeroshot, bench, eval). The weights stay memory-mapped in the
-// file's dtype where the format maps (safetensors, llama2.c .bin): read-only views. Commands that need a LLaMA's structure
+// to run text (generate, compare, zeroshot, bench, eval). Commands that need a LLaMA's structure
 // (prune, calibrate, export-gguf) open with openLanguageModel, which refuses the sliced model by name.
 LanguageModel openCausalLanguageModel(const std::string& model, const Runtime& runtime,
                                       const std::string& tokenizerFile = "", bool allowSmallVocab = false);

@@ -170,13 +170,33 @@ PrunedModel applyMask(const LlamaCheckpoint& checkpoint, const ModelStats& stats
     out.compensation = settings.effectiveCompensation();
     out.checkpoint = checkpoint;  // shares the unchanged tensors; changed ones are replaced, never written
     out.layers.resize(layers);
+    // A model opened memory-mapped keeps a bfloat16/float16 file's weights as stored (read-only
+    // views). The pruned model is float32, as it was when every command worked on an owned
+    // float32 copy: the compensated projections are float32, and the rest is widened (exactly)
+    // here, one tensor at a time, so that one export holds one dtype. A float32 file's views are
+    // shared as they are (never written: every changed tensor is a new one).
+    auto float32 = [](const at::Tensor& t) { return t.defined() && t.scalar_type() != at::kFloat ? t.to(at::kFloat) : t; };
+    auto layerInFloat32 = [&float32](const LlamaLayerWeights& w) {
+        LlamaLayerWeights f = w;
+        for (at::Tensor* t : {&f.attn_norm, &f.wq, &f.wk, &f.wv, &f.wq_bias, &f.wk_bias, &f.wv_bias, &f.q_norm, &f.k_norm,
+                              &f.wo, &f.wo_bias, &f.ffn_norm, &f.w_gate, &f.w_up, &f.w_down, &f.w_down_bias})
+            *t = float32(*t);
+        return f;
+    };
+    {
+        LlamaWeights& w = out.checkpoint.weights;
+        const bool tied = w.lm_head.defined() && w.lm_head.is_same(w.embed);
+        w.embed = float32(w.embed);
+        w.final_norm = float32(w.final_norm);
+        w.lm_head = tied ? w.embed : float32(w.lm_head);
+    }
     const LayerStats noStats;
     auto statsAt = [&](const std::vector<LayerStats>& sites, size_t l) -> const LayerStats& {
         return l < sites.size() ? sites[l] : noStats;
     };
     for (size_t l = 0; l < layers; ++l)
         out.checkpoint.weights.layers[l] =
-            applyMaskToLayer(config, l, checkpoint.weights.layers.at(l), statsAt(stats.attn, l), statsAt(stats.mlp, l),
+            applyMaskToLayer(config, l, layerInFloat32(checkpoint.weights.layers.at(l)), statsAt(stats.attn, l), statsAt(stats.mlp, l),
                              mask, settings, out.checkpoint.config, out.layers[l]);
     out.checkpoint.config.validate(checkpoint.source);
     return out;

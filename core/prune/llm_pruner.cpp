@@ -111,7 +111,10 @@ TaylorGradients taylorGradients(const LlamaModel& model, const CalibrationSet& s
         at::Tensor x;
         {
             at::NoGradGuard noGrad;
+            // A float32 runtime over a mapped bfloat16/float16 file keeps the weights as stored but
+            // runs float32 activations, as its forward does (the table's rows widened exactly).
             x = at::embedding(w.embed, ids);
+            if (model.runtime().dtype == at::kFloat) x = x.to(at::kFloat);
             const LlamaPositionTables tables = llamaPositionTables(cfg, 0, T, x.options());
             for (int64_t l = 0; l < firstLayer; ++l) x = llamaBlockForward(cfg, w.layers[static_cast<size_t>(l)], l, x, tables);
             x = x.to(at::kFloat);
