@@ -145,7 +145,7 @@ private slots:
             QVERIFY2(std::isfinite(seconds) && seconds >= 0, s.dump().c_str());
             stages[s["stage"].get<std::string>()] = s;
         }
-        for (const char* name : {"calibration_forward", "gram_accumulation", "scratch_writing", "scores",
+        for (const char* name : {"calibration_forward", "gram_accumulation", "scratch_writing", "resume_records", "scores",
                                  "cross_layer_ranking", "compensation", "writing"}) {
             QVERIFY2(stages.count(name), name);
             const Json& s = stages[name];

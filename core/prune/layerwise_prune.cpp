@@ -582,11 +582,14 @@ LayerwisePruneRun pruneLayerwise(const LlamaModel& model, const CalibrationSet& 
         return record;
     };
     journal.save = [&](ScorePass pass, size_t l, const ScoreRecord& record) {
+        const auto start = Clock::now();
         std::vector<std::pair<std::string, at::Tensor>> tensors(record.begin(), record.end());
         writeSafeTensors(stepFile(pass, l), tensors, {{"format", "npw-prune-work-score-step"}});
         syncDirectory(scoresDir);
         state["score_steps"] = stepIndex(pass, l) + 1;
         saveState();
+        run.recordSeconds += seconds(start);
+        run.recordBytes += static_cast<double>(fs::file_size(stepFile(pass, l), ec) + fs::file_size(stateFile, ec));
         testStallPoint(("layerwise-scored-" + std::string(scorePassName(pass)) + "-layer-" + std::to_string(l)).c_str());
     };
     if (stepsDone > 0 && options.note)
@@ -594,7 +597,8 @@ LayerwisePruneRun pruneLayerwise(const LlamaModel& model, const CalibrationSet& 
                      " of its steps (one layer of one pass each) are recorded");
     run.scores = computeScoresByLayer(config, checkpoint.weights.embed, layerAt, settings, progress, journal);
     report.timings.scoreSeconds = seconds(t);
-    run.stages.scoreSeconds = std::max(report.timings.scoreSeconds - (scratch.readSeconds() - readSeconds), 0.0);
+    run.stages.scoreSeconds =
+        std::max(report.timings.scoreSeconds - (scratch.readSeconds() - readSeconds) - run.recordSeconds, 0.0);
 
     t = Clock::now();
     const MaskSelector selector(run.scores);
@@ -679,8 +683,11 @@ LayerwisePruneRun pruneLayerwise(const LlamaModel& model, const CalibrationSet& 
             throw Error("internal: layer " + std::to_string(l) + " was pruned to other sizes than the export planned");
         pruned.checkpoint.weights.layers[l] = shapesOnly(out);
         // Before the layer goes into its shard: a finished shard's layers all have their record.
-        writeTextAtomically(applyFile(l), applyRecordText(pruned.layers[l], pruned.checkpoint.weights.layers[l]));
         layerSeconds += seconds(layerStart);
+        const auto recordStart = Clock::now();
+        writeTextAtomically(applyFile(l), applyRecordText(pruned.layers[l], pruned.checkpoint.weights.layers[l]));
+        run.recordSeconds += seconds(recordStart);
+        run.recordBytes += static_cast<double>(fs::file_size(applyFile(l), ec));
         testStallPoint(("layerwise-applied-layer-" + std::to_string(l)).c_str());
         return out;
     };
@@ -724,6 +731,7 @@ LayerwisePruneRun pruneLayerwise(const LlamaModel& model, const CalibrationSet& 
         testStallPoint(("layerwise-exported-shard-" + std::to_string(shard + 1)).c_str());
     };
     const auto exportStart = Clock::now();
+    const double recordsBeforeExport = run.recordSeconds;
     writeExportDirectory(
         checkpoint.source, outDir,
         std::function<std::string()>([&] {
@@ -750,7 +758,8 @@ LayerwisePruneRun pruneLayerwise(const LlamaModel& model, const CalibrationSet& 
     reportProgress(progress, "apply", static_cast<double>(layers), static_cast<double>(layers));
     const double applyReads = scratch.readSeconds() - readSeconds;
     run.stages.applySeconds = std::max(layerSeconds - applyReads, 0.0);
-    run.stages.saveSeconds = std::max(seconds(exportStart) - layerSeconds, 0.0);
+    run.stages.saveSeconds =
+        std::max(seconds(exportStart) - layerSeconds - (run.recordSeconds - recordsBeforeExport), 0.0);
     for (const auto& entry : fs::recursive_directory_iterator(outDir, ec))
         if (entry.is_regular_file(ec)) run.stages.bytesWritten += static_cast<double>(entry.file_size(ec));
     run.scratchReadSeconds = scratch.readSeconds();
@@ -783,7 +792,14 @@ std::vector<StageMeasure> layerwiseStageMeasures(const LlamaConfig& config, cons
     read.seconds = run.scratchReadSeconds;
     read.note = "the Gram triangles read back for scoring and compensation (" + byteSizeText(static_cast<int64_t>(run.scratchReadBytes)) +
                 "; page cache or disk): no bound measured";
-    stages.insert(at, read);
+    at = stages.insert(at, read) + 1;
+    StageMeasure records;
+    records.stage = "resume_records";
+    records.seconds = run.recordSeconds;
+    records.bytes = run.recordBytes;
+    records.note = "each score step's and each written layer's record with state.json (fsync'ed: what a rerun resumes "
+                   "from), against the disk write rate";
+    stages.insert(at, records);
     return stages;
 }
 

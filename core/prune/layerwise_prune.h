@@ -149,6 +149,7 @@ struct LayerwisePruneRun {
     size_t calibratedFromLayer = 0;   // this process calibrated layers [calibratedFromLayer, L)
     double scratchWriteSeconds = 0, scratchWriteBytes = 0;  // Gram triangles, sums, hidden states, state
     double scratchReadSeconds = 0, scratchReadBytes = 0;    // Gram triangles read back (score, apply)
+    double recordSeconds = 0, recordBytes = 0;  // score steps' and written layers' records, state.json
 };
 
 // The whole bounded road on a model opened with mapped weights (openCausalLanguageModel):
@@ -164,7 +165,8 @@ LayerwisePruneRun pruneLayerwise(const LlamaModel& model, const CalibrationSet& 
 // The stages of one pruneLayerwise in this process against their bounds (stage_bounds.h): the
 // in-RAM road's stages (pruneStageMeasures, the forward counted over the layers this process
 // calibrated) plus the statistics scratch file's writing (against the disk write rate) and
-// reading (no bound: page cache or disk, the rates hold no read rate).
+// reading (no bound: page cache or disk, the rates hold no read rate), and the records a rerun
+// resumes scoring and the export from (against the disk write rate).
 std::vector<StageMeasure> layerwiseStageMeasures(const LlamaConfig& config, const LayerwisePruneRun& run);
 
 } // namespace npw
