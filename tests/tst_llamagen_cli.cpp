@@ -291,12 +291,23 @@ private slots:
             LlamaWeights a = cli.weights, b = wb.weights;
             const auto x = namedTensors(a), y = namedTensors(b);
             QCOMPARE(x.size(), y.size());
+            // Equal up to the BLAS kernels' rounding: the CLI generates its calibration images in
+            // batches of --batch, the workbench here in other batches, and OpenBLAS's AVX-512 kernels
+            // (small-matrix paths) sum a product in an order that depends on its shape. A flag read
+            // differently (--damp 0.01 for 0.02) moves the compensated weights by ~1e-2 of their size.
+            double worst = 0;
             for (size_t i = 0; i < x.size(); ++i) {
                 QCOMPARE(x[i].first, y[i].first);
                 QCOMPARE(x[i].second->defined(), y[i].second->defined());
-                if (x[i].second->defined())
-                    QVERIFY2(at::equal(x[i].second->to(at::kFloat), y[i].second->to(at::kFloat)), x[i].first.c_str());
+                if (!x[i].second->defined()) continue;
+                const at::Tensor u = x[i].second->to(at::kDouble), v = y[i].second->to(at::kDouble);
+                QCOMPARE(u.sizes(), v.sizes());
+                const double scale = std::max(v.abs().max().item<double>(), 1e-30);
+                const double d = (u - v).abs().max().item<double>() / scale;
+                worst = std::max(worst, d);
+                QVERIFY2(d <= 1e-5, qPrintable(QString::fromStdString(x[i].first) + ": " + QString::number(d)));
             }
+            qInfo("%s: CLI against workbench, largest max|Δ|/max|w| over the tensors: %.3g", qPrintable(c.flags.join(' ')), worst);
         }
     }
 
