@@ -9,6 +9,7 @@
 // measured 2.5e-7). The oracle must also refuse: the dense model's logits against the pruned
 // export differ by far more than the tolerance, so a reference that passed everything would fail.
 #include "core/models/model_loader.h"
+#include "bf16_checkpoint_copy.h"
 #include "cli_run.h"
 
 #include <nlohmann/json.hpp>
@@ -56,17 +57,7 @@ private slots:
         // demo:lm-gqa in bfloat16, three shards.
         LlamaCheckpoint dense = loadLlamaCheckpoint("demo:lm-gqa");
         const std::string source = dir_.filePath("bf16-gqa").toStdString();
-        HfStreamedModel m;
-        m.config = dense.config;
-        m.embed = dense.weights.embed;
-        m.finalNorm = dense.weights.final_norm;
-        m.lmHead = dense.weights.lm_head;
-        m.oBias.assign(dense.weights.layers.size(), false);
-        m.downBias.assign(dense.weights.layers.size(), false);
-        m.tokenizerPath = dense.tokenizerPath;
-        m.dtype = at::kBFloat16;
-        m.shardBytes = 2 << 20;
-        saveHfLlamaDirectoryStreamed(m, source, "", [&](size_t l) { return dense.weights.layers.at(l); });
+        npw::test::saveBf16Shards(dense, source);
         QVERIFY(fs::exists(source + "/model.safetensors.index.json"));
 
         const QString src = QString::fromStdString(source), out = dir_.filePath("pruned");

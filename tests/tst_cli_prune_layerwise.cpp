@@ -10,6 +10,7 @@
 #include "core/models/llama.h"
 #include "core/models/model_loader.h"
 #include "core/models/runtime.h"
+#include "bf16_checkpoint_copy.h"
 #include "cli_run.h"
 
 #include <ATen/ATen.h>
@@ -194,17 +195,7 @@ private slots:
     void bfloat16CheckpointStaysBfloat16() {
         LlamaCheckpoint dense = loadLlamaCheckpoint("demo:lm");
         const std::string source = dir_.filePath("bf16-model").toStdString();
-        HfStreamedModel m;
-        m.config = dense.config;
-        m.embed = dense.weights.embed;
-        m.finalNorm = dense.weights.final_norm;
-        m.lmHead = dense.weights.lm_head;
-        m.oBias.assign(dense.weights.layers.size(), false);
-        m.downBias.assign(dense.weights.layers.size(), false);
-        m.tokenizerPath = dense.tokenizerPath;
-        m.dtype = at::kBFloat16;
-        m.shardBytes = 2 << 20;
-        saveHfLlamaDirectoryStreamed(m, source, "", [&](size_t l) { return dense.weights.layers.at(l); });
+        npw::test::saveBf16Shards(dense, source);
         QVERIFY(fs::exists(source + "/model.safetensors.index.json"));
         QVERIFY(fs::exists(source + "/model-00002-of-00003.safetensors") || fs::exists(source + "/model-00002-of-00004.safetensors"));
         const LlamaCheckpoint back = loadLlamaCheckpoint(source);
