@@ -138,19 +138,11 @@ LayerwiseStatistics::~LayerwiseStatistics() {
 
 ScoreSet LayerwiseStatistics::score(const LlamaModel& model, const PruneSettings& settings, const ProgressFn& progress) const {
     settings.validate();
-    if (settings.method == PruneMethod::Numerical && settings.crossLayer == CrossLayerRanking::MeasuredDamage)
-        throw Error("ranking lstar-kl measures each site's damage with 2L + 1 whole-model forward passes over the "
-                    "calibration windows, which the layer-by-layer road does not make; use the L*-relative ranking "
-                    "(the default)");
+    refuseMeasuredDamageLayerByLayer(settings, "use the L*-relative ranking (the default)");
     c10::InferenceMode guard;
     const LlamaCheckpoint& checkpoint = model.checkpoint();
-    // The weights as the in-RAM road holds them: float32 (the widening of bf16/f16 is exact).
-    const ScoredLayerSource layerAt = [&](size_t l, bool withGram) {
-        const LlamaLayerWeights& w = checkpoint.weights.layers.at(l);
-        return ScoredLayer{w.wo.to(at::kFloat), w.w_down.to(at::kFloat), scratch_->read(l, true, withGram),
-                           scratch_->read(l, false, withGram)};
-    };
-    return computeScoresByLayer(checkpoint.config, checkpoint.weights.embed, layerAt, settings, progress);
+    return computeScoresByLayer(checkpoint.config, checkpoint.weights.embed, scoredLayersFrom(checkpoint, *scratch_),
+                                settings, progress);
 }
 
 int64_t LayerwiseStatistics::bytes() const { return scratch_ ? scratch_->bytes() : 0; }

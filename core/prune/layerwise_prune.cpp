@@ -416,6 +416,20 @@ LayerStats GramScratch::read(size_t l, bool attention, bool withGram) const {
     return s;
 }
 
+void refuseMeasuredDamageLayerByLayer(const PruneSettings& settings, const std::string& instead) {
+    if (settings.method == PruneMethod::Numerical && settings.crossLayer == CrossLayerRanking::MeasuredDamage)
+        throw Error("ranking lstar-kl measures each site's damage with 2L + 1 whole-model forward passes over the "
+                    "calibration windows, which the layer-by-layer road does not make; " + instead);
+}
+
+ScoredLayerSource scoredLayersFrom(const LlamaCheckpoint& checkpoint, const GramScratch& scratch) {
+    return [&checkpoint, &scratch](size_t l, bool withGram) {
+        const LlamaLayerWeights& w = checkpoint.weights.layers.at(l);
+        return ScoredLayer{w.wo.to(at::kFloat), w.w_down.to(at::kFloat), scratch.read(l, true, withGram),
+                           scratch.read(l, false, withGram)};
+    };
+}
+
 LayerwisePruneRun pruneLayerwise(const LlamaModel& model, const CalibrationSet& set, const PruneSettings& settings,
                                  const std::string& outDir,
                                  const std::function<std::string(const LayerwisePruneRun&)>& manifestFor,
@@ -423,10 +437,7 @@ LayerwisePruneRun pruneLayerwise(const LlamaModel& model, const CalibrationSet& 
     using Clock = std::chrono::steady_clock;
     auto seconds = [](Clock::time_point since) { return std::chrono::duration<double>(Clock::now() - since).count(); };
     settings.validate();
-    if (settings.method == PruneMethod::Numerical && settings.crossLayer == CrossLayerRanking::MeasuredDamage)
-        throw Error("ranking lstar-kl measures each site's damage with 2L + 1 whole-model forward passes over the "
-                    "calibration windows, which the layer-by-layer road does not make; use --ranking lstar-rel (the "
-                    "default) or prune in RAM");
+    refuseMeasuredDamageLayerByLayer(settings, "use --ranking lstar-rel (the default) or prune in RAM");
     c10::InferenceMode guard;
     const LlamaCheckpoint& checkpoint = model.checkpoint();
     const LlamaConfig& config = checkpoint.config;
@@ -551,12 +562,7 @@ LayerwisePruneRun pruneLayerwise(const LlamaModel& model, const CalibrationSet& 
 
     t = Clock::now();
     double readSeconds = scratch.readSeconds();
-    // The weights as the in-RAM road holds them: float32 (the widening of bf16/f16 is exact).
-    const ScoredLayerSource layerAt = [&](size_t l, bool withGram) {
-        const LlamaLayerWeights& w = checkpoint.weights.layers.at(l);
-        return ScoredLayer{w.wo.to(at::kFloat), w.w_down.to(at::kFloat), scratch.read(l, true, withGram),
-                           scratch.read(l, false, withGram)};
-    };
+    const ScoredLayerSource layerAt = scoredLayersFrom(checkpoint, scratch);
     // Each score step's record in the work folder (score_journal.h): a rerun takes the steps an
     // interrupted one finished, in order, and computes from the first it did not.
     size_t stepsDone = state.value("score_steps", size_t{0});

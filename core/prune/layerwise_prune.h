@@ -67,6 +67,16 @@ struct PruneRoad {
 PruneRoad choosePruneRoad(const LlamaConfig& config, int64_t physicalBytes, bool forceLayerwise, int64_t deviceBytes = 0,
                           int64_t runtimeElementBytes = 2);
 
+// Ranking lstar-kl measures each site's damage with 2L + 1 whole-model forward passes over the
+// calibration windows, which the layer-by-layer road does not make: refused (npw::Error) on that
+// road, the message ending with `instead` (what the caller offers in its place).
+void refuseMeasuredDamageLayerByLayer(const PruneSettings& settings, const std::string& instead);
+
+class GramScratch;
+// Each layer's scored weights as the in-RAM road holds them — float32 (the widening of bf16/f16
+// is exact), one layer at a time — with its statistics read from `scratch`.
+ScoredLayerSource scoredLayersFrom(const LlamaCheckpoint& checkpoint, const GramScratch& scratch);
+
 // How the scratch file stores each Gram matrix's upper triangle.
 enum class StatsScratchPrecision { Auto, Float64, Float32 };
 // Bytes of every scored site's packed upper triangle at that element size.
