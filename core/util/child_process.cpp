@@ -46,7 +46,22 @@ ChildRun runChildMeasured(const std::string& program, const std::vector<std::str
     std::vector<char*> argv;
     for (std::string& a : argvText) argv.push_back(a.data());
     argv.push_back(nullptr);
-    std::vector<std::string> envCopy = environment;  // putenv keeps the pointers: they live until exec
+    // The child's environment built here, before fork: between fork and exec a multi-threaded
+    // parent's child may call only async-signal-safe functions (setenv/putenv may allocate).
+    std::vector<std::string> envText;
+    auto overridden = [&](const char* entry) {
+        for (const std::string& e : environment) {
+            const size_t eq = e.find('=');
+            if (std::strncmp(entry, e.c_str(), eq + 1) == 0) return true;
+        }
+        return false;
+    };
+    for (char** e = environ; e && *e; ++e)
+        if (!overridden(*e)) envText.emplace_back(*e);
+    envText.insert(envText.end(), environment.begin(), environment.end());
+    std::vector<char*> envp;
+    for (std::string& e : envText) envp.push_back(e.data());
+    envp.push_back(nullptr);
     const auto start = std::chrono::steady_clock::now();
     const pid_t pid = ::fork();
     if (pid < 0) {
@@ -54,10 +69,9 @@ ChildRun runChildMeasured(const std::string& program, const std::vector<std::str
         ::close(out[1]);
         throw Error("cannot start '" + program + "': " + std::strerror(errno));
     }
-    if (pid == 0) {  // the child: only async-signal-safe calls until exec, apart from putenv
+    if (pid == 0) {  // the child: only async-signal-safe calls until exec
         ::dup2(out[1], STDOUT_FILENO);
-        for (std::string& e : envCopy) ::putenv(e.data());
-        ::execv(program.c_str(), argv.data());
+        ::execve(program.c_str(), argv.data(), envp.data());
         ::_exit(127);
     }
     ::close(out[1]);
