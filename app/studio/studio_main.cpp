@@ -125,10 +125,12 @@ int main(int argc, char** argv) {
                              const qint64 now = clock->elapsed();
                              if (stage == last->first && now - last->second < 30000) return;
                              *last = {stage, now};
-                             std::fprintf(stderr, "[%7.1f s] progress: %s %.1f %%, about %s left\n", now / 1000.0,
-                                          qPrintable(stage), 100.0 * fraction,
-                                          std::isfinite(secondsLeft) ? qPrintable(QString::number(secondsLeft, 'f', 0) + " s")
-                                                                     : "? s");
+                             const QString left = fraction >= 1.0 ? QStringLiteral("done")
+                                                  : std::isfinite(secondsLeft)
+                                                      ? QStringLiteral("about %1 s left").arg(secondsLeft, 0, 'f', 0)
+                                                      : QStringLiteral("estimating the time left");
+                             std::fprintf(stderr, "[%7.1f s] progress: %s %.1f %%, %s\n", now / 1000.0,
+                                          qPrintable(stage), 100.0 * fraction, qPrintable(left));
                          });
     }
     window.show();
