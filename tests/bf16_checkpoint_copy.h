@@ -1,9 +1,13 @@
 #pragma once
-// A bfloat16 copy of a checkpoint in Hugging Face shards, for the suites that need a sharded bf16
-// source (the layer-wise road keeps the source's dtype; the numpy oracle decodes bf16 by bits).
+// Copies of a checkpoint in another dtype, for the suites that need a bf16 / f16 source (the
+// mapped runtime and the layer-wise road keep the source's dtype; the numpy oracle decodes bf16
+// by its bits).
+#include "core/io/safetensors.h"
 #include "core/models/model_loader.h"
 
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace npw::test {
 
@@ -21,6 +25,20 @@ inline void saveBf16Shards(const LlamaCheckpoint& dense, const std::string& dir,
     m.dtype = at::kBFloat16;
     m.shardBytes = shardBytes;
     saveHfLlamaDirectoryStreamed(m, dir, "", [&](size_t l) { return dense.weights.layers.at(l); });
+}
+
+// The checkpoint saved as one model.safetensors with every tensor in `dtype` (as a bf16 / f16
+// release ships): saved with npw's writer in float32 first, then converted tensor by tensor.
+inline std::string saveAs(const LlamaCheckpoint& ck, const std::string& dir, at::ScalarType dtype) {
+    saveHfLlamaDirectory(ck, dir);
+    const std::string file = dir + "/model.safetensors";
+    std::vector<std::pair<std::string, at::Tensor>> tensors;
+    {
+        auto st = SafeTensorsFile::open(file);
+        for (const std::string& name : st->names()) tensors.emplace_back(name, st->loadFloat(name).to(dtype));
+    }
+    writeSafeTensors(file, tensors, {{"format", "pt"}});
+    return dir;
 }
 
 } // namespace npw::test

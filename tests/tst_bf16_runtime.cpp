@@ -21,6 +21,7 @@
 #include "core/eval/layerwise_perplexity.h"
 #include "core/eval/perplexity.h"
 #include "core/io/safetensors.h"
+#include "bf16_checkpoint_copy.h"
 #include "core/models/gemv.h"
 #include "core/models/gemv_kernel.h"
 #include "core/models/llama.h"
@@ -77,19 +78,7 @@ bool sameBits(const at::Tensor& a, const at::Tensor& b) {
     return a.sizes() == b.sizes() && at::equal(a.contiguous().view(at::kInt), b.contiguous().view(at::kInt));
 }
 
-// The checkpoint's safetensors rewritten with every tensor in `dtype` (as a bf16 / f16 release
-// ships): saved with npw's writer in float32 first, then converted tensor by tensor.
-std::string saveAs(const LlamaCheckpoint& ck, const std::string& dir, at::ScalarType dtype) {
-    saveHfLlamaDirectory(ck, dir);
-    const std::string file = dir + "/model.safetensors";
-    std::vector<std::pair<std::string, at::Tensor>> tensors;
-    {
-        auto st = SafeTensorsFile::open(file);
-        for (const std::string& name : st->names()) tensors.emplace_back(name, st->loadFloat(name).to(dtype));
-    }
-    writeSafeTensors(file, tensors, {{"format", "pt"}});
-    return dir;
-}
+using npw::test::saveAs;
 
 double maxAbs(const at::Tensor& t) { return t.abs().max().item<double>(); }
 double relativeGap(const at::Tensor& a, const at::Tensor& b) { return maxAbs(a - b) / maxAbs(b); }

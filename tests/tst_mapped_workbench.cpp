@@ -14,6 +14,7 @@
 #include "core/experiments/layerwise_workbench.h"
 #include "core/experiments/run_settings.h"
 #include "core/io/safetensors.h"
+#include "bf16_checkpoint_copy.h"
 #include "core/models/model_loader.h"
 #include "core/prune/export.h"
 #include "core/prune/select.h"
@@ -32,18 +33,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The checkpoint's safetensors rewritten with every tensor in `dtype` (as tst_bf16_runtime).
-std::string saveAs(const LlamaCheckpoint& ck, const std::string& dir, at::ScalarType dtype) {
-    saveHfLlamaDirectory(ck, dir);
-    const std::string file = dir + "/model.safetensors";
-    std::vector<std::pair<std::string, at::Tensor>> tensors;
-    {
-        auto st = SafeTensorsFile::open(file);
-        for (const std::string& name : st->names()) tensors.emplace_back(name, st->loadFloat(name).to(dtype));
-    }
-    writeSafeTensors(file, tensors, {{"format", "pt"}});
-    return dir;
-}
+using npw::test::saveAs;
 
 // The model as every pruning command held it before: an owned float32 copy.
 LanguageModel ownedCopy(const std::string& path) {

@@ -115,18 +115,10 @@ int runImagePrune(const Args& args, const std::string& model, const PruneSetting
     // Each stage against its bound, as on the language roads (stage_bounds.h); generating the
     // calibration samples is not a pruning stage (timings.generate_calibration_s).
     const LlamaConfig& config = dense.config().transformer;
-    PruneStageInputs stageInputs;
-    stageInputs.calibrateSeconds = run.report.timings.calibrateSeconds;
-    stageInputs.scoreSeconds = run.report.timings.scoreSeconds;
-    stageInputs.selectSeconds = run.report.timings.selectSeconds;
-    stageInputs.applySeconds = run.report.timings.applySeconds;
-    stageInputs.saveSeconds = saveSeconds;
+    PruneStageInputs stageInputs = pruneStageInputs(run.report.timings, saveSeconds, out);
     stageInputs.calibrated = true;
     stageInputs.tokens = summary.tokens;
     stageInputs.seqlen = summary.seqlen;
-    std::error_code sizeError;
-    for (const auto& entry : fs::recursive_directory_iterator(out, sizeError))
-        if (entry.is_regular_file(sizeError)) stageInputs.bytesWritten += static_cast<double>(entry.file_size(sizeError));
     const std::vector<StageMeasure> stages = pruneStageMeasures(config, stageInputs);
     const MachineRates rates = measureMachineRates(out, choleskySizeFor(config));
 

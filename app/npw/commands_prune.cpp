@@ -330,18 +330,10 @@ int runPrune(const Args& args) {
 
     // Each stage against its bound, the rates measured now in this process (stage_bounds.h).
     const MachineRates rates = measureMachineRates(out, choleskySizeFor(config));
-    PruneStageInputs stageInputs;
-    stageInputs.calibrateSeconds = run.report.timings.calibrateSeconds;
-    stageInputs.scoreSeconds = run.report.timings.scoreSeconds;
-    stageInputs.selectSeconds = run.report.timings.selectSeconds;
-    stageInputs.applySeconds = run.report.timings.applySeconds;
-    stageInputs.saveSeconds = saveSeconds;
+    PruneStageInputs stageInputs = pruneStageInputs(run.report.timings, saveSeconds, out);
     stageInputs.calibrated = args.has("calib");
     stageInputs.tokens = calibration.tokens;
     stageInputs.seqlen = calibration.seqlen;
-    std::error_code sizeError;
-    for (const auto& entry : std::filesystem::recursive_directory_iterator(out, sizeError))
-        if (entry.is_regular_file(sizeError)) stageInputs.bytesWritten += static_cast<double>(entry.file_size(sizeError));
     const std::vector<StageMeasure> stages = pruneStageMeasures(config, stageInputs);
 
     nlohmann::json j = pruneReportJson(run.report);

@@ -49,15 +49,6 @@ void removeOrphanedScratchFiles(const fs::path& dir) {
     }
 }
 
-// Bytes of the checkpoint's weights as stored (the scratch file's bound, as layerwise_prune.cpp).
-int64_t storedWeightBytes(const LlamaCheckpoint& checkpoint) {
-    LlamaWeights weights = checkpoint.weights;  // handles only
-    int64_t bytes = 0;
-    for (const auto& [name, tensor] : namedTensors(weights))
-        if (tensor->defined()) bytes += tensor->numel() * static_cast<int64_t>(tensor->element_size());
-    return bytes;
-}
-
 } // namespace
 
 LanguageModel openLanguageModelInSteps(const std::string& model, const Runtime& runtime,
@@ -103,8 +94,7 @@ std::shared_ptr<const LayerwiseStatistics> LayerwiseStatistics::calibrate(const 
     // float64 triangles when they fit in the checkpoint's own size plus the hidden states
     // (layerwise_prune.h's bound), else float32.
     const int64_t hiddenBytes = set.tokens() * config.hidden_size * 4;
-    const at::ScalarType dtype =
-        packedGramBytes(config, 8) > storedWeightBytes(model.checkpoint()) + hiddenBytes ? at::kFloat : at::kDouble;
+    const at::ScalarType dtype = scratchDtype(config, scratchBoundBytes(model.checkpoint(), hiddenBytes));
 
     static std::atomic<int> counter{0};
     const fs::path dir(scratchDir.empty() ? fs::temp_directory_path() : fs::path(scratchDir));

@@ -2,6 +2,7 @@
 #include "core/experiments/scale_bench.h"
 
 #include "core/experiments/synthetic_checkpoint.h"
+#include "core/prune/stage_bounds.h"
 #include "core/util/child_process.h"
 #include "core/util/error.h"
 
@@ -17,16 +18,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
-
-uint64_t bytesUnder(const fs::path& path) {
-    std::error_code ec;
-    if (fs::is_regular_file(path, ec)) return fs::file_size(path, ec);
-    uint64_t total = 0;
-    for (auto it = fs::recursive_directory_iterator(path, ec); !ec && it != fs::recursive_directory_iterator();
-         it.increment(ec))
-        if (it->is_regular_file(ec)) total += it->file_size(ec);
-    return total;
-}
 
 void writeRandomIds(const fs::path& file, int64_t count, int64_t vocab, uint64_t seed) {
     std::mt19937_64 rng(seed);
@@ -98,7 +89,7 @@ json runScaleBench(const ScaleBenchOptions& o, const std::function<void(const st
 
     json write = step(o, "write", {"bench", "--write-synthetic", o.size, "--out", model, "--seed", std::to_string(o.seed),
                                    "--json"});
-    write["checkpoint_bytes"] = bytesUnder(model);
+    write["checkpoint_bytes"] = regularFileBytesUnder(model);
     say("write     " + o.size + " checkpoint, " + fixed(double(write["checkpoint_bytes"].get<uint64_t>()) / 1e9, 2) +
         " GB: " + memoryLine(write));
     result["write"] = write;
@@ -124,7 +115,7 @@ json runScaleBench(const ScaleBenchOptions& o, const std::function<void(const st
                                          "--out",     out,         "--json"};
         if (o.layerwise) args.push_back("--layerwise");
         json p = step(o, "prune " + method, args);
-        p["export_bytes"] = bytesUnder(out);
+        p["export_bytes"] = regularFileBytesUnder(out);
         std::string timings;
         if (p.contains("timings"))
             for (const auto& [stage, seconds] : p["timings"].items())

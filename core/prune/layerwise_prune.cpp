@@ -416,6 +416,16 @@ LayerStats GramScratch::read(size_t l, bool attention, bool withGram) const {
     return s;
 }
 
+int64_t scratchBoundBytes(const LlamaCheckpoint& checkpoint, int64_t hiddenBytes) {
+    return storedWeightBytes(checkpoint) + hiddenBytes;
+}
+
+at::ScalarType scratchDtype(const LlamaConfig& config, int64_t boundBytes, StatsScratchPrecision precision) {
+    if (precision == StatsScratchPrecision::Float32) return at::kFloat;
+    if (precision == StatsScratchPrecision::Float64) return at::kDouble;
+    return packedGramBytes(config, 8) > boundBytes ? at::kFloat : at::kDouble;
+}
+
 void refuseMeasuredDamageLayerByLayer(const PruneSettings& settings, const std::string& instead) {
     if (settings.method == PruneMethod::Numerical && settings.crossLayer == CrossLayerRanking::MeasuredDamage)
         throw Error("ranking lstar-kl measures each site's damage with 2L + 1 whole-model forward passes over the "
@@ -448,11 +458,8 @@ LayerwisePruneRun pruneLayerwise(const LlamaModel& model, const CalibrationSet& 
     // The scratch file's precision: float64 when its triangle fits the bound (the checkpoint's
     // own size plus the hidden states), else float32.
     run.hiddenBytes = set.tokens() * config.hidden_size * 4;
-    run.scratchBoundBytes = storedWeightBytes(checkpoint) + run.hiddenBytes;
-    at::ScalarType statsDtype = at::kDouble;
-    if (options.precision == StatsScratchPrecision::Float32 ||
-        (options.precision == StatsScratchPrecision::Auto && packedGramBytes(config, 8) > run.scratchBoundBytes))
-        statsDtype = at::kFloat;
+    run.scratchBoundBytes = scratchBoundBytes(checkpoint, run.hiddenBytes);
+    const at::ScalarType statsDtype = scratchDtype(config, run.scratchBoundBytes, options.precision);
     run.statsPrecision = statsDtype == at::kDouble ? "float64" : "float32";
 
     // The work folder: resumed when its fingerprint is this run's, else started afresh.
@@ -766,8 +773,7 @@ LayerwisePruneRun pruneLayerwise(const LlamaModel& model, const CalibrationSet& 
     run.stages.applySeconds = std::max(layerSeconds - applyReads, 0.0);
     run.stages.saveSeconds =
         std::max(seconds(exportStart) - layerSeconds - (run.recordSeconds - recordsBeforeExport), 0.0);
-    for (const auto& entry : fs::recursive_directory_iterator(outDir, ec))
-        if (entry.is_regular_file(ec)) run.stages.bytesWritten += static_cast<double>(entry.file_size(ec));
+    run.stages.bytesWritten = static_cast<double>(regularFileBytesUnder(outDir));
     run.scratchReadSeconds = scratch.readSeconds();
     run.scratchReadBytes = scratch.readBytes();
     // The export is complete: nothing to resume.

@@ -81,6 +81,12 @@ ScoredLayerSource scoredLayersFrom(const LlamaCheckpoint& checkpoint, const Gram
 enum class StatsScratchPrecision { Auto, Float64, Float32 };
 // Bytes of every scored site's packed upper triangle at that element size.
 int64_t packedGramBytes(const LlamaConfig& config, int64_t elementBytes);
+// The scratch file's bound: the checkpoint's weights as stored plus the hidden states of every
+// calibration window (hiddenBytes).
+int64_t scratchBoundBytes(const LlamaCheckpoint& checkpoint, int64_t hiddenBytes);
+// The triangles' dtype: float64 when they fit that bound (Auto), else float32.
+at::ScalarType scratchDtype(const LlamaConfig& config, int64_t boundBytes,
+                            StatsScratchPrecision precision = StatsScratchPrecision::Auto);
 
 // The packed Gram matrices of every layer in one scratch file, the sums in RAM. `reopen`: the
 // file exists from an interrupted run (its layers < the resumed one are valid; restoreSums puts

@@ -1,6 +1,7 @@
 #include "core/prune/stage_bounds.h"
 
 #include "core/prune/dense_kernels.h"
+#include "core/prune/report.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
 
@@ -11,6 +12,7 @@
 #include <cmath>
 #include <cstring>
 #include <fcntl.h>
+#include <filesystem>
 #include <iomanip>
 #include <limits>
 #include <memory>
@@ -240,6 +242,28 @@ std::string stageBoundsText(const std::vector<StageMeasure>& stages, const Machi
         o << "\n";
     }
     return o.str();
+}
+
+uint64_t regularFileBytesUnder(const std::string& path) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    if (fs::is_regular_file(path, ec)) return fs::file_size(path, ec);
+    uint64_t total = 0;
+    for (auto it = fs::recursive_directory_iterator(path, ec); !ec && it != fs::recursive_directory_iterator();
+         it.increment(ec))
+        if (it->is_regular_file(ec)) total += it->file_size(ec);
+    return total;
+}
+
+PruneStageInputs pruneStageInputs(const PruneTimings& timings, double saveSeconds, const std::string& out) {
+    PruneStageInputs in;
+    in.calibrateSeconds = timings.calibrateSeconds;
+    in.scoreSeconds = timings.scoreSeconds;
+    in.selectSeconds = timings.selectSeconds;
+    in.applySeconds = timings.applySeconds;
+    in.saveSeconds = saveSeconds;
+    in.bytesWritten = static_cast<double>(regularFileBytesUnder(out));
+    return in;
 }
 
 } // namespace npw

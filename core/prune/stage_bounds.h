@@ -51,6 +51,14 @@ struct PruneStageInputs {
 };
 std::vector<StageMeasure> pruneStageMeasures(const LlamaConfig& config, const PruneStageInputs& in);
 
+// Bytes of the regular files under `path` (a file: its size; missing: 0): what an export wrote.
+uint64_t regularFileBytesUnder(const std::string& path);
+
+struct PruneTimings;
+// A prune's stage inputs from its timings, the export's save time and the bytes it wrote under
+// `out`; the caller adds what it calibrated (calibrated, tokens, seqlen).
+PruneStageInputs pruneStageInputs(const PruneTimings& timings, double saveSeconds, const std::string& out);
+
 // Stage-by-stage JSON: [{stage, seconds, work: {…}, bound_s, ratio, note}] (bound_s and ratio only
 // where the stage has a bound), plus the rates.
 nlohmann::json stageBoundsJson(const std::vector<StageMeasure>& stages, const MachineRates& rates);
