@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <dlfcn.h>
 #include <unistd.h>
+#include <utility>
 
 namespace npw {
 
@@ -36,30 +37,39 @@ bool isPreAvx2Core(std::string name) {
 
 } // namespace
 
-std::string fasterBlasCore() {
+namespace {
+
+// The OpenBLAS core to set ("SkylakeX", "Haswell") and the one OpenBLAS chose, or {"", ""} when
+// nothing should change: the variable is set already, the BLAS is not OpenBLAS, or OpenBLAS chose
+// an AVX2 core itself.
+std::pair<std::string, std::string> blasCoreChoice() {
 #if defined(__x86_64__) || defined(__i386__)
-    if (std::getenv("OPENBLAS_CORETYPE")) return "";
+    if (std::getenv("OPENBLAS_CORETYPE")) return {};
     __builtin_cpu_init();
     // libgcc's answers include the operating system's support (XCR0) for the AVX and AVX-512 state.
     const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    if (!avx2) return "";
+    if (!avx2) return {};
     const std::string detected = openBlasCoreName();
-    if (detected.empty() || !isPreAvx2Core(detected)) return "";
+    if (detected.empty() || !isPreAvx2Core(detected)) return {};
     const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
                         __builtin_cpu_supports("avx512cd");
-    ::setenv(kDetectedVariable, detected.c_str(), 1);
-    return avx512 ? "SkylakeX" : "Haswell";
+    return {avx512 ? "SkylakeX" : "Haswell", detected};
 #else
-    return "";  // other architectures: OpenBLAS's own choice
+    return {};  // other architectures: OpenBLAS's own choice
 #endif
 }
+
+} // namespace
 
 bool setLibraryEnvironment() {
     bool changed = false;
     if (!std::getenv("OMP_WAIT_POLICY") && ::setenv("OMP_WAIT_POLICY", "PASSIVE", 1) == 0) changed = true;
-    const std::string core = fasterBlasCore();
-    if (!core.empty() && ::setenv("OPENBLAS_CORETYPE", core.c_str(), 1) == 0) changed = true;
+    const auto [core, detected] = blasCoreChoice();
+    if (!core.empty() && ::setenv("OPENBLAS_CORETYPE", core.c_str(), 1) == 0) {
+        ::setenv(kDetectedVariable, detected.c_str(), 1);
+        changed = true;
+    }
     return changed;
 }
 

@@ -21,13 +21,10 @@
 
 namespace npw {
 
-// The OpenBLAS core to set ("SkylakeX", "Haswell"), or "" when nothing should change: the
-// variable is set already, the BLAS is not OpenBLAS, or OpenBLAS chose an AVX2 core itself.
-// Asks libblas.so.3 (the BLAS LibTorch links; loaded for the question when not loaded yet).
-std::string fasterBlasCore();
-
-// Sets what is unset (OMP_WAIT_POLICY=PASSIVE; OPENBLAS_CORETYPE=fasterBlasCore(), noting the
-// core OpenBLAS had chosen in NPW_OPENBLAS_DETECTED_CORE). Returns true when it set anything.
+// Sets what is unset: OMP_WAIT_POLICY=PASSIVE; OPENBLAS_CORETYPE when OpenBLAS (asked through
+// libblas.so.3, the BLAS LibTorch links; loaded for the question when not loaded yet) chose a
+// pre-AVX2 core on a CPU with AVX2 and FMA, noting the core it had chosen in
+// NPW_OPENBLAS_DETECTED_CORE. Returns true when it set anything.
 bool setLibraryEnvironment();
 
 // setLibraryEnvironment(), and when it set anything re-executes /proc/self/exe with the same
