@@ -73,6 +73,20 @@ private slots:
         QVERIFY2(r.err.contains("exists"), qPrintable(r.err));
         QVERIFY(QFile::exists(folder + "/keep.txt"));
     }
+
+    // Absurd sizes are refused by name before anything is written.
+    void refusesAbsurdSizes() {
+        const QString folder = dir_.filePath("absurd");
+        const npw::test::CliRun longer = npw::test::runCli(
+            npw_, {"bench", "--suite", "scale", "--synthetic", "tiny", "--seqlen", "4096", "--out", folder});
+        QCOMPARE(longer.rc, 1);
+        QVERIFY2(longer.err.contains("--seqlen 4096") && longer.err.contains("context"), qPrintable(longer.err));
+        const npw::test::CliRun huge = npw::test::runCli(
+            npw_, {"bench", "--suite", "scale", "--synthetic", "tiny", "--nsamples", "1000000", "--seqlen", "2048", "--out", folder});
+        QCOMPARE(huge.rc, 1);
+        QVERIFY2(huge.err.contains("--nsamples 1000000"), qPrintable(huge.err));
+        QVERIFY(!QFile::exists(folder));
+    }
 };
 
 QTEST_GUILESS_MAIN(TestCliBenchScale)

@@ -70,6 +70,19 @@ json runScaleBench(const ScaleBenchOptions& o, const std::function<void(const st
         throw Error("scale suite: --out '" + o.folder + "' exists; give a folder that does not (the suite creates it "
                     "and removes it at the end)");
     const LlamaConfig config = syntheticCheckpointConfig(o.size);
+    // Refused before anything is written: the token-id files hold nsamples · seqlen and
+    // evalWindows · seqlen ids (a window longer than the context would be capped by prune and
+    // refused by eval).
+    if (o.seqlen < 2 || o.nsamples < 1 || o.evalWindows < 1)
+        throw Error("scale suite: --seqlen must be at least 2, --nsamples and --eval-windows at least 1");
+    if (o.seqlen > config.max_position_embeddings)
+        throw Error("scale suite: --seqlen " + std::to_string(o.seqlen) + " is longer than the " + o.size +
+                    " model's context of " + std::to_string(config.max_position_embeddings) + " tokens");
+    constexpr int64_t kMaxTokens = int64_t(1) << 26;  // 64 Mi ids (~500 MB of text); the papers use 128 × 2048
+    if (o.nsamples > kMaxTokens / o.seqlen || o.evalWindows > kMaxTokens / o.seqlen)
+        throw Error("scale suite: --nsamples " + std::to_string(o.nsamples) + " / --eval-windows " +
+                    std::to_string(o.evalWindows) + " windows of " + std::to_string(o.seqlen) +
+                    " tokens exceed the suite's " + std::to_string(kMaxTokens) + " tokens per set");
     fs::create_directories(root);
     struct RemoveAtEnd {
         fs::path path;

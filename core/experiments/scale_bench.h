@@ -27,7 +27,7 @@ struct ScaleBenchOptions {
     std::string folder;               // created; removed at the end (must not exist)
     int threads = 2;                  // NPW_NUM_THREADS of every step
     int64_t nsamples = 16, seqlen = 512;
-    int64_t evalWindows = 2;          // evaluation windows of seqlen tokens
+    int64_t evalWindows = 4;          // evaluation windows of seqlen tokens (the flag's default)
     double ratio = 0.2;
     std::vector<std::string> methods = {"numerical", "flap"};
     bool layerwise = false;           // force the layer-wise road (else npw's rule decides)
