@@ -7,6 +7,8 @@
 #include "core/experiments/image_runtime_bench.h"
 #include "core/experiments/pruning_bench.h"
 #include "core/experiments/scale_bench.h"
+#include "core/experiments/scale_projection.h"
+#include "core/text/json_fields.h"
 #include "core/experiments/runtime_bench.h"
 #include "core/experiments/synthetic_checkpoint.h"
 #include "core/models/language_model.h"
@@ -231,6 +233,82 @@ nlohmann::json scaleSuite(const Args& args, bool json) {
         if (!json) std::cout << line << std::endl;
     });
     out["load_average_after"] = loadAverage();
+    return out;
+}
+
+// --suite projection (core/experiments/scale_projection.h): each stage of the layer-wise road at
+// other shapes and calibrations, from the work it does and the efficiency one measured run reached.
+nlohmann::json projectionSuite(const Args& args, bool json) {
+    if (!args.has("from"))
+        throw Error("--suite projection needs --from FILE: the output of a measured `npw prune --json` (its "
+                    "stage_bounds give each stage's efficiency and this machine's rates)");
+    const std::string from = args.get("from");
+    const MeasuredEfficiency measured =
+        measuredEfficiency(json_fields::readJsonFile(from), from, static_cast<int>(args.getInt("threads")));
+    GpuAssumptions gpu;
+    gpu.gemm32 = args.getDouble("gpu-gemm32-tflops") * 1e12;
+    gpu.gemm64 = args.getDouble("gpu-gemm64-tflops") * 1e12;
+    gpu.hostCores = static_cast<int>(args.getInt("gpu-host-cores"));
+    std::vector<std::pair<int64_t, int64_t>> calibrations;
+    for (const std::string& item : args.getList("calibrations")) {
+        const size_t x = item.find('x');
+        char* end = nullptr;
+        const long long w = x == std::string::npos ? 0 : std::strtoll(item.c_str(), &end, 10);
+        const bool windowsOk = x != std::string::npos && end == item.c_str() + x;
+        const long long l = windowsOk ? std::strtoll(item.c_str() + x + 1, &end, 10) : 0;
+        if (!windowsOk || *end != '\0' || w < 1 || w > (1 << 20) || l < 2 || l > (1 << 20))
+            throw Error("--calibrations: '" + item + "' is not WINDOWSxSEQLEN (e.g. 16x512: 1 to 2^20 windows of 2 to "
+                        "2^20 tokens)");
+        calibrations.emplace_back(w, l);
+    }
+    const double ratio = args.getDouble("ratio");
+    nlohmann::json rows = nlohmann::json::array();
+    for (const std::string& shape : args.getList("shapes"))
+        for (const auto& [windows, seqlen] : calibrations) rows.push_back(projectPrune(shape, windows, seqlen, ratio, measured, gpu));
+    nlohmann::json efficiency = nlohmann::json::object();
+    for (const auto& [stage, e] : measured.efficiency) efficiency[stage] = e;
+    nlohmann::json out = {{"from", from},
+                          {"measured", {{"seconds", measured.totalSeconds}, {"threads", measured.threads},
+                                        {"efficiency", efficiency},
+                                        {"rates", {{"float32_gemm_flop_per_s", measured.rates.gemm32},
+                                                   {"float64_gemm_flop_per_s", measured.rates.gemm64},
+                                                   {"float64_cholesky_flop_per_s", measured.rates.cholesky64},
+                                                   {"disk_write_bytes_per_s", measured.rates.diskWrite}}}}},
+                          {"gpu", {{"float32_gemm_flop_per_s", gpu.gemm32}, {"float64_gemm_flop_per_s", gpu.gemm64},
+                                   {"host_cores", gpu.hostCores}}},
+                          {"projections", rows}};
+    if (!json) {
+        auto hms = [](double s) {
+            std::ostringstream o;
+            if (s >= 3600) o << std::fixed << std::setprecision(1) << s / 3600 << " h";
+            else if (s >= 60) o << std::fixed << std::setprecision(1) << s / 60 << " min";
+            else o << std::fixed << std::setprecision(1) << s << " s";
+            return o.str();
+        };
+        auto gb = [](double b) {
+            std::ostringstream o;
+            o << std::fixed << std::setprecision(1) << b / 1e9 << " GB";
+            return o.str();
+        };
+        std::cout << "projection of npw prune's layer-wise road (numerical, rho " << ratio << ") from " << from << ": "
+                  << measured.threads << " thread(s) there, " << std::fixed << std::setprecision(0)
+                  << measured.totalSeconds << " s of stages; one GPU: "
+                  << gpu.gemm32 / 1e12 << " TFLOP/s float32-accumulated GEMM, " << gpu.gemm64 / 1e12
+                  << " TFLOP/s float64 GEMM, solves on " << gpu.hostCores << " host cores\n";
+        for (const nlohmann::json& r : rows) {
+            const nlohmann::json& f = r["footprint"];
+            std::cout << "\n" << r["shape"].get<std::string>() << ", " << r["windows"].get<int64_t>() << " x "
+                      << r["seqlen"].get<int64_t>() << " tokens: here " << hms(r["total_here_s"].get<double>()) << ", one GPU "
+                      << hms(r["total_gpu_s"].get<double>()) << " (" << std::setprecision(0)
+                      << r["unmodelled_share"].get<double>() * 100 << " % in stages without a model, as measured); peak RssAnon " << gb(f["peak_rss_anon_bytes"].get<double>())
+                      << ", scratch " << gb(f["scratch_bytes"].get<double>()) << " (" << f["scratch_precision"].get<std::string>()
+                      << "), export " << gb(f["export_bytes"].get<double>()) << "\n";
+            for (const nlohmann::json& s : r["stages"])
+                std::cout << "  " << std::left << std::setw(22) << s["stage"].get<std::string>() << std::right << std::setw(10)
+                          << hms(s["seconds_here"].get<double>()) << std::setw(12) << hms(s["seconds_gpu"].get<double>())
+                          << "   efficiency " << std::setprecision(2) << s["efficiency"].get<double>() << "\n";
+        }
+    }
     return out;
 }
 
@@ -493,6 +571,8 @@ int runPruningBench(const Args& args) {
     nlohmann::json out;
     if (args.get("suite") == "scale") {
         out = scaleSuite(args, json);
+    } else if (args.get("suite") == "projection") {
+        out = projectionSuite(args, json);
     } else if (args.get("suite") == "runtime") {
         out = runtimeSuite(args, json);
     } else if (args.get("suite") == "image-runtime") {
@@ -509,7 +589,7 @@ int runPruningBench(const Args& args) {
         out["reselection"] = reselectionSuite(json);
         out["demo_prune"] = demoPruneSuite(args, json);
     } else {
-        throw Error("unknown --suite '" + args.get("suite") + "' (expected pruning, calibration-memory, runtime, image-runtime or scale)");
+        throw Error("unknown --suite '" + args.get("suite") + "' (expected pruning, calibration-memory, runtime, image-runtime, scale or projection)");
     }
     if (out.is_object() && !out.contains("blas")) out["blas"] = blasKernelDescription();  // the GEMMs' kernels
     if (json) std::cout << npw::json_fields::dumpJson(out, 2) << std::endl;

@@ -408,8 +408,8 @@ std::vector<FlagEntry> buildTable() {
           {"bench"});
     t.add(Flag::integer("repeats", "R", 1, kMaxRepeats, "timed runs (median reported) after one warm-up").byDefault("3"),
           {"bench"});
-    t.add(Flag::choice("suite", "NAME", "pruning, calibration-memory, runtime, image-runtime or scale",
-                       oneOf({"pruning", "calibration-memory", "runtime", "image-runtime", "scale"}),
+    t.add(Flag::choice("suite", "NAME", "pruning, calibration-memory, runtime, image-runtime, scale or projection",
+                       oneOf({"pruning", "calibration-memory", "runtime", "image-runtime", "scale", "projection"}),
                        "pruning: solver timings, re-selection latency, prune time on the demos; calibration-memory: peak "
                        "memory of in-RAM vs layer-wise calibration of a --synthetic model (default 1b); runtime: npw's "
                        "decode/prefill/eval against run.c, llama.cpp, eager PyTorch, the read-bandwidth roofline and the "
@@ -417,7 +417,31 @@ std::vector<FlagEntry> buildTable() {
                        "GPT (--gpt-model), its 50 % pruned copy and demo:c2i at each --batch with guidance, against the "
                        "bandwidth and GEMM bounds; scale: a --synthetic checkpoint (default 1b; 7b, 8b) written, "
                        "pruned (numerical, FLAP), exported and evaluated layer by layer, each step in its own process "
-                       "with its time, peak memory and disk"),
+                       "with its time, peak memory and disk; projection: the layer-wise road's stages, memory and disk at "
+                       "--shapes and --calibrations, from the work each stage does and the efficiency of a measured "
+                       "run (--from)"),
+          {"bench"});
+    t.add(Flag::text("from", "FILE", "projection: the output of a measured `npw prune --json` (its stage_bounds)").reads(),
+          {"bench"});
+    t.add(Flag::text("shapes", "A,B", "projection: shapes to project to (tiny, 110m, 1b, 7b, 8b, 13b, 70b)")
+              .byDefault("7b,8b,13b,70b"),
+          {"bench"});
+    t.add(Flag::text("calibrations", "NxL,...", "projection: calibrations, WINDOWSxSEQLEN each")
+              .byDefault("16x512,128x2048"),
+          {"bench"});
+    t.add(ratio.byDefault("0.2").described("projection: pruning ratio rho of every site"), {"bench"});
+    t.add(Flag::real("gpu-gemm32-tflops", "T", "projection: one GPU's GEMM rate for the forward (bf16 inputs, float32 "
+                                               "accumulation; default 60 % of an H100 SXM's 989)")
+              .above(0)
+              .byDefault("400"),
+          {"bench"});
+    t.add(Flag::real("gpu-gemm64-tflops", "T", "projection: one GPU's float64 GEMM rate for the Gram updates (default "
+                                               "75 % of an H100 SXM's 67)")
+              .above(0)
+              .byDefault("50"),
+          {"bench"});
+    t.add(Flag::integer("gpu-host-cores", "N", 1, 4096, "projection: the GPU machine's CPU cores, which run the solves")
+              .byDefault("16"),
           {"bench"});
     t.add(Flag::integer("threads", "N", 1, 1024, "runtime, image-runtime and scale suites: threads of every runtime they time").byDefault("1"),
           {"bench"});
