@@ -137,6 +137,9 @@ private slots:
         PruneSettings plain = settings;
         plain.compensation = CompensationKind::None;
         const PrunedModel zeroed = applyMask(f.model.checkpoint(), f.stats, mask, plain);
+        PruneSettings withBias = settings;
+        withBias.compensation = CompensationKind::FlapBias;
+        const PrunedModel biased = applyMask(f.model.checkpoint(), f.stats, mask, withBias);
         int checked = 0;
         for (int64_t l = 0; l < 2; ++l)
             for (TapSite site : {TapSite::AttentionOutputInput, TapSite::MlpDownInput}) {
@@ -157,8 +160,10 @@ private slots:
                 auto outputError = [&](const PrunedModel& p) {
                     const LlamaLayerWeights& L = p.checkpoint.weights.layers[size_t(l)];
                     const at::Tensor wp = (attn ? L.wo : L.w_down).to(at::kDouble);
-                    return (at::matmul(xKept, wp.t()) - at::matmul(x, w.t())).square().sum().item<double>() /
-                           double(x.size(0));
+                    const at::Tensor& b = attn ? L.wo_bias : L.w_down_bias;
+                    at::Tensor y = at::matmul(xKept, wp.t());
+                    if (b.defined()) y = y + b.to(at::kDouble);
+                    return (y - at::matmul(x, w.t())).square().sum().item<double>() / double(x.size(0));
                 };
                 const double withCompensation = outputError(compensated), without = outputError(zeroed);
                 QVERIFY2(withCompensation < without,
@@ -172,6 +177,20 @@ private slots:
                 QVERIFY2(std::abs(reportedCompensated - withCompensation) <= 1e-4 * without,
                          qPrintable(QString("%1 vs %2").arg(reportedCompensated).arg(withCompensation)));
                 QVERIFY(reportedCompensated < reportedPlain);
+                // Without compensation, and with FLAP's bias (the error of replacing the pruned
+                // inputs by their mean): the reports of the other branch, from G's pruned block.
+                const LayerPruneReport& z = zeroed.layers[size_t(l)];
+                const double zeroedPlain = attn ? z.attentionLossUncompensated : z.mlpLossUncompensated;
+                const double zeroedLoss = attn ? z.attentionLoss : z.mlpLoss;
+                QVERIFY2(std::abs(zeroedPlain - without) <= 1e-4 * without,
+                         qPrintable(QString("zeroed: %1 reported vs %2").arg(zeroedPlain).arg(without)));
+                QCOMPARE(zeroedLoss, zeroedPlain);
+                const LayerPruneReport& fb = biased.layers[size_t(l)];
+                const double flapError = outputError(biased);
+                const double flapReported = attn ? fb.attentionLoss : fb.mlpLoss;
+                QVERIFY2(std::abs(flapReported - flapError) <= 1e-4 * without,
+                         qPrintable(QString("FLAP bias: %1 reported vs %2").arg(flapReported).arg(flapError)));
+                QVERIFY(flapError < without);
                 ++checked;
             }
         QVERIFY(checked >= 2);

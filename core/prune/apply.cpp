@@ -61,14 +61,18 @@ ProjectionResult pruneProjection(const at::Tensor& weight, const at::Tensor& bia
             throw Error(where + ": " + e.what() + " (a larger dampening γ helps)");
         }
     } else if (haveStats) {
-        const at::Tensor gram = stats.gramPerToken();
-        const at::Tensor pruned = indicesOf(keep, false).to(gram.device());
-        const at::Tensor wp = weight.to(gram.device(), at::kDouble).index_select(1, pruned);  // [out, k]
+        // Only G's pruned rows and columns (k×k), never a D×D copy of it: 1.6 GB per MLP site at 8B,
+        // and the layer-by-layer road holds one such site already.
+        const at::Tensor pruned = indicesOf(keep, false).to(stats.gram.device());  // ascending
+        at::Tensor gpp = stats.gram.index_select(0, pruned).index_select(1, pruned);
+        // A triangle-only G (LayerStats::accumulate) holds G in its row-major upper triangle; with the
+        // indices ascending, so does the block.
+        if (stats.gramIsTriangle()) gpp = at::triu(gpp) + at::triu(gpp, 1).t();
+        gpp = gpp.to(at::kDouble) / static_cast<double>(stats.tokens);
+        const at::Tensor wp = weight.index_select(1, pruned.to(weight.device())).to(gpp.device(), at::kDouble);  // [out, k]
         // ‖X_p W_pᵀ‖²/N = tr(W_p G_pp W_pᵀ)/N: the error of merely zeroing the channels.
-        auto errorWith = [&](const at::Tensor& g) {
-            return (at::matmul(wp, g.index_select(0, pruned).index_select(1, pruned)) * wp).sum().item<double>();
-        };
-        out.lossUncompensated = errorWith(gram);
+        auto errorWith = [&](const at::Tensor& g) { return (at::matmul(wp, g) * wp).sum().item<double>(); };
+        out.lossUncompensated = errorWith(gpp);
         out.loss = out.lossUncompensated;
         try {
             if (kind == CompensationKind::FlapBias) {
@@ -76,7 +80,8 @@ ProjectionResult pruneProjection(const at::Tensor& weight, const at::Tensor& bia
                 const at::Tensor added = flapBiasCompensation(weight, mean, keep);
                 out.bias = bias.defined() ? bias + added.to(bias.scalar_type()) : added;
                 // What the bias cannot remove: the pruned inputs' covariance, E[(x−μ)(x−μ)ᵀ].
-                out.loss = errorWith(gram - at::outer(mean, mean));
+                const at::Tensor meanP = mean.index_select(0, pruned.to(mean.device())).to(gpp.device());
+                out.loss = errorWith(gpp - at::outer(meanP, meanP));
             }
         } catch (const Error& e) {
             throw Error(where + ": " + e.what());

@@ -24,12 +24,6 @@ void requireShapes(const char* what, const at::Tensor& weight, int64_t channels,
                     std::to_string(channels) + " input channels");
 }
 
-at::Tensor prunedIndicator(const std::vector<bool>& keep, const at::TensorOptions& options) {
-    std::vector<double> v(keep.size());
-    for (size_t i = 0; i < keep.size(); ++i) v[i] = keep[i] ? 0.0 : 1.0;
-    return at::tensor(v, at::kDouble).to(options.device());
-}
-
 } // namespace
 
 namespace {
@@ -255,9 +249,15 @@ at::Tensor flapBiasCompensation(const at::Tensor& weight, const at::Tensor& inpu
     requireShapes("flapBiasCompensation", weight, d, keepChannel.size());
     if (inputMean.dim() != 1 || inputMean.size(0) != d)
         throw Error("flapBiasCompensation: input mean must be [" + std::to_string(d) + "]");
-    const at::Tensor w = weight.to(at::kDouble);
-    const at::Tensor removedMean = inputMean.to(w.device(), at::kDouble) * prunedIndicator(keepChannel, w.options());
-    return at::matmul(removedMean, w.t()).to(weight.scalar_type());
+    // W[:, p] μ_p: only the pruned columns in float64 (a float64 copy of the whole weight would be
+    // 470 MB for one 8B down_proj).
+    std::vector<int64_t> pruned;
+    for (size_t i = 0; i < keepChannel.size(); ++i)
+        if (!keepChannel[i]) pruned.push_back(static_cast<int64_t>(i));
+    const at::Tensor idx = at::tensor(pruned, at::kLong).to(weight.device());
+    const at::Tensor wp = weight.index_select(1, idx).to(at::kDouble);
+    const at::Tensor removedMean = inputMean.to(wp.device(), at::kDouble).index_select(0, idx);
+    return at::matmul(wp, removedMean).to(weight.scalar_type());
 }
 
 } // namespace npw
