@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <QDir>
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -304,6 +305,31 @@ private slots:
         npw::removeStaleTemporaries(target.toStdString());
         for (const QString& name : removed) QVERIFY2(!QFileInfo::exists(d.filePath(name)), qPrintable(name));
         for (const QString& name : kept) QVERIFY2(QFileInfo::exists(d.filePath(name)), qPrintable(name));
+    }
+
+    // The working files of a benchmark killed with -9 (npw-runtime-bench-PID, npw-bench-PID-N.gguf
+    // in the temporary folder, 4–8 GB at 1b) are removed by the next run; nothing else is.
+    void benchmarkWorkOfDeadProcessesIsRemoved() {
+        QTemporaryDir d;
+        QProcess child;
+        child.start("/bin/true");
+        QVERIFY(child.waitForFinished());
+        const QString dead = QString::number(child.processId() > 0 ? child.processId() : 999999);
+        const QString mine = QString::number(::getpid());
+        QVERIFY(QDir(d.path()).mkpath("npw-runtime-bench-" + dead + "/synthetic-1b-bf16"));
+        writeBytes(d.filePath("npw-runtime-bench-" + dead + "/synthetic-1b.bin"), "x");
+        QVERIFY(QDir(d.path()).mkpath("npw-runtime-bench-" + mine));
+        const QStringList removedFiles = {"npw-bench-" + dead + "-123.gguf"};
+        const QStringList keptFiles = {"npw-bench-" + mine + "-1.gguf", "npw-bench-" + dead + "-1.txt",
+                                       "npw-bench-" + dead + "x.gguf", "npw-runtime-bench-" + dead + "x",
+                                       "npw-runtime-bench-abc", "my-npw-runtime-bench-" + dead};
+        for (const QString& name : removedFiles + keptFiles) writeBytes(d.filePath(name), "x");
+        npw::removeWorkOfDeadProcesses(d.path().toStdString(), "npw-runtime-bench-");
+        npw::removeWorkOfDeadProcesses(d.path().toStdString(), "npw-bench-", ".gguf");
+        QVERIFY(!QFileInfo::exists(d.filePath("npw-runtime-bench-" + dead)));
+        QVERIFY(QFileInfo::exists(d.filePath("npw-runtime-bench-" + mine)));
+        for (const QString& name : removedFiles) QVERIFY2(!QFileInfo::exists(d.filePath(name)), qPrintable(name));
+        for (const QString& name : keptFiles) QVERIFY2(QFileInfo::exists(d.filePath(name)), qPrintable(name));
     }
 };
 

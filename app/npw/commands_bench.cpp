@@ -14,6 +14,7 @@
 #include "core/models/language_model.h"
 #include "core/prune/calibration.h"
 #include "core/prune/pruner.h"
+#include "core/util/atomic_file.h"
 #include "core/util/error.h"
 #include "core/util/library_environment.h"
 #include "core/util/paths.h"
@@ -323,6 +324,8 @@ nlohmann::json runtimeSuite(const Args& args, bool json) {
     o.repeats = static_cast<int>(args.getInt("repeats"));
     o.evalWindows = args.getInt("eval-windows");
     o.evalSeqlen = args.getInt("eval-seqlen");
+    // A run killed with -9 leaves its folder (a 4 GB checkpoint at 1b): the next run removes it.
+    removeWorkOfDeadProcesses(fs::temp_directory_path().string(), "npw-runtime-bench-");
     o.workDir = (fs::temp_directory_path() / ("npw-runtime-bench-" + std::to_string(::getpid()))).string();
     struct Cleanup {
         std::string dir;

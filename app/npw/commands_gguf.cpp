@@ -5,6 +5,7 @@
 #include "core/models/model_loader.h"
 #include "core/eval/generate.h"
 #include "core/models/runtime.h"
+#include "core/util/atomic_file.h"
 #include "core/util/error.h"
 #include "core/util/paths.h"
 
@@ -12,6 +13,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <unistd.h>
 #include <iostream>
 #include <random>
 
@@ -91,8 +93,11 @@ nlohmann::json benchLlamaCpp(const LlamaCheckpoint& checkpoint, int64_t promptTo
     if (!fs::exists(fs::path(script).parent_path() / "node_modules" / "node-llama-cpp" / "package.json"))
         throw Error("--llamacpp needs node-llama-cpp beside '" + script +
                     "': run `npm install --omit=optional` in that folder (Node.js required), or set NPW_LLAMACPP_BRIDGE");
+    // Named by this process, so that the next run removes one a kill -9 left (4 GB at 1b).
+    removeWorkOfDeadProcesses(fs::temp_directory_path().string(), "npw-bench-", ".gguf");
     std::random_device rd;
-    const fs::path gguf = fs::temp_directory_path() / ("npw-bench-" + std::to_string(rd()) + ".gguf");
+    const fs::path gguf =
+        fs::temp_directory_path() / ("npw-bench-" + std::to_string(::getpid()) + "-" + std::to_string(rd()) + ".gguf");
     struct Cleanup {
         fs::path p;
         ~Cleanup() { std::error_code ec; fs::remove(p, ec); }

@@ -1,4 +1,6 @@
 #include "core/util/atomic_file.h"
+
+#include <cctype>
 #include "core/util/error.h"
 #include "core/util/output_guard.h"
 #include "core/util/regular_file.h"
@@ -87,6 +89,28 @@ std::string temporaryPathBeside(const std::string& target, const std::string& ki
     return (dir / ("." + t.filename().string() + kTemporaryMark + kind + "-" + std::to_string(::getpid()) + "-" +
                    std::to_string(rd() % 1000000000u)))
         .string();
+}
+
+void removeWorkOfDeadProcesses(const std::string& dir, const std::string& prefix, const std::string& suffix) {
+    try {
+        std::error_code ec;
+        for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+            const std::string name = it->path().filename().string();
+            if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
+            size_t end = prefix.size();
+            while (end < name.size() && end - prefix.size() < 10 && std::isdigit(static_cast<unsigned char>(name[end]))) ++end;
+            if (end == prefix.size()) continue;
+            const std::string rest = name.substr(end);
+            const bool named = rest.empty() ? suffix.empty()
+                                            : rest[0] == '-' && rest.size() >= suffix.size() &&
+                                                  rest.compare(rest.size() - suffix.size(), suffix.size(), suffix) == 0;
+            if (!named) continue;
+            const long long pid = std::stoll(name.substr(prefix.size(), end - prefix.size()));
+            if (pid <= 0 || pid > 0x7fffffffLL || !processIsGone(pid)) continue;
+            fs::remove_all(it->path(), ec);
+        }
+    } catch (...) {
+    }
 }
 
 void removeStaleTemporaries(const std::string& target) {

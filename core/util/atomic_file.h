@@ -34,6 +34,12 @@ std::string temporaryPathBeside(const std::string& target, const std::string& ki
 // of a live process, is left alone. Best effort: never throws.
 void removeStaleTemporaries(const std::string& target);
 
+// Removes the entries of `dir` named PREFIX + PID (decimal digits) + REST, where REST is empty or
+// starts with '-' and ends with `suffix`, whose process PID no longer runs: the working files a
+// benchmark killed with -9 could not remove (its own are removed when it ends). Anything else, or
+// of a live process, is left alone. Best effort: never throws.
+void removeWorkOfDeadProcesses(const std::string& dir, const std::string& prefix, const std::string& suffix = "");
+
 // Test hook: when the environment variable NPW_TEST_STALL equals `point`, says so on stderr
 // ("npw: stalled at POINT") and sleeps, so that a test can kill the process at exactly this
 // moment of a write. A no-op otherwise.
