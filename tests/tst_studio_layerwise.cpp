@@ -376,11 +376,18 @@ private slots:
             QVERIFY(fs::exists(target.toStdString() + "/model.safetensors"));
             QCOMPARE(leftoversIn(work.path(), {"theirs", "pruned"}), QStringList{});
         }
-        // Never into the model's own files.
+        // Never into the model's own files, nor over the statistics it reads.
         const QString source = QString::fromStdString(session.model().model->checkpoint().source);
         QVERIFY(session.exportPrunedModel(source));
         QVERIFY(studio_test::waitIdle(session));
         QCOMPARE(failed.count(), 2);
+        const std::string scratch = session.layerwiseStatistics()->file();
+        const auto scratchBytes = fs::file_size(scratch);
+        QVERIFY(session.exportPrunedModel(QString::fromStdString(scratch)));
+        QVERIFY(studio_test::waitIdle(session));
+        QCOMPARE(failed.count(), 3);
+        QVERIFY2(failed.back()[1].toString().contains("statistics scratch file"), qPrintable(failed.back()[1].toString()));
+        QCOMPARE(fs::file_size(scratch), scratchBytes);
     }
 
     // The scratch file goes with the session.

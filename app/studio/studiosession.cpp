@@ -547,6 +547,7 @@ bool StudioSession::exportBaseline(const QString& dir) {
 npw::OutputGuard StudioSession::outputGuard() const {
     npw::OutputGuard guard;
     if (hasModel()) guard.addModel(workbench_.model().model->checkpoint().source);
+    if (layerwise_) guard.addInput(layerwise_->file(), "the statistics scratch file");  // read by the export
     guard.addInputSpec(npw::calibrationRequest(settings_.calibration).source, "the calibration text");
     if (workbench_.isCalibrated()) guard.addInputSpec(workbench_.calibration().summary.source, "the calibration text");
     for (const std::string& e : sweepEvalSources_) guard.addInputSpec(e, "the evaluation text");
