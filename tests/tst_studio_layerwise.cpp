@@ -5,18 +5,31 @@
 //  - Run calibrates one block at a time into a scratch file and scores from it: the same masks
 //    at every ρ and the same scores (to float64 rounding) as in RAM, re-selection at other ρ/λ
 //    without a job;
-//  - export, sweep, the baselines and lstar-kl are refused with the reason; the Text tab
-//    continues the dense model alone and says why;
+//  - Export writes the selection layer by layer from the statistics the session holds, through
+//    `npw prune --layerwise`'s apply+write pass: every tensor bit for bit what that command writes
+//    with the same settings and calibration (f32 demo:lm, and a bf16 copy in bf16), the same
+//    config and report; progress per layer; a cancel or a refused folder leaves nothing behind;
+//  - sweep, the baselines and lstar-kl are refused with the reason; the Text tab continues the
+//    dense model alone and says why;
 //  - the scratch file goes with a new calibration, another model and the session.
 #include "studio_session_helpers.h"
 #include "app/studio/textsession.h"
+#include "bf16_checkpoint_copy.h"
+#include "core/io/safetensors.h"
+#include "core/models/model_loader.h"
 
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+
+#include <QProcess>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QtTest>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <map>
 
 namespace fs = std::filesystem;
 
@@ -44,6 +57,33 @@ double relativeGap(const std::vector<npw::LayerScores>& a, const std::vector<npw
 }
 
 bool sameMask(const npw::Mask& a, const npw::Mask& b) { return a.keepHeads == b.keepHeads && a.keepChannels == b.keepChannels; }
+
+nlohmann::json readJson(const std::string& file) {
+    std::ifstream in(file);
+    return nlohmann::json::parse(in);
+}
+
+// Every tensor of the export in `dir` (one model.safetensors or shards), by name, as stored.
+std::map<std::string, at::Tensor> exportedTensors(const std::string& dir) {
+    std::map<std::string, at::Tensor> out;
+    for (const auto& entry : fs::directory_iterator(dir)) {
+        const std::string name = entry.path().filename().string();
+        if (entry.path().extension() != ".safetensors") continue;
+        const auto file = npw::SafeTensorsFile::open(entry.path().string());
+        for (const std::string& tensor : file->names()) out[tensor] = file->load(tensor);
+    }
+    return out;
+}
+
+// Whatever besides `keep` is in `dir` (staging or aside folders an export left).
+QStringList leftoversIn(const QString& dir, const QStringList& keep) {
+    QStringList left;
+    for (const auto& entry : fs::directory_iterator(dir.toStdString())) {
+        const QString name = QString::fromStdString(entry.path().filename().string());
+        if (!keep.contains(name)) left << name;
+    }
+    return left;
+}
 
 } // namespace
 
@@ -126,15 +166,13 @@ private slots:
             QVERIFY(sameMask(layerwise.selection()->selection.mask, inRam.selection()->selection.mask));
         }
 
-        // What needs the whole model is refused with the reason.
+        // What needs the whole model is refused with the reason (the export is not: it writes
+        // layer by layer, exportMatchesTheCommandLine).
         QSignalSpy refused(&layerwise, &StudioSession::refused);
-        QVERIFY(!layerwise.exportPrunedModel(tmp_.filePath("out")));
+        QVERIFY(!layerwise.runSweep(SweepRequest{}));
         QCOMPARE(refused.count(), 1);
         QVERIFY(refused.back()[1].toString().contains("layer by layer"));
-        QVERIFY(refused.back()[1].toString().contains("npw prune demo:lm"));
-        QVERIFY(!fs::exists(tmp_.filePath("out").toStdString()));
-        QVERIFY(!layerwise.runSweep(SweepRequest{}));
-        QCOMPARE(refused.count(), 2);
+        QVERIFY(refused.back()[1].toString().contains("Export pruned model"));
         {
             // The Text tab continues the dense model alone, and says why.
             TextSession text(&layerwise);
@@ -153,14 +191,14 @@ private slots:
         s.baseline = npw::BaselineMethod::BlockInfluence;
         layerwise.setSettings(s);
         QVERIFY(!layerwise.runScoring());
-        QCOMPARE(refused.count(), 3);
+        QCOMPARE(refused.count(), 2);
         QVERIFY(refused.back()[1].toString().contains("whole-model passes"));
         s.baseline.reset();
         s.prune.method = npw::PruneMethod::Numerical;  // lstar-kl is the numerical score's ranking
         s.prune.crossLayer = npw::CrossLayerRanking::MeasuredDamage;
         layerwise.setSettings(s);
         QVERIFY(!layerwise.runScoring());
-        QCOMPARE(refused.count(), 4);
+        QCOMPARE(refused.count(), 3);
 
         // A new calibration replaces the file; opening another model removes it.
         s.prune.crossLayer = npw::PruneSettings{}.crossLayer;
@@ -178,6 +216,178 @@ private slots:
         QVERIFY(studio_test::waitIdle(layerwise));
         QVERIFY(layerwise.layerwiseStatistics() == nullptr);
         QVERIFY(!fs::exists(second));
+    }
+
+    // The studio's export on the layer-wise road against `npw prune --layerwise` with the same
+    // settings and calibration: the studio writes from the statistics and selection it holds
+    // (no new calibration), the command line calibrates, scores and selects again, and both write
+    // through the same apply+write pass. Bit for bit the same tensors, in the source's dtype.
+    void exportMatchesTheCommandLine_data() {
+        QTest::addColumn<int>("method");
+        QTest::addColumn<bool>("bf16");
+        QTest::addColumn<double>("rho");
+        QTest::newRow("numerical, demo:lm (f32)") << int(npw::PruneMethod::Numerical) << false << 0.3;
+        QTest::newRow("flap, demo:lm in bf16 shards") << int(npw::PruneMethod::Flap) << true << 0.25;
+    }
+    void exportMatchesTheCommandLine() {
+        QFETCH(int, method);
+        QFETCH(bool, bf16);
+        QFETCH(double, rho);
+        const QString npw = QCoreApplication::applicationDirPath() + "/../app/npw";
+        if (!QFileInfo::exists(npw)) QSKIP("the npw binary is not built in this tree");
+        QTemporaryDir work;
+        QVERIFY(work.isValid());
+        QString model = QStringLiteral("demo:lm");
+        if (bf16) {
+            model = work.filePath("bf16-model");
+            npw::test::saveBf16Shards(npw::loadLlamaCheckpoint("demo:lm"), model.toStdString());
+        }
+
+        PretendSmallRam small;
+        StudioSession session;
+        QVERIFY(session.openModel(model));
+        QVERIFY(studio_test::waitIdle(session));
+        QVERIFY(session.pruneRoad().layerwise);
+        studio_test::openAndScore(session, npw::PruneMethod(method));  // 16 windows of 64 tokens, seed 0
+        QVERIFY(session.layerwiseStatistics() != nullptr);
+        const std::string scratch = session.layerwiseStatistics()->file();
+        studio::SelectionKnobs knobs = session.knobs();  // α, its reading and λ_rel: the CLI's defaults
+        knobs.rho = rho;
+        session.setKnobs(knobs);
+        QVERIFY(session.selection().has_value());
+
+        QSignalSpy progress(session.jobs(), &JobRunner::progressed);
+        QSignalSpy logged(&session, &StudioSession::logMessage);
+        QSignalSpy failed(session.jobs(), &JobRunner::failed);
+        const QString studioOut = work.filePath("studio-export");
+        QVERIFY(session.exportPrunedModel(studioOut));
+        QVERIFY(studio_test::waitIdle(session));
+        QVERIFY2(failed.isEmpty(), failed.isEmpty() ? "" : qPrintable(failed.back()[1].toString()));
+        // Progress by layers (the stage "apply", fractions that only grow, reaching 1; the runner
+        // passes at most one report per 50 ms on to the window).
+        int applyReports = 0;
+        double applied = -1;
+        for (const QList<QVariant>& p : progress) {
+            if (p[0].toString() != "apply") continue;
+            QVERIFY(p[1].toDouble() >= applied);
+            applied = p[1].toDouble();
+            ++applyReports;
+        }
+        QVERIFY2(applyReports >= 2 && applied == 1.0, qPrintable(QString("%1 reports, last %2").arg(applyReports).arg(applied)));
+        QVERIFY(std::any_of(logged.begin(), logged.end(),
+                            [](const QList<QVariant>& m) { return m[0].toString().startsWith("Exported"); }));
+        // The statistics were reused: the same scratch file, still there.
+        QCOMPARE(session.layerwiseStatistics()->file(), scratch);
+        QVERIFY(fs::exists(scratch));
+
+        const QString cliOut = work.filePath("cli-export");
+        QProcess p;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.remove("NPW_PHYSICAL_MEMORY_BYTES");  // --layerwise forces the road
+        p.setProcessEnvironment(env);
+        p.start(npw, {"prune", model, "--layerwise", "--calib", QString::fromStdString(studio::defaultCalibrationSource()),
+                      "--nsamples", "16", "--seqlen", "64", "--method",
+                      QString::fromStdString(npw::methodName(npw::PruneMethod(method))), "--ratio", QString::number(rho),
+                      "--out", cliOut, "--json"});
+        QVERIFY(p.waitForFinished(600000));
+        QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
+
+        // Every tensor: the same names, dtype, shape and bits.
+        const auto fromStudio = exportedTensors(studioOut.toStdString());
+        const auto fromCli = exportedTensors(cliOut.toStdString());
+        QCOMPARE(fromStudio.size(), fromCli.size());
+        QVERIFY(!fromStudio.empty());
+        const at::ScalarType sourceDtype = bf16 ? at::kBFloat16 : at::kFloat;
+        for (const auto& [name, cli] : fromCli) {
+            QVERIFY2(fromStudio.count(name), name.c_str());
+            const at::Tensor& studioTensor = fromStudio.at(name);
+            QCOMPARE(studioTensor.scalar_type(), sourceDtype);
+            QCOMPARE(cli.scalar_type(), sourceDtype);
+            QVERIFY2(studioTensor.sizes() == cli.sizes(), name.c_str());
+            QVERIFY2(at::equal(studioTensor, cli),
+                     qPrintable(QString("%1: max |difference| %2").arg(QString::fromStdString(name))
+                                    .arg((studioTensor.to(at::kDouble) - cli.to(at::kDouble)).abs().max().item<double>())));
+        }
+        // Something was pruned, and the same layout was written.
+        QVERIFY(session.selection()->selection.removedChannels > 0);
+        QCOMPARE(readJson(studioOut.toStdString() + "/config.json"), readJson(cliOut.toStdString() + "/config.json"));
+        // The same manifest: report (parameters, per-layer sizes and losses: the same arithmetic on
+        // the same statistics), settings, calibration, scratch file, files.
+        const nlohmann::json a = readJson(studioOut.toStdString() + "/npw-manifest.json");
+        const nlohmann::json b = readJson(cliOut.toStdString() + "/npw-manifest.json");
+        QCOMPARE(a.at("road"), nlohmann::json("layer-wise"));
+        QStringList differ;
+        for (const auto& [key, value] : b.items())
+            if (!a.contains(key) || a.at(key) != value)
+                differ << QString("%1: studio %2, CLI %3").arg(QString::fromStdString(key),
+                                                             QString::fromStdString(a.value(key, nlohmann::json()).dump()),
+                                                             QString::fromStdString(value.dump()));
+        for (const auto& [key, value] : a.items())
+            if (!b.contains(key)) differ << QString::fromStdString(key) + ": the studio's only";
+        QVERIFY2(differ.isEmpty(), qPrintable(differ.join("\n")));
+        // Nothing beside the two exports (no staging folder, no work folder left).
+        QVERIFY2(leftoversIn(work.path(), {"bf16-model", "studio-export", "cli-export"}).isEmpty(),
+                 qPrintable(leftoversIn(work.path(), {"bf16-model", "studio-export", "cli-export"}).join(", ")));
+    }
+
+    // The export's guards and a cancel, as the command line's: a folder npw did not write is never
+    // replaced; an export cancelled mid-way leaves no folder (and no staging folder); an export
+    // may replace an earlier export of npw's.
+    void exportIsGuardedAndAtomic() {
+        PretendSmallRam small;
+        StudioSession session;
+        studio_test::openAndScore(session);
+        QVERIFY(session.pruneRoad().layerwise);
+        QTemporaryDir work;
+        QSignalSpy failed(session.jobs(), &JobRunner::failed);
+        QSignalSpy cancelled(session.jobs(), &JobRunner::cancelled);
+
+        // Someone's folder: refused, untouched.
+        const QString theirs = work.filePath("theirs");
+        QVERIFY(QDir().mkpath(theirs));
+        {
+            QFile f(theirs + "/notes.txt");
+            QVERIFY(f.open(QIODevice::WriteOnly));
+            f.write("mine");
+        }
+        QVERIFY(session.exportPrunedModel(theirs));
+        QVERIFY(studio_test::waitIdle(session));
+        QCOMPARE(failed.count(), 1);
+        QVERIFY2(failed.back()[1].toString().contains("theirs"), qPrintable(failed.back()[1].toString()));
+        QCOMPARE(leftoversIn(theirs, {}), QStringList{"notes.txt"});
+
+        // Cancelled as it starts: the job stops at its first layer's progress report, after the
+        // staging folder and the first shard's temporary file are made: nothing at the target,
+        // nothing beside it.
+        const QString target = work.filePath("pruned");
+        QVERIFY(session.exportPrunedModel(target));
+        session.cancel();
+        QVERIFY(studio_test::waitIdle(session));
+        QCOMPARE(cancelled.count(), 1);
+        QVERIFY(!fs::exists(target.toStdString()));
+        QCOMPARE(leftoversIn(work.path(), {"theirs"}), QStringList{});
+
+        // Then whole, and again over its own earlier export.
+        for (int round = 0; round < 2; ++round) {
+            QVERIFY(session.exportPrunedModel(target));
+            QVERIFY(studio_test::waitIdle(session));
+            QCOMPARE(failed.count(), 1);
+            QVERIFY(fs::exists(target.toStdString() + "/npw-manifest.json"));
+            QVERIFY(fs::exists(target.toStdString() + "/model.safetensors"));
+            QCOMPARE(leftoversIn(work.path(), {"theirs", "pruned"}), QStringList{});
+        }
+        // Never into the model's own files, nor over the statistics it reads.
+        const QString source = QString::fromStdString(session.model().model->checkpoint().source);
+        QVERIFY(session.exportPrunedModel(source));
+        QVERIFY(studio_test::waitIdle(session));
+        QCOMPARE(failed.count(), 2);
+        const std::string scratch = session.layerwiseStatistics()->file();
+        const auto scratchBytes = fs::file_size(scratch);
+        QVERIFY(session.exportPrunedModel(QString::fromStdString(scratch)));
+        QVERIFY(studio_test::waitIdle(session));
+        QCOMPARE(failed.count(), 3);
+        QVERIFY2(failed.back()[1].toString().contains("statistics scratch file"), qPrintable(failed.back()[1].toString()));
+        QCOMPARE(fs::file_size(scratch), scratchBytes);
     }
 
     // The scratch file goes with the session.

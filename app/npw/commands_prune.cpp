@@ -195,23 +195,12 @@ int runLayerwisePrune(const Args& args, const std::string& model, const PruneSet
     options.precision = precision == "float64"   ? StatsScratchPrecision::Float64
                         : precision == "float32" ? StatsScratchPrecision::Float32
                                                  : StatsScratchPrecision::Auto;
-    auto scratchJson = [&](const LayerwisePruneRun& r) {
-        return nlohmann::json{{"precision", r.statsPrecision},
-                              {"bytes", r.scratchBytes},
-                              {"bound_bytes", r.scratchBoundBytes},
-                              {"hidden_state_bytes", r.hiddenBytes},
-                              {"meaning", "upper triangle of each G = X^T X in " + r.statsPrecision +
-                                              " (accumulated in float64); bound = the checkpoint's size + the hidden "
-                                              "states of every calibration window"}};
+    auto scratchJson = [](const LayerwisePruneRun& r) {
+        return statisticsScratchJson(r.statsPrecision, r.scratchBytes, r.scratchBoundBytes, r.hiddenBytes);
     };
     const LayerwisePruneRun run = pruneLayerwise(
         *lm.model, set, settings, out,
-        [&](const LayerwisePruneRun& r) {
-            nlohmann::json manifest = nlohmann::json::parse(pruneManifestJson(r.report, settings, calibration, model));
-            manifest["road"] = "layer-wise";
-            manifest["statistics_scratch"] = scratchJson(r);
-            return manifest.dump(2) + "\n";
-        },
+        [&](const LayerwisePruneRun& r) { return layerwiseManifestJson(r.report, settings, calibration, model, scratchJson(r)); },
         options, terminalProgress());
 
     // Each stage against its bound, the rates measured now in this process (stage_bounds.h), as

@@ -8,7 +8,6 @@
 #include "core/util/error.h"
 #include "core/util/number_text.h"
 
-#include <cmath>
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFileInfo>
@@ -58,33 +57,6 @@ QString StudioSession::pruneRoadText() const {
 QString StudioSession::roadWhy() const {
     return tr("the model in float32 and its statistics in float64 would need %1, more than half of this machine's %2 of RAM")
         .arg(qs(npw::byteSizeText(road_.inRamBytes)), qs(npw::byteSizeText(road_.physicalBytes)));
-}
-
-QString StudioSession::exportRefusal() const {
-    if (!road_.layerwise || (selected_ && selected_->baseline)) return {};
-    // The current score set's settings at the knobs, as `npw prune` takes them.
-    const npw::PruneSettings p = selected_ && selected_->scores ? selected_->scores->settings : settings_.prune;
-    QString command = QStringLiteral("npw prune %1 --layerwise --method %2 --ratio %3")
-                          .arg(modelRef_, qs(npw::methodName(p.method)))
-                          .arg(knobs_.rho, 0, 'g', 4);
-    if (p.method == npw::PruneMethod::Numerical) {
-        command += QStringLiteral(" --ranking %1 --lambda-rel %2").arg(qs(npw::crossLayerRankingName(p.crossLayer))).arg(knobs_.lambda, 0, 'g', 6);
-        if (p.boxConstrained) command += QStringLiteral(" --box");
-    }
-    if (std::isfinite(knobs_.alpha)) command += QStringLiteral(" --alpha %1").arg(knobs_.alpha, 0, 'g', 6);
-    command += QStringLiteral(" --alpha-mode %1").arg(qs(npw::alphaModeName(knobs_.mode)));
-    const studio::CalibrationSettings& c = statsCalibration_ ? *statsCalibration_ : settings_.calibration;
-    command += QStringLiteral(" --calib %1").arg(c.source.empty() ? qs(studio::defaultCalibrationSource()) : qs(c.source));
-    if (c.sourceIsIds) command += QStringLiteral(" --calib-ids");
-    command += QStringLiteral(" --nsamples %1").arg(c.samples);
-    if (c.seqlen > 0) command += QStringLiteral(" --seqlen %1").arg(c.seqlen);
-    if (c.seed != 0) command += QStringLiteral(" --seed %1").arg(c.seed);
-    command += QStringLiteral(" --out DIR");
-    return tr("This model's pruning runs layer by layer (%1): its statistics are on disk, one layer at a time, so the "
-              "studio shows scores and selections but does not compensate and write the whole model, evaluate it or "
-              "sweep it (each needs the pruned model and the statistics of every layer at once). The command line "
-              "writes the same selection layer by layer into a folder you choose: %2")
-        .arg(roadWhy(), command);
 }
 
 QStringList StudioSession::scoreMethods() const {
@@ -163,9 +135,9 @@ bool StudioSession::openModel(const QString& reference, const QString& device) {
                                 .arg(QLocale().toString(qlonglong(workbench_.model().model->config().parameterCount()))));
             if (road_.layerwise)
                 emit logMessage(tr("Pruning this model runs layer by layer: %1. Run calibrates one block at a time "
-                                   "into a scratch file in %2 and scores from it; the export, the sweep and the "
-                                   "baselines need the whole model at once and are not offered here (the command "
-                                   "line prunes it layer by layer).")
+                                   "into a scratch file in %2 and scores from it; Export writes the pruned model "
+                                   "layer by layer from those statistics. The sweep and the baselines need the whole "
+                                   "model at once and are not offered here.")
                                     .arg(roadWhy(), QDir::tempPath()));
             emit modelChanged();
             if (otherModel) emit settingsChanged();
@@ -429,8 +401,9 @@ bool StudioSession::runSweep(const SweepRequest& asked) {
     if (!hasModel()) return false;
     if (road_.layerwise) {
         emit refused(tr("Sweep"), tr("A sweep prunes and evaluates the whole model at each ratio, and pruning this "
-                                     "model runs layer by layer (%1). Prune it with `npw prune … --out DIR` and "
-                                     "evaluate the export with `npw eval` (layer by layer too).")
+                                     "model runs layer by layer (%1). Export the selection at each ratio (File ▸ "
+                                     "Export pruned model, written layer by layer) and evaluate each export with "
+                                     "`npw eval` (layer by layer too).")
                                       .arg(roadWhy()));
         return false;
     }
@@ -490,10 +463,7 @@ void StudioSession::addSweepRow(npw::SweepRow row) {
 bool StudioSession::exportPrunedModel(const QString& dir) {
     if (!view_ || !selected_) return false;
     if (selected_->baseline) return exportBaseline(dir);
-    if (const QString why = exportRefusal(); !why.isEmpty()) {
-        emit refused(tr("Export"), why);
-        return false;
-    }
+    if (road_.layerwise) return exportLayerwise(dir);
     if (!workbench_.isCalibrated()) return false;
     const npw::PruneSettings settings = settings_.prune;  // compensation and damp
     const auto model = workbench_.model().model;
@@ -518,6 +488,31 @@ bool StudioSession::exportPrunedModel(const QString& dir) {
                 .arg(report.paramsBefore)
                 .arg(report.paramsAfter)
                 .arg(qs(target));
+        },
+        [this](QString message) { emit logMessage(message); });
+}
+
+bool StudioSession::exportLayerwise(const QString& dir) {
+    if (!layerwise_) return false;
+    const npw::PruneSettings settings = settings_.prune;  // compensation and damp
+    const auto model = workbench_.model().model;
+    const auto stats = layerwise_;  // the job holds the scratch file open while it writes
+    const npw::WorkbenchSelection selection = *selected_;
+    const std::string target = dir.toStdString(), source = modelRef_.toStdString();
+    const npw::OutputGuard guard = outputGuard();
+    return jobs_.start<QString>(
+        tr("Export pruned model (layer by layer)"),
+        [=](const npw::ProgressFn& progress) {
+            guard.check(target, "the export");
+            npw::checkExportTarget(model->checkpoint().source, target);
+            // `npw prune --layerwise`'s apply+write pass on the statistics and selection held here:
+            // one layer at a time from the mapped checkpoint, in its dtype.
+            const npw::LayerwiseExport run = stats->exportSelection(*model, selection, settings, target, source, progress);
+            return QObject::tr("Exported %1 → %2 parameters to %3, layer by layer (%4 written in %5 s)")
+                .arg(run.report.paramsBefore)
+                .arg(run.report.paramsAfter)
+                .arg(qs(target), qs(npw::byteSizeText(run.bytesWritten)))
+                .arg(run.seconds, 0, 'f', 1);
         },
         [this](QString message) { emit logMessage(message); });
 }
@@ -552,6 +547,7 @@ bool StudioSession::exportBaseline(const QString& dir) {
 npw::OutputGuard StudioSession::outputGuard() const {
     npw::OutputGuard guard;
     if (hasModel()) guard.addModel(workbench_.model().model->checkpoint().source);
+    if (layerwise_) guard.addInput(layerwise_->file(), "the statistics scratch file");  // read by the export
     guard.addInputSpec(npw::calibrationRequest(settings_.calibration).source, "the calibration text");
     if (workbench_.isCalibrated()) guard.addInputSpec(workbench_.calibration().summary.source, "the calibration text");
     for (const std::string& e : sweepEvalSources_) guard.addInputSpec(e, "the evaluation text");

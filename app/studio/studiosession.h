@@ -77,14 +77,12 @@ public:
     // How this model's pruning runs (core's rule, `npw prune`'s): in RAM, or layer by layer when
     // its float32 copy and statistics exceed half the RAM (a 7B on a workstation). Layer by
     // layer, Run calibrates one block at a time into a scratch file (layerwiseStatistics) and
-    // scores from it; re-selection is as instant as in RAM; the per-layer losses, the export, the
-    // sweep and the baselines are refused with the reason (exportRefusal).
+    // scores from it; re-selection is as instant as in RAM; Export writes the selection layer by
+    // layer from those statistics (`npw prune --layerwise`'s pass, exportPrunedModel); the
+    // per-layer losses are not computed, the sweep and the baselines are refused with the reason.
     const npw::PruneRoad& pruneRoad() const { return road_; }
     QString pruneRoadText() const;  // "layer by layer (58.0 GiB > ½ × 23.5 GiB RAM)"
     const npw::LayerwiseStatistics* layerwiseStatistics() const { return layerwise_.get(); }
-    // Why an export of the current selection cannot run here (empty: it can): on the layer-wise
-    // road, with the `npw prune` command that writes the same selection layer by layer.
-    QString exportRefusal() const;
     // The checkpoint an open in progress has read the headers of (its architecture, shown before
     // its weights are checked); null when none.
     std::shared_ptr<const npw::LlamaCheckpoint> openingHeaders() const { return openingHeaders_; }
@@ -169,6 +167,7 @@ private:
     void reselectOrThrow();
     void startLayerReports();
     bool exportBaseline(const QString& dir);  // a baseline's selection in its own structure
+    bool exportLayerwise(const QString& dir);  // the selection written layer by layer from layerwise_
     void applyRestored(npw::LoadedWorkspace restored);
     void addSweepRow(npw::SweepRow row);  // a row from the sweep's partial-result channel
 

@@ -572,11 +572,6 @@ void StudioWindow::chooseExportDir() {
         appendLog(tr("Nothing to export: run a method first."));
         return;
     }
-    // On the layer-wise road the reason (and the command that writes it) before any dialog.
-    if (const QString why = session_.exportRefusal(); !why.isEmpty()) {
-        showError(tr("Export"), why);
-        return;
-    }
     const QString dir = QFileDialog::getSaveFileName(this, tr("Export the pruned model to a new directory"));
     if (!dir.isEmpty()) session_.exportPrunedModel(dir);
 }

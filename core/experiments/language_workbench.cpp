@@ -479,16 +479,12 @@ BaselineRun LanguagePruningWorkbench::pruneBaseline(BaselineMethod method, const
     return applyBaseline(*model_.model, select(name, options.ratio, std::nan(""), AlphaMode::Budget), progress);
 }
 
-WorkbenchPrune LanguagePruningWorkbench::applySelection(const LlamaModel& model, const ModelStats& stats,
-                                                        const WorkbenchSelection& selection, PruneSettings settings,
-                                                        const ProgressFn& progress) {
-    // What was selected how comes from the selection; how to compensate from `settings`.
-    const PruneSettings& scored = selection.scores->settings;
-    const CompensationKind compensation = settings.compensation;
-    const double damp = settings.damp;
-    settings = scored;
-    settings.compensation = compensation;
-    settings.damp = damp;
+PruneSettings LanguagePruningWorkbench::appliedSettings(const WorkbenchSelection& selection, const PruneSettings& given) {
+    if (!selection.scores) throw Error("internal: a baseline's selection has no score set's settings to apply");
+    // What was selected how comes from the selection; how to compensate from `given`.
+    PruneSettings settings = selection.scores->settings;
+    settings.compensation = given.compensation;
+    settings.damp = given.damp;
     settings.ratio = selection.ratio;
     settings.alpha = selection.alpha;
     settings.alphaMode = selection.alphaMode;
@@ -496,6 +492,13 @@ WorkbenchPrune LanguagePruningWorkbench::applySelection(const LlamaModel& model,
         settings.lambda = std::nan("");
         settings.lambdaRel = selection.lambdaRel;
     }
+    return settings;
+}
+
+WorkbenchPrune LanguagePruningWorkbench::applySelection(const LlamaModel& model, const ModelStats& stats,
+                                                        const WorkbenchSelection& selection, PruneSettings settings,
+                                                        const ProgressFn& progress) {
+    settings = appliedSettings(selection, settings);
     AppliedSelection applied = applySelectionAndReport(model.checkpoint(), stats, *selection.scores, selection.selection,
                                                        settings, selection.alpha, progress);
     WorkbenchPrune out;

@@ -236,6 +236,9 @@ public:
     static WorkbenchPrune applySelection(const LlamaModel& model, const ModelStats& stats,
                                          const WorkbenchSelection& selection, PruneSettings settings,
                                          const ProgressFn& progress = nullptr);
+    // The settings a selection is applied with: the score set's, at the selection's ρ, α, reading
+    // and λ_rel, with `settings`' compensation and damping (what the report and manifest record).
+    static PruneSettings appliedSettings(const WorkbenchSelection& selection, const PruneSettings& settings);
 
     // A baseline's selection applied in its own structure: what runBaseline gives at the
     // selection's ρ (the same checkpoint or sliced model, report and native knob), from the kept

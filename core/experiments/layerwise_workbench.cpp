@@ -94,7 +94,10 @@ std::shared_ptr<const LayerwiseStatistics> LayerwiseStatistics::calibrate(const 
     // float64 triangles when they fit in the checkpoint's own size plus the hidden states
     // (layerwise_prune.h's bound), else float32.
     const int64_t hiddenBytes = set.tokens() * config.hidden_size * 4;
-    const at::ScalarType dtype = scratchDtype(config, scratchBoundBytes(model.checkpoint(), hiddenBytes));
+    out->hiddenBytes_ = hiddenBytes;
+    out->boundBytes_ = scratchBoundBytes(model.checkpoint(), hiddenBytes);
+    out->modelSource_ = model.checkpoint().source;
+    const at::ScalarType dtype = scratchDtype(config, out->boundBytes_);
 
     static std::atomic<int> counter{0};
     const fs::path dir(scratchDir.empty() ? fs::temp_directory_path() : fs::path(scratchDir));
@@ -133,6 +136,28 @@ ScoreSet LayerwiseStatistics::score(const LlamaModel& model, const PruneSettings
     const LlamaCheckpoint& checkpoint = model.checkpoint();
     return computeScoresByLayer(checkpoint.config, checkpoint.weights.embed, scoredLayersFrom(checkpoint, *scratch_),
                                 settings, progress);
+}
+
+LayerwiseExport LayerwiseStatistics::exportSelection(const LlamaModel& model, const WorkbenchSelection& selection,
+                                                     const PruneSettings& given, const std::string& outDir,
+                                                     const std::string& sourceModel, const ProgressFn& progress) const {
+    const LlamaCheckpoint& checkpoint = model.checkpoint();
+    if (!selection.scores)
+        throw Error(selection.method + " is a baseline's selection: it is written in its own structure, not from these "
+                                       "statistics");
+    if (checkpoint.source != modelSource_)
+        throw Error("internal: the statistics in " + file_ + " are of '" + modelSource_ + "', not of '" +
+                    checkpoint.source + "'");
+    const PruneSettings settings = LanguagePruningWorkbench::appliedSettings(selection, given);
+    settings.validate();
+    const nlohmann::json scratchFacts = statisticsScratchJson(precision(), bytes(), boundBytes_, hiddenBytes_);
+    // The selection's α is resolved already (settings.alpha): it is the report's α too.
+    return writeLayerwiseExport(
+        checkpoint, *scratch_, *selection.scores, selection.selection, settings, selection.alpha, outDir,
+        [&](const PruneReport& report) {
+            return layerwiseManifestJson(report, settings, summary_, sourceModel, scratchFacts);
+        },
+        LayerwiseExportOptions{}, progress);
 }
 
 int64_t LayerwiseStatistics::bytes() const { return scratch_ ? scratch_->bytes() : 0; }

@@ -12,6 +12,8 @@
 //   score      computeScoresByLayer: one layer's o_proj / down_proj widened to float32 and its
 //              Gram unpacked at a time; what selection needs (A⁻¹1, c, unit scores) stays in the
 //              ScoreSet, so any ρ, α, λ_rel re-selects instantly, as in RAM
+//   export     the selection at the knobs written layer by layer from the same scratch file
+//              (exportSelection → writeLayerwiseExport, the pass of `npw prune --layerwise`)
 //
 // The same arithmetic as the in-RAM road (calibrate → computeScores); only the order of reading
 // differs, so the scores agree to float64 rounding of differently batched sums (float32 triangles
@@ -60,6 +62,18 @@ public:
     // progress "score". npw::Error for ranking lstar-kl (2L + 1 whole-model forward passes).
     ScoreSet score(const LlamaModel& model, const PruneSettings& settings, const ProgressFn& progress = nullptr) const;
 
+    // The studio's export on this road: `selection` (a score set's, made from this object's scores)
+    // compensated, sliced and written layer by layer into `outDir` by writeLayerwiseExport, the
+    // pass `npw prune --layerwise` writes with — from these statistics: no new calibration, no
+    // rescoring. The model appears atomically in Hugging Face layout, in the checkpoint's dtype,
+    // with `npw prune`'s manifest (layerwiseManifestJson; sourceModel: the model as the user named
+    // it). `settings`: compensation and damping (the rest is the selection's:
+    // LanguagePruningWorkbench::appliedSettings). Progress "apply"; a cancel leaves outDir as it
+    // was. npw::Error for a baseline's selection or a model other than the one calibrated.
+    LayerwiseExport exportSelection(const LlamaModel& model, const WorkbenchSelection& selection,
+                                    const PruneSettings& settings, const std::string& outDir,
+                                    const std::string& sourceModel, const ProgressFn& progress = nullptr) const;
+
     const CalibrationSummary& summary() const { return summary_; }
     const std::string& note() const { return note_; }  // calibrationSeqlen's note
     double seconds() const { return seconds_; }
@@ -73,6 +87,8 @@ private:
     LayerwiseStatistics() = default;
     std::string file_;
     std::unique_ptr<GramScratch> scratch_;
+    std::string modelSource_;  // the checkpoint calibrated
+    int64_t hiddenBytes_ = 0, boundBytes_ = 0;  // the scratch precision's bound (scratchBoundBytes)
     CalibrationSummary summary_;
     std::string note_;
     double seconds_ = 0;

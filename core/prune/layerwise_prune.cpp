@@ -440,6 +440,126 @@ ScoredLayerSource scoredLayersFrom(const LlamaCheckpoint& checkpoint, const Gram
     };
 }
 
+LayerwiseExport writeLayerwiseExport(const LlamaCheckpoint& checkpoint, const GramScratch& scratch, const ScoreSet& scores,
+                                     const SelectionResult& selection, const PruneSettings& settings, double defaultAlpha,
+                                     const std::string& outDir,
+                                     const std::function<std::string(const PruneReport&)>& manifestFor,
+                                     const LayerwiseExportOptions& options, const ProgressFn& progress) {
+    using Clock = std::chrono::steady_clock;
+    auto seconds = [](Clock::time_point since) { return std::chrono::duration<double>(Clock::now() - since).count(); };
+    c10::InferenceMode guard;
+    const LlamaConfig& config = checkpoint.config;
+    const auto layers = static_cast<size_t>(config.num_layers);
+    const Mask& mask = selection.mask;
+    checkMaskLayers(config, mask);
+    const LayerwiseExportJournal& journal = options.journal;
+    LayerwiseExport out;
+
+    // The written model's layout follows from the mask: sizes, and where FLAP's compensation adds
+    // a bias (a site that lost a channel).
+    const auto t = Clock::now();
+    PrunedModel pruned;
+    pruned.compensation = settings.effectiveCompensation();
+    pruned.checkpoint.config = config;
+    pruned.checkpoint.source = checkpoint.source;
+    pruned.checkpoint.weights.embed = checkpoint.weights.embed;
+    pruned.checkpoint.weights.final_norm = checkpoint.weights.final_norm;
+    pruned.checkpoint.weights.lm_head = checkpoint.weights.lm_head;
+    pruned.checkpoint.weights.layers.resize(layers);
+    pruned.layers.resize(layers);
+    LlamaConfig& newConfig = pruned.checkpoint.config;
+    HfStreamedModel streamed;
+    for (size_t l = 0; l < layers; ++l) {
+        const LlamaLayerWeights& src = checkpoint.weights.layers[l];
+        const AttentionUnits units(config, static_cast<int64_t>(l), settings.attentionUnit);
+        bool prunedHeads = false, prunedChannels = false;
+        if (units.count() > 0) {
+            const std::vector<bool> keepQ = units.keptQueryHeads(mask.keepHeads[l]);
+            newConfig.num_heads[l] = std::count(keepQ.begin(), keepQ.end(), true);
+            const std::vector<bool> keepKv = units.keptKvHeads(mask.keepHeads[l]);
+            newConfig.num_kv_heads[l] = std::count(keepKv.begin(), keepKv.end(), true);
+            prunedHeads = newConfig.num_heads[l] < config.num_heads[l];
+        }
+        if (config.intermediate_size[l] > 0) {
+            newConfig.intermediate_size[l] = std::count(mask.keepChannels[l].begin(), mask.keepChannels[l].end(), true);
+            prunedChannels = newConfig.intermediate_size[l] < config.intermediate_size[l];
+        }
+        const bool flap = pruned.compensation == CompensationKind::FlapBias;
+        streamed.oBias.push_back(src.wo_bias.defined() || (flap && prunedHeads));
+        streamed.downBias.push_back(src.w_down_bias.defined() || (flap && prunedChannels));
+    }
+    streamed.config = newConfig;
+    streamed.embed = checkpoint.weights.embed;
+    streamed.finalNorm = checkpoint.weights.final_norm;
+    streamed.lmHead = checkpoint.weights.lm_head;
+    streamed.tokenizerPath = checkpoint.tokenizerPath;
+    streamed.source = checkpoint.source;
+    streamed.dtype = checkpoint.weights.layers.empty() ? at::kFloat : checkpoint.weights.layers[0].wq.scalar_type();
+    streamed.shardBytes = options.shardBytes;
+
+    const double readSeconds = scratch.readSeconds();
+    auto pruneLayer = [&](size_t l) {
+        const auto layerStart = Clock::now();
+        reportProgress(progress, "apply", static_cast<double>(l), static_cast<double>(layers));
+        LlamaConfig layerConfig = config;  // applyMaskToLayer writes the layer's sizes into it
+        const LlamaLayerWeights layer =
+            applyMaskToLayer(config, l, layerInFloat32(checkpoint.weights.layers[l]), scratch.read(l, true, true),
+                             scratch.read(l, false, true), mask, settings, layerConfig, pruned.layers[l]);
+        if (layerConfig.num_heads[l] != newConfig.num_heads[l] || layerConfig.num_kv_heads[l] != newConfig.num_kv_heads[l] ||
+            layerConfig.intermediate_size[l] != newConfig.intermediate_size[l])
+            throw Error("internal: layer " + std::to_string(l) + " was pruned to other sizes than the export planned");
+        pruned.checkpoint.weights.layers[l] = shapesOnly(layer);
+        out.layerSeconds += seconds(layerStart);
+        if (journal.applied) journal.applied(l, pruned);
+        return layer;
+    };
+    HfStreamedShards shardHooks;
+    if (journal.finished)
+        shardHooks.finished = [&](size_t shard, const std::string& file) { return journal.finished(shard, file, pruned); };
+    shardHooks.committed = journal.committed;
+    const auto exportStart = Clock::now();
+    writeExportDirectory(
+        checkpoint.source, outDir,
+        std::function<std::string()>([&] {
+            newConfig.validate(checkpoint.source);
+            out.report = makePruneReport(settings, defaultAlpha, scores, selection, checkpoint, pruned);
+            out.report.timings.applySeconds = seconds(t);
+            return manifestFor(out.report);
+        }),
+        [&](const std::string& staging) {
+            const nlohmann::json extra = {{"npw_pruned", {{"manifest", "npw-manifest.json"}}}};
+            const std::string dir = journal.shardDir.empty() ? staging : journal.shardDir;
+            saveHfLlamaDirectoryStreamed(streamed, dir, extra.dump(), pruneLayer, shardHooks);
+            // Whole: into the export's staging folder (beside outDir, the same file system), which
+            // writeExportDirectory completes with the manifest and renames to outDir.
+            if (dir != staging) fs::rename(dir, staging);
+        });
+    reportProgress(progress, "apply", static_cast<double>(layers), static_cast<double>(layers));
+    out.seconds = seconds(exportStart);
+    out.scratchReadSeconds = scratch.readSeconds() - readSeconds;
+    out.bytesWritten = regularFileBytesUnder(outDir);
+    return out;
+}
+
+nlohmann::json statisticsScratchJson(const std::string& precision, int64_t bytes, int64_t boundBytes, int64_t hiddenBytes) {
+    return {{"precision", precision},
+            {"bytes", bytes},
+            {"bound_bytes", boundBytes},
+            {"hidden_state_bytes", hiddenBytes},
+            {"meaning", "upper triangle of each G = X^T X in " + precision +
+                            " (accumulated in float64); bound = the checkpoint's size + the hidden states of every "
+                            "calibration window"}};
+}
+
+std::string layerwiseManifestJson(const PruneReport& report, const PruneSettings& settings,
+                                  const CalibrationSummary& calibration, const std::string& sourceModel,
+                                  const nlohmann::json& statisticsScratch) {
+    nlohmann::json manifest = nlohmann::json::parse(pruneManifestJson(report, settings, calibration, sourceModel));
+    manifest["road"] = "layer-wise";
+    manifest["statistics_scratch"] = statisticsScratch;
+    return manifest.dump(2) + "\n";
+}
+
 LayerwisePruneRun pruneLayerwise(const LlamaModel& model, const CalibrationSet& set, const PruneSettings& settings,
                                  const std::string& outDir,
                                  const std::function<std::string(const LayerwisePruneRun&)>& manifestFor,
@@ -568,7 +688,7 @@ LayerwisePruneRun pruneLayerwise(const LlamaModel& model, const CalibrationSet& 
     run.stages.seqlen = set.seqlen;
 
     t = Clock::now();
-    double readSeconds = scratch.readSeconds();
+    const double readSeconds = scratch.readSeconds();
     const ScoredLayerSource layerAt = scoredLayersFrom(checkpoint, scratch);
     // Each score step's record in the work folder (score_journal.h): a rerun takes the steps an
     // interrupted one finished, in order, and computes from the first it did not.
@@ -621,54 +741,16 @@ LayerwisePruneRun pruneLayerwise(const LlamaModel& model, const CalibrationSet& 
     report.timings.selectSeconds = seconds(t);
     run.stages.selectSeconds = report.timings.selectSeconds;
 
-    // The written model's layout follows from the mask: sizes, and where FLAP's compensation adds
-    // a bias (a site that lost a channel).
-    t = Clock::now();
-    PrunedModel pruned;
-    pruned.compensation = settings.effectiveCompensation();
-    pruned.checkpoint.config = config;
-    pruned.checkpoint.source = checkpoint.source;
-    pruned.checkpoint.weights.embed = checkpoint.weights.embed;
-    pruned.checkpoint.weights.final_norm = checkpoint.weights.final_norm;
-    pruned.checkpoint.weights.lm_head = checkpoint.weights.lm_head;
-    pruned.checkpoint.weights.layers.resize(layers);
-    pruned.layers.resize(layers);
-    LlamaConfig& newConfig = pruned.checkpoint.config;
-    HfStreamedModel streamed;
-    for (size_t l = 0; l < layers; ++l) {
-        const LlamaLayerWeights& src = checkpoint.weights.layers[l];
-        const AttentionUnits units(config, static_cast<int64_t>(l), settings.attentionUnit);
-        bool prunedHeads = false, prunedChannels = false;
-        if (units.count() > 0) {
-            const std::vector<bool> keepQ = units.keptQueryHeads(mask.keepHeads[l]);
-            newConfig.num_heads[l] = std::count(keepQ.begin(), keepQ.end(), true);
-            const std::vector<bool> keepKv = units.keptKvHeads(mask.keepHeads[l]);
-            newConfig.num_kv_heads[l] = std::count(keepKv.begin(), keepKv.end(), true);
-            prunedHeads = newConfig.num_heads[l] < config.num_heads[l];
-        }
-        if (config.intermediate_size[l] > 0) {
-            newConfig.intermediate_size[l] = std::count(mask.keepChannels[l].begin(), mask.keepChannels[l].end(), true);
-            prunedChannels = newConfig.intermediate_size[l] < config.intermediate_size[l];
-        }
-        const bool flap = pruned.compensation == CompensationKind::FlapBias;
-        streamed.oBias.push_back(src.wo_bias.defined() || (flap && prunedHeads));
-        streamed.downBias.push_back(src.w_down_bias.defined() || (flap && prunedChannels));
-    }
-    streamed.config = newConfig;
-    streamed.embed = checkpoint.weights.embed;
-    streamed.finalNorm = checkpoint.weights.final_norm;
-    streamed.lmHead = checkpoint.weights.lm_head;
-    streamed.tokenizerPath = checkpoint.tokenizerPath;
-    streamed.source = checkpoint.source;
-    streamed.dtype = checkpoint.weights.layers.empty() ? at::kFloat : checkpoint.weights.layers[0].wq.scalar_type();
-    streamed.shardBytes = options.shardBytes;
-
-    // The layers' arithmetic (compensation, slicing; the scratch reads apart) inside the export.
-    double layerSeconds = 0;
-    readSeconds = scratch.readSeconds();
+    // The export, through the pass the studio's export uses too (writeLayerwiseExport), with its
+    // work recorded here so that an interrupted run resumes it: each written layer's report and
+    // shapes in apply/, the shards in the work folder's export/ (hf_streamed_resume.h). A shard
+    // counts as finished once it is renamed into place and state.json lists it with its size and
+    // time. A rerun keeps the finished ones (checked again by size and time) and removes anything
+    // else there (a partial shard's temporary file, the last files of an export that was not yet
+    // moved to --out), then writes from the first unfinished shard on.
     fs::create_directories(applyDir);
     bool exportResumed = false;  // some shards were finished by an interrupted run
-    size_t shardsKept = 0;
+    size_t shardsKept = 0, layersKept = 0;
     auto resumedNote = [&] {
         if (!options.note) return;
         const int64_t next = run.resumedExportAtLayer;
@@ -680,62 +762,56 @@ LayerwisePruneRun pruneLayerwise(const LlamaModel& model, const CalibrationSet& 
                           : "; every layer is written"));
     };
     auto applyFile = [&](size_t l) { return (applyDir / ("layer-" + std::to_string(l) + ".json")).string(); };
-    auto pruneLayer = [&](size_t l) {
-        const auto layerStart = Clock::now();
-        if (run.resumedExportAtLayer < 0 && exportResumed) {
-            run.resumedExportAtLayer = static_cast<int64_t>(l);
-            resumedNote();
-        }
-        reportProgress(progress, "apply", static_cast<double>(l), static_cast<double>(layers));
-        LlamaConfig layerConfig = config;  // applyMaskToLayer writes the layer's sizes into it
-        const LlamaLayerWeights out =
-            applyMaskToLayer(config, l, layerInFloat32(checkpoint.weights.layers[l]), scratch.read(l, true, true),
-                             scratch.read(l, false, true), mask, settings, layerConfig, pruned.layers[l]);
-        if (layerConfig.num_heads[l] != newConfig.num_heads[l] || layerConfig.num_kv_heads[l] != newConfig.num_kv_heads[l] ||
-            layerConfig.intermediate_size[l] != newConfig.intermediate_size[l])
-            throw Error("internal: layer " + std::to_string(l) + " was pruned to other sizes than the export planned");
-        pruned.checkpoint.weights.layers[l] = shapesOnly(out);
-        // Before the layer goes into its shard: a finished shard's layers all have their record.
-        layerSeconds += seconds(layerStart);
-        const auto recordStart = Clock::now();
-        writeTextAtomically(applyFile(l), applyRecordText(pruned.layers[l], pruned.checkpoint.weights.layers[l]));
-        run.recordSeconds += seconds(recordStart);
-        run.recordBytes += static_cast<double>(fs::file_size(applyFile(l), ec));
-        testStallPoint(("layerwise-applied-layer-" + std::to_string(l)).c_str());
-        return out;
-    };
-    // The export is written into the work folder shard by shard (hf_streamed_resume.h); a shard
-    // counts as finished once it is renamed into place and state.json lists it with its size and
-    // time. A rerun keeps the finished ones (checked again by size and time) and removes anything
-    // else there (a partial shard's temporary file, the last files of an export that was not yet
-    // moved to --out), then writes from the first unfinished shard on.
     if (!state.contains("shards") || !state["shards"].is_object()) state["shards"] = nlohmann::json::object();
     fs::create_directories(exportDir);
     std::vector<fs::path> unfinished;
     for (const auto& entry : fs::directory_iterator(exportDir))
         if (!state["shards"].contains(entry.path().filename().string())) unfinished.push_back(entry.path());
     for (const fs::path& path : unfinished) fs::remove_all(path, ec);
-    HfStreamedShards shardHooks;
-    shardHooks.finished = [&](size_t, const std::string& file) {
-        if (!state["shards"].contains(file)) return false;
-        const nlohmann::json& e = state["shards"][file];
-        const fs::path path = exportDir / file;
-        if (!fs::is_regular_file(path, ec) || static_cast<int64_t>(fs::file_size(path, ec)) != e.value("bytes", int64_t{-1}) ||
-            mtimeNanoseconds(path) != e.value("mtime_ns", int64_t{-2}))
-            return false;
-        try {
-            for (size_t l : e.at("layers").get<std::vector<size_t>>()) {
-                if (l >= layers) return false;
-                readApplyRecord(applyFile(l), pruned.layers[l], pruned.checkpoint.weights.layers[l]);
+    LayerwiseExportOptions exportOptions;
+    exportOptions.shardBytes = options.shardBytes;
+    LayerwiseExportJournal& exportJournal = exportOptions.journal;
+    exportJournal.shardDir = exportDir.string();
+    exportJournal.finished = [&](size_t, const std::string& file, PrunedModel& pruned) {
+        const bool kept = [&] {
+            if (!state["shards"].contains(file)) return false;
+            const nlohmann::json& e = state["shards"][file];
+            const fs::path path = exportDir / file;
+            if (!fs::is_regular_file(path, ec) ||
+                static_cast<int64_t>(fs::file_size(path, ec)) != e.value("bytes", int64_t{-1}) ||
+                mtimeNanoseconds(path) != e.value("mtime_ns", int64_t{-2}))
+                return false;
+            try {
+                const std::vector<size_t> shardLayers = e.at("layers").get<std::vector<size_t>>();
+                for (size_t l : shardLayers) {
+                    if (l >= layers) return false;
+                    readApplyRecord(applyFile(l), pruned.layers[l], pruned.checkpoint.weights.layers[l]);
+                }
+                layersKept += shardLayers.size();
+            } catch (const std::exception&) {
+                return false;  // a damaged record: the shard is written again
             }
-        } catch (const std::exception&) {
-            return false;  // a damaged record: the shard is written again
+            return true;
+        }();
+        if (kept) {
+            exportResumed = true;
+            ++shardsKept;
+        } else if (exportResumed && run.resumedExportAtLayer < 0) {
+            // The finished shards are a prefix holding layers 0 … layersKept − 1: the rest is written now.
+            run.resumedExportAtLayer = static_cast<int64_t>(layersKept);
+            resumedNote();
         }
-        exportResumed = true;
-        ++shardsKept;
-        return true;
+        return kept;
     };
-    shardHooks.committed = [&](size_t shard, const std::string& file, const std::vector<size_t>& shardLayers) {
+    // Before the layer goes into its shard: a finished shard's layers all have their record.
+    exportJournal.applied = [&](size_t l, const PrunedModel& pruned) {
+        const auto recordStart = Clock::now();
+        writeTextAtomically(applyFile(l), applyRecordText(pruned.layers[l], pruned.checkpoint.weights.layers[l]));
+        run.recordSeconds += seconds(recordStart);
+        run.recordBytes += static_cast<double>(fs::file_size(applyFile(l), ec));
+        testStallPoint(("layerwise-applied-layer-" + std::to_string(l)).c_str());
+    };
+    exportJournal.committed = [&](size_t shard, const std::string& file, const std::vector<size_t>& shardLayers) {
         syncDirectory(exportDir);
         const fs::path path = exportDir / file;
         state["shards"][file] = {{"bytes", static_cast<int64_t>(fs::file_size(path))}, {"mtime_ns", mtimeNanoseconds(path)},
@@ -743,37 +819,25 @@ LayerwisePruneRun pruneLayerwise(const LlamaModel& model, const CalibrationSet& 
         saveState();
         testStallPoint(("layerwise-exported-shard-" + std::to_string(shard + 1)).c_str());
     };
-    const auto exportStart = Clock::now();
     const double recordsBeforeExport = run.recordSeconds;
-    writeExportDirectory(
-        checkpoint.source, outDir,
-        std::function<std::string()>([&] {
-            newConfig.validate(checkpoint.source);
-            report = [&] {
-                PruneReport r = makePruneReport(settings, selector.defaultAlpha(), run.scores, run.selection, checkpoint, pruned);
-                r.timings = report.timings;
-                return r;
-            }();
-            report.timings.applySeconds = seconds(t);
-            return manifestFor(run);
-        }),
-        [&](const std::string& staging) {
-            const nlohmann::json extra = {{"npw_pruned", {{"manifest", "npw-manifest.json"}}}};
-            saveHfLlamaDirectoryStreamed(streamed, exportDir.string(), extra.dump(), pruneLayer, shardHooks);
+    const LayerwiseExport written = writeLayerwiseExport(
+        checkpoint, scratch, run.scores, run.selection, settings, selector.defaultAlpha(), outDir,
+        [&](const PruneReport& r) {
+            const PruneTimings timings = report.timings;  // calibrate, score, select
+            report = r;
+            report.timings = timings;
+            report.timings.applySeconds = r.timings.applySeconds;
             if (exportResumed && run.resumedExportAtLayer < 0) {
                 run.resumedExportAtLayer = static_cast<int64_t>(layers);
                 resumedNote();
             }
-            // Whole: into the export's staging folder (beside --out, the same file system), which
-            // writeExportDirectory completes with the manifest and renames to --out.
-            fs::rename(exportDir, staging);
-        });
-    reportProgress(progress, "apply", static_cast<double>(layers), static_cast<double>(layers));
-    const double applyReads = scratch.readSeconds() - readSeconds;
-    run.stages.applySeconds = std::max(layerSeconds - applyReads, 0.0);
+            return manifestFor(run);
+        },
+        exportOptions, progress);
+    run.stages.applySeconds = std::max(written.layerSeconds - written.scratchReadSeconds, 0.0);
     run.stages.saveSeconds =
-        std::max(seconds(exportStart) - layerSeconds - (run.recordSeconds - recordsBeforeExport), 0.0);
-    run.stages.bytesWritten = static_cast<double>(regularFileBytesUnder(outDir));
+        std::max(written.seconds - written.layerSeconds - (run.recordSeconds - recordsBeforeExport), 0.0);
+    run.stages.bytesWritten = static_cast<double>(written.bytesWritten);
     run.scratchReadSeconds = scratch.readSeconds();
     run.scratchReadBytes = scratch.readBytes();
     // The export is complete: nothing to resume.

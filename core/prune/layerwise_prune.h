@@ -14,7 +14,8 @@
 //   apply+write each layer converted to float32, compensated and sliced (applyMaskToLayer),
 //               written in the checkpoint's dtype into Hugging Face shards
 //               (saveHfLlamaDirectoryStreamed) in the work folder, moved whole into
-//               writeExportDirectory's staging folder
+//               writeExportDirectory's staging folder (writeLayerwiseExport: the studio's
+//               export on this road writes through it too, from statistics it holds)
 //
 // What stays in RAM: the mapped weights (page cache, not anonymous memory), the hidden states of
 // every window in float32 (windows · seqlen · hidden · 4 B: 128 MiB for 16 × 512 at 7B), one
@@ -30,6 +31,8 @@
 #include "core/prune/settings.h"
 #include "core/prune/stage_bounds.h"
 #include "core/util/progress.h"
+
+#include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <functional>
@@ -167,6 +170,66 @@ struct LayerwisePruneRun {
     double scratchReadSeconds = 0, scratchReadBytes = 0;    // Gram triangles read back (score, apply)
     double recordSeconds = 0, recordBytes = 0;  // score steps' and written layers' records, state.json
 };
+
+// The apply+write pass's record of its work, for an export that an interrupted run takes up again
+// (pruneLayerwise's work folder; hf_streamed_resume.h). Left empty: nothing is recorded, nothing
+// resumed, and the shards are written straight into the export's staging folder.
+struct LayerwiseExportJournal {
+    // The folder the shards are written into, moved whole into the staging folder once every one
+    // is written (it must be on the staging folder's file system); empty: the staging folder.
+    std::string shardDir;
+    // Asked once per shard, in order, before anything is written (HfStreamedShards::finished):
+    // true when `file` is complete in shardDir from an earlier run; it has then filled in each of
+    // that shard's layers' report and written shapes (pruned.layers[l],
+    // pruned.checkpoint.weights.layers[l]), which the manifest's report counts.
+    std::function<bool(size_t shard, const std::string& file, PrunedModel& pruned)> finished;
+    // Layer `layer` is compensated and sliced (its report and shapes are in `pruned`); called
+    // before the layer goes into its shard.
+    std::function<void(size_t layer, const PrunedModel& pruned)> applied;
+    // As HfStreamedShards::committed.
+    std::function<void(size_t shard, const std::string& file, const std::vector<size_t>& layers)> committed;
+};
+
+struct LayerwiseExportOptions {
+    int64_t shardBytes = int64_t{2} << 30;
+    LayerwiseExportJournal journal;
+};
+
+struct LayerwiseExport {
+    PruneReport report;          // of the written model; timings: applySeconds only
+    double layerSeconds = 0;     // converting, compensating and slicing the layers, the scratch reads included
+    double scratchReadSeconds = 0;  // the Gram triangles read back in this pass
+    double seconds = 0;          // the whole write: the layers, the files, the manifest, the rename
+    int64_t bytesWritten = 0;    // the export's files
+};
+
+// The apply+write pass of the bounded road, on statistics already calibrated (`scratch`, of
+// `checkpoint`'s model) and a selection already made from `scores`: each layer read from the
+// mapped checkpoint and converted to float32, compensated and sliced (applyMaskToLayer) with its two
+// Gram matrices unpacked from the scratch file, written in the checkpoint's dtype into Hugging Face
+// shards (saveHfLlamaDirectoryStreamed), the folder appearing at outDir atomically
+// (writeExportDirectory: the same guards as every export — never the source model, never a folder
+// npw did not write; a failure or a cancel removes the staging folder and leaves outDir as it
+// was). manifestFor(report) gives the manifest once every layer is written. `settings`: as
+// applied (method, ρ, α, compensation, damping); defaultAlpha: the selector's (the report's α
+// when settings.alpha is NaN). Resident memory beyond the mapped weights: one layer in float32,
+// its two Gram matrices in float64 and the compensation's one D×D float64 factor (compensation.h;
+// measured on a 134M bf16 model: 100 MiB, where its float32 copy is 536 MB). Progress "apply"
+// (layers written / layers); a cancel
+// throws npw::Cancelled between layers. pruneLayerwise and the studio's export
+// (LayerwiseStatistics::exportSelection) both write through it.
+LayerwiseExport writeLayerwiseExport(const LlamaCheckpoint& checkpoint, const GramScratch& scratch, const ScoreSet& scores,
+                                     const SelectionResult& selection, const PruneSettings& settings, double defaultAlpha,
+                                     const std::string& outDir,
+                                     const std::function<std::string(const PruneReport&)>& manifestFor,
+                                     const LayerwiseExportOptions& options = {}, const ProgressFn& progress = nullptr);
+
+// The manifest of a layer-wise export (npw prune's and the studio's): pruneManifestJson with
+// "road": "layer-wise" and "statistics_scratch" (statisticsScratchJson).
+nlohmann::json statisticsScratchJson(const std::string& precision, int64_t bytes, int64_t boundBytes, int64_t hiddenBytes);
+std::string layerwiseManifestJson(const PruneReport& report, const PruneSettings& settings,
+                                  const CalibrationSummary& calibration, const std::string& sourceModel,
+                                  const nlohmann::json& statisticsScratch);
 
 // The whole bounded road on a model opened with mapped weights (openCausalLanguageModel):
 // calibrate, score, select, compensate and write `outDir` (writeExportDirectory: atomic, guarded;
