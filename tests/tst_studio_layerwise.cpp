@@ -325,6 +325,13 @@ private slots:
         for (const auto& [key, value] : a.items())
             if (!b.contains(key)) differ << QString::fromStdString(key) + ": the studio's only";
         QVERIFY2(differ.isEmpty(), qPrintable(differ.join("\n")));
+        // The per-layer losses came with the export: the session's table holds the manifest's.
+        const nlohmann::json& layers = b.at("layers");
+        QCOMPARE(session.layerReports().size(), layers.size());
+        for (size_t l = 0; l < layers.size(); ++l) {
+            QCOMPARE(session.layerReports()[l].mlpLoss, layers[l].at("mlp_loss").get<double>());
+            QCOMPARE(session.layerReports()[l].attentionLoss, layers[l].at("attn_loss").get<double>());
+        }
         // Nothing beside the two exports (no staging folder, no work folder left).
         QVERIFY2(leftoversIn(work.path(), {"bf16-model", "studio-export", "cli-export"}).isEmpty(),
                  qPrintable(leftoversIn(work.path(), {"bf16-model", "studio-export", "cli-export"}).join(", ")));

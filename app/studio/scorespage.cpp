@@ -223,8 +223,12 @@ void ScoresPage::showSelection(const SelectionView& v) {
     histogram_->setData(v.scores, v.selection.mask, v.selection.threshold);
     overview_->setData(v.scores, v.selection.mask, v.selection.threshold);
     layerTable_->setKept(v.kept, v.unitName);
-    if (v.baseline) layerTable_->setNoLosses(tr("%1 removes units as they are (no compensation): no reconstruction loss "
-                                                "is computed").arg(v.method));
+    if (v.baseline)
+        layerTable_->setNoLosses(tr("%1 removes units as they are (no compensation): no reconstruction loss "
+                                    "is computed").arg(v.method));
+    else if (session_->pruneRoad().layerwise)
+        layerTable_->setNoLosses(tr("Layer by layer, each layer's loss is computed as it is compensated: File ▸ Export "
+                                    "pruned model writes them into the export's report and fills this table"));
     int blocksGone = 0;
     for (const npw::LayerKeptCounts& c : v.kept) blocksGone += c.keptHeads == 0 && c.keptChannels == 0 ? 1 : 0;
     const QString removes = v.perBlockScores

@@ -500,7 +500,14 @@ bool StudioSession::exportLayerwise(const QString& dir) {
     const npw::WorkbenchSelection selection = *selected_;
     const std::string target = dir.toStdString(), source = modelRef_.toStdString();
     const npw::OutputGuard guard = outputGuard();
-    return jobs_.start<QString>(
+    // The per-layer losses come with the export on this road (each layer's report as it is
+    // compensated): shown when the knobs have not moved since (reportGeneration_).
+    const quint64 generation = reportGeneration_;
+    struct Exported {
+        QString message;
+        std::vector<npw::LayerPruneReport> layers;
+    };
+    return jobs_.start<Exported>(
         tr("Export pruned model (layer by layer)"),
         [=](const npw::ProgressFn& progress) {
             guard.check(target, "the export");
@@ -508,13 +515,19 @@ bool StudioSession::exportLayerwise(const QString& dir) {
             // `npw prune --layerwise`'s apply+write pass on the statistics and selection held here:
             // one layer at a time from the mapped checkpoint, in its dtype.
             const npw::LayerwiseExport run = stats->exportSelection(*model, selection, settings, target, source, progress);
-            return QObject::tr("Exported %1 → %2 parameters to %3, layer by layer (%4 written in %5 s)")
-                .arg(run.report.paramsBefore)
-                .arg(run.report.paramsAfter)
-                .arg(qs(target), qs(npw::byteSizeText(run.bytesWritten)))
-                .arg(run.seconds, 0, 'f', 1);
+            return Exported{QObject::tr("Exported %1 → %2 parameters to %3, layer by layer (%4 written in %5 s)")
+                                .arg(run.report.paramsBefore)
+                                .arg(run.report.paramsAfter)
+                                .arg(qs(target), qs(npw::byteSizeText(run.bytesWritten)))
+                                .arg(run.seconds, 0, 'f', 1),
+                            run.report.layers};
         },
-        [this](QString message) { emit logMessage(message); });
+        [this, generation](Exported exported) {
+            emit logMessage(exported.message);
+            if (generation != reportGeneration_) return;  // another mask is shown now
+            layerReports_ = std::move(exported.layers);
+            emit layerReportsAvailable(layerReports_);
+        });
 }
 
 bool StudioSession::exportBaseline(const QString& dir) {
