@@ -243,6 +243,28 @@ private slots:
         QVERIFY(!fs::exists(work));
     }
 
+    // Large hidden states are not written after every layer (at most a tenth of the calibration's
+    // time goes to them): a kill then loses the layers after the last write, and the rerun
+    // calibrates them again into the same export, byte for byte. NPW_TEST_HIDDEN_EVERY_LAYER_BYTES=0
+    // applies that rule to demo:lm; the first layer always writes them.
+    void resumesWhereTheHiddenStatesWereLastWritten() {
+        const QString whole = dir_.filePath("uninterrupted-timed"), out = dir_.filePath("resumed-timed");
+        const QStringList extra = {"--layerwise"};
+        QProcessEnvironment env = npw::test::withPhysicalMemory({});
+        env.insert("NPW_TEST_HIDDEN_EVERY_LAYER_BYTES", "0");
+        const npw::test::CliRun a = npw::test::runCli(npw_, pruneArgs("demo:lm", whole, extra), env);
+        QVERIFY2(a.rc == 0, qPrintable(a.err));
+        const std::string work = dir_.filePath(".resumed-timed.npw-work").toStdString();
+        npw::test::killCliAt(npw_, pruneArgs("demo:lm", out, extra), "layerwise-calibrated-layer-1", env);
+        const int64_t finished = stateOf(work).value("finished_layers", int64_t{-1});
+        QVERIFY2(finished == 1 || finished == 2, qPrintable(QString::number(finished)));
+        const npw::test::CliRun b = npw::test::runCli(npw_, pruneArgs("demo:lm", out, extra), env);
+        QVERIFY2(b.rc == 0, qPrintable(b.err));
+        QCOMPARE(b.json()["road"]["resumed_at_layer"].get<int64_t>(), finished);
+        QVERIFY(!fs::exists(work));
+        compareExports(whole, out);
+    }
+
     // Every file of two exports, byte for byte (the manifest too: it holds no timings).
     static void compareExports(const QString& a, const QString& b) {
         std::map<std::string, QByteArray> x, y;

@@ -88,7 +88,7 @@ int64_t parametersAfter(const LlamaConfig& config, const RemovedChannels& remove
 
 std::vector<StageMeasure> projectedStageWork(const LlamaConfig& config, int64_t windows, int64_t seqlen,
                                              const RemovedChannels& removed, int64_t exportElementBytes,
-                                             int64_t scratchElementBytes) {
+                                             int64_t scratchElementBytes, bool hiddenEveryLayer) {
     const auto layers = static_cast<size_t>(config.num_layers);
     if (removed.attention.size() != layers || removed.mlp.size() != layers)
         throw Error("internal: removed channels for " + std::to_string(removed.attention.size()) + " layers, the shape has " +
@@ -123,7 +123,7 @@ std::vector<StageMeasure> projectedStageWork(const LlamaConfig& config, int64_t 
             }
             scratch.bytes += dd * (dd + 1) / 2 * d(scratchElementBytes) + 2 * dd * 8;  // triangle, Σx and Σx²
         }
-        if (l + 1 < layers) scratch.bytes += hidden;
+        if (l + 1 < layers && hiddenEveryLayer) scratch.bytes += hidden;
     }
     writing.bytes = d(parametersAfter(config, removed)) * d(exportElementBytes);
     forward.note = "the blocks' float32 forward (weights and attention)";
@@ -215,23 +215,42 @@ nlohmann::json projectPrune(const std::string& shape, int64_t windows, int64_t s
     if (windows < 1 || seqlen < 2) throw Error("a projection needs at least one window of at least 2 tokens");
     const LlamaConfig config = projectionShape(shape);
     const LayerwiseFootprint f = projectedFootprint(config, windows, seqlen, ratio);
+    const bool hiddenEveryLayer = f.hiddenBytes <= kHiddenSavedEveryLayerBytes;
     const std::vector<StageMeasure> work = projectedStageWork(config, windows, seqlen, uniformlyRemoved(config, ratio), 2,
-                                                              f.scratchPrecision == "float32" ? 4 : 8);
+                                                              f.scratchPrecision == "float32" ? 4 : 8, hiddenEveryLayer);
     auto efficiencyOf = [&](const std::string& stage) {
         for (const auto& [name, e] : measured.efficiency)
             if (name == stage) return e;
         return 1.0;  // not measured: at its bound
     };
     const double hostScale = d(measured.threads) / d(std::max(gpu.hostCores, 1));
+    // Large hidden states: written once at least, then as often as keeps them under a tenth of
+    // the calibration's time (layerwise_prune.cpp).
+    double calibrationHere = 0, calibrationGpu = 0;
+    for (const StageMeasure& s : work) {
+        if (s.stage == "calibration_forward" || s.stage == "gram_accumulation") {
+            calibrationHere += s.boundSeconds(measured.rates) / efficiencyOf(s.stage);
+            calibrationGpu += s.stage == "calibration_forward" ? s.gemm32Flops / gpu.gemm32 : s.gemm64Flops / gpu.gemm64;
+        }
+    }
+    auto hiddenWrites = [&](double calibrationSeconds) {
+        if (hiddenEveryLayer || config.num_layers < 2 || measured.rates.diskWrite <= 0) return 0.0;
+        const double one = d(f.hiddenBytes) / measured.rates.diskWrite / efficiencyOf("scratch_writing");
+        return std::min(one * d(config.num_layers - 1), one + 0.1 * calibrationSeconds);
+    };
     nlohmann::json stages = nlohmann::json::array();
     double here = 0, onGpu = 0;
     for (const StageMeasure& s : work) {
         const double e = efficiencyOf(s.stage);
-        const double seconds = s.boundSeconds(measured.rates) / e;
+        double seconds = s.boundSeconds(measured.rates) / e;
         double gpuSeconds = seconds * hostScale;  // the solves: LAPACK on the GPU machine's cores
         if (s.stage == "calibration_forward") gpuSeconds = s.gemm32Flops / gpu.gemm32;
         if (s.stage == "gram_accumulation") gpuSeconds = s.gemm64Flops / gpu.gemm64;
-        if (s.stage == "writing" || s.stage == "scratch_writing") gpuSeconds = seconds;  // the same disk
+        if (s.stage == "writing") gpuSeconds = seconds;  // the same disk
+        if (s.stage == "scratch_writing") {
+            gpuSeconds = seconds + hiddenWrites(calibrationGpu);
+            seconds += hiddenWrites(calibrationHere);
+        }
         here += seconds;
         onGpu += gpuSeconds;
         nlohmann::json w = nlohmann::json::object();

@@ -52,11 +52,15 @@ RemovedChannels uniformlyRemoved(const LlamaConfig& config, double ratio);
 
 // Each bounded stage's work (StageMeasure with seconds 0): calibration_forward, gram_accumulation,
 // scores, cross_layer_ranking, compensation, writing (bytes: the export in `exportElementBytes`
-// per parameter), scratch_writing (layer-wise road: triangles of `scratchElementBytes`, the sums
-// and the hidden states after every layer but the last).
+// per parameter), scratch_writing (layer-wise road: triangles of `scratchElementBytes`, the sums,
+// and with `hiddenEveryLayer` the hidden states after every layer but the last — what the road
+// writes up to 256 MiB of them; above, it writes them only as often as keeps that under a tenth
+// of the calibration's time, which projectPrune accounts for).
 std::vector<StageMeasure> projectedStageWork(const LlamaConfig& config, int64_t windows, int64_t seqlen,
                                              const RemovedChannels& removed, int64_t exportElementBytes = 2,
-                                             int64_t scratchElementBytes = 4);
+                                             int64_t scratchElementBytes = 4, bool hiddenEveryLayer = true);
+// The hidden-state size up to which the layer-wise road writes them after every layer.
+inline constexpr int64_t kHiddenSavedEveryLayerBytes = int64_t{256} << 20;
 
 // Parameters of the model after removing `removed` (every tensor: embeddings, norms, the head).
 int64_t parametersAfter(const LlamaConfig& config, const RemovedChannels& removed);

@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 #include <c10/core/InferenceMode.h>
 #include <algorithm>
+#include <cstdlib>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -655,6 +656,18 @@ LayerwisePruneRun pruneLayerwise(const LlamaModel& model, const CalibrationSet& 
 
     auto t = Clock::now();
     run.calibratedFromLayer = finished;
+    // A rerun resumes after the last layer whose outgoing hidden states are on disk. Up to
+    // 256 MiB (16 × 512 tokens at 70B) they are written after every layer, as
+    // a layer's Gram updates cost far more on any machine. Above it (the papers' 128 × 2048: 4.3 GB
+    // at 7B, every layer — minutes a layer on a GPU, where a layer calibrates in about a second)
+    // they are written only once the calibration has run ten times as long as the last write
+    // took: the writes stay under a tenth of the calibration, and a kill loses about that long.
+    int64_t hiddenSavedEveryLayer = int64_t{256} << 20;
+    // Test hook: another size (0: the timed rule for any model), for the resume tests.
+    if (const char* v = std::getenv("NPW_TEST_HIDDEN_EVERY_LAYER_BYTES"); v && *v) hiddenSavedEveryLayer = std::atoll(v);
+    const bool hiddenEveryLayer = run.hiddenBytes <= hiddenSavedEveryLayer;
+    auto lastHiddenSave = Clock::now();
+    double lastHiddenSaveSeconds = 0;
     if (finished < layers)
         calibrateEachLayer(
             model, set,
@@ -663,18 +676,27 @@ LayerwisePruneRun pruneLayerwise(const LlamaModel& model, const CalibrationSet& 
                 scratch.write(l, attn, mlp);
                 scratch.sync();
                 saveSums(sumsFile(work, l), attn, mlp);
-                if (l + 1 < layers) {
+                const bool last = l + 1 == layers;
+                const bool saveHidden =
+                    !last && (hiddenEveryLayer || seconds(lastHiddenSave) >= 10 * lastHiddenSaveSeconds);
+                if (saveHidden) {
+                    const auto hiddenStart = Clock::now();
                     std::vector<std::pair<std::string, at::Tensor>> tensors;
                     for (size_t b = 0; b < hidden.size(); ++b) tensors.emplace_back("batch." + std::to_string(b), hidden[b].cpu());
                     writeSafeTensors((work / "hidden.safetensors").string(), tensors, {{"next_layer", std::to_string(l + 1)}});
+                    lastHiddenSaveSeconds = seconds(hiddenStart);
+                    lastHiddenSave = Clock::now();
                 }
-                // Last: the layer counts as finished only once everything it needs is on disk.
-                state["finished_layers"] = l + 1;
-                saveState();
+                // Last: the layer counts as finished only once everything it needs is on disk
+                // (a layer after the saved hidden states is calibrated again by a rerun).
+                if (saveHidden || last) {
+                    state["finished_layers"] = l + 1;
+                    saveState();
+                }
                 run.scratchWriteSeconds += seconds(written);
-                for (const fs::path& file : {fs::path(sumsFile(work, l)), work / "hidden.safetensors", stateFile})
-                    if (l + 1 < layers || file.filename() != "hidden.safetensors")
-                        run.scratchWriteBytes += static_cast<double>(fs::file_size(file, ec));
+                run.scratchWriteBytes += static_cast<double>(fs::file_size(sumsFile(work, l), ec));
+                if (saveHidden) run.scratchWriteBytes += static_cast<double>(fs::file_size(work / "hidden.safetensors", ec));
+                if (saveHidden || last) run.scratchWriteBytes += static_cast<double>(fs::file_size(stateFile, ec));
                 for (const LayerStats* site : {&attn, &mlp})
                     run.scratchWriteBytes += static_cast<double>(packedCount(site->channels()) * (statsDtype == at::kDouble ? 8 : 4));
                 if (l == 1) testStallPoint("layerwise-calibrated-layer-1");
