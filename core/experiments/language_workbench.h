@@ -1,8 +1,8 @@
 #pragma once
-// A language model's pruning, the one place where `npw prune`, `npw sweep`, `npw demo` and the
-// studio take their steps (the twin of image_workbench.h): the calibration windows (one builder,
-// one rule for their length), the statistics, the score sets computed so far (one per method,
-// side by side), a selection at any ρ, α, λ_rel, and the pruned model with its report.
+// A language model's pruning, the one place where `npw prune`, `npw sweep`, `npw demo`, `npw bench`
+// and the studio take their steps (the twin of image_workbench.h): the calibration windows (one
+// builder, one rule for their length), the statistics, the score sets computed so far (one per
+// method, side by side), a selection at any ρ, α, λ_rel, and the pruned model with its report.
 //
 // The expensive steps (calibrate, score, applySelection) are static and pure: the studio runs
 // them on its worker thread with copies and hands the results back to the workbench it keeps
@@ -180,7 +180,7 @@ public:
     static Calibration windowsOnly(CalibrationSet windows, std::string note = "");
     // Builds the request's windows and accumulates the statistics (core's calibrate). Smaller
     // batches (options.batchTokens) make a cancel prompter. The overload on `windows` drawn
-    // already (the bench's and the tests' own windows) is the same step without the builder.
+    // already (a sweep's, drawn from its pool; a test's own) is the same step without the builder.
     static Calibration calibrate(const LanguageModel& lm, const CalibrationRequest& request,
                                  const ProgressFn& progress = nullptr, const CalibrationOptions& options = {});
     static Calibration calibrate(const LanguageModel& lm, CalibrationSet windows, const ProgressFn& progress = nullptr,
