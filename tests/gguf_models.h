@@ -6,6 +6,7 @@
 #include "core/models/runtime.h"
 #include "core/prune/apply.h"
 #include "core/prune/pruner.h"
+#include "workbench_prune.h"
 #include "core/util/paths.h"
 #include "tiny_llama.h"
 
@@ -26,7 +27,7 @@ inline LlamaCheckpoint prunedDemo(const std::string& demo, PruneMethod method, C
     settings.method = method;
     settings.ratio = ratio;
     settings.compensation = compensation;
-    return pruneModel(*lm.model, set, settings).pruned.checkpoint;
+    return pruneOnWindows(lm, set, settings).pruned.checkpoint;
 }
 
 // demo:lm cut by hand so that its layers are every case the exporter must get right:

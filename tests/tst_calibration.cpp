@@ -4,6 +4,7 @@
 // against the whole-model pass (same numbers, the file saveModelStats writes), its
 // memory-mapped statistics against in-RAM ones through scoring, compensation and the pruned
 // model, and its atomicity when cancelled.
+#include "core/experiments/language_workbench.h"
 #include "core/experiments/synthetic_checkpoint.h"
 #include "core/io/safetensors.h"
 #include "core/models/runtime.h"
@@ -306,7 +307,9 @@ private slots:
     }
 
     // Statistics mapped from disk (layer-wise, and --stats FILE) drive the engine exactly as the
-    // in-RAM ones: the same scores, the same mask, the same pruned weights and logits.
+    // in-RAM ones: the same scores, the same mask, the same pruned weights and logits. Each
+    // comes through the workbench's own calibration of that road (npw prune --stats-on-disk,
+    // --save-stats then --stats, and the default), and is pruned by its prune().
     void mappedStatsPruneLikeInRam_data() {
         QTest::addColumn<int>("method");
         QTest::newRow("numerical + Theorem 3") << int(PruneMethod::Numerical);
@@ -314,30 +317,39 @@ private slots:
         QTest::newRow("wanda-sp") << int(PruneMethod::WandaSp);
     }
     void mappedStatsPruneLikeInRam() {
+        using Calibration = LanguagePruningWorkbench::Calibration;
         QFETCH(int, method);
-        const LlamaModel model(tinyLlama({4, 4, 0}, {2, 2, 0}, {24, 16, 12}), chooseRuntime("cpu"));
+        LanguageModel lm;
+        lm.model = std::make_shared<LlamaModel>(tinyLlama({4, 4, 0}, {2, 2, 0}, {24, 16, 12}), chooseRuntime("cpu"));
+        lm.name = "tiny";
         const CalibrationSet set = drawCalibrationSet(randomIds(3000, 40, 8), 16, 32, 9);
-        const ModelStats inRam = calibrate(model, set);
+        const Calibration inRam = LanguagePruningWorkbench::calibrate(lm, set);
         QTemporaryDir dir;
         const std::string layerwisePath = dir.filePath("layerwise.safetensors").toStdString();
         const std::string savedPath = dir.filePath("saved.safetensors").toStdString();
-        const ModelStats layerwise = calibrateLayerwise(model, set, layerwisePath);
-        saveModelStats(inRam, savedPath);
-        const ModelStats reloaded = loadModelStats(savedPath, 3, nullptr, StatsStorage::Mapped);
+        const Calibration layerwise = LanguagePruningWorkbench::calibrateToFile(lm, set, layerwisePath, "tiny");
+        saveModelStats(*inRam.stats, savedPath, inRam.summary.toMetadata());
+        const Calibration reloaded = LanguagePruningWorkbench::calibrationFromFile(savedPath, 3);
+        QVERIFY(reloaded.windows == nullptr && reloaded.summary.tokens == set.tokens());
 
         PruneSettings settings;
         settings.method = static_cast<PruneMethod>(method);
         settings.ratio = 0.35;
-        const PruneRun reference = pruneModelWithStats(model, inRam, settings);
+        auto pruneWith = [&](const Calibration& calibration) {
+            LanguagePruningWorkbench workbench(lm);
+            workbench.setCalibration(calibration);
+            return workbench.prune(settings);
+        };
+        const WorkbenchPrune reference = pruneWith(inRam);
         const at::Tensor ids = idsTensor({randomIds(32, 40, 11)});
         const at::Tensor referenceLogits =
             LlamaModel(reference.pruned.checkpoint, chooseRuntime("cpu")).logits(ids);
-        for (const ModelStats* stats : {&layerwise, &reloaded}) {
-            const PruneRun run = pruneModelWithStats(model, *stats, settings);
+        for (const Calibration* calibration : {&layerwise, &reloaded}) {
+            const WorkbenchPrune run = pruneWith(*calibration);
             for (size_t l = 0; l < 3; ++l) {
-                for (const auto& [a, b] : {std::pair<at::Tensor, at::Tensor>{run.scores.attentionChannels[l],
-                                                                             reference.scores.attentionChannels[l]},
-                                           {run.scores.mlpChannels[l], reference.scores.mlpChannels[l]}}) {
+                for (const auto& [a, b] : {std::pair<at::Tensor, at::Tensor>{run.scores->attentionChannels[l],
+                                                                             reference.scores->attentionChannels[l]},
+                                           {run.scores->mlpChannels[l], reference.scores->mlpChannels[l]}}) {
                     QCOMPARE(a.defined(), b.defined());
                     if (a.defined()) QVERIFY2(relativeError(a, b) <= 1e-12, qPrintable(QString::number(relativeError(a, b))));
                 }
@@ -348,7 +360,7 @@ private slots:
             const at::Tensor logits = LlamaModel(run.pruned.checkpoint, chooseRuntime("cpu")).logits(ids);
             const double difference = relativeError(logits.to(at::kDouble), referenceLogits.to(at::kDouble));
             QVERIFY2(difference <= 1e-6, qPrintable(QString::number(difference)));
-            if (stats == &reloaded) QVERIFY(at::equal(logits, referenceLogits));  // the very same numbers
+            if (calibration == &reloaded) QVERIFY(at::equal(logits, referenceLogits));  // the very same numbers
             for (size_t l = 0; l < 3; ++l) {
                 QCOMPARE(run.report.layers[l].mlpLoss, reference.report.layers[l].mlpLoss);
                 QCOMPARE(run.report.layers[l].attentionLoss, reference.report.layers[l].attentionLoss);

@@ -509,7 +509,6 @@ private:
         return run.pruned;
     }
     static LlamaCheckpoint prunedDemoAs(const LlamaCheckpoint& c, PruneMethod method) {
-        const LlamaModel model(c, chooseRuntime("cpu", "float32"));
         const LanguageModel lm{std::make_shared<LlamaModel>(c, chooseRuntime("cpu", "float32")),
                                Tokenizer::fromFile(c.tokenizerPath), c.source, /*sliced=*/nullptr};
         const std::vector<int32_t> stream = readCalibrationStream(resourcesDir() + "/demo/data/kjv-ot.txt", false, lm);
@@ -517,7 +516,7 @@ private:
         PruneSettings settings;
         settings.method = method;
         settings.ratio = 0.3;
-        return pruneModel(model, drawCalibrationSet(head, 16, 128, 0, "kjv-ot.txt"), settings).pruned.checkpoint;
+        return pruneOnWindows(lm, drawCalibrationSet(head, 16, 128, 0, "kjv-ot.txt"), settings).pruned.checkpoint;
     }
 };
 

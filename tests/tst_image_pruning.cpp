@@ -1,14 +1,15 @@
 // The pieces of demo:c2i and of pruning image models, against independent references:
 //  - image calibration statistics equal XᵀX of the o_proj / down_proj inputs taken from a
 //    float64 forward of the same sequences (class token + all but the last image token);
-//  - the pruned image model's export reloads and gives the in-memory pruned model's logits;
+//  - the pruned image model (ImagePruningWorkbench's prune) reloads from its export with the
+//    in-memory pruned model's logits;
 //  - the VQ and c2i trainers learn (loss falls on data with structure) and resume exactly.
 #include "core/eval/image_generate.h"
 #include "core/io/safetensors.h"
 #include "core/models/llamagen.h"
 #include "core/models/vq_model.h"
 #include "core/experiments/image_calibration.h"
-#include "core/prune/pruner.h"
+#include "core/experiments/image_workbench.h"
 #include "core/train/c2i_trainer.h"
 #include "core/train/vq_trainer.h"
 
@@ -121,13 +122,16 @@ private slots:
 
     void prunedExportReloadsWithTheSameLogits() {
         const LlamaGenCheckpoint ck = fixtureModel();
-        const LlamaGenModel model(ck, Runtime{});
+        // The one road of image pruning (npw prune IMAGE_MODEL, the studio's Images tab): the
+        // workbench calibrates on the model's own samples and prunes. No VQ: nothing is decoded.
+        ImagePruningWorkbench bench(ck, nullptr, Runtime{});
         ImageSamplingOptions sampling;
         sampling.seed = 1;
-        const ImageCalibrationSet set = generateImageCalibration(model, 3, sampling);
+        bench.calibrate(3, sampling);
+        const ImageCalibrationSet& set = bench.calibration();
         PruneSettings s;
         s.ratio = 0.3;
-        PruneRun run = pruneModelWithStats(model.transformer(), calibrateImageModel(model, set), s);
+        const ImageWorkbenchPrune run = bench.prune(s);
         QVERIFY(run.report.achievedRatio >= 0.3);
         const LlamaGenCheckpoint pruned = ck.withTransformer(run.pruned.checkpoint);
         QTemporaryDir dir;

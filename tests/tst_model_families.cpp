@@ -22,6 +22,7 @@
 #include "core/prune/pruner.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
+#include "workbench_prune.h"
 
 #include <ATen/ATen.h>
 #include <QProcess>
@@ -254,7 +255,7 @@ private slots:
         PruneSettings settings;
         settings.method = parsePruneMethod(method.toStdString());
         settings.ratio = 0.3;
-        const PruneRun run = pruneModel(model, set, settings);
+        const WorkbenchPrune run = npw::test::pruneOnWindows(model, set, settings);
         const LlamaCheckpoint& pruned = run.pruned.checkpoint;
         const std::string out = (tmp_.path() + "/" + name + "-" + method).toStdString();
         savePrunedModel(pruned, out, R"({"format": "npw-pruned-model"})");

@@ -5,6 +5,7 @@
 #include "core/io/safetensors.h"
 #include "core/models/runtime.h"
 #include "core/prune/pruner.h"
+#include "workbench_prune.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
 #include "tiny_llama.h"
@@ -29,7 +30,8 @@ json readJson(const std::string& path) { return json::parse(readTextFile(path));
 struct Pruned {
     CalibrationSet set;
     PruneSettings settings;
-    PruneRun run;
+    WorkbenchPrune run;
+    std::shared_ptr<const ModelStats> stats;  // what the workbench calibrated
 };
 
 Pruned pruneTiny(const LlamaModel& model, PruneMethod method, double ratio) {
@@ -38,7 +40,7 @@ Pruned pruneTiny(const LlamaModel& model, PruneMethod method, double ratio) {
     p.set.sourceIsIds = true;
     p.settings.method = method;
     p.settings.ratio = ratio;
-    p.run = pruneModel(model, p.set, p.settings);
+    p.run = pruneOnWindows(model, p.set, p.settings, &p.stats);
     return p;
 }
 
@@ -195,22 +197,22 @@ private slots:
         Pruned p = pruneTiny(model, PruneMethod::Numerical, 0.3);
         QTemporaryDir dir;
         const std::string scores = dir.filePath("scores.safetensors").toStdString();
-        saveScoreSet(p.run.scores, 0.3, scores);
+        saveScoreSet(*p.run.scores, 0.3, scores);
         auto file = SafeTensorsFile::open(scores);
         QCOMPARE(file->metadata().at("method"), std::string("numerical"));
         const at::Tensor z = file->load("layers.1.mlp.channel_scores");
-        QVERIFY(at::allclose(z, p.run.scores.mlpChannelScoresAt(1, 0.3)));
+        QVERIFY(at::allclose(z, p.run.scores->mlpChannelScoresAt(1, 0.3)));
         QCOMPARE(file->load("layers.0.attn.unit_scores").numel(), int64_t(2));  // two KV groups
         QVERIFY(file->has("layers.0.attn.ainv1") && file->has("layers.0.mlp.c"));
         // z = 1 − ρ·λD·A⁻¹1/(1 + λc), from the file alone.
         // The λ the scores used (the default is relative: resolved from median c by computeScores).
-        const double c = file->load("layers.1.mlp.c").item<double>(), lambda = p.run.scores.settings.lambda;
+        const double c = file->load("layers.1.mlp.c").item<double>(), lambda = p.run.scores->settings.lambda;
         const at::Tensor fromFile = 1 - 0.3 * lambda * 20 * file->load("layers.1.mlp.ainv1") / (1 + lambda * c);
         QVERIFY(at::allclose(fromFile, z));
 
         const std::string stats = dir.filePath("stats.safetensors").toStdString();
-        saveModelStats(p.run.stats, stats);
-        QVERIFY(at::equal(loadModelStats(stats, 2).mlp[0].gram, p.run.stats.mlp[0].gram));
+        saveModelStats(*p.stats, stats);
+        QVERIFY(at::equal(loadModelStats(stats, 2).mlp[0].gram, p.stats->mlp[0].gram));
     }
 };
 

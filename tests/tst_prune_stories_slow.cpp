@@ -7,6 +7,7 @@
 #include "core/models/model_loader.h"
 #include "core/models/runtime.h"
 #include "core/prune/pruner.h"
+#include "workbench_prune.h"
 #include "tiny_llama.h"
 
 #include <QTemporaryDir>
@@ -48,7 +49,7 @@ private slots:
         set.sourceIsIds = true;
         PruneSettings settings;
         settings.ratio = 0.3;
-        const PruneRun run = pruneModel(dense, set, settings);
+        const WorkbenchPrune run = test::pruneOnWindows(dense, set, settings);
         const PruneReport& r = run.report;
         // Budget reading: at least 30% of the attention+MLP parameters, at most one KV group more
         // ((2·2 + 2)·8·64 = 3072 of the 5·(2·64·64 + 2·32·64 + 3·64·172) = 226 560 prunable ones).

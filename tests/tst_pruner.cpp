@@ -8,6 +8,7 @@
 #include "core/models/parameter_count.h"
 #include "core/prune/compensation.h"
 #include "core/prune/pruner.h"
+#include "workbench_prune.h"
 #include "core/util/error.h"
 #include "tiny_llama.h"
 #include "error_of.h"
@@ -326,7 +327,7 @@ private slots:
         Fixture f = makeFixture({4, 4}, {2, 2}, {24, 20});
         PruneSettings settings;
         settings.ratio = 0.3;
-        const PruneRun run = pruneModel(f.model, f.set, settings);
+        const WorkbenchPrune run = pruneOnWindows(f.model, f.set, settings);
         const PruneReport& r = run.report;
         QCOMPARE(r.paramsBefore, f.model.config().parameterCount());
         QCOMPARE(r.paramsAfter, run.pruned.checkpoint.config.parameterCount());

@@ -3,6 +3,7 @@
 // are independent of the code under test: the pruned model is built by zeroing the removed
 // channels of the dense weights after Theorem 3's compensation (compensatePrunedChannels, no
 // slicing, no applyMask), and KL is summed token by token from explicit float64 softmaxes.
+#include "core/experiments/language_workbench.h"
 #include "core/models/language_model.h"
 #include "core/prune/compensation.h"
 #include "core/prune/pruner.h"
@@ -10,9 +11,11 @@
 #include "core/prune/select.h"
 #include "core/prune/site_damage.h"
 #include "core/util/error.h"
+#include "error_of.h"
 #include "tiny_llama.h"
 
 #include <ATen/ATen.h>
+#include <QTemporaryDir>
 #include <QtTest>
 #include <algorithm>
 #include <cmath>
@@ -139,16 +142,23 @@ private slots:
         QVERIFY(kl.mlpLossScale[1] > kl.mlpLossScale[0]);  // the residual stream grows with depth
     }
 
-    // demo:lm through the whole flow: every site's KL is measured (none falls back to the median),
-    // every factor is finite and positive, the manifest names the ranking.
+    // demo:lm through the whole flow (the workbench's prune, as npw prune takes it): every site's
+    // KL is measured (none falls back to the median), every factor is finite and positive, the
+    // report names the ranking; statistics read from a file (no windows) are refused.
     void demoFactorsFinitePositive() {
         const LanguageModel lm = openLanguageModel("demo:lm", chooseRuntime("cpu"));
         const std::string calib = std::string(NPW_TEST_DATA) + "/../../resources/demo/data/kjv-ot.txt";
         const CalibrationSet set = drawCalibrationSet(readCalibrationStream(calib, false, lm), 16, 64, 0, calib);
         PruneSettings s = settingsFor(CrossLayerRanking::MeasuredDamage);
         s.ratio = 0.3;
-        const PruneRun run = pruneModel(*lm.model, set, s);
-        const SiteDamage& d = run.siteDamage;
+        LanguagePruningWorkbench workbench(lm);
+        workbench.setCalibration(LanguagePruningWorkbench::calibrate(lm, set));
+        const WorkbenchPrune run = workbench.prune(s);
+        QVERIFY(run.scores->siteDamageApplied);
+        // The measurement the ranking scaled by: the one dispatch the workbench scores through,
+        // again on the same statistics and windows (deterministic), this time keeping it.
+        SiteDamage d;
+        scoreModel(*lm.model, *workbench.calibration().stats, s, nullptr, &set, &d);
         QCOMPARE(d.attentionFactor.size(), size_t(6));
         for (size_t l = 0; l < 6; ++l)
             for (double kl : {d.attentionKl[l], d.mlpKl[l]}) QVERIFY2(kl > 0 && std::isfinite(kl), qPrintable(QString::number(kl)));
@@ -157,8 +167,15 @@ private slots:
                 QVERIFY2(f > 0 && std::isfinite(f), qPrintable(QString("layer %1 factor %2").arg(l).arg(f)));
         QCOMPARE(run.report.crossLayer, std::string("lstar-kl"));
         QVERIFY(std::abs(run.report.achievedRatio - 0.3) < 0.02);
-        // Statistics without windows: refused, naming the ranking.
-        QVERIFY_THROWS_EXCEPTION(Error, pruneModelWithStats(*lm.model, run.stats, s));
+        // Statistics without windows (--stats FILE): refused, naming the ranking.
+        QTemporaryDir dir;
+        const std::string statsFile = dir.filePath("stats.safetensors").toStdString();
+        saveModelStats(*workbench.calibration().stats, statsFile, workbench.calibration().summary.toMetadata());
+        LanguagePruningWorkbench fromFile(lm);
+        fromFile.setCalibration(LanguagePruningWorkbench::calibrationFromFile(statsFile, 6));
+        QVERIFY(fromFile.isCalibrated() && !fromFile.hasWindows());
+        const QString refused = errorOf([&] { fromFile.prune(s); });
+        QVERIFY2(refused.contains("lstar-kl") && refused.contains("--stats"), qPrintable(refused));
     }
 };
 

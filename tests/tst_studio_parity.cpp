@@ -232,10 +232,14 @@ private slots:
         QVERIFY2(diff <= 1e-5 * scale, qPrintable(QStringLiteral("logits differ by %1 (largest %2)").arg(diff).arg(scale)));
     }
 
-    void workbenchPruneIsTheEngineFlow() {
-        // The workbench adds no numbers of its own: on the same statistics its prune() gives the
-        // mask and report of core's pruneModelWithStats (the flow the engine's tests check
-        // against the Python references), for a relative and an absolute λ.
+    void workbenchPruneIsTheCoreSteps() {
+        // The workbench adds no numbers of its own. Its prune() is the one road of npw prune,
+        // sweep, bench and the studio, so no second orchestrator is left to compare it with: the
+        // reference is core's steps called one by one here (scoreModel, MaskSelector,
+        // applySelectionAndReport — the steps the engine's tests check against the Python
+        // references). What the workbench adds (kept score sets, λ_rel re-scored in closed form,
+        // the settings it applies with) must change no mask, weight or report, for a relative
+        // and an absolute λ. The CLI against the studio: cliAndStudioSelectTheSameMask.
         const npw::LanguageModel lm = npw::openLanguageModel("demo:lm", npw::chooseRuntime("cpu"));
         npw::LanguagePruningWorkbench workbench(lm);
         npw::CalibrationRequest request;
@@ -244,21 +248,37 @@ private slots:
         request.seqlen = 64;
         workbench.setCalibration(npw::LanguagePruningWorkbench::calibrate(lm, request));
         QCOMPARE(workbench.calibration().summary.tokens, int64_t(8 * 64));
+        const npw::ModelStats& stats = *workbench.calibration().stats;
         for (const double absoluteLambda : {std::nan(""), 1e-4}) {
             npw::PruneSettings settings;
             settings.ratio = 0.25;
             settings.lambda = absoluteLambda;
             const npw::WorkbenchPrune mine = workbench.prune(settings);
-            const npw::PruneRun engine = npw::pruneModelWithStats(*lm.model, *workbench.calibration().stats, settings);
+            const npw::ScoreSet scores = npw::scoreModel(*lm.model, stats, settings);
+            const npw::MaskSelector selector(scores);
+            const npw::SelectionResult chosen = selector.select(settings.ratio, settings.alpha, settings.alphaMode);
+            const npw::AppliedSelection engine = npw::applySelectionAndReport(
+                lm.model->checkpoint(), stats, scores, chosen, settings, selector.defaultAlpha());
+            QVERIFY(mine.selection.mask.keepHeads == chosen.mask.keepHeads);
+            QVERIFY(mine.selection.mask.keepChannels == chosen.mask.keepChannels);
+            QVERIFY(chosen.removedHeads > 0 && chosen.removedChannels > 0);
+            // The studio's re-selection of the kept set at the same knobs.
             const npw::WorkbenchSelection selected =
                 workbench.select(workbench.scoreSetNames().back(), settings.ratio, settings.alpha, settings.alphaMode,
                                  std::isnan(absoluteLambda) ? settings.lambdaRel : std::nan(""));
-            QVERIFY(selected.selection.mask.keepHeads == engine.selection.mask.keepHeads);
-            QVERIFY(selected.selection.mask.keepChannels == engine.selection.mask.keepChannels);
-            Json a = npw::pruneReportJson(mine.report), b = npw::pruneReportJson(engine.report);
-            a.erase("timings");
-            b.erase("timings");
-            QCOMPARE(QString::fromStdString(a.dump()), QString::fromStdString(b.dump()));
+            QVERIFY(selected.selection.mask.keepHeads == chosen.mask.keepHeads);
+            QVERIFY(selected.selection.mask.keepChannels == chosen.mask.keepChannels);
+            const auto& a = mine.pruned.checkpoint.weights.layers;
+            const auto& b = engine.pruned.checkpoint.weights.layers;
+            QCOMPARE(a.size(), b.size());
+            for (size_t l = 0; l < a.size(); ++l)
+                for (const auto& [x, y] : {std::pair<at::Tensor, at::Tensor>{a[l].wo, b[l].wo}, {a[l].w_down, b[l].w_down},
+                                           {a[l].wq, b[l].wq}, {a[l].w_up, b[l].w_up}})
+                    QVERIFY2(x.defined() == y.defined() && (!x.defined() || at::equal(x, y)), qPrintable(QString::number(l)));
+            Json ja = npw::pruneReportJson(mine.report), jb = npw::pruneReportJson(engine.report);
+            ja.erase("timings");
+            jb.erase("timings");
+            QCOMPARE(QString::fromStdString(ja.dump()), QString::fromStdString(jb.dump()));
         }
     }
 

@@ -37,10 +37,8 @@ LanguageModel tinyLm(LlamaCheckpoint checkpoint) {
 
 LanguagePruningWorkbench workbenchWithWindows(const LanguageModel& lm, uint64_t seed) {
     LanguagePruningWorkbench workbench(lm);
-    LanguagePruningWorkbench::Calibration c;
-    c.windows = std::make_shared<const CalibrationSet>(drawCalibrationSet(randomIds(2000, 40, seed), 4, 16, seed + 1));
-    c.summary = CalibrationSummary::of(*c.windows);
-    workbench.setCalibration(std::move(c));
+    workbench.setCalibration(
+        LanguagePruningWorkbench::windowsOnly(drawCalibrationSet(randomIds(2000, 40, seed), 4, 16, seed + 1)));
     return workbench;
 }
 

@@ -86,23 +86,18 @@ int runBaselinePrune(const Args& args, const std::string& model, BaselineMethod 
     if (method == BaselineMethod::LlmPruner && options.layerEnd > config.num_layers)
         throw Error("--llm-pruner-layers: the model has layers 0-" + std::to_string(config.num_layers - 1));
 
-    // The workbench's one calibration builder and length rule, as `npw prune` calibrates.
-    const CalibrationRequest request = calibrationRequestFromArgs(args);
-    std::string note;
-    const CalibrationSet set = buildCalibrationSet(lm, request, &note);
+    // The workbench's one calibration builder and length rule, as `npw prune` calibrates: the
+    // windows only (the baselines score on them, not on statistics).
+    LanguagePruningWorkbench workbench(lm);
+    workbench.setCalibration(LanguagePruningWorkbench::windowsOnly(lm, calibrationRequestFromArgs(args)));
+    const std::string& note = workbench.calibration().note;
     if (!note.empty()) std::cerr << "note: " << note << "\n";
-    const CalibrationSummary calibration = CalibrationSummary::of(set);
+    const CalibrationSummary calibration = workbench.calibration().summary;
     const std::string reuse = calibrationReuseWarning(calibration);
     if (!reuse.empty()) std::cerr << "warning: " << reuse << "\n";
 
     // Through the workbench, as the studio prunes: the method's scores kept, selected at ρ and
     // applied in its own structure (the same numbers as runBaseline).
-    LanguagePruningWorkbench workbench(lm);
-    LanguagePruningWorkbench::Calibration windows;
-    windows.windows = std::make_shared<const CalibrationSet>(set);
-    windows.summary = calibration;
-    windows.note = note;
-    workbench.setCalibration(std::move(windows));
     BaselineRun run = workbench.pruneBaseline(method, options, terminalProgress());
     if (!run.native.value("target_reached", true))
         std::cerr << "note: " << baselineMethodName(method) << " cannot remove " << options.ratio

@@ -13,7 +13,7 @@
 #include "core/experiments/synthetic_checkpoint.h"
 #include "core/models/language_model.h"
 #include "core/prune/calibration.h"
-#include "core/prune/pruner.h"
+#include "core/experiments/language_workbench.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
 #include "core/util/library_environment.h"
@@ -88,10 +88,16 @@ nlohmann::json demoPruneSuite(const Args& args, bool json) {
     if (!json) std::cout << "\nprune time on the demo models (numerical, ρ = 0.3, 128 samples × 128 tokens)\n";
     for (const std::string name : {"demo:lm", "demo:lm-gqa"}) {
         LanguageModel lm = openLanguageModel(name, runtime);
-        CalibrationSet set = drawCalibrationSet(readCalibrationStream(calib, false, lm), 128, 128, 0, calib);
+        // The road of `npw prune`: the workbench's calibration builder, then its prune.
+        CalibrationRequest request;
+        request.source = calib;
+        request.samples = 128;
+        request.seqlen = 128;
+        LanguagePruningWorkbench workbench(lm);
+        workbench.setCalibration(LanguagePruningWorkbench::calibrate(lm, request));
         PruneSettings settings;
         settings.ratio = 0.3;
-        PruneRun run = pruneModel(*lm.model, set, settings);
+        const WorkbenchPrune run = workbench.prune(settings);
         const PruneTimings& t = run.report.timings;
         rows.push_back({{"model", name}, {"calibrate_s", t.calibrateSeconds}, {"score_s", t.scoreSeconds},
                         {"select_s", t.selectSeconds}, {"apply_s", t.applySeconds},

@@ -141,17 +141,39 @@ std::string calibrationOverlapWarning(const CalibrationPool& pool, const std::st
 
 LanguagePruningWorkbench::LanguagePruningWorkbench(LanguageModel model) : model_(std::move(model)) {}
 
+LanguagePruningWorkbench::Calibration LanguagePruningWorkbench::windowsOnly(const LanguageModel& lm,
+                                                                            const CalibrationRequest& request) {
+    std::string note;
+    CalibrationSet set = buildCalibrationSet(lm, request, &note);
+    return windowsOnly(std::move(set), std::move(note));
+}
+
+LanguagePruningWorkbench::Calibration LanguagePruningWorkbench::windowsOnly(CalibrationSet windows, std::string note) {
+    Calibration c;
+    c.summary = CalibrationSummary::of(windows);
+    c.windows = std::make_shared<const CalibrationSet>(std::move(windows));
+    c.note = std::move(note);
+    return c;
+}
+
 LanguagePruningWorkbench::Calibration LanguagePruningWorkbench::calibrate(const LanguageModel& lm,
                                                                           const CalibrationRequest& request,
                                                                           const ProgressFn& progress,
                                                                           const CalibrationOptions& options) {
-    Calibration c;
-    const CalibrationSet set = buildCalibrationSet(lm, request, &c.note);
+    std::string note;
+    CalibrationSet set = buildCalibrationSet(lm, request, &note);
+    Calibration c = calibrate(lm, std::move(set), progress, options);
+    c.note = std::move(note);
+    return c;
+}
+
+LanguagePruningWorkbench::Calibration LanguagePruningWorkbench::calibrate(const LanguageModel& lm, CalibrationSet windows,
+                                                                          const ProgressFn& progress,
+                                                                          const CalibrationOptions& options) {
+    Calibration c = windowsOnly(std::move(windows));
     const auto start = Clock::now();
-    c.stats = std::make_shared<const ModelStats>(npw::calibrate(*lm.model, set, progress, options));
+    c.stats = std::make_shared<const ModelStats>(npw::calibrate(*lm.model, *c.windows, progress, options));
     c.seconds = secondsSince(start);
-    c.summary = CalibrationSummary::of(set);
-    c.windows = std::make_shared<const CalibrationSet>(set);
     return c;
 }
 
@@ -160,16 +182,26 @@ LanguagePruningWorkbench::Calibration LanguagePruningWorkbench::calibrateToFile(
                                                                                 const std::string& statsFile,
                                                                                 const std::string& modelName,
                                                                                 const ProgressFn& progress) {
+    ensureNotOverwritingSource(lm.model->checkpoint().source, statsFile);  // before the windows are drawn
+    std::string note;
+    CalibrationSet set = buildCalibrationSet(lm, request, &note);
+    Calibration c = calibrateToFile(lm, std::move(set), statsFile, modelName, progress);
+    c.note = std::move(note);
+    return c;
+}
+
+LanguagePruningWorkbench::Calibration LanguagePruningWorkbench::calibrateToFile(const LanguageModel& lm,
+                                                                                CalibrationSet windows,
+                                                                                const std::string& statsFile,
+                                                                                const std::string& modelName,
+                                                                                const ProgressFn& progress) {
     ensureNotOverwritingSource(lm.model->checkpoint().source, statsFile);
-    Calibration c;
-    const CalibrationSet set = buildCalibrationSet(lm, request, &c.note);
-    c.summary = CalibrationSummary::of(set);
+    Calibration c = windowsOnly(std::move(windows));  // the windows kept for ranking lstar-kl
     std::map<std::string, std::string> metadata = c.summary.toMetadata();
     metadata["model"] = modelName;
     const auto start = Clock::now();
-    c.stats = std::make_shared<const ModelStats>(calibrateLayerwise(*lm.model, set, statsFile, metadata, progress));
+    c.stats = std::make_shared<const ModelStats>(calibrateLayerwise(*lm.model, *c.windows, statsFile, metadata, progress));
     c.seconds = secondsSince(start);
-    c.windows = std::make_shared<const CalibrationSet>(set);  // for ranking lstar-kl
     return c;
 }
 
@@ -502,6 +534,8 @@ WorkbenchPrune LanguagePruningWorkbench::applySelection(const LlamaModel& model,
     AppliedSelection applied = applySelectionAndReport(model.checkpoint(), stats, *selection.scores, selection.selection,
                                                        settings, selection.alpha, progress);
     WorkbenchPrune out;
+    out.scores = selection.scores;
+    out.selection = selection.selection;
     out.pruned = std::move(applied.pruned);
     out.report = std::move(applied.report);
     out.settings = settings;

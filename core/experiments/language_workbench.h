@@ -1,8 +1,8 @@
 #pragma once
-// A language model's pruning, the one place where `npw prune`, `npw sweep`, `npw demo` and the
-// studio take their steps (the twin of image_workbench.h): the calibration windows (one builder,
-// one rule for their length), the statistics, the score sets computed so far (one per method,
-// side by side), a selection at any ρ, α, λ_rel, and the pruned model with its report.
+// A language model's pruning, the one place where `npw prune`, `npw sweep`, `npw demo`, `npw bench`
+// and the studio take their steps (the twin of image_workbench.h): the calibration windows (one
+// builder, one rule for their length), the statistics, the score sets computed so far (one per
+// method, side by side), a selection at any ρ, α, λ_rel, and the pruned model with its report.
 //
 // The expensive steps (calibrate, score, applySelection) are static and pure: the studio runs
 // them on its worker thread with copies and hands the results back to the workbench it keeps
@@ -150,6 +150,8 @@ struct WorkbenchSelection {
 // studio's export and per-layer losses).
 struct WorkbenchPrune {
     PruneSettings settings;  // as applied: the scores' settings at the selection's ρ, α, λ (for the manifest)
+    std::shared_ptr<const ScoreSet> scores;  // what was selected from (WorkbenchSelection::scores)
+    SelectionResult selection;               // the mask applied, with its threshold and counts
     PrunedModel pruned;
     PruneReport report;
 };
@@ -172,16 +174,25 @@ public:
     bool hasModel() const { return model_.model != nullptr; }
     const LanguageModel& model() const { return model_; }
 
+    // The request's windows (buildCalibrationSet, with calibrationSeqlen's note) and no
+    // statistics: what the baselines score on. windowsOnly(windows): windows drawn already.
+    static Calibration windowsOnly(const LanguageModel& lm, const CalibrationRequest& request);
+    static Calibration windowsOnly(CalibrationSet windows, std::string note = "");
     // Builds the request's windows and accumulates the statistics (core's calibrate). Smaller
-    // batches (options.batchTokens) make a cancel prompter.
+    // batches (options.batchTokens) make a cancel prompter. The overload on `windows` drawn
+    // already (a sweep's, drawn from its pool; a test's own) is the same step without the builder.
     static Calibration calibrate(const LanguageModel& lm, const CalibrationRequest& request,
                                  const ProgressFn& progress = nullptr, const CalibrationOptions& options = {});
+    static Calibration calibrate(const LanguageModel& lm, CalibrationSet windows, const ProgressFn& progress = nullptr,
+                                 const CalibrationOptions& options = {});
     // The same, calibrated layer by layer into `statsFile` (calibrateLayerwise: float64, the
     // format --save-stats writes and --stats reads) and memory-mapped from it; the model stays as
     // loaded. modelName goes into the file's metadata. npw::Error when statsFile is the source.
     static Calibration calibrateToFile(const LanguageModel& lm, const CalibrationRequest& request,
                                        const std::string& statsFile, const std::string& modelName,
                                        const ProgressFn& progress = nullptr);
+    static Calibration calibrateToFile(const LanguageModel& lm, CalibrationSet windows, const std::string& statsFile,
+                                       const std::string& modelName, const ProgressFn& progress = nullptr);
     // Statistics written earlier (--save-stats, --stats-on-disk), memory-mapped; no windows.
     static Calibration calibrationFromFile(const std::string& statsFile, int64_t layers);
     // Adopts statistics (computed, read from a file, or calibrated layer-wise) and/or windows

@@ -218,7 +218,12 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
                 // The baselines (baselines.h) calibrate in their own way: statistics only for the others.
                 const bool needStats = std::any_of(spec.methods.begin(), spec.methods.end(),
                                                    [](const std::string& m) { return !parseBaselineMethod(m); });
-                const ModelStats stats = needStats ? calibrate(model, calibration, within("calibrate")) : ModelStats{};
+                // The workbench of npw prune and the studio: this calibration's statistics (and
+                // windows, for lstar-kl); each method's scores kept once (the box-constrained z
+                // once per ρ), selected and applied at every ratio by its select and applySelection.
+                LanguagePruningWorkbench workbench(lm);
+                if (needStats)
+                    workbench.setCalibration(LanguagePruningWorkbench::calibrate(lm, calibration, within("calibrate")));
                 for (const std::string& methodName : spec.methods) {
                     // ---- Baselines in their own structure (llm-pruner, slicegpt, block-influence) ----
                     if (const std::optional<BaselineMethod> baseline = parseBaselineMethod(methodName)) {
@@ -256,33 +261,32 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
                         settings.boxConstrained = choice.boxConstrained;
                         settings.crossLayer = choice.crossLayer;
                         // Scores once for every ratio, except the box-constrained z (one solve per ρ).
-                        std::optional<ScoreSet> scores;
-                        std::optional<MaskSelector> selector;
+                        std::string scored;  // the kept score set's name
                         auto scoreAt = [&](double ratio) {
                             settings.ratio = ratio;
-                            scores = LanguagePruningWorkbench::score(lm, stats, settings, within("score " + methodName),
-                                                                     &calibration);
-                            selector.emplace(*scores);
+                            scored = workbench.scoreAndKeep(settings, within("score " + methodName));
                         };
                         if (!choice.boxConstrained) scoreAt(settings.ratio);
                         for (double ratio : spec.ratios) {
                             if (choice.boxConstrained) scoreAt(ratio);
-                            const SelectionResult selection = selector->select(ratio, spec.alpha, spec.alphaMode);
                             settings.ratio = ratio;
-                            PrunedModel pruned = applyMask(model.checkpoint(), stats, selection.mask, settings);
-                            const PruneCounts counts = countPrunedParameters(model.checkpoint(), pruned.checkpoint);
-                            auto prunedModel = std::make_shared<LlamaModel>(std::move(pruned.checkpoint), model.runtime());
+                            // λ NaN: the set's own λ (as computed from this λ or λ_rel), no re-score.
+                            const WorkbenchSelection selection = workbench.select(scored, ratio, spec.alpha, spec.alphaMode);
+                            WorkbenchPrune pruned = LanguagePruningWorkbench::applySelection(
+                                model, *workbench.calibration().stats, selection, settings);
+                            auto prunedModel = std::make_shared<LlamaModel>(std::move(pruned.pruned.checkpoint), model.runtime());
                             SweepRow row = calibrated;
                             row.method = methodName;
                             row.ratio = ratio;
                             row.lambda = lambda;
                             if (numerical && std::isnan(lambda)) row.lambdaRel = spec.lambdaRel;
-                            if (numerical) row.lambdaUsed = scores->settings.lambda;
-                            row.achievedRatio = counts.achievedRatio;
-                            row.achievedRatioModel = counts.achievedRatioModel;
+                            if (numerical) row.lambdaUsed = selection.scores->settings.lambda;
+                            row.achievedRatio = pruned.report.achievedRatio;
+                            row.achievedRatioModel = pruned.report.achievedRatioModel;
                             evaluateAll(withModel(prunedModel, nullptr), row);
                             reportProgress(progress, "sweep", ++done, totalSteps);
                         }
+                        workbench.clearScores();  // one method's scores in memory at a time, as before
                     }
                 }
             }

@@ -1,4 +1,4 @@
-// The whole flow on a loaded model (pruner.h): score, select, apply, report.
+// The steps every pruning road shares (pruner.h): the scoring dispatch, apply and report.
 #include "core/prune/pruner.h"
 
 #include "core/util/error.h"
@@ -7,17 +7,6 @@
 #include <cmath>
 
 namespace npw {
-
-PruneRun pruneModel(const LlamaModel& model, const CalibrationSet& calibration, const PruneSettings& settings,
-                    const ProgressFn& progress) {
-    settings.validate();  // before the expensive calibration
-    const auto start = std::chrono::steady_clock::now();
-    ModelStats stats = calibrate(model, calibration, progress);
-    const double calibrateSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    PruneRun run = pruneModelWithStats(model, std::move(stats), settings, progress, &calibration);
-    run.report.timings.calibrateSeconds = calibrateSeconds;
-    return run;
-}
 
 ScoreSet scoreModel(const LlamaModel& model, const ModelStats& stats, const PruneSettings& settings,
                     const ProgressFn& progress, const CalibrationSet* calibration, SiteDamage* siteDamage) {
@@ -44,32 +33,6 @@ AppliedSelection applySelectionAndReport(const LlamaCheckpoint& checkpoint, cons
     out.report = makePruneReport(settings, defaultAlpha, scores, selection, checkpoint, out.pruned);
     out.report.timings.applySeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return out;
-}
-
-PruneRun pruneModelWithStats(const LlamaModel& model, ModelStats stats, const PruneSettings& settings,
-                             const ProgressFn& progress, const CalibrationSet* calibration) {
-    using Clock = std::chrono::steady_clock;
-    auto seconds = [](Clock::time_point since) { return std::chrono::duration<double>(Clock::now() - since).count(); };
-    settings.validate();
-    PruneRun run;
-    run.stats = std::move(stats);
-
-    auto t = Clock::now();
-    run.scores = scoreModel(model, run.stats, settings, progress, calibration, &run.siteDamage);
-    const double scoreSeconds = seconds(t);
-
-    t = Clock::now();
-    const MaskSelector selector(run.scores);
-    run.selection = selector.select(settings.ratio, settings.alpha, settings.alphaMode);
-    const double selectSeconds = seconds(t);
-
-    AppliedSelection applied =
-        applySelectionAndReport(model.checkpoint(), run.stats, run.scores, run.selection, settings, selector.defaultAlpha(), progress);
-    run.pruned = std::move(applied.pruned);
-    run.report = std::move(applied.report);
-    run.report.timings.scoreSeconds = scoreSeconds;
-    run.report.timings.selectSeconds = selectSeconds;
-    return run;
 }
 
 } // namespace npw

@@ -1,0 +1,82 @@
+// npw sweep's pruning (core/experiments/sweep.h, runSweep) runs through LanguagePruningWorkbench,
+// the one in-RAM road of npw prune and the studio: score once per method (the box-constrained z
+// once per ρ), select and apply per ratio. The reference here is core's steps called one by one
+// (calibrate, computeScores, MaskSelector, applyMask, countPrunedParameters, evaluatePerplexity)
+// on the windows the sweep draws: every row's achieved ratios, λ and perplexity must be theirs.
+#include "core/eval/perplexity.h"
+#include "core/experiments/sweep.h"
+#include "core/models/runtime.h"
+#include "core/prune/apply.h"
+#include "core/prune/calibration.h"
+#include "core/prune/report.h"
+#include "core/prune/score.h"
+#include "core/prune/select.h"
+#include "tiny_llama.h"
+
+#include <QtTest>
+#include <cmath>
+#include <map>
+
+using namespace npw;
+using namespace npw::test;
+
+class TestSweepEngine : public QObject {
+    Q_OBJECT
+private slots:
+    void rowsAreTheEngineStepsOnTheSweepsWindows() {
+        LanguageModel lm;
+        lm.model = std::make_shared<LlamaModel>(tinyLlama({4, 4, 4}, {2, 2, 2}, {24, 20, 16}, 21), chooseRuntime("cpu"));
+        lm.name = "tiny";
+        const LlamaModel& model = *lm.model;
+        SweepSpec spec;
+        spec.methods = {"numerical", "flap", "wanda-sp", "numerical-box"};
+        spec.ratios = {0.2, 0.4};
+        spec.calibSamples = {16};
+        spec.calibSeqlens = {32};
+        spec.calibStream = randomIds(3000, 40, 8);
+        spec.calibSource = "random ids";
+        SweepEvalSet eval;
+        eval.name = "held-out ids";
+        eval.ids = randomIds(640, 40, 9);
+        spec.evalSets = {eval};
+        const std::vector<SweepRow> rows = runSweep(lm, spec);
+        QCOMPARE(rows.size(), size_t(1 + spec.methods.size() * spec.ratios.size()));
+
+        // The sweep's windows (seed 0) and their statistics.
+        const CalibrationSet set = drawCalibrationSet(spec.calibStream, 16, 32, 0, spec.calibSource);
+        const ModelStats stats = calibrate(model, set);
+        const PerplexityOptions protocol = perplexityOptions(spec.evaluation, model.config());
+        size_t checked = 0;
+        for (const SweepRow& row : rows) {
+            if (row.method == "dense") continue;
+            PruneSettings settings;
+            settings.method = row.method == "flap" ? PruneMethod::Flap : row.method == "wanda-sp" ? PruneMethod::WandaSp
+                                                                                                 : PruneMethod::Numerical;
+            settings.boxConstrained = row.method == "numerical-box";
+            settings.ratio = row.ratio;  // the box's z is solved for ρ; the others do not depend on it
+            const ScoreSet scores = computeScores(model.checkpoint(), stats, settings);
+            const SelectionResult chosen = MaskSelector(scores).select(row.ratio, std::nan(""), AlphaMode::Budget);
+            QVERIFY(chosen.removedHeads + chosen.removedChannels > 0);
+            const PrunedModel pruned = applyMask(model.checkpoint(), stats, chosen.mask, settings);
+            const PruneCounts counts = countPrunedParameters(model.checkpoint(), pruned.checkpoint);
+            const QString where = QString::fromStdString(row.method) + " at " + QString::number(row.ratio);
+            QVERIFY2(row.achievedRatio == counts.achievedRatio, qPrintable(where));
+            QVERIFY2(row.achievedRatioModel == counts.achievedRatioModel, qPrintable(where));
+            QCOMPARE(row.calibSeqlen, int64_t(32));
+            if (settings.method == PruneMethod::Numerical) {
+                QVERIFY2(row.lambdaUsed == scores.settings.lambda, qPrintable(where));
+                QCOMPARE(row.lambdaRel, spec.lambdaRel);
+            }
+            const LlamaModel prunedModel(pruned.checkpoint, chooseRuntime("cpu"));
+            const double ppl = evaluatePerplexity(prunedModel, eval.ids, protocol).ppl;
+            // The same float32 forwards in one process: equal up to summation order (1e-9).
+            QVERIFY2(std::isfinite(row.ppl) && std::abs(row.ppl - ppl) <= 1e-9 * ppl,
+                     qPrintable(where + QString(": ppl %1 vs %2").arg(row.ppl, 0, 'g', 17).arg(ppl, 0, 'g', 17)));
+            ++checked;
+        }
+        QCOMPARE(checked, spec.methods.size() * spec.ratios.size());
+    }
+};
+
+QTEST_GUILESS_MAIN(TestSweepEngine)
+#include "tst_sweep_engine.moc"
