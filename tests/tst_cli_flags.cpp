@@ -140,7 +140,7 @@ private slots:
     // names a file must say whether the run reads or writes it, or an output could overwrite it
     // unchecked. Only these value names are not paths.
     void everyPathFlagDeclaresItsRole() {
-        const std::set<std::string> notPaths = {"S", "TEXT", "IDS", "LAYERS", "A-B", "A,B", "NAME", "HOW", "SIZE", "DEV", "TYPE"};
+        const std::set<std::string> notPaths = {"S", "TEXT", "IDS", "LAYERS", "A-B", "A,B", "NAME", "HOW", "SIZE", "DEV", "TYPE", "WxL,..."};
         std::set<std::string> writes;
         for (const FlagEntry& e : flagTable()) {
             const Flag& f = e.flag;

@@ -142,6 +142,7 @@ std::vector<FlagEntry> buildTable() {
     const Flag ratio = Flag::real("ratio", "R", "pruning ratio rho in [0, 1)").atLeast(0).below(1);
     t.add(ratio.byDefault(number(prune.ratio)), {"prune"});
     t.add(ratio.byDefault("0.3").described("pruning ratio of the demo's numerical and FLAP runs"), {"demo"});
+    t.add(ratio.byDefault("0.2").described("projection: pruning ratio rho of every site"), {"bench"});
     const Flag ratios = ratio.asList("R1,R2").named("ratios").described("pruning ratios ρ in [0, 1)");
     t.add(ratios, {"sweep"});
     t.add(ratios.byDefault("0,0.1,0.2,0.3,0.5").described("ratios for --synthetic"), {"bench"});
@@ -426,10 +427,9 @@ std::vector<FlagEntry> buildTable() {
     t.add(Flag::text("shapes", "A,B", "projection: shapes to project to (tiny, 110m, 1b, 7b, 8b, 13b, 70b)")
               .byDefault("7b,8b,13b,70b"),
           {"bench"});
-    t.add(Flag::text("calibrations", "NxL,...", "projection: calibrations, WINDOWSxSEQLEN each")
+    t.add(Flag::text("calibrations", "WxL,...", "projection: calibrations, WINDOWSxSEQLEN each")
               .byDefault("16x512,128x2048"),
           {"bench"});
-    t.add(ratio.byDefault("0.2").described("projection: pruning ratio rho of every site"), {"bench"});
     t.add(Flag::real("gpu-gemm32-tflops", "T", "projection: one GPU's GEMM rate for the forward (bf16 inputs, float32 "
                                                "accumulation; default 60 % of an H100 SXM's 989)")
               .above(0)
