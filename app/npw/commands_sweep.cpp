@@ -71,7 +71,7 @@ int runSweepCommand(const Args& args) {
         runOutputGuard().check(workDir, "the sweep's work folder");
         // One sentence: why, and where the statistics and the pruned models go.
         road.reason = replacedOnce(road.reason, "; weights stay memory-mapped, statistics go to a scratch file beside --out", "");
-        road.reason = replacedOnce(road.reason, "statistics go to a scratch file beside --out", "");
+        road.reason = replacedOnce(road.reason, ", statistics go to a scratch file beside --out", "");  // the GPU's sentence
         road.reason += "; weights stay memory-mapped, the statistics and one pruned model at a time go to " + workDir +
                        " (removed at the end)";
         std::cerr << "note: " << road.reason << "\n";
