@@ -133,6 +133,37 @@ private slots:
         QVERIFY2(workLeftIn(lwDir).isEmpty(), qPrintable(workLeftIn(lwDir).join(", ")));
     }
 
+    // The other methods a sweep takes on this road, numerical-box rescored per ratio among them:
+    // the same achieved ratios, perplexities within 1e-6 relative.
+    void everyOtherMethodAgreesToo() {
+        const QString ramDir = dir_.filePath("ram2"), lwDir = dir_.filePath("lw2");
+        QVERIFY(QDir().mkpath(ramDir) && QDir().mkpath(lwDir));
+        const QStringList methods{"--methods", "numerical-box,numerical-nocomp,numerical-z,numerical-lstar,"
+                                               "numerical-lstar-rel,magnitude,random", "--lambda-rel", "0.01"};
+        auto args = [&](const QString& dir) {
+            return QStringList{"sweep", "demo:lm", "--ratios", "0.3", "--seeds", "1", "--nsamples", "8", "--seqlen",
+                               "32", "--calib", calib_, "--calib-ids", "--eval", "ids:" + eval_, "--eval-seqlen", "32",
+                               "--max-windows", "10", "--csv", dir + "/rows.csv", "--json"} +
+                   methods;
+        };
+        const Run a = run(args(ramDir));
+        QVERIFY2(a.rc == 0, qPrintable(a.err));
+        const Run b = run(args(lwDir) << "--layerwise");
+        QVERIFY2(b.rc == 0, qPrintable(b.err));
+        const Json x = a.json()["rows"], y = b.json()["rows"];
+        QCOMPARE(x.size(), size_t(8));
+        QCOMPARE(y.size(), x.size());
+        for (size_t i = 0; i < x.size(); ++i) {
+            const QString what = QString::fromStdString(x[i].dump() + "\n" + y[i].dump());
+            QVERIFY2(x[i]["method"] == y[i]["method"] && x[i]["achieved_ratio"] == y[i]["achieved_ratio"] &&
+                         x[i]["achieved_ratio_model"] == y[i]["achieved_ratio_model"],
+                     qPrintable(what));
+            const double p0 = x[i]["ppl"].get<double>(), p1 = y[i]["ppl"].get<double>();
+            QVERIFY2(std::abs(p0 - p1) <= 1e-6 * p0, qPrintable(what));
+        }
+        QVERIFY(workLeftIn(lwDir).isEmpty());
+    }
+
     void forcedByTheFlag() {
         const QString out = dir_.filePath("forced");
         QVERIFY(QDir().mkpath(out));
