@@ -179,6 +179,8 @@ int runImageSweep(const Args& args, const std::string& model) {
     if (args.has("eval") || args.has("zeroshot"))
         throw Error("image model '" + model + "': --eval and --zeroshot are for language models; the image sweep "
                     "measures FID, sFID, IS, precision and recall (--metric fid)");
+    if (args.flag("layerwise"))
+        throw Error("--layerwise is for language models, not image model '" + model + "'");
     const Runtime runtime = chooseRuntime(args.get("device"), args.get("dtype"));
     std::shared_ptr<const VqModel> vq = VqModel::load(vqPathFor(args, model), runtime);
     ImagePruningWorkbench bench(openGpt(args, model, vq->config().downsample()), vq, runtime);

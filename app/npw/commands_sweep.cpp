@@ -5,12 +5,17 @@
 #include "core/experiments/dataset_inputs.h"
 #include "core/experiments/sweep.h"
 #include "core/experiments/sweep_request.h"
+#include "core/models/checkpoint_inspection.h"
+#include "core/models/runtime.h"
+#include "core/prune/layerwise_prune.h"
 #include "core/text/json_fields.h"
 #include "core/text/json_output.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
+#include "core/util/system_memory.h"
 
 #include <cmath>
+#include <filesystem>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -18,6 +23,13 @@
 namespace npw::cli {
 
 namespace {
+
+// `text` with its first `from` replaced by `to` (prune's road sentence said of a sweep).
+std::string replacedOnce(std::string text, const std::string& from, const std::string& to) {
+    const size_t at = text.find(from);
+    if (at != std::string::npos) text.replace(at, from.size(), to);
+    return text;
+}
 
 int runSweepCommand(const Args& args) {
     if (args.positional().size() != 1) throw Error("'npw sweep' takes exactly one MODEL");
@@ -27,7 +39,47 @@ int runSweepCommand(const Args& args) {
         if (!args.has(required)) throw Error(std::string("--") + required + " is required");
     if (!args.has("eval") && !args.has("zeroshot") && !args.flag("speed"))
         throw Error("give --eval SETS, --zeroshot TASKS, --speed or several");
-    LanguageModel lm = openLanguageModel(modelName, chooseRuntime(args.get("device"), args.get("dtype")), args.get("tokenizer"), args.flag("allow-small-vocab"));
+    // The one rule for the road, as `npw prune` takes it (layerwise_prune.h): in RAM while the model
+    // in float32 and every layer's statistics in float64 take at most half of the RAM, else layer
+    // by layer. Read from the config alone, before any weight; what that road cannot run is refused
+    // before any work.
+    const Runtime runtime = chooseRuntime(args.get("device"), args.get("dtype"));
+    PruneRoad road;
+    if (!SlicedLlama::isSlicedDirectory(modelName))  // runSweep refuses a sliced one by name
+        road = choosePruneRoad(inspectLlamaCheckpoint(modelName).config, physicalMemoryBytes(), args.flag("layerwise"),
+                               deviceMemoryBytes(runtime), static_cast<int64_t>(c10::elementSize(runtime.dtype)));
+    else if (args.flag("layerwise"))
+        throw Error("--layerwise: '" + modelName + "' is a SliceGPT export, which npw does not prune again");
+    road.reason = replacedOnce(replacedOnce(road.reason, "pruning ", "sweeping "), "prunes layer by layer", "sweeps layer by layer");
+    std::string workDir;
+    if (road.layerwise) {
+        SweepSpec methodsOnly;
+        methodsOnly.methods = args.getList("methods");
+        methodsOnly.measureSpeed = args.flag("speed");
+        // Why this road, for the refusals: the flag, or the sizes that chose it.
+        const std::string why = road.forced ? std::string("--layerwise")
+                                            : road.reason.substr(0, road.reason.find("; "));
+        refuseOnLayerwiseSweep(methodsOnly, why);
+        if (args.has("zeroshot"))
+            throw Error("--zeroshot scores every task's items with the whole model in memory, which the layer-by-layer "
+                        "road does not hold (" + why + "): run npw zeroshot on a pruned export instead");
+        // Statistics and one pruned model at a time beside --csv (the disk the user chose), else in
+        // the temporary folder; what a killed sweep left there is removed first.
+        std::string parent;
+        if (args.has("csv")) parent = std::filesystem::absolute(args.get("csv")).parent_path().string();
+        workDir = layerwiseSweepWorkDir(parent);
+        runOutputGuard().check(workDir, "the sweep's work folder");
+        // One sentence: why, and where the statistics and the pruned models go.
+        road.reason = replacedOnce(road.reason, "; weights stay memory-mapped, statistics go to a scratch file beside --out", "");
+        road.reason = replacedOnce(road.reason, ", statistics go to a scratch file beside --out", "");  // the GPU's sentence
+        road.reason += "; weights stay memory-mapped, the statistics and one pruned model at a time go to " + workDir +
+                       " (removed at the end)";
+        std::cerr << "note: " << road.reason << "\n";
+    }
+    // On a GPU the layer-wise road keeps the weights mapped on the CPU and copies one block at a
+    // time to the GPU (for calibration and evaluation), as `npw prune` does.
+    const bool blocksOnGpu = road.layerwise && runtime.device.is_cuda();
+    LanguageModel lm = openLanguageModel(modelName, blocksOnGpu ? Runtime{} : runtime, args.get("tokenizer"), args.flag("allow-small-vocab"));
     // The file loaded, as a source: --csv is checked against it (and against --calib, --eval and
     // every other input of the table, in main) by the run's output guard.
     runOutputGuard().addModel(lm.model->checkpoint().source);
@@ -108,11 +160,22 @@ int runSweepCommand(const Args& args) {
         for (const Column& c : columns) titles.push_back(c.title);
         std::cout << tableLine(titles) << std::endl;
     }
-    const std::vector<SweepRow> rows = runSweep(lm, spec, printRow, terminalProgress());
+    std::vector<SweepRow> rows;
+    if (road.layerwise) {
+        LayerwiseSweepOptions options;
+        options.workDir = workDir;
+        options.evalRuntime = runtime;
+        if (blocksOnGpu) options.calibration.blockRuntime = runtime;
+        rows = runSweepLayerwise(lm, spec, options, printRow, terminalProgress());
+    } else {
+        rows = runSweep(lm, spec, printRow, terminalProgress());
+    }
     if (args.has("csv")) writeTextAtomically(args.get("csv"), sweepRowsCsv(rows));
 
     nlohmann::json out = {{"model", modelName}, {"rows", nlohmann::json::array()}, {"summary", nlohmann::json::array()},
-                          {"warnings", warnings}};
+                          {"warnings", warnings},
+                          {"road", {{"layerwise", road.layerwise}, {"forced", road.forced}, {"reason", road.reason},
+                                    {"in_ram_bytes", road.inRamBytes}, {"physical_bytes", road.physicalBytes}}}};
     using npw::json_fields::finiteOrNull;
     for (const SweepRow& r : rows) out["rows"].push_back(sweepRowJson(r));
     const auto summary = summariseOverSeeds(rows);

@@ -280,6 +280,11 @@ std::vector<FlagEntry> buildTable() {
                                     "statistics in a work folder beside --out, the export written layer by layer in the "
                                     "checkpoint's dtype, chosen when the model in float32 and its statistics exceed half the RAM)"),
           {"eval", "prune"});
+    t.add(Flag::toggle("layerwise", "calibrate, score, write each pruned model and evaluate one decoder block at a time, "
+                                    "weights memory-mapped, statistics and one pruned model at a time in a work folder "
+                                    "beside --csv (else the temporary folder); chosen by npw prune's rule; refuses the "
+                                    "baselines, numerical-lstar-kl, --speed and --zeroshot"),
+          {"sweep"});
     t.add(Flag::toggle("layerwise", "scale suite: every prune takes the layer-wise road (else npw's rule decides, as "
                                     "npw prune does)"),
           {"bench"});

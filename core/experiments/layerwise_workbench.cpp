@@ -84,11 +84,21 @@ std::shared_ptr<const LayerwiseStatistics> LayerwiseStatistics::calibrate(const 
                                                                           const ProgressFn& progress,
                                                                           const CalibrationOptions& options) {
     if (!lm.model) throw Error("no model is open");
+    std::string note;
+    const CalibrationSet set = buildCalibrationSet(lm, request, &note);
+    return calibrate(*lm.model, set, scratchDir, progress, options, note);
+}
+
+std::shared_ptr<const LayerwiseStatistics> LayerwiseStatistics::calibrate(const LlamaModel& model,
+                                                                          const CalibrationSet& set,
+                                                                          const std::string& scratchDir,
+                                                                          const ProgressFn& progress,
+                                                                          const CalibrationOptions& options,
+                                                                          const std::string& note) {
     c10::InferenceMode guard;
-    const LlamaModel& model = *lm.model;
     const LlamaConfig& config = model.config();
     std::shared_ptr<LayerwiseStatistics> out(new LayerwiseStatistics);
-    const CalibrationSet set = buildCalibrationSet(lm, request, &out->note_);
+    out->note_ = note;
     out->summary_ = CalibrationSummary::of(set);
 
     // float64 triangles when they fit in the checkpoint's own size plus the hidden states
@@ -141,19 +151,27 @@ ScoreSet LayerwiseStatistics::score(const LlamaModel& model, const PruneSettings
 LayerwiseExport LayerwiseStatistics::exportSelection(const LlamaModel& model, const WorkbenchSelection& selection,
                                                      const PruneSettings& given, const std::string& outDir,
                                                      const std::string& sourceModel, const ProgressFn& progress) const {
-    const LlamaCheckpoint& checkpoint = model.checkpoint();
     if (!selection.scores)
         throw Error(selection.method + " is a baseline's selection: it is written in its own structure, not from these "
                                        "statistics");
+    const PruneSettings settings = LanguagePruningWorkbench::appliedSettings(selection, given);
+    // The selection's α is resolved already (settings.alpha): it is the report's α too.
+    return exportScores(model, *selection.scores, selection.selection, settings, selection.alpha, outDir, sourceModel,
+                        progress);
+}
+
+LayerwiseExport LayerwiseStatistics::exportScores(const LlamaModel& model, const ScoreSet& scores,
+                                                  const SelectionResult& selection, const PruneSettings& settings,
+                                                  double defaultAlpha, const std::string& outDir,
+                                                  const std::string& sourceModel, const ProgressFn& progress) const {
+    const LlamaCheckpoint& checkpoint = model.checkpoint();
     if (checkpoint.source != modelSource_)
         throw Error("internal: the statistics in " + file_ + " are of '" + modelSource_ + "', not of '" +
                     checkpoint.source + "'");
-    const PruneSettings settings = LanguagePruningWorkbench::appliedSettings(selection, given);
     settings.validate();
     const nlohmann::json scratchFacts = statisticsScratchJson(precision(), bytes(), boundBytes_, hiddenBytes_);
-    // The selection's α is resolved already (settings.alpha): it is the report's α too.
     return writeLayerwiseExport(
-        checkpoint, *scratch_, *selection.scores, selection.selection, settings, selection.alpha, outDir,
+        checkpoint, *scratch_, scores, selection, settings, defaultAlpha, outDir,
         [&](const PruneReport& report) {
             return layerwiseManifestJson(report, settings, summary_, sourceModel, scratchFacts);
         },

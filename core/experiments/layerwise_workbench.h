@@ -54,6 +54,13 @@ public:
                                                                 const std::string& scratchDir,
                                                                 const ProgressFn& progress = nullptr,
                                                                 const CalibrationOptions& options = {});
+    // The same for windows already drawn (a sweep draws them per seed, drawCalibration); `note`:
+    // what drawing them said (calibrationSeqlen's note), kept for note().
+    static std::shared_ptr<const LayerwiseStatistics> calibrate(const LlamaModel& model, const CalibrationSet& set,
+                                                                const std::string& scratchDir,
+                                                                const ProgressFn& progress = nullptr,
+                                                                const CalibrationOptions& options = {},
+                                                                const std::string& note = "");
     ~LayerwiseStatistics();
     LayerwiseStatistics(const LayerwiseStatistics&) = delete;
     LayerwiseStatistics& operator=(const LayerwiseStatistics&) = delete;
@@ -73,6 +80,13 @@ public:
     LayerwiseExport exportSelection(const LlamaModel& model, const WorkbenchSelection& selection,
                                     const PruneSettings& settings, const std::string& outDir,
                                     const std::string& sourceModel, const ProgressFn& progress = nullptr) const;
+
+    // exportSelection's pass for a selection made outside the workbench (a sweep's: one score set,
+    // a MaskSelector, one ratio at a time): `settings` as applied (ρ, α as given, compensation),
+    // defaultAlpha the selector's. npw::Error for a model other than the one calibrated.
+    LayerwiseExport exportScores(const LlamaModel& model, const ScoreSet& scores, const SelectionResult& selection,
+                                 const PruneSettings& settings, double defaultAlpha, const std::string& outDir,
+                                 const std::string& sourceModel, const ProgressFn& progress = nullptr) const;
 
     const CalibrationSummary& summary() const { return summary_; }
     const std::string& note() const { return note_; }  // calibrationSeqlen's note

@@ -1,5 +1,9 @@
 #include "core/experiments/sweep.h"
 #include "core/experiments/language_workbench.h"
+#include "core/experiments/layerwise_workbench.h"
+#include "core/eval/layerwise_perplexity.h"
+#include "core/models/model_loader.h"
+#include "core/util/atomic_file.h"
 #include "core/eval/generate.h"
 #include "core/eval/perplexity.h"
 #include "core/prune/baseline_pruner.h"
@@ -9,13 +13,16 @@
 #include "core/util/error.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
 #include <tuple>
+#include <unistd.h>
 
 namespace npw {
 
@@ -63,10 +70,8 @@ MethodChoice parseSweepMethod(const std::string& name) {
     return {parsePruneMethod(name), CompensationKind::MethodDefault};
 }
 
-} // namespace
-
-std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
-                               const std::function<void(const SweepRow&)>& onRow, const ProgressFn& progress) {
+// What every sweep checks before any work: at least one of each, ratios in [0, 1), known methods.
+void checkSweepSpec(const SweepSpec& spec) {
     if (spec.methods.empty()) throw Error("sweep: no methods given");
     if (spec.ratios.empty()) throw Error("sweep: no ratios given");
     if (spec.evalSets.empty() && spec.zeroShotTasks.empty() && !spec.measureSpeed)
@@ -81,6 +86,80 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
         if (r == 0 && std::find(spec.methods.begin(), spec.methods.end(), "numerical-box") != spec.methods.end())
             throw Error("sweep: numerical-box needs ratios > 0 (at ρ = 0 every z is 1)");
     }
+}
+
+// The settings of a method's scores at one (seed, λ); the ratio is set per selection.
+PruneSettings sweepSettings(const MethodChoice& choice, const SweepSpec& spec, int seed, double lambda) {
+    PruneSettings settings;
+    settings.method = choice.method;
+    settings.compensation = choice.compensation;
+    settings.alphaMode = spec.alphaMode;
+    settings.alpha = spec.alpha;
+    settings.seed = static_cast<uint64_t>(seed);
+    if (choice.method == PruneMethod::Numerical) {
+        settings.lambda = lambda;  // NaN: relative
+        settings.lambdaRel = spec.lambdaRel;
+    }
+    settings.boxConstrained = choice.boxConstrained;
+    settings.crossLayer = choice.crossLayer;
+    return settings;
+}
+
+// What every row of one calibration records about it.
+SweepRow calibratedRow(const CalibrationSet& calibration, int64_t samples, int seed) {
+    SweepRow calibrated;
+    calibrated.calibSamples = samples;
+    calibrated.calibSeqlen = calibration.seqlen;
+    calibrated.calibSource = calibration.source;
+    calibrated.calibHash = calibration.sourceHash;
+    calibrated.calibDistinctTokens = calibration.distinctTokens;
+    calibrated.seed = seed;
+    return calibrated;
+}
+
+// A pruned model's row before its evaluation: the method, ρ, λ as given and as scored with.
+SweepRow prunedRow(const SweepRow& calibrated, const std::string& methodName, bool numerical, double ratio, double lambda,
+                   const SweepSpec& spec, const ScoreSet& scores) {
+    SweepRow row = calibrated;
+    row.method = methodName;
+    row.ratio = ratio;
+    row.lambda = lambda;
+    if (numerical && std::isnan(lambda)) row.lambdaRel = spec.lambdaRel;
+    if (numerical) row.lambdaUsed = scores.settings.lambda;
+    return row;
+}
+
+// A model's perplexity row on one set (`base` carries the settings).
+SweepRow perplexityRow(const SweepRow& base, const SweepEvalSet& set, const PerplexityResult& r, const SweepSpec& spec) {
+    SweepRow row = base;
+    row.evalSet = set.name;
+    row.evalHash = set.hash;
+    row.evalSeqlen = r.seqlen;
+    row.evalWindows = r.windows;
+    row.evalMaxWindows = spec.evaluation.maxWindows;
+    row.ppl = r.ppl;
+    row.nll = r.nll;
+    row.bitsPerByte = r.bitsPerByte;
+    row.evalTokens = r.tokens;
+    return row;
+}
+
+CalibrationPool calibrationPoolOf(const SweepSpec& spec) {
+    CalibrationPool pool;
+    pool.stream = spec.calibStream;
+    pool.sequences = spec.calibSequences;
+    pool.documents = spec.calibDocuments;
+    pool.source = spec.calibSource;
+    pool.sourceHash = spec.calibSourceHash;
+    pool.sourceIsIds = !spec.calibSequences.empty();
+    return pool;
+}
+
+} // namespace
+
+std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
+                               const std::function<void(const SweepRow&)>& onRow, const ProgressFn& progress) {
+    checkSweepSpec(spec);
 
     if (!lm.model) throw Error("sweep: model '" + lm.name + "' is no LLaMA (a sweep prunes a LLaMA; a sliced model cannot be pruned again)");
     const LlamaModel& model = *lm.model;
@@ -114,17 +193,7 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
     // One row per evaluation set and zero-shot task for a model (and its speed row first);
     // `base` carries the settings.
     auto emitPerplexityRow = [&](const SweepRow& base, const SweepEvalSet& set, const PerplexityResult& r) {
-        SweepRow row = base;
-        row.evalSet = set.name;
-        row.evalHash = set.hash;
-        row.evalSeqlen = r.seqlen;
-        row.evalWindows = r.windows;
-        row.evalMaxWindows = spec.evaluation.maxWindows;
-        row.ppl = r.ppl;
-        row.nll = r.nll;
-        row.bitsPerByte = r.bitsPerByte;
-        row.evalTokens = r.tokens;
-        emitRow(row);
+        emitRow(perplexityRow(base, set, r, spec));
     };
     // `pruned`: the dense model's LanguageModel (its tokenizer) with the pruned LLaMA in `model` or
     // a SliceGPT-sliced model in `sliced`: every row runs through CausalLm, whatever the structure.
@@ -193,13 +262,7 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
     evaluateAll(lm, denseRow);
     reportProgress(progress, "sweep", ++done, totalSteps);
 
-    CalibrationPool pool;
-    pool.stream = spec.calibStream;
-    pool.sequences = spec.calibSequences;
-    pool.documents = spec.calibDocuments;
-    pool.source = spec.calibSource;
-    pool.sourceHash = spec.calibSourceHash;
-    pool.sourceIsIds = !spec.calibSequences.empty();
+    const CalibrationPool pool = calibrationPoolOf(spec);
     for (int seed = 0; seed < spec.seeds; ++seed)
         for (int64_t samples : spec.calibSamples)
             for (int64_t calibSeqlen : spec.calibSeqlens) {
@@ -207,14 +270,7 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
                 // The workbench's one builder and one rule for the window length (capped at the
                 // model's context; the rows record the length used).
                 const CalibrationSet calibration = drawCalibration(pool, lm, samples, calibSeqlen, calibSeed);
-                // What every row of this calibration records about it.
-                SweepRow calibrated;
-                calibrated.calibSamples = samples;
-                calibrated.calibSeqlen = calibration.seqlen;
-                calibrated.calibSource = calibration.source;
-                calibrated.calibHash = calibration.sourceHash;
-                calibrated.calibDistinctTokens = calibration.distinctTokens;
-                calibrated.seed = seed;
+                const SweepRow calibrated = calibratedRow(calibration, samples, seed);
                 // The baselines (baselines.h) calibrate in their own way: statistics only for the others.
                 const bool needStats = std::any_of(spec.methods.begin(), spec.methods.end(),
                                                    [](const std::string& m) { return !parseBaselineMethod(m); });
@@ -248,18 +304,7 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
                     const std::vector<double> lambdas =
                         numerical ? spec.lambdas : std::vector<double>{std::numeric_limits<double>::quiet_NaN()};
                     for (double lambda : lambdas) {
-                        PruneSettings settings;
-                        settings.method = choice.method;
-                        settings.compensation = choice.compensation;
-                        settings.alphaMode = spec.alphaMode;
-                        settings.alpha = spec.alpha;
-                        settings.seed = static_cast<uint64_t>(seed);
-                        if (numerical) {
-                            settings.lambda = lambda;  // NaN: relative
-                            settings.lambdaRel = spec.lambdaRel;
-                        }
-                        settings.boxConstrained = choice.boxConstrained;
-                        settings.crossLayer = choice.crossLayer;
+                        PruneSettings settings = sweepSettings(choice, spec, seed, lambda);
                         // Scores once for every ratio, except the box-constrained z (one solve per ρ).
                         std::string scored;  // the kept score set's name
                         auto scoreAt = [&](double ratio) {
@@ -275,18 +320,173 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
                             WorkbenchPrune pruned = LanguagePruningWorkbench::applySelection(
                                 model, *workbench.calibration().stats, selection, settings);
                             auto prunedModel = std::make_shared<LlamaModel>(std::move(pruned.pruned.checkpoint), model.runtime());
-                            SweepRow row = calibrated;
-                            row.method = methodName;
-                            row.ratio = ratio;
-                            row.lambda = lambda;
-                            if (numerical && std::isnan(lambda)) row.lambdaRel = spec.lambdaRel;
-                            if (numerical) row.lambdaUsed = selection.scores->settings.lambda;
+                            SweepRow row = prunedRow(calibrated, methodName, numerical, ratio, lambda, spec, *selection.scores);
                             row.achievedRatio = pruned.report.achievedRatio;
                             row.achievedRatioModel = pruned.report.achievedRatioModel;
                             evaluateAll(withModel(prunedModel, nullptr), row);
                             reportProgress(progress, "sweep", ++done, totalSteps);
                         }
                         workbench.clearScores();  // one method's scores in memory at a time, as before
+                    }
+                }
+            }
+    return rows;
+}
+
+namespace {
+
+constexpr const char* kSweepWorkPrefix = "npw-sweep-";
+
+// The layer-wise sweep's own folder: created fresh (never one that exists: it may be another's),
+// removed with everything in it when the sweep leaves, done, failed or cancelled.
+class SweepWorkFolder {
+public:
+    explicit SweepWorkFolder(const std::string& path) : path_(path) {
+        std::error_code ec;
+        if (!std::filesystem::create_directory(path_, ec))
+            throw Error("cannot create the sweep's work folder '" + path_ + "': " +
+                        (ec ? ec.message() : std::string("it exists already")));
+    }
+    ~SweepWorkFolder() {
+        std::error_code ec;
+        std::filesystem::remove_all(path_, ec);
+    }
+    SweepWorkFolder(const SweepWorkFolder&) = delete;
+    SweepWorkFolder& operator=(const SweepWorkFolder&) = delete;
+    const std::string& path() const { return path_; }
+
+private:
+    std::string path_;
+};
+
+} // namespace
+
+std::string layerwiseSweepWorkDir(const std::string& parent) {
+    namespace fs = std::filesystem;
+    const fs::path dir = parent.empty() ? fs::temp_directory_path() : fs::path(parent);
+    // What a sweep killed with -9 left (its scratch file, an export): gone before this one adds its own.
+    removeWorkOfDeadProcesses(dir.string(), kSweepWorkPrefix);
+    static std::atomic<int> counter{0};
+    return (dir / (std::string(kSweepWorkPrefix) + std::to_string(::getpid()) + "-" + std::to_string(++counter))).string();
+}
+
+void refuseOnLayerwiseSweep(const SweepSpec& spec, const std::string& why) {
+    for (const std::string& m : spec.methods) {
+        if (parseBaselineMethod(m))
+            throw Error("sweep: method " + m + " prunes in its own structure from the whole model in memory (its "
+                        "scores need every block at once), which the layer-by-layer road does not hold (" + why +
+                        "): sweep it on a machine where the model fits, or leave it out");
+        if (parseSweepMethod(m).crossLayer == CrossLayerRanking::MeasuredDamage)
+            throw Error("sweep: method " + m + " measures each site's damage with 2L + 1 whole-model forward passes "
+                        "over the calibration windows, which the layer-by-layer road does not make (" + why +
+                        "): use numerical (the L*-relative ranking) or numerical-lstar");
+    }
+    if (spec.measureSpeed)
+        throw Error("sweep: speed rows (--speed) time generation with the whole model in memory, which the "
+                    "layer-by-layer road does not hold (" + why + "): measure a pruned export with npw bench instead");
+    if (!spec.zeroShotTasks.empty())
+        throw Error("sweep: zero-shot tasks (--zeroshot) are scored with the whole model in memory, which the "
+                    "layer-by-layer road does not hold (" + why + ")");
+}
+
+std::vector<SweepRow> runSweepLayerwise(const LanguageModel& lm, const SweepSpec& spec, const LayerwiseSweepOptions& options,
+                                        const std::function<void(const SweepRow&)>& onRow, const ProgressFn& progress) {
+    namespace fs = std::filesystem;
+    checkSweepSpec(spec);
+    refuseOnLayerwiseSweep(spec, "the sweep runs layer by layer");
+    if (!lm.model) throw Error("sweep: model '" + lm.name + "' is no LLaMA (a sweep prunes a LLaMA; a sliced model cannot be pruned again)");
+    if (options.workDir.empty()) throw Error("internal: the layer-wise sweep needs a work folder");
+    const LlamaModel& model = *lm.model;
+    const Runtime runtime = options.evalRuntime.value_or(model.runtime());
+    const SweepWorkFolder work(options.workDir);
+
+    std::vector<SweepRow> rows;
+    auto emitRow = [&](const SweepRow& row) {
+        rows.push_back(row);
+        if (onRow) onRow(row);
+    };
+    size_t lambdaRuns = 0;
+    for (const auto& m : spec.methods) lambdaRuns += parseSweepMethod(m).method == PruneMethod::Numerical ? spec.lambdas.size() : 1;
+    const double totalSteps = 1.0 + double(spec.seeds) * spec.calibSamples.size() * spec.calibSeqlens.size() *
+                                        lambdaRuns * spec.ratios.size();
+    double done = 0;
+    auto within = [&](const std::string& what) -> ProgressFn {
+        if (!progress) return nullptr;
+        return [&progress, &done, totalSteps, what](const Progress& p) {
+            const double part = p.total > 0 ? std::min(p.done / p.total, 1.0) : 0.0;
+            return progress({"sweep: " + what, done + 0.99 * part, totalSteps});
+        };
+    };
+    // Every set, one block at a time, with the in-RAM sweep's protocol; an error names the row.
+    auto evaluateAll = [&](const LlamaCheckpoint& checkpoint, const SweepRow& base) {
+        try {
+            for (const SweepEvalSet& set : spec.evalSets) {
+                const PerplexityOptions o = perplexityOptions(spec.evaluation, checkpoint.config);
+                DecodeFn decode;
+                if (set.isText && lm.tokenizer) decode = [&lm](const std::vector<int32_t>& v) { return lm.decode(v); };
+                emitRow(perplexityRow(base, set,
+                                      evaluatePerplexityLayerwise(checkpoint, runtime, set.ids, o, decode,
+                                                                  within("evaluate " + set.name)),
+                                      spec));
+            }
+        } catch (const Error& e) {
+            std::ostringstream row;
+            row << "sweep: method " << base.method << " at ratio " << base.ratio << ", seed " << base.seed << ": "
+                << e.what();
+            throw Error(row.str());
+        }
+    };
+    SweepRow denseRow;
+    denseRow.method = "dense";
+    evaluateAll(model.checkpoint(), denseRow);
+    reportProgress(progress, "sweep", ++done, totalSteps);
+
+    const CalibrationPool pool = calibrationPoolOf(spec);
+    int exports = 0;
+    for (int seed = 0; seed < spec.seeds; ++seed)
+        for (int64_t samples : spec.calibSamples)
+            for (int64_t calibSeqlen : spec.calibSeqlens) {
+                const CalibrationSet calibration =
+                    drawCalibration(pool, lm, samples, calibSeqlen, static_cast<uint64_t>(seed));
+                const SweepRow calibrated = calibratedRow(calibration, samples, seed);
+                // The Gram triangles of this calibration in the work folder; removed with `stats`.
+                const std::shared_ptr<const LayerwiseStatistics> stats = LayerwiseStatistics::calibrate(
+                    model, calibration, work.path(), within("calibrate"), options.calibration);
+                for (const std::string& methodName : spec.methods) {
+                    const MethodChoice choice = parseSweepMethod(methodName);
+                    const bool numerical = choice.method == PruneMethod::Numerical;
+                    const std::vector<double> lambdas =
+                        numerical ? spec.lambdas : std::vector<double>{std::numeric_limits<double>::quiet_NaN()};
+                    for (double lambda : lambdas) {
+                        PruneSettings settings = sweepSettings(choice, spec, seed, lambda);
+                        std::optional<ScoreSet> scores;
+                        std::optional<MaskSelector> selector;
+                        auto scoreAt = [&](double ratio) {
+                            settings.ratio = ratio;
+                            scores = stats->score(model, settings, within("score " + methodName));
+                            selector.emplace(*scores);
+                        };
+                        if (!choice.boxConstrained) scoreAt(settings.ratio);
+                        for (double ratio : spec.ratios) {
+                            if (choice.boxConstrained) scoreAt(ratio);
+                            const SelectionResult selection = selector->select(ratio, spec.alpha, spec.alphaMode);
+                            settings.ratio = ratio;
+                            // One pruned model on disk at a time, in the checkpoint's dtype.
+                            const std::string exportDir = (fs::path(work.path()) / ("pruned-" + std::to_string(++exports))).string();
+                            const LayerwiseExport written = stats->exportScores(
+                                model, *scores, selection, settings, selector->defaultAlpha(), exportDir, lm.name,
+                                within("write " + methodName));
+                            SweepRow row = prunedRow(calibrated, methodName, numerical, ratio, lambda, spec, *scores);
+                            row.achievedRatio = written.report.achievedRatio;
+                            row.achievedRatioModel = written.report.achievedRatioModel;
+                            {
+                                const LlamaCheckpoint pruned = loadLlamaCheckpoint(exportDir, WeightStorage::Mapped);
+                                evaluateAll(pruned, row);
+                            }  // unmapped before its files go
+                            std::error_code ec;
+                            fs::remove_all(exportDir, ec);
+                            reportProgress(progress, "sweep", ++done, totalSteps);
+                        }
                     }
                 }
             }

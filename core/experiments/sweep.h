@@ -6,6 +6,7 @@
 #include "core/eval/evaluation_protocol.h"
 #include "core/eval/zeroshot.h"
 #include "core/models/language_model.h"
+#include "core/prune/calibration.h"
 #include "core/prune/pruner.h"
 #include "core/util/progress.h"
 
@@ -13,6 +14,7 @@
 #include <functional>
 #include <limits>
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -109,6 +111,42 @@ double kvCacheMiB(const LlamaConfig& config, int64_t tokens, int64_t elementByte
 std::vector<SweepRow> runSweep(const LanguageModel& model, const SweepSpec& spec,
                                const std::function<void(const SweepRow&)>& onRow = nullptr,
                                const ProgressFn& progress = nullptr);
+
+// The layer-by-layer road of a sweep, for a model whose float32 copy and statistics exceed what
+// fits (choosePruneRoad's rule, as `npw prune` takes it): the same rows as runSweep, from the
+// same steps in another order —
+//   dense       evaluated one block at a time (evaluatePerplexityLayerwise)
+//   calibrate   once per (seed, samples, seqlen), one block at a time, the Gram triangles in a
+//               scratch file in the run's work folder (LayerwiseStatistics::calibrate)
+//   score       once per (calibration, method, λ) from that file (LayerwiseStatistics::score)
+//   per ratio   MaskSelector, the pruned model written layer by layer into the work folder
+//               (writeLayerwiseExport, in the checkpoint's dtype), evaluated one block at a time
+//               on every set with the same protocol, then removed
+// Resident memory: the mapped weights (page cache), one layer's statistics and the scores, the
+// hidden states of every calibration or evaluation window, one block's activations. Disk: the
+// scratch file and one pruned export at a time. What needs the whole model in memory is refused
+// by name before any work (npw::Error): the baselines (llm-pruner, slicegpt, block-influence),
+// numerical-lstar-kl (2L + 1 whole-model passes), speed rows and zero-shot tasks.
+struct LayerwiseSweepOptions {
+    // The run's own folder (created; removed with everything in it when the sweep ends, fails or
+    // is cancelled). Name it npw-sweep-PID-… (layerwiseSweepWorkDir) so that the folder of a run
+    // killed with -9 is recognised and removed by the next (removeWorkOfDeadProcesses).
+    std::string workDir;
+    // Where blocks run for evaluation (the model's own runtime when unset: cpu); calibration's
+    // block runtime is calibration.blockRuntime.
+    std::optional<Runtime> evalRuntime;
+    CalibrationOptions calibration;
+};
+// A fresh work folder name in `parent` ("npw-sweep-PID-N"); the folders of dead processes there
+// are removed first.
+std::string layerwiseSweepWorkDir(const std::string& parent);
+// npw::Error naming the first method or setting of `spec` the layer-by-layer road cannot run;
+// `why`: the road's reason, appended in parentheses.
+void refuseOnLayerwiseSweep(const SweepSpec& spec, const std::string& why);
+std::vector<SweepRow> runSweepLayerwise(const LanguageModel& model, const SweepSpec& spec,
+                                        const LayerwiseSweepOptions& options,
+                                        const std::function<void(const SweepRow&)>& onRow = nullptr,
+                                        const ProgressFn& progress = nullptr);
 
 // Mean and sample standard deviation over seeds of rows that agree in everything else.
 struct SweepSummaryRow {
