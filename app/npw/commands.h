@@ -47,6 +47,8 @@ void addTokenizeCommand(std::vector<Command>& out);        // tokenize
 int runPruningBench(const Args& args);
 // `npw bench --write-synthetic SIZE --out DIR`: a random checkpoint of that shape (commands_bench.cpp).
 int runWriteSyntheticCheckpoint(const Args& args);
+// `npw bench --write-synthetic-image SIZE --out DIR`: a random LlamaGen c2i GPT (commands_bench.cpp).
+int runWriteSyntheticImageModel(const Args& args);
 
 // `npw bench MODEL --llamacpp`: the checkpoint exported to a temporary GGUF (f32, or ggufDtype
 // "f16") and timed in llama.cpp through tests/fixtures/llamacpp/run_gguf.mjs (commands_gguf.cpp).

@@ -575,6 +575,31 @@ int runWriteSyntheticCheckpoint(const Args& args) {
     return 0;
 }
 
+int runWriteSyntheticImageModel(const Args& args) {
+    if (!args.has("out")) throw Error("--write-synthetic-image needs --out DIR, the model folder to create");
+    if (!args.positional().empty())
+        throw Error("--write-synthetic-image takes no MODEL (it writes one), got '" + args.positional()[0] + "'");
+    if (args.has("write-synthetic"))
+        throw Error("give one of --write-synthetic (a LLaMA) and --write-synthetic-image (a LlamaGen GPT)");
+    const std::string size = args.get("write-synthetic-image");
+    const LlamaGenConfig config = syntheticLlamaGenConfig(size, args.getInt("num-classes"));
+    SyntheticCheckpointOptions options;
+    options.seed = static_cast<uint64_t>(args.getInt("seed"));
+    const auto start = std::chrono::steady_clock::now();
+    const SyntheticCheckpointReport r = writeSyntheticLlamaGenDirectory(config, args.get("out"), options, terminalProgress());
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const nlohmann::json j = {{"size", size},          {"name", config.name},       {"out", r.dir},
+                              {"num_classes", config.num_classes}, {"grid", config.grid}, {"tensors", r.tensors},
+                              {"parameters", r.parameters},        {"bytes", r.bytes},    {"dtype", "bf16"},
+                              {"seconds", seconds}};
+    printResult(args, j, [&] {
+        std::cout << "wrote " << r.dir << ": synthetic " << config.describe() << "; " << r.parameters << " parameters, "
+                  << r.tensors << " tensors in bf16 model.safetensors (" << r.bytes << " bytes), " << std::fixed
+                  << std::setprecision(1) << seconds << " s; no VQ tokenizer (npw generate needs --vq)\n";
+    });
+    return 0;
+}
+
 int runPruningBench(const Args& args) {
     const bool json = args.flag("json");
     nlohmann::json out;

@@ -397,6 +397,7 @@ int runGenerate(const Args& args) {
 }
 
 int runBench(const Args& args) {
+    if (args.has("write-synthetic-image")) return runWriteSyntheticImageModel(args);
     if (args.has("write-synthetic")) return runWriteSyntheticCheckpoint(args);
     if (args.has("suite") || args.has("synthetic")) return runPruningBench(args);
     const std::string model = modelArgument(args, "bench");

@@ -13,6 +13,7 @@
 #include "core/prune/baselines.h"
 #include "core/prune/pruner.h"
 #include "core/experiments/sweep.h"
+#include "core/experiments/synthetic_checkpoint.h"
 #include "core/text/bpe_trainer.h"
 #include "core/train/classifier_trainer.h"
 #include "core/util/error.h"
@@ -402,7 +403,7 @@ std::vector<FlagEntry> buildTable() {
     t.add(seed.byDefault("0").described("image models: evaluation sample i uses seed S + i (calibration: S + 1000000 + i)"),
           {"sweep"});
     t.add(seed.described("seed of --degrade noise; --model: sample i uses seed S + i"), {"metrics"});
-    t.add(seed.byDefault("0").described("--write-synthetic and the scale suite: seed of the random weights (and of the scale suite's token ids)"), {"bench"});
+    t.add(seed.byDefault("0").described("--write-synthetic, --write-synthetic-image and the scale suite: seed of the random weights (and of the scale suite's token ids)"), {"bench"});
     t.add(seed.described("seed of the verse order, distractors and gold positions"), {"make-verse-task"});
     t.add(seed, {"train-lm"});
     t.add(seed.byDefault(std::to_string(ClassifierTrainOptions{}.seed)), {"train-classifier"});
@@ -471,6 +472,17 @@ std::vector<FlagEntry> buildTable() {
                        "write a random LLaMA of that shape to --out DIR (Hugging Face layout, bf16 shards, tensor by "
                        "tensor; 7b: Llama-2-7B's shape, 8b: Llama-3-8B's) and stop"),
           {"bench"});
+    t.add(Flag::choice("write-synthetic-image", "SIZE", "B, L, XL, XXL, 3B or tiny",
+                       [](const std::string& v) { syntheticLlamaGenConfig(v); },
+                       "write a random LlamaGen class-conditional GPT of that size to --out DIR (an npw image-model "
+                       "folder: config.json and one bf16 model.safetensors, tensor by tensor; 256 px, 16×16 tokens, "
+                       "codebook 16384; no VQ tokenizer) and stop"),
+          {"bench"});
+    t.add(Flag::integer("num-classes", "N", 1, 1 << 20,
+                        "--write-synthetic-image: classes of the class table (LlamaGen's ImageNet models: 1000; a "
+                        "calibration generates --per-class samples of each)")
+              .byDefault("1000"),
+          {"bench"});
     t.add(Flag::integer("shard-mib", "N", 1, 1 << 20, "--write-synthetic: MiB per safetensors shard").byDefault("2048"),
           {"bench"});
     t.add(Flag::integer("shard-mib", "N", 1, 1 << 20,
@@ -517,7 +529,7 @@ std::vector<FlagEntry> buildTable() {
     t.add(out.valueNamed("FILE").described("the task file to write (JSONL, kind mc)"), {"make-verse-task"});
     t.add(out.valueNamed("FILE").described("where to write tokenizer.json"), {"train-tokenizer"});
     t.add(out.described("model directory written when training finishes"), {"train-lm"});
-    t.add(out.described("--write-synthetic: the model folder to create (must not exist); scale suite: the folder it "
+    t.add(out.described("--write-synthetic, --write-synthetic-image: the model folder to create (must not exist); scale suite: the folder it "
                         "works in (created, must not exist, removed at the end; default ./npw-scale-SIZE)"),
           {"bench"});
     t.add(out.described("model folder written when training finishes (config.json, model.safetensors)"), {"train-classifier"});

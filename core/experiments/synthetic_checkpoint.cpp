@@ -72,6 +72,36 @@ at::Tensor randomBf16(const PlannedTensor& t, uint64_t seed) {
     return out;
 }
 
+// DIR.npw-partial, created empty with its marker (a leftover of an interrupted run of `command`
+// is cleared first). Refuses an existing DIR and a partial folder npw did not leave.
+fs::path beginPartialFolder(const std::string& dir, const std::string& command) {
+    if (dir.empty()) throw Error("--out: give the folder to write the checkpoint into");
+    std::error_code ec;
+    if (fs::exists(dir, ec))
+        throw Error("'" + dir + "' already exists; the synthetic checkpoint is written into a new folder (npw never "
+                    "replaces a folder it did not write)");
+    const fs::path partial = fs::path(dir).lexically_normal().string() + ".npw-partial";
+    if (fs::exists(partial, ec)) {
+        if (!fs::exists(partial / kPartialMarker, ec))
+            throw Error("'" + partial.string() + "' exists and was not left by an interrupted '" + command + "'; "
+                        "move it away first");
+        fs::remove_all(partial, ec);  // an earlier run that was stopped: start over
+        if (ec) throw Error("cannot clear the interrupted run's '" + partial.string() + "': " + ec.message());
+    }
+    fs::create_directories(partial, ec);
+    if (ec) throw Error("cannot create '" + partial.string() + "': " + ec.message());
+    std::ofstream(partial / kPartialMarker) << command << ", in progress\n";
+    return partial;
+}
+
+// The finished folder becomes DIR: the marker goes, then one rename.
+void finishPartialFolder(const fs::path& partial, const std::string& dir) {
+    std::error_code ec;
+    fs::remove(partial / kPartialMarker, ec);
+    fs::rename(partial, dir, ec);
+    if (ec) throw Error("cannot rename '" + partial.string() + "' to '" + dir + "': " + ec.message());
+}
+
 std::string shardName(size_t index, size_t count) {
     char name[64];
     std::snprintf(name, sizeof name, "model-%05zu-of-%05zu.safetensors", index + 1, count);
@@ -104,22 +134,7 @@ LlamaConfig syntheticCheckpointConfig(const std::string& size) {
 SyntheticCheckpointReport writeSyntheticHfCheckpoint(const LlamaConfig& config, const std::string& dir,
                                                      const SyntheticCheckpointOptions& options, const ProgressFn& progress) {
     config.validate(dir);
-    if (dir.empty()) throw Error("--out: give the folder to write the checkpoint into");
-    std::error_code ec;
-    if (fs::exists(dir, ec))
-        throw Error("'" + dir + "' already exists; the synthetic checkpoint is written into a new folder (npw never "
-                    "replaces a folder it did not write)");
-    const fs::path partial = fs::path(dir).lexically_normal().string() + ".npw-partial";
-    if (fs::exists(partial, ec)) {
-        if (!fs::exists(partial / kPartialMarker, ec))
-            throw Error("'" + partial.string() + "' exists and was not left by an interrupted 'npw bench --write-synthetic'; "
-                        "move it away first");
-        fs::remove_all(partial, ec);  // an earlier run that was stopped: start over
-        if (ec) throw Error("cannot clear the interrupted run's '" + partial.string() + "': " + ec.message());
-    }
-    fs::create_directories(partial, ec);
-    if (ec) throw Error("cannot create '" + partial.string() + "': " + ec.message());
-    std::ofstream(partial / kPartialMarker) << "npw bench --write-synthetic, in progress\n";
+    const fs::path partial = beginPartialFolder(dir, "npw bench --write-synthetic");
 
     // Shards: consecutive tensors until a shard holds at least shardBytes.
     const std::vector<PlannedTensor> planned = plannedTensors(config);
@@ -168,11 +183,94 @@ SyntheticCheckpointReport writeSyntheticHfCheckpoint(const LlamaConfig& config, 
     configJson["torch_dtype"] = "bfloat16";
     configJson["npw_synthetic"] = "random weights written by npw bench --write-synthetic; for measurements only";
     writeTextAtomically((partial / "config.json").string(), configJson.dump(2) + "\n");
-    fs::remove(partial / kPartialMarker, ec);
-    fs::rename(partial, dir, ec);
-    if (ec) throw Error("cannot rename '" + partial.string() + "' to '" + dir + "': " + ec.message());
+    finishPartialFolder(partial, dir);
     report.dir = dir;
     report.config = config;
+    report.tensors = static_cast<int64_t>(planned.size());
+    reportProgress(progress, "done", static_cast<double>(planned.size()), static_cast<double>(planned.size()));
+    return report;
+}
+
+LlamaGenConfig syntheticLlamaGenConfig(const std::string& size, int64_t numClasses) {
+    if (size == "tiny") {
+        LlamaGenSizes s;
+        s.dim = 64;
+        s.layers = 2;
+        s.heads = 4;
+        s.grid = 8;
+        s.vocab = 512;
+        s.classes = numClasses;
+        s.multipleOf = 32;
+        LlamaGenConfig c = llamaGenCustomConfig(s);
+        c.name = "tiny";
+        return c;
+    }
+    // llamaGenNamedConfig names the sizes when SIZE is none of them; tiny is ours.
+    try {
+        return llamaGenNamedConfig(size, 256, 16384, numClasses, 16);
+    } catch (const Error&) {
+        throw Error("unknown synthetic image model size '" + size + "': B, L, XL, XXL, 3B (LlamaGen's GPT sizes) or tiny");
+    }
+}
+
+std::vector<std::string> syntheticLlamaGenSizes() {
+    std::vector<std::string> names = llamaGenModelNames();
+    names.push_back("tiny");
+    return names;
+}
+
+SyntheticCheckpointReport writeSyntheticLlamaGenDirectory(const LlamaGenConfig& config, const std::string& dir,
+                                                          const SyntheticCheckpointOptions& options,
+                                                          const ProgressFn& progress) {
+    config.validate(dir);
+    const LlamaConfig& t = config.transformer;
+    const double s = 0.02, sOut = 0.02 / std::sqrt(2.0 * static_cast<double>(t.num_layers));
+    const int64_t D = t.hidden_size;
+    // LlamaGen's names and shapes, in the order its state dict lists them (readWeights in
+    // llamagen.cpp takes exactly these).
+    std::vector<PlannedTensor> planned;
+    planned.push_back({"cls_embedding.embedding_table.weight", {config.num_classes + 1, D}, s});
+    planned.push_back({"tok_embeddings.weight", {t.vocab_size, D}, s});
+    for (int64_t l = 0; l < t.num_layers; ++l) {
+        const std::string p = "layers." + std::to_string(l) + ".";
+        const int64_t q = t.num_heads[l] * t.head_dim, kv = t.num_kv_heads[l] * t.head_dim, inter = t.intermediate_size[l];
+        planned.push_back({p + "attention.wqkv.weight", {q + 2 * kv, D}, s});
+        planned.push_back({p + "attention.wo.weight", {D, q}, sOut});
+        planned.push_back({p + "feed_forward.w1.weight", {inter, D}, s});
+        planned.push_back({p + "feed_forward.w3.weight", {inter, D}, s});
+        planned.push_back({p + "feed_forward.w2.weight", {D, inter}, sOut});
+        planned.push_back({p + "attention_norm.weight", {D}, 0});
+        planned.push_back({p + "ffn_norm.weight", {D}, 0});
+    }
+    planned.push_back({"norm.weight", {D}, 0});
+    planned.push_back({"output.weight", {t.vocab_size, D}, s});
+
+    const fs::path partial = beginPartialFolder(dir, "npw bench --write-synthetic-image");
+    SyntheticCheckpointReport report;
+    std::vector<SafeTensorsEntry> entries;
+    for (const PlannedTensor& p : planned) {
+        entries.push_back({p.name, at::kBFloat16, p.shape});
+        report.parameters += elementsOf(p.shape);
+    }
+    const std::string weights = "model.safetensors";
+    {
+        SafeTensorsStreamWriter writer((partial / weights).string(), entries, {{"format", "pt"}});
+        for (size_t i = 0; i < planned.size(); ++i) {
+            reportProgress(progress, "write " + planned[i].name, static_cast<double>(i),
+                           static_cast<double>(planned.size()));
+            writer.write(planned[i].name, randomBf16(planned[i], options.seed * 1000003 + i));
+        }
+        writer.commit();
+    }
+    report.shards.push_back(weights);
+    report.bytes = fs::file_size(partial / weights);
+    const nlohmann::json extra = {
+        {"torch_dtype", "bfloat16"},
+        {"npw_synthetic", "random weights written by npw bench --write-synthetic-image; for measurements only"}};
+    writeTextAtomically((partial / "config.json").string(), llamaGenConfigJson(config, extra.dump()));
+    finishPartialFolder(partial, dir);
+    report.dir = dir;
+    report.config = t;
     report.tensors = static_cast<int64_t>(planned.size());
     reportProgress(progress, "done", static_cast<double>(planned.size()), static_cast<double>(planned.size()));
     return report;

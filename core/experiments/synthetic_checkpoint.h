@@ -5,6 +5,7 @@
 // fit in memory (one tensor at a time, in bf16). For measuring what opening, running and
 // exporting a model of that size costs; the weights mean nothing.
 #include "core/models/llama_config.h"
+#include "core/models/llamagen.h"
 #include "core/util/progress.h"
 
 #include <cstdint>
@@ -43,5 +44,26 @@ struct SyntheticCheckpointReport {
 SyntheticCheckpointReport writeSyntheticHfCheckpoint(const LlamaConfig& config, const std::string& dir,
                                                      const SyntheticCheckpointOptions& options = {},
                                                      const ProgressFn& progress = nullptr);
+
+// Random LlamaGen class-conditional GPTs (`npw bench --write-synthetic-image SIZE --out DIR`):
+// an npw image-model folder (config.json with "model_type": "llamagen-c2i", one bf16
+// model.safetensors in LlamaGen's key names), written the same way (tensor by tensor, in
+// DIR.npw-partial, renamed when complete). No VQ tokenizer is written: npw prune and npw info
+// need none (calibration is the GPT's own generated tokens); generating pixels needs --vq.
+//
+// SIZE: B, L, XL, XXL or 3B (LlamaGen's published c2i shapes at 256 px: 16×16 tokens, codebook
+// 16384; with or without "GPT-", any case), or "tiny" (2 layers, dim 64, 4 heads, 8×8 tokens,
+// codebook 512: for tests). numClasses: rows of the class table less the null class (LlamaGen's
+// ImageNet models: 1000); a calibration generates --per-class samples of every class, so fewer
+// classes make a cheaper calibration of the same transformer.
+LlamaGenConfig syntheticLlamaGenConfig(const std::string& size, int64_t numClasses = 1000);
+std::vector<std::string> syntheticLlamaGenSizes();  // {"B", "L", "XL", "XXL", "3B", "tiny"}
+
+// Weights as writeSyntheticHfCheckpoint's (N(0, 0.02²); wo and w2 0.02/sqrt(2·layers); norms 1;
+// the class table N(0, 0.02²)); report.shards is {"model.safetensors"} (the image loader reads
+// one file), report.config the transformer.
+SyntheticCheckpointReport writeSyntheticLlamaGenDirectory(const LlamaGenConfig& config, const std::string& dir,
+                                                          const SyntheticCheckpointOptions& options = {},
+                                                          const ProgressFn& progress = nullptr);
 
 } // namespace npw

@@ -445,10 +445,7 @@ bool isLlamaGenModel(const std::string& model) {
     return false;
 }
 
-void saveLlamaGenDirectory(const LlamaGenCheckpoint& ck, const std::string& dir, const std::string& extraConfigJson) {
-    if (!ck.source.empty()) ensureNotOverwritingSource(ck.source, dir);
-    const LlamaGenConfig& c = ck.config;
-    c.validate(ck.source.empty() ? dir : ck.source);
+std::string llamaGenConfigJson(const LlamaGenConfig& c, const std::string& extraConfigJson) {
     const LlamaConfig& t = c.transformer;
     json j = {{"model_type", "llamagen-c2i"},
               {"name", c.name},
@@ -473,6 +470,15 @@ void saveLlamaGenDirectory(const LlamaGenCheckpoint& ck, const std::string& dir,
             throw Error(std::string("internal: extra config JSON is invalid: ") + e.what());
         }
     }
+    return json_fields::dumpJson(j, 2, "config.json") + "\n";
+}
+
+void saveLlamaGenDirectory(const LlamaGenCheckpoint& ck, const std::string& dir, const std::string& extraConfigJson) {
+    if (!ck.source.empty()) ensureNotOverwritingSource(ck.source, dir);
+    const LlamaGenConfig& c = ck.config;
+    c.validate(ck.source.empty() ? dir : ck.source);
+    const LlamaConfig& t = c.transformer;
+    const std::string configJson = llamaGenConfigJson(c, extraConfigJson);
     auto cpu = [](const at::Tensor& x) { return x.to(at::kCPU, at::kFloat).contiguous(); };
     std::vector<std::pair<std::string, at::Tensor>> tensors;
     tensors.emplace_back("cls_embedding.embedding_table.weight", cpu(ck.classEmbedding));
@@ -495,7 +501,7 @@ void saveLlamaGenDirectory(const LlamaGenCheckpoint& ck, const std::string& dir,
     fs::create_directories(dir, ec);
     if (ec) throw Error("cannot create the directory '" + dir + "': " + ec.message());
     writeSafeTensors((fs::path(dir) / "model.safetensors").string(), tensors, {{"format", "pt"}});
-    writeTextAtomically((fs::path(dir) / "config.json").string(), json_fields::dumpJson(j, 2, "config.json") + "\n");
+    writeTextAtomically((fs::path(dir) / "config.json").string(), configJson);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -101,6 +101,10 @@ LlamaGenCheckpoint loadLlamaGenCheckpoint(const std::string& model, const LlamaG
 // state dict has cls_embedding.embedding_table.weight. Cheap: reads config.json / data.pkl only.
 bool isLlamaGenModel(const std::string& model);
 
+// The config.json of an npw llamagen-c2i directory ("model_type", per-layer lists) for `config`,
+// with extraConfigJson's keys (an object, may be empty) merged in.
+std::string llamaGenConfigJson(const LlamaGenConfig& config, const std::string& extraConfigJson = "");
+
 // Writes config.json ("model_type": "llamagen-c2i", per-layer lists) and model.safetensors with
 // LlamaGen's keys (q/k/v fused back into wqkv) into dir, atomically per file. Refuses to
 // overwrite the checkpoint's source. extraConfigJson: an object merged into config.json.
