@@ -4,12 +4,15 @@
 // LlamaGen's raw .pt with --vq.
 #include "core/experiments/image_workbench.h"
 #include "core/io/image_png.h"
+#include "core/io/safetensors.h"
 #include "core/models/llamagen.h"
 #include "core/models/vq_model.h"
 #include "core/util/error.h"
 
 #include <ATen/ATen.h>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <ATen/Parallel.h>
 #include "llamagen_fixture.h"
 #include <QCoreApplication>
@@ -309,6 +312,140 @@ private slots:
             }
             qInfo("%s: CLI against workbench, largest max|Δ|/max|w| over the tensors: %.3g", qPrintable(c.flags.join(' ')), worst);
         }
+    }
+
+    // npw bench --write-synthetic-image: a random LlamaGen GPT as an image-model folder that
+    // info and prune take without a VQ tokenizer (calibration is the GPT's own tokens). The
+    // weights are checked against the stated initialisation, the parameter count against
+    // LlamaGen's published shape (GPT-B: 111M), and the folder rules of --write-synthetic hold.
+    void syntheticImageModelWritesLoadsAndPrunes() {
+        if (!QFileInfo::exists(npw_)) QSKIP("the npw binary is not built in this tree");
+        namespace fs = std::filesystem;
+        auto run = [&](const QStringList& args) {
+            QProcess p;
+            p.start(npw_, args);
+            p.waitForFinished(300000);
+            return std::make_tuple(p.exitCode(), QJsonDocument::fromJson(p.readAllStandardOutput()).object(),
+                                   QString::fromUtf8(p.readAllStandardError()));
+        };
+        const QString model = dir_.path() + "/synthetic-tiny";
+        // A leftover of a killed run (it has the marker) is cleared and the write starts over.
+        fs::create_directories((model + ".npw-partial").toStdString());
+        std::ofstream((model + ".npw-partial/.npw-synthetic-partial").toStdString()) << "in progress\n";
+        std::ofstream((model + ".npw-partial/model.safetensors.tmp").toStdString()) << "half";
+        auto [rc, w, err] = run({"bench", "--write-synthetic-image", "tiny", "--num-classes", "3", "--seed", "4", "--out",
+                                 model, "--json"});
+        QVERIFY2(rc == 0, qPrintable(err));
+        QVERIFY(!fs::exists((model + ".npw-partial").toStdString()));
+        QVERIFY(!fs::exists((model + "/.npw-synthetic-partial").toStdString()));
+        // tiny: dim 64, 2 layers of 4 heads, FFN 192 (LlamaGen's rule, multiple of 32), codebook
+        // 512, 8×8 tokens; the class table has 3 + 1 rows.
+        const int64_t D = 64, F = 192, V = 512;
+        const int64_t tinyParams = 4 * D + 2 * V * D + 2 * (4 * D * D + 3 * D * F + 2 * D) + D;
+        QCOMPARE(int64_t(w["parameters"].toDouble()), tinyParams);
+        QCOMPARE(w["tensors"].toInt(), 2 + 2 * 7 + 2);
+        QCOMPARE(w["num_classes"].toInt(), 3);
+        QVERIFY(!fs::exists((model + "/vq").toStdString()));
+        {
+            const auto file = SafeTensorsFile::open((model + "/model.safetensors").toStdString());
+            QCOMPARE(int64_t(file->names().size()), int64_t(w["tensors"].toInt()));
+            for (const std::string& n : file->names()) QCOMPARE(file->info(n).dtype, std::string("BF16"));
+        }
+        auto [irc, info, ierr] = run({"info", model, "--json"});
+        QVERIFY2(irc == 0, qPrintable(ierr));
+        QCOMPARE(info["model_type"].toString(), QString("llamagen-c2i"));
+        QCOMPARE(int64_t(info["params"].toDouble()), tinyParams);
+        QCOMPARE(info["grid"].toInt(), 8);
+        QCOMPARE(info["num_classes"].toInt(), 3);
+
+        // The initialisation: N(0, 0.02²), wo and w2 scaled by 1/sqrt(2·layers), norms 1. Within
+        // 4 standard errors of n draws (std: σ/sqrt(2n), mean: σ/sqrt(n)) plus bf16's 2⁻⁸: from
+        // 17 % (the 256-value class table) to 2 %, each far from a wrong scale's factor 2.
+        const LlamaGenCheckpoint ck = loadLlamaGenCheckpoint(model.toStdString());
+        auto near = [](const at::Tensor& t, double stdev) {
+            const double s = t.std().item<double>(), m = t.mean().item<double>(), n = double(t.numel());
+            return std::abs(s - stdev) < (4 / std::sqrt(2 * n) + 1.0 / 256) * stdev && std::abs(m) < 4 * stdev / std::sqrt(n);
+        };
+        QVERIFY(near(ck.weights.embed, 0.02));
+        QVERIFY(near(ck.weights.lm_head, 0.02));
+        QVERIFY(near(ck.classEmbedding, 0.02));
+        QVERIFY(near(at::cat({ck.weights.layers[1].wq, ck.weights.layers[1].wk, ck.weights.layers[1].wv}), 0.02));
+        QVERIFY(near(ck.weights.layers[0].w_gate, 0.02));
+        QVERIFY(near(ck.weights.layers[1].wo, 0.01));
+        QVERIFY(near(ck.weights.layers[0].w_down, 0.01));
+        QVERIFY(at::equal(ck.weights.layers[1].ffn_norm, at::ones({D})));
+        QVERIFY(!at::equal(ck.weights.layers[0].w_up, ck.weights.layers[1].w_up));  // a generator per tensor
+
+        // Pruned as any image model, calibrated on 1 generated sample per class (3 × 64 tokens):
+        // every stage of the report is finite, the bounded ones against a positive bound.
+        const QString out = dir_.path() + "/synthetic-tiny-pruned";
+        auto [prc, j, perr] = run({"prune", model, "--method", "numerical", "--ratio", "0.2", "--calib", "generated",
+                                   "--per-class", "1", "--out", out, "--json"});
+        QVERIFY2(prc == 0, qPrintable(perr));
+        QCOMPARE(j["calibration"].toObject()["samples"].toInt(), 3);
+        QCOMPARE(j["calibration"].toObject()["tokens"].toInt(), 3 * 64);
+        QVERIFY(j["achieved_ratio"].toDouble() >= 0.2 && j["achieved_ratio"].toDouble() < 0.35);
+        const QJsonArray stages = j["stage_bounds"].toObject()["stages"].toArray();
+        QVERIFY(stages.size() >= 5);
+        QStringList named;
+        for (const QJsonValue& v : stages) {
+            const QJsonObject st = v.toObject();
+            named << st["stage"].toString();
+            QVERIFY2(std::isfinite(st["seconds"].toDouble()) && st["seconds"].toDouble() >= 0,
+                     qPrintable(st["stage"].toString()));
+            if (st.contains("bound_s"))
+                QVERIFY2(st["bound_s"].toDouble() > 0 && std::isfinite(st["ratio"].toDouble()) && st["ratio"].toDouble() > 0,
+                         qPrintable(st["stage"].toString()));
+        }
+        for (const char* stage : {"calibration_forward", "gram_accumulation", "scores", "compensation", "writing"})
+            QVERIFY2(named.contains(stage), qPrintable(named.join(",")));
+        QCOMPARE(loadLlamaGenCheckpoint(out.toStdString()).classEmbedding.size(0), int64_t(4));
+
+        // The same seed writes the same bytes; another seed other weights.
+        const QString again = dir_.path() + "/synthetic-tiny-again", other = dir_.path() + "/synthetic-tiny-seed5";
+        QCOMPARE(std::get<0>(run({"bench", "--write-synthetic-image", "tiny", "--num-classes", "3", "--seed", "4", "--out", again})), 0);
+        QCOMPARE(std::get<0>(run({"bench", "--write-synthetic-image", "tiny", "--num-classes", "3", "--seed", "5", "--out", other})), 0);
+        auto bytes = [](const QString& dir) {
+            QFile f(dir + "/model.safetensors");
+            return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+        };
+        QVERIFY(!bytes(model).isEmpty() && bytes(again) == bytes(model));
+        QVERIFY(bytes(other).size() == bytes(model).size() && bytes(other) != bytes(model));
+
+        // Refusals: an existing folder (left as it was), an unknown size (the sizes listed), a
+        // partial folder npw did not leave, no --out, and a MODEL argument.
+        const QByteArray before = bytes(model);
+        auto [e1rc, e1j, e1] = run({"bench", "--write-synthetic-image", "tiny", "--out", model});
+        QVERIFY2(e1rc == 1 && e1.contains("already exists"), qPrintable(e1));
+        QVERIFY(bytes(model) == before);
+        auto [e2rc, e2j, e2] = run({"bench", "--write-synthetic-image", "XXXL", "--out", dir_.path() + "/x"});
+        QVERIFY2(e2rc == 1 && e2.contains("'XXXL'") && e2.contains("B, L, XL, XXL, 3B or tiny"), qPrintable(e2));
+        const QString foreign = dir_.path() + "/foreign";
+        fs::create_directories((foreign + ".npw-partial").toStdString());
+        std::ofstream((foreign + ".npw-partial/mine.txt").toStdString()) << "not npw's";
+        auto [e3rc, e3j, e3] = run({"bench", "--write-synthetic-image", "tiny", "--out", foreign});
+        QVERIFY2(e3rc == 1 && e3.contains("was not left by an interrupted 'npw bench --write-synthetic-image'"), qPrintable(e3));
+        QVERIFY(fs::exists((foreign + ".npw-partial/mine.txt").toStdString()) && !fs::exists(foreign.toStdString()));
+        auto [e4rc, e4j, e4] = run({"bench", "--write-synthetic-image", "tiny"});
+        QVERIFY2(e4rc == 1 && e4.contains("--out DIR"), qPrintable(e4));
+        auto [e5rc, e5j, e5] = run({"bench", model, "--write-synthetic-image", "tiny", "--out", dir_.path() + "/y"});
+        QVERIFY2(e5rc == 1 && e5.contains("takes no MODEL"), qPrintable(e5));
+
+        // GPT-B, LlamaGen's published 111M: 12 layers, dim 768, 12 heads, FFN 2048, codebook
+        // 16384, 1000 classes + the null class.
+        const QString b = dir_.path() + "/synthetic-b";
+        auto [brc, bw, berr] = run({"bench", "--write-synthetic-image", "gpt-b", "--out", b, "--json"});
+        QVERIFY2(brc == 0, qPrintable(berr));
+        const int64_t BD = 768, BF = 2048, BV = 16384, BL = 12;
+        const int64_t bParams = 1001 * BD + 2 * BV * BD + BL * (4 * BD * BD + 3 * BD * BF + 2 * BD) + BD;
+        QCOMPARE(bParams, int64_t(110888448));
+        QCOMPARE(int64_t(bw["parameters"].toDouble()), bParams);
+        QCOMPARE(bw["name"].toString(), QString("GPT-B"));
+        auto [birc, bi, bierr] = run({"info", b, "--json"});
+        QVERIFY2(birc == 0, qPrintable(bierr));
+        QCOMPARE(int64_t(bi["params"].toDouble()), bParams);
+        QCOMPARE(bi["grid"].toInt(), 16);
+        fs::remove_all(b.toStdString());
     }
 
     void userErrors() {
