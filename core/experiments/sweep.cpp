@@ -118,6 +118,25 @@ SweepRow calibratedRow(const CalibrationSet& calibration, int64_t samples, int s
 }
 
 // A pruned model's row before its evaluation: the method, ρ, λ as given and as scored with.
+// The sweep's steps for its progress bar: the dense model, then one per seed, calibration,
+// method, λ and ratio (both roads).
+double sweepSteps(const SweepSpec& spec) {
+    size_t lambdaRuns = 0;
+    for (const auto& m : spec.methods)
+        lambdaRuns += !parseBaselineMethod(m) && parseSweepMethod(m).method == PruneMethod::Numerical ? spec.lambdas.size() : 1;
+    return 1.0 + double(spec.seeds) * spec.calibSamples.size() * spec.calibSeqlens.size() * lambdaRuns * spec.ratios.size();
+}
+
+// Calibration, scoring and evaluation report inside the current step `done` (stage "sweep: WHAT"),
+// so that a progress bar moves and a cancel stops within one batch, not one whole step.
+ProgressFn withinStep(const ProgressFn& progress, const double& done, double totalSteps, const std::string& what) {
+    if (!progress) return nullptr;
+    return [&progress, &done, totalSteps, what](const Progress& p) {
+        const double part = p.total > 0 ? std::min(p.done / p.total, 1.0) : 0.0;
+        return progress({"sweep: " + what, done + 0.99 * part, totalSteps});
+    };
+}
+
 SweepRow prunedRow(const SweepRow& calibrated, const std::string& methodName, bool numerical, double ratio, double lambda,
                    const SweepSpec& spec, const ScoreSet& scores) {
     SweepRow row = calibrated;
@@ -168,21 +187,9 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
         rows.push_back(row);
         if (onRow) onRow(row);
     };
-    size_t lambdaRuns = 0;
-    for (const auto& m : spec.methods)
-        lambdaRuns += !parseBaselineMethod(m) && parseSweepMethod(m).method == PruneMethod::Numerical ? spec.lambdas.size() : 1;
-    const double totalSteps = 1.0 + double(spec.seeds) * spec.calibSamples.size() * spec.calibSeqlens.size() *
-                                        lambdaRuns * spec.ratios.size();
+    const double totalSteps = sweepSteps(spec);
     double done = 0;
-    // Calibration, scoring and evaluation report inside the current step (stage "sweep: …"),
-    // so that a progress bar moves and a cancel stops within one batch, not one whole step.
-    auto within = [&](const std::string& what) -> ProgressFn {
-        if (!progress) return nullptr;
-        return [&progress, &done, totalSteps, what](const Progress& p) {
-            const double part = p.total > 0 ? std::min(p.done / p.total, 1.0) : 0.0;
-            return progress({"sweep: " + what, done + 0.99 * part, totalSteps});
-        };
-    };
+    auto within = [&](const std::string& what) { return withinStep(progress, done, totalSteps, what); };
     auto evaluate = [&](const CausalLm& m, const SweepEvalSet& set) {
         const PerplexityOptions o = perplexityOptions(spec.evaluation, m.config());  // the one protocol
         DecodeFn decode;
@@ -405,18 +412,9 @@ std::vector<SweepRow> runSweepLayerwise(const LanguageModel& lm, const SweepSpec
         rows.push_back(row);
         if (onRow) onRow(row);
     };
-    size_t lambdaRuns = 0;
-    for (const auto& m : spec.methods) lambdaRuns += parseSweepMethod(m).method == PruneMethod::Numerical ? spec.lambdas.size() : 1;
-    const double totalSteps = 1.0 + double(spec.seeds) * spec.calibSamples.size() * spec.calibSeqlens.size() *
-                                        lambdaRuns * spec.ratios.size();
+    const double totalSteps = sweepSteps(spec);
     double done = 0;
-    auto within = [&](const std::string& what) -> ProgressFn {
-        if (!progress) return nullptr;
-        return [&progress, &done, totalSteps, what](const Progress& p) {
-            const double part = p.total > 0 ? std::min(p.done / p.total, 1.0) : 0.0;
-            return progress({"sweep: " + what, done + 0.99 * part, totalSteps});
-        };
-    };
+    auto within = [&](const std::string& what) { return withinStep(progress, done, totalSteps, what); };
     // Every set, one block at a time, with the in-RAM sweep's protocol; an error names the row.
     auto evaluateAll = [&](const LlamaCheckpoint& checkpoint, const SweepRow& base) {
         try {
