@@ -103,7 +103,7 @@ std::shared_ptr<const LayerwiseStatistics> LayerwiseStatistics::calibrate(const 
 
     // float64 triangles when they fit in the checkpoint's own size plus the hidden states
     // (layerwise_prune.h's bound), else float32.
-    const int64_t hiddenBytes = set.tokens() * config.hidden_size * 4;
+    const int64_t hiddenBytes = calibrationHiddenBytes(config, set.tokens());
     out->hiddenBytes_ = hiddenBytes;
     out->boundBytes_ = scratchBoundBytes(model.checkpoint(), hiddenBytes);
     out->modelSource_ = model.checkpoint().source;

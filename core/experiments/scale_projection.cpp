@@ -2,6 +2,8 @@
 #include "core/experiments/scale_projection.h"
 
 #include "core/experiments/synthetic_checkpoint.h"
+#include "core/models/parameter_count.h"
+#include "core/prune/layerwise_prune.h"
 #include "core/prune/units.h"
 #include "core/util/error.h"
 
@@ -35,15 +37,6 @@ double d(int64_t v) { return static_cast<double>(v); }
 
 int64_t attentionWidth(const LlamaConfig& c, size_t l) { return c.num_heads.at(l) * c.head_dim; }
 
-int64_t layerParameters(const LlamaConfig& c, int64_t heads, int64_t kvHeads, int64_t inter) {
-    const int64_t h = c.hidden_size, hd = c.head_dim;
-    return 2 * h + 2 * h * heads * hd + 2 * h * kvHeads * hd + 3 * h * inter;  // norms, q/o, k/v, gate/up/down
-}
-
-int64_t nonLayerParameters(const LlamaConfig& c) {
-    return c.vocab_size * c.hidden_size * (c.tie_word_embeddings ? 1 : 2) + c.hidden_size;
-}
-
 } // namespace
 
 std::vector<std::string> projectionShapeNames() { return {"tiny", "110m", "1b", "7b", "8b", "13b", "70b"}; }
@@ -74,16 +67,21 @@ RemovedChannels uniformlyRemoved(const LlamaConfig& config, double ratio) {
     return out;
 }
 
-int64_t parametersAfter(const LlamaConfig& config, const RemovedChannels& removed) {
-    int64_t total = nonLayerParameters(config);
+LlamaConfig configAfter(const LlamaConfig& config, const RemovedChannels& removed) {
+    LlamaConfig after = config;
     for (size_t l = 0; l < static_cast<size_t>(config.num_layers); ++l) {
         const int64_t heads = config.num_heads[l], kv = config.num_kv_heads[l];
         const int64_t removedHeads = removed.attention.at(l) / std::max<int64_t>(config.head_dim, 1);
-        // A KV head goes with its group (MHA: with its head).
-        const int64_t removedKv = heads > 0 ? removedHeads * kv / heads : 0;
-        total += layerParameters(config, heads - removedHeads, kv - removedKv, config.intermediate_size[l] - removed.mlp.at(l));
+        after.num_heads[l] = heads - removedHeads;
+        after.num_kv_heads[l] = kv - (heads > 0 ? removedHeads * kv / heads : 0);
+        after.intermediate_size[l] = config.intermediate_size[l] - removed.mlp.at(l);
     }
-    return total;
+    return after;
+}
+
+int64_t modelParameters(const LlamaConfig& config) {
+    const int64_t norms = (2 * config.num_layers + 1) * config.hidden_size;
+    return prunableParameters(config) + norms + config.vocab_size * config.hidden_size * (config.tie_word_embeddings ? 1 : 2);
 }
 
 std::vector<StageMeasure> projectedStageWork(const LlamaConfig& config, int64_t windows, int64_t seqlen,
@@ -104,7 +102,7 @@ std::vector<StageMeasure> projectedStageWork(const LlamaConfig& config, int64_t 
                  curve = stage("cross_layer_ranking"), compensation = stage("compensation"), writing = stage("writing"),
                  scratch = stage("scratch_writing");
     forward.gemm32Flops = calibrationForwardFlops(config, tokens, seqlen);
-    const double hidden = d(windows) * d(seqlen) * rows * 4;  // float32 hidden states, one file per layer
+    const double hidden = d(calibrationHiddenBytes(config, tokens));  // one file per layer
     for (size_t l = 0; l < layers; ++l) {
         for (const bool attention : {true, false}) {
             const int64_t width = attention ? attentionWidth(config, l) : config.intermediate_size[l];
@@ -121,11 +119,12 @@ std::vector<StageMeasure> projectedStageWork(const LlamaConfig& config, int64_t 
                 compensation.gemm64Flops += (2 * k * pp + k * k + pp * pp) * rows;
                 compensation.choleskyFlops += cube;
             }
-            scratch.bytes += dd * (dd + 1) / 2 * d(scratchElementBytes) + 2 * dd * 8;  // triangle, Σx and Σx²
+            scratch.bytes += 2 * dd * 8;  // Σx and Σx²
         }
         if (l + 1 < layers && hiddenEveryLayer) scratch.bytes += hidden;
     }
-    writing.bytes = d(parametersAfter(config, removed)) * d(exportElementBytes);
+    scratch.bytes += d(packedGramBytes(config, scratchElementBytes));  // the Gram triangles
+    writing.bytes = d(modelParameters(configAfter(config, removed))) * d(exportElementBytes);
     forward.note = "the blocks' float32 forward (weights and attention)";
     gram.note = "float64 symmetric rank-k updates, d(d+1)·N per site";
     scores.note = "per site: WᵀW, one Cholesky, one solve";
@@ -138,19 +137,14 @@ std::vector<StageMeasure> projectedStageWork(const LlamaConfig& config, int64_t 
 
 LayerwiseFootprint projectedFootprint(const LlamaConfig& config, int64_t windows, int64_t seqlen, double ratio) {
     LayerwiseFootprint f;
-    const RemovedChannels removed = uniformlyRemoved(config, ratio);
-    const RemovedChannels none{std::vector<int64_t>(static_cast<size_t>(config.num_layers), 0),
-                               std::vector<int64_t>(static_cast<size_t>(config.num_layers), 0)};
-    f.checkpointBytes = 2 * parametersAfter(config, none);
-    f.hiddenBytes = windows * seqlen * config.hidden_size * 4;
-    int64_t packed64 = 0;
+    f.checkpointBytes = 2 * modelParameters(config);
+    f.hiddenBytes = calibrationHiddenBytes(config, windows * seqlen);
     for (size_t l = 0; l < static_cast<size_t>(config.num_layers); ++l) {
         const int64_t da = attentionWidth(config, l), di = config.intermediate_size[l];
-        f.layerFloat32Bytes = std::max(f.layerFloat32Bytes,
-                                       4 * layerParameters(config, config.num_heads[l], config.num_kv_heads[l], di));
+        // The layer's norms beside its prunable weights.
+        f.layerFloat32Bytes = std::max(f.layerFloat32Bytes, 4 * (prunableLayerParameters(config, l) + 2 * config.hidden_size));
         f.gramBytes = std::max(f.gramBytes, 8 * (da * da + di * di));
         f.factorBytes = std::max(f.factorBytes, 8 * std::max(da * da, di * di));
-        packed64 += 8 * (da * (da + 1) / 2 + di * (di + 1) / 2);
     }
     // The process before any model: LibTorch, its thread pools, the runtime (measured: about 200 MiB
     // of RssAnon beside the terms above on the 1.1B and 7B runs).
@@ -160,10 +154,12 @@ LayerwiseFootprint projectedFootprint(const LlamaConfig& config, int64_t windows
     const int64_t calibration = f.hiddenBytes + f.gramBytes;
     const int64_t apply = f.layerFloat32Bytes + f.gramBytes + f.factorBytes;
     f.peakAnonBytes = f.baselineBytes + std::max(calibration, apply);
+    // The scratch file's rule (layerwise_prune.h) with the checkpoint in bf16.
     f.scratchBoundBytes = f.checkpointBytes + f.hiddenBytes;
-    f.scratchPrecision = packed64 > f.scratchBoundBytes ? "float32" : "float64";
-    f.scratchBytes = f.scratchPrecision == "float32" ? packed64 / 2 : packed64;
-    f.exportBytes = 2 * parametersAfter(config, removed);
+    const bool float32 = scratchDtype(config, f.scratchBoundBytes) == at::kFloat;
+    f.scratchPrecision = float32 ? "float32" : "float64";
+    f.scratchBytes = packedGramBytes(config, float32 ? 4 : 8);
+    f.exportBytes = 2 * modelParameters(configAfter(config, uniformlyRemoved(config, ratio)));
     return f;
 }
 
@@ -269,10 +265,8 @@ nlohmann::json projectPrune(const std::string& shape, int64_t windows, int64_t s
             unmodelled += seconds;
     const double share = measured.totalSeconds > 0 ? unmodelled / measured.totalSeconds : 0.0;
     const double keep = 1.0 - std::min(share, 0.9);
-    const RemovedChannels none{std::vector<int64_t>(static_cast<size_t>(config.num_layers), 0),
-                               std::vector<int64_t>(static_cast<size_t>(config.num_layers), 0)};
     return {{"shape", shape},
-            {"parameters", parametersAfter(config, none)},
+            {"parameters", modelParameters(config)},
             {"windows", windows},
             {"seqlen", seqlen},
             {"tokens", windows * seqlen},

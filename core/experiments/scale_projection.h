@@ -54,16 +54,17 @@ RemovedChannels uniformlyRemoved(const LlamaConfig& config, double ratio);
 // scores, cross_layer_ranking, compensation, writing (bytes: the export in `exportElementBytes`
 // per parameter), scratch_writing (layer-wise road: triangles of `scratchElementBytes`, the sums,
 // and with `hiddenEveryLayer` the hidden states after every layer but the last — what the road
-// writes up to 256 MiB of them; above, it writes them only as often as keeps that under a tenth
-// of the calibration's time, which projectPrune accounts for).
+// writes up to kHiddenSavedEveryLayerBytes of them (layerwise_prune.h); above, it writes them only
+// as often as keeps that under a tenth of the calibration's time, which projectPrune accounts for).
 std::vector<StageMeasure> projectedStageWork(const LlamaConfig& config, int64_t windows, int64_t seqlen,
                                              const RemovedChannels& removed, int64_t exportElementBytes = 2,
                                              int64_t scratchElementBytes = 4, bool hiddenEveryLayer = true);
-// The hidden-state size up to which the layer-wise road writes them after every layer.
-inline constexpr int64_t kHiddenSavedEveryLayerBytes = int64_t{256} << 20;
 
-// Parameters of the model after removing `removed` (every tensor: embeddings, norms, the head).
-int64_t parametersAfter(const LlamaConfig& config, const RemovedChannels& removed);
+// The shape after removing `removed` from every layer (a KV head goes with its group).
+LlamaConfig configAfter(const LlamaConfig& config, const RemovedChannels& removed);
+// Every parameter of a model of this shape: the prunable weights, the norms, the embedding and
+// the head (parameter_count.h's count of the prunable ones).
+int64_t modelParameters(const LlamaConfig& config);
 
 struct LayerwiseFootprint {
     int64_t checkpointBytes = 0;   // every parameter in bf16

@@ -117,7 +117,6 @@ SweepRow calibratedRow(const CalibrationSet& calibration, int64_t samples, int s
     return calibrated;
 }
 
-// A pruned model's row before its evaluation: the method, ρ, λ as given and as scored with.
 // The sweep's steps for its progress bar: the dense model, then one per seed, calibration,
 // method, λ and ratio (both roads).
 double sweepSteps(const SweepSpec& spec) {
@@ -137,6 +136,7 @@ ProgressFn withinStep(const ProgressFn& progress, const double& done, double tot
     };
 }
 
+// A pruned model's row before its evaluation: the method, ρ, λ as given and as scored with.
 SweepRow prunedRow(const SweepRow& calibrated, const std::string& methodName, bool numerical, double ratio, double lambda,
                    const SweepSpec& spec, const ScoreSet& scores) {
     SweepRow row = calibrated;

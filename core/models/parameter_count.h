@@ -10,5 +10,7 @@ namespace npw {
 int64_t checkpointParameters(const LlamaCheckpoint& checkpoint);
 // The prunable weights: q, k, v, o, gate, up and down of every layer (no biases).
 int64_t prunableParameters(const LlamaConfig& config);
+// The same of one layer.
+int64_t prunableLayerParameters(const LlamaConfig& config, size_t layer);
 
 } // namespace npw

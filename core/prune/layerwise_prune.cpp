@@ -417,6 +417,8 @@ LayerStats GramScratch::read(size_t l, bool attention, bool withGram) const {
     return s;
 }
 
+int64_t calibrationHiddenBytes(const LlamaConfig& config, int64_t tokens) { return tokens * config.hidden_size * 4; }
+
 int64_t scratchBoundBytes(const LlamaCheckpoint& checkpoint, int64_t hiddenBytes) {
     return storedWeightBytes(checkpoint) + hiddenBytes;
 }
@@ -578,7 +580,7 @@ LayerwisePruneRun pruneLayerwise(const LlamaModel& model, const CalibrationSet& 
 
     // The scratch file's precision: float64 when its triangle fits the bound (the checkpoint's
     // own size plus the hidden states), else float32.
-    run.hiddenBytes = set.tokens() * config.hidden_size * 4;
+    run.hiddenBytes = calibrationHiddenBytes(config, set.tokens());
     run.scratchBoundBytes = scratchBoundBytes(checkpoint, run.hiddenBytes);
     const at::ScalarType statsDtype = scratchDtype(config, run.scratchBoundBytes, options.precision);
     run.statsPrecision = statsDtype == at::kDouble ? "float64" : "float32";
@@ -657,12 +659,12 @@ LayerwisePruneRun pruneLayerwise(const LlamaModel& model, const CalibrationSet& 
     auto t = Clock::now();
     run.calibratedFromLayer = finished;
     // A rerun resumes after the last layer whose outgoing hidden states are on disk. Up to
-    // 256 MiB (16 × 512 tokens at 70B) they are written after every layer, as
+    // kHiddenSavedEveryLayerBytes (16 × 512 tokens at 70B) they are written after every layer, as
     // a layer's Gram updates cost far more on any machine. Above it (the papers' 128 × 2048: 4.3 GB
     // at 7B, every layer — minutes a layer on a GPU, where a layer calibrates in about a second)
     // they are written only once the calibration has run ten times as long as the last write
     // took: the writes stay under a tenth of the calibration, and a kill loses about that long.
-    int64_t hiddenSavedEveryLayer = int64_t{256} << 20;
+    int64_t hiddenSavedEveryLayer = kHiddenSavedEveryLayerBytes;
     // Test hook: another size (0: the timed rule for any model), for the resume tests.
     if (const char* v = std::getenv("NPW_TEST_HIDDEN_EVERY_LAYER_BYTES"); v && *v) hiddenSavedEveryLayer = std::atoll(v);
     const bool hiddenEveryLayer = run.hiddenBytes <= hiddenSavedEveryLayer;

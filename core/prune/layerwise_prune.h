@@ -84,6 +84,11 @@ ScoredLayerSource scoredLayersFrom(const LlamaCheckpoint& checkpoint, const Gram
 enum class StatsScratchPrecision { Auto, Float64, Float32 };
 // Bytes of every scored site's packed upper triangle at that element size.
 int64_t packedGramBytes(const LlamaConfig& config, int64_t elementBytes);
+// The hidden states of every calibration window, as calibration holds them (float32).
+int64_t calibrationHiddenBytes(const LlamaConfig& config, int64_t tokens);
+// Hidden states up to this size are written after every calibrated layer for a resume; larger ones
+// only as often as keeps the writes under a tenth of the calibration's time (pruneLayerwise).
+inline constexpr int64_t kHiddenSavedEveryLayerBytes = int64_t{256} << 20;
 // The scratch file's bound: the checkpoint's weights as stored plus the hidden states of every
 // calibration window (hiddenBytes).
 int64_t scratchBoundBytes(const LlamaCheckpoint& checkpoint, int64_t hiddenBytes);
