@@ -152,6 +152,20 @@ private slots:
         QCOMPARE(badCalibration.rc, 1);
         QVERIFY2(badCalibration.err.contains("16by512") && badCalibration.err.contains("WINDOWSxSEQLEN"),
                  qPrintable(badCalibration.err));
+        // A rate the run did not measure (0) has nothing to project with: refused, naming it.
+        Json zeroRate = prune_;
+        zeroRate["stage_bounds"]["rates"]["float64_gemm_flop_per_s"] = 0;
+        QFile z(dir_.filePath("zero-rate.json"));
+        QVERIFY(z.open(QIODevice::WriteOnly));
+        z.write(QByteArray::fromStdString(zeroRate.dump()));
+        z.close();
+        const npw::test::CliRun noRate = npw::test::runCli(npw_, {"bench", "--suite", "projection", "--from", z.fileName()});
+        QCOMPARE(noRate.rc, 1);
+        QVERIFY2(noRate.err.contains("zero-rate.json") && noRate.err.contains("float64_gemm_flop_per_s"), qPrintable(noRate.err));
+        const npw::test::CliRun noShapes =
+            npw::test::runCli(npw_, {"bench", "--suite", "projection", "--from", report_, "--shapes", ","});
+        QCOMPARE(noShapes.rc, 1);
+        QVERIFY2(noShapes.err.contains("--shapes"), qPrintable(noShapes.err));
         const npw::test::CliRun badShape =
             npw::test::runCli(npw_, {"bench", "--suite", "projection", "--from", report_, "--shapes", "30b"});
         QCOMPARE(badShape.rc, 1);

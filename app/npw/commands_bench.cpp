@@ -269,6 +269,8 @@ nlohmann::json projectionSuite(const Args& args, bool json) {
         calibrations.emplace_back(w, l);
     }
     const double ratio = args.getDouble("ratio");
+    if (args.getList("shapes").empty() || calibrations.empty())
+        throw Error("--suite projection: --shapes and --calibrations each need at least one item");
     nlohmann::json rows = nlohmann::json::array();
     for (const std::string& shape : args.getList("shapes"))
         for (const auto& [windows, seqlen] : calibrations) rows.push_back(projectPrune(shape, windows, seqlen, ratio, measured, gpu));

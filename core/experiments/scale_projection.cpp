@@ -177,8 +177,13 @@ MeasuredEfficiency measuredEfficiency(const nlohmann::json& report, const std::s
         throw bad("stage_bounds has no stages array or no rates object");
     auto rate = [&](const char* key) {
         const nlohmann::json& r = sb["rates"];
-        if (!r.contains(key) || !r[key].is_number() || !std::isfinite(r[key].get<double>()) || r[key].get<double>() < 0)
-            throw bad(std::string("stage_bounds.rates.") + key + " is missing or not a non-negative number");
+        // Every projected stage divides by one of these: a run whose probe measured none (a disk it
+        // could not write: 0, said in disk_write_note) cannot be projected from.
+        if (!r.contains(key) || !r[key].is_number() || !std::isfinite(r[key].get<double>()) || r[key].get<double>() <= 0)
+            throw bad(std::string("stage_bounds.rates.") + key + " is missing or not a positive number" +
+                      (r.contains("disk_write_note") && r["disk_write_note"].is_string()
+                           ? " (" + r["disk_write_note"].get<std::string>() + ")"
+                           : std::string()));
         return r[key].get<double>();
     };
     m.rates.gemm32 = rate("float32_gemm_flop_per_s");
