@@ -10,6 +10,7 @@
 // Needs Node and `npm install --omit=optional` in tests/fixtures/llamacpp; without them every test is skipped (CTest
 // reports the suite as skipped, label "llamacpp").
 #include "core/eval/generate.h"
+#include "core/experiments/runtime_bench.h"
 #include "core/models/gguf_export.h"
 #include "core/prune/baselines.h"
 #include "core/text/tokenizer.h"
@@ -412,6 +413,16 @@ private slots:
         compareGreedy(loadLlamaCheckpoint("demo:lm"), "demo-lm-f16", GgufDtype::F16, 2e-2);
     }
     void denseGqa() { compareGreedy(loadLlamaCheckpoint("demo:lm-gqa"), "demo-lm-gqa", GgufDtype::F32, 1e-4); }
+    void denseBf16AsStored() {
+        // A bf16 release as it ships: the demo's weights rounded to bfloat16 in safetensors,
+        // mapped (npw reads them as stored) and exported as a BF16 GGUF of the same values.
+        // llama.cpp also rounds the activations to bfloat16 (8-bit mantissa): wider ties.
+        const std::string folder = dir_.filePath("demo-lm-bf16").toStdString();
+        writeHfCheckpointIn(loadLlamaCheckpoint("demo:lm"), folder, at::kBFloat16);
+        const LlamaCheckpoint c = loadLlamaCheckpoint(folder, WeightStorage::Mapped);
+        QCOMPARE(c.weights.layers.at(0).w_up.scalar_type(), at::kBFloat16);
+        compareGreedy(c, "demo-lm-bf16", GgufDtype::BF16, 1e-1);
+    }
 
     void prunedNumerical() {
         const LlamaCheckpoint c = prunedDemo("demo:lm", PruneMethod::Numerical, CompensationKind::MethodDefault, 0.3);

@@ -354,20 +354,23 @@ nlohmann::json runtimeSuite(const Args& args, bool json) {
     } catch (const Error& e) {
         llama = {{"skipped", e.what()}};
     }
-    // The 16-bit rounds' counterpart: llama.cpp on the same float16 weights (the mapped F16
-    // folder exported as an F16 GGUF; npw's export has no BF16 type, so the bfloat16 model is
-    // set beside the same F16 figure: both read two bytes per weight).
-    nlohmann::json llamaF16 = {{"skipped", "--suite runtime ran without the 16-bit models"}};
-    double llamaF16Prefill = 0, llamaF16Decode = 0;
-    if (!r.f16Dir.empty()) {
+    // The 16-bit rounds' counterparts: llama.cpp on the same weights as stored, the mapped BF16
+    // folder exported as a BF16 GGUF and the F16 folder as an F16 GGUF.
+    const auto llamaOn = [&](const LlamaCheckpoint& c, const std::string& dtype, double& prefill, double& decode) {
+        nlohmann::json j = {{"skipped", "--suite runtime ran without the 16-bit models"}};
+        if (r.f16Dir.empty()) return j;
         try {
-            llamaF16 = benchLlamaCpp(r.f16Checkpoint, o.promptTokens, o.decodeTokens, o.repeats, o.threads, "f16");
-            llamaF16Prefill = llamaF16.at("prefill_tokens_per_s").get<double>();
-            llamaF16Decode = llamaF16.at("decode_tokens_per_s").get<double>();
+            j = benchLlamaCpp(c, o.promptTokens, o.decodeTokens, o.repeats, o.threads, dtype);
+            prefill = j.at("prefill_tokens_per_s").get<double>();
+            decode = j.at("decode_tokens_per_s").get<double>();
         } catch (const Error& e) {
-            llamaF16 = {{"skipped", e.what()}};
+            j = {{"skipped", e.what()}};
         }
-    }
+        return j;
+    };
+    double llamaBf16Prefill = 0, llamaBf16Decode = 0, llamaF16Prefill = 0, llamaF16Decode = 0;
+    const nlohmann::json llamaBf16 = llamaOn(r.bf16Checkpoint, "bf16", llamaBf16Prefill, llamaBf16Decode);
+    const nlohmann::json llamaF16 = llamaOn(r.f16Checkpoint, "f16", llamaF16Prefill, llamaF16Decode);
     const auto ratio = [](double a, double b) { return a > 0 && b > 0 ? nlohmann::json(a / b) : nlohmann::json(nullptr); };
     const auto figures = [](const ReferenceFigures& f) {
         nlohmann::json j = {{"prefill_tokens_per_s", f.prefill}, {"decode_tokens_per_s", f.decode},
@@ -387,13 +390,15 @@ nlohmann::json runtimeSuite(const Args& args, bool json) {
         {"roofline_decode_tokens_per_s", r.roofline()}, {"gemm_bound_eval_tokens_per_s", r.gemmBound()},
         {"npw", figures(r.npw)}, {"runc", figures(r.runc)}, {"eager_pytorch", figures(r.eager)}, {"llamacpp", llama},
         {"half_precision",
-         {{"npw_bf16", figures(r.bf16)}, {"npw_f16", figures(r.f16)}, {"llamacpp_f16", llamaF16},
+         {{"npw_bf16", figures(r.bf16)}, {"npw_f16", figures(r.f16)}, {"llamacpp_bf16", llamaBf16}, {"llamacpp_f16", llamaF16},
           {"decode_bytes_per_token", r.halfBytesPerToken},
           {"roofline_decode_tokens_per_s", r.halfBytesPerToken > 0 ? r.bandwidthGBs * 1e9 / r.halfBytesPerToken : 0.0},
           {"float32_weights_mib", r.float32WeightsMiB},
           {"bf16_rss_anon_added_mib", r.bf16AnonAddedMiB}, {"f16_rss_anon_added_mib", r.f16AnonAddedMiB},
           {"ratios",
-           {{"bf16_decode_vs_llamacpp_f16", ratio(r.bf16.decode, llamaF16Decode)},
+           {{"bf16_decode_vs_llamacpp_bf16", ratio(r.bf16.decode, llamaBf16Decode)},
+            {"bf16_prefill_vs_llamacpp_bf16", ratio(r.bf16.prefill, llamaBf16Prefill)},
+            {"bf16_decode_vs_llamacpp_f16", ratio(r.bf16.decode, llamaF16Decode)},
             {"f16_decode_vs_llamacpp_f16", ratio(r.f16.decode, llamaF16Decode)},
             {"bf16_decode_vs_float32", ratio(r.bf16.decode, r.npw.decode)},
             {"bf16_prefill_vs_float32", ratio(r.bf16.prefill, r.npw.prefill)},
@@ -458,10 +463,15 @@ nlohmann::json runtimeSuite(const Args& args, bool json) {
                       << fig(h["roofline_decode_tokens_per_s"].get<double>()) << " tokens/s)\n";
             row("npw bf16", r.bf16);
             row("npw f16", r.f16);
+            row("llama.cpp bf16",
+                ReferenceFigures{llamaBf16Prefill, llamaBf16Decode, 0,
+                                 llamaBf16.contains("skipped") ? llamaBf16["skipped"].get<std::string>() : std::string()});
             row("llama.cpp f16",
                 ReferenceFigures{llamaF16Prefill, llamaF16Decode, 0,
                                  llamaF16.contains("skipped") ? llamaF16["skipped"].get<std::string>() : std::string()});
-            std::cout << "  npw decode: bf16 " << rat(hq["bf16_decode_vs_llamacpp_f16"]) << " llama.cpp f16, f16 "
+            std::cout << "  npw bf16 vs llama.cpp bf16: decode " << rat(hq["bf16_decode_vs_llamacpp_bf16"]) << ", prefill "
+                      << rat(hq["bf16_prefill_vs_llamacpp_bf16"]) << "\n"
+                      << "  npw decode: bf16 " << rat(hq["bf16_decode_vs_llamacpp_f16"]) << " llama.cpp f16, f16 "
                       << rat(hq["f16_decode_vs_llamacpp_f16"]) << " llama.cpp f16; bf16 vs npw float32: decode "
                       << rat(hq["bf16_decode_vs_float32"]) << ", prefill " << rat(hq["bf16_prefill_vs_float32"])
                       << ", eval " << rat(hq["bf16_eval_vs_float32"]) << "\n"

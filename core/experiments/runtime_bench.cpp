@@ -411,6 +411,7 @@ RuntimeBenchReport runRuntimeBench(const RuntimeBenchOptions& o, const ProgressF
         };
         rounds(r.bf16Dir, r.bf16, r.bf16AnonAddedMiB);
         rounds(r.f16Dir, r.f16, r.f16AnonAddedMiB);
+        r.bf16Checkpoint = loadLlamaCheckpoint(r.bf16Dir, WeightStorage::Mapped);
         r.f16Checkpoint = loadLlamaCheckpoint(r.f16Dir, WeightStorage::Mapped);
     }
 

@@ -49,13 +49,13 @@ struct RuntimeBenchReport {
     double prunedRatio = 0, prunedBytesPerToken = 0, prunedDecode = 0;
     // The same weights rounded to bfloat16 and to float16, written as Hugging Face safetensors
     // folders and loaded WeightStorage::Mapped: the runtime reads them as stored (gemv.h,
-    // widened_linear.h). f16Checkpoint (the mapped F16 folder) is what llama.cpp gets as an F16
-    // GGUF. Memory: RssAnon sampled every few ms from before the 16-bit model is loaded to the end
+    // widened_linear.h). bf16Checkpoint and f16Checkpoint (the mapped folders) are what llama.cpp
+    // gets as a BF16 and an F16 GGUF: the same weights, as stored. Memory: RssAnon sampled every few ms from before the 16-bit model is loaded to the end
     // of its first generation (prefill and decode) — the peak above the level before (the file's
     // pages are RssFile; the float32 model of the rounds above stays resident and is not counted).
     ReferenceFigures bf16, f16;
     std::string bf16Dir, f16Dir;
-    LlamaCheckpoint f16Checkpoint;
+    LlamaCheckpoint bf16Checkpoint, f16Checkpoint;
     double float32WeightsMiB = 0;     // parameters · 4 bytes: what a float32 copy would take
     double bf16AnonAddedMiB = 0, f16AnonAddedMiB = 0;  // peak RssAnon above the level before
     double halfBytesPerToken = 0;     // decode bytes per token with 2-byte weights
