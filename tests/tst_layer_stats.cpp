@@ -74,6 +74,25 @@ private slots:
         }
     }
 
+    void oneCallWiderThanTheWideningBuffer() {
+        // accumulate widens a call's rows to float64 in chunks of 16 MiB (at D = 2048: 1024 rows),
+        // into a buffer its thread keeps: 2500 rows are three chunks, the last one short; then a
+        // call with fewer rows reuses the buffer. Against xᵀx, Σx, Σx² in float64 at once.
+        at::manual_seed(5);
+        const int64_t d = 2048;
+        LayerStats s(d);
+        const at::Tensor big = at::randn({5, 500, d});  // [B, T, D] as taps deliver it, 2500 rows
+        const at::Tensor small = at::randn({3, d}) + 0.5;
+        s.accumulate(big);
+        s.accumulate(small);
+        const at::Tensor x = at::cat({big.reshape({-1, d}), small}).to(at::kDouble);
+        QCOMPARE(s.tokens, int64_t(2503));
+        s.symmetriseGram();
+        QVERIFY(close(s.gram, at::matmul(x.t(), x), 1e-13));
+        QVERIFY(close(s.sum, x.sum(0), 1e-12));
+        QVERIFY(close(s.sumSq, x.square().sum(0), 1e-13));
+    }
+
     void varianceSurvivesLargeOffsets() {
         // Activations with a mean far above their spread (outlier channels): float64 sums keep
         // the variance to better than 1e-8 where float32 would lose it entirely.

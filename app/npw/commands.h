@@ -50,11 +50,15 @@ int runWriteSyntheticCheckpoint(const Args& args);
 // `npw bench --write-synthetic-image SIZE --out DIR`: a random LlamaGen c2i GPT (commands_bench.cpp).
 int runWriteSyntheticImageModel(const Args& args);
 
-// `npw bench MODEL --llamacpp`: the checkpoint exported to a temporary GGUF (f32, or ggufDtype
-// "f16") and timed in llama.cpp through tests/fixtures/llamacpp/run_gguf.mjs (commands_gguf.cpp).
+// `npw bench MODEL --llamacpp`: the checkpoint exported to a temporary GGUF (ggufDtype "f32",
+// "f16" or "bf16") and timed in llama.cpp through tests/fixtures/llamacpp/run_gguf.mjs (commands_gguf.cpp).
 // Returns prefill/decode tokens/s, threads, and whether llama.cpp's greedy ids equal npw's.
 nlohmann::json benchLlamaCpp(const LlamaCheckpoint& checkpoint, int64_t promptTokens, int64_t decodeTokens, int repeats,
                              int threads, const std::string& ggufDtype = "f32");
+
+// "bf16" or "f16" when every weight matrix of the checkpoint is stored so (a release as it ships:
+// llama.cpp then reads the same two bytes a weight as npw), "f32" otherwise.
+std::string storedMatrixGgufDtype(const LlamaCheckpoint& checkpoint);
 
 // `npw info FILE.gguf`: header, metadata (long arrays shortened) and tensors of a GGUF file.
 bool isGgufPath(const std::string& path);

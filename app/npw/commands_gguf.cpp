@@ -86,6 +86,17 @@ std::string shellQuote(const std::string& s) {
 
 } // namespace
 
+std::string storedMatrixGgufDtype(const LlamaCheckpoint& checkpoint) {
+    std::string stored;
+    for (const auto& [name, origin] : checkpoint.origins) {
+        if (origin.shape.size() != 2) continue;
+        if (origin.dtype != "BF16" && origin.dtype != "F16") return "f32";
+        if (!stored.empty() && stored != origin.dtype) return "f32";
+        stored = origin.dtype;
+    }
+    return stored == "BF16" ? "bf16" : stored == "F16" ? "f16" : "f32";
+}
+
 nlohmann::json benchLlamaCpp(const LlamaCheckpoint& checkpoint, int64_t promptTokens, int64_t decodeTokens, int repeats,
                              int threads, const std::string& ggufDtype) {
     namespace fs = std::filesystem;

@@ -408,9 +408,12 @@ int runBench(const Args& args) {
     BenchResult b = benchmarkGeneration(lm.causal(), args.getInt("prompt-tokens"), args.getInt("decode-tokens"),
                                         static_cast<int>(args.getInt("repeats")), terminalProgress());
     nlohmann::json llamaCpp;
-    if (args.flag("llamacpp"))
-        llamaCpp = benchLlamaCpp(lm.model->checkpoint(), b.promptTokens, b.decodeTokens, b.repeats,
-                                 static_cast<int>(args.getInt("llamacpp-threads")));
+    if (args.flag("llamacpp")) {
+        const LlamaCheckpoint& checkpoint = lm.model->checkpoint();
+        const std::string dtype = args.has("llamacpp-dtype") ? args.get("llamacpp-dtype") : storedMatrixGgufDtype(checkpoint);
+        llamaCpp = benchLlamaCpp(checkpoint, b.promptTokens, b.decodeTokens, b.repeats,
+                                 static_cast<int>(args.getInt("llamacpp-threads")), dtype);
+    }
     nlohmann::json j = {{"model", model}, {"structure", lm.causal().structure()}, {"device", b.device}, {"params", b.parameters},
                         {"weights_mib", b.weightsMiB}, {"prompt_tokens", b.promptTokens},
                         {"decode_tokens", b.decodeTokens}, {"repeats", b.repeats},
@@ -430,7 +433,7 @@ int runBench(const Args& args) {
                   << "peak memory      " << b.peakMemoryMiB << " MiB (" << b.peakMemoryKind << ")\n";
         if (!llamaCpp.is_null())
             std::cout << "llama.cpp        prefill " << llamaCpp["prefill_tokens_per_s"].get<double>() << ", decode "
-                      << llamaCpp["decode_tokens_per_s"].get<double>() << " tokens/s (same weights as GGUF f32, "
+                      << llamaCpp["decode_tokens_per_s"].get<double>() << " tokens/s (same weights as GGUF " << llamaCpp["gguf_dtype"].get<std::string>() << ", "
                       << llamaCpp["threads"].get<int>() << " threads; greedy ids "
                       << (llamaCpp["same_greedy_ids"].get<bool>() ? "identical to npw's" : "DIFFER from npw's") << ")\n";
     });

@@ -490,7 +490,12 @@ std::vector<FlagEntry> buildTable() {
                         "interruption keeps the finished shards)")
               .byDefault("2048"),
           {"prune"});
-    t.add(Flag::toggle("llamacpp", "also time llama.cpp on the same weights (GGUF f32; Node + tests/fixtures/llamacpp)"),
+    t.add(Flag::toggle("llamacpp", "also time llama.cpp on the same weights (a GGUF in the checkpoint's dtype, see --llamacpp-dtype; Node + "
+                       "tests/fixtures/llamacpp)"),
+          {"bench"});
+    t.add(Flag::choice("llamacpp-dtype", "f32|f16|bf16", "f32, f16 or bf16", [](const std::string& v) { parseGgufDtype(v); },
+                       "--llamacpp: the GGUF's weight type (default: the checkpoint's own when every matrix is stored "
+                       "bf16 or f16 — a 7B in f32 would not fit beside it in memory — f32 otherwise)"),
           {"bench"});
     t.add(Flag::integer("llamacpp-threads", "N", 1, 1024,
                         "llama.cpp's CPU threads (its workers spin: more threads than free cores is slower)")
