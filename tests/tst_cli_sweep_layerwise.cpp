@@ -5,7 +5,8 @@
 // at a time). On a small float32 model both roads give the same rows: the same achieved ratios and
 // λ, perplexities within 1e-6 relative (the same float32 arithmetic in another order), the same CSV
 // columns; the work folder is gone afterwards, and a killed sweep's folder is removed by the next
-// run while a live process's is left alone. What the road cannot do is refused by name.
+// run while a live process's is left alone. What the road cannot do is refused by name. A sweep
+// with --csv, on either road, resumes after kill -9 from its work folder beside the CSV.
 #include "core/models/model_loader.h"
 #include "bf16_checkpoint_copy.h"
 #include "cli_run.h"
@@ -224,10 +225,13 @@ private slots:
                                "4", "--seqlen", "32", "--calib", calib_, "--calib-ids", "--eval", "ids:" + eval_,
                                "--eval-seqlen", "32", "--max-windows", "4", "--layerwise", "--csv", out + "/rows.csv"};
         npw::test::killCliAt(npw_, args, "export-staged", npw::test::withPhysicalMemory({}));
-        const QStringList left = workLeftIn(out);
-        QVERIFY2(left.size() == 1 && left[0].startsWith("npw-sweep-"), qPrintable(left.join(", ")));
+        // Its own folder and the resumable sweep's record of the dense model (aKilledSweepResumes).
+        QStringList left = workLeftIn(out);
+        left.sort();
+        QVERIFY2(left.size() == 2 && left[0] == ".rows.csv.npw-work" && left[1].startsWith("npw-sweep-"),
+                 qPrintable(left.join(", ")));
         // Its scratch file and half-written export are in it.
-        QVERIFY(!QDir(out + "/" + left[0]).isEmpty());
+        QVERIFY(!QDir(out + "/" + left[1]).isEmpty());
         // A live process's folder (this test's PID) is not the next run's to remove.
         const QString live = out + "/npw-sweep-" + QString::number(QCoreApplication::applicationPid()) + "-1";
         QVERIFY(QDir().mkpath(live));
@@ -235,6 +239,107 @@ private slots:
         QVERIFY2(r.rc == 0, qPrintable(r.err));
         QCOMPARE(workLeftIn(out), QStringList{QFileInfo(live).fileName()});
         QVERIFY(QDir(live).removeRecursively());
+    }
+
+    // A sweep with --csv is resumable, on either road: kill -9 once three models' rows are recorded
+    // (the dense model, then numerical at 0.2 and 0.45), then the same command again: it takes those
+    // rows from the work folder beside the CSV (said on stderr, and per row: "(resumed)" in the
+    // table, "resumed": true in JSON), measures the rest, and every row equals a clean run's (the
+    // same settings and ids; perplexity, nll, bits per byte within 1e-9 relative: recorded rows are
+    // the killed run's numbers, read back exactly). The work folder is gone afterwards. A rerun with
+    // other settings removes a folder it cannot resume from, naming it.
+    void aKilledSweepResumes_data() {
+        QTest::addColumn<bool>("layerwise");
+        QTest::newRow("in RAM") << false;
+        QTest::newRow("layer by layer") << true;
+    }
+    void aKilledSweepResumes() {
+        QFETCH(bool, layerwise);
+        const QString tag = layerwise ? "lw" : "ram";
+        auto args = [&](const QString& dir, const QString& ratios = "0.2,0.45") {
+            QStringList a{"sweep", "demo:lm", "--methods", "numerical,flap", "--ratios", ratios, "--seeds", "1",
+                          "--nsamples", "8", "--seqlen", "32", "--calib", calib_, "--calib-ids", "--eval",
+                          "ids:" + eval_ + ",text:" + eval_, "--eval-seqlen", "32", "--max-windows", "10", "--csv",
+                          dir + "/rows.csv"};
+            if (layerwise) a << "--layerwise";
+            return a;
+        };
+        auto readAll = [](const QString& file) {
+            QFile f(file);
+            return f.open(QIODevice::ReadOnly) ? QString::fromUtf8(f.readAll()) : QString();
+        };
+        const QString cleanDir = dir_.filePath("resume-clean-" + tag);
+        QVERIFY(QDir().mkpath(cleanDir));
+        const Run clean = run(args(cleanDir) << "--json");
+        QVERIFY2(clean.rc == 0, qPrintable(clean.err));
+        const Json cleanRows = clean.json()["rows"];
+        QCOMPARE(cleanRows.size(), size_t(2 * (1 + 2 * 2)));  // (dense + 2 methods × 2 ratios) × 2 sets
+        for (const Json& row : cleanRows) QCOMPARE(row["resumed"].get<bool>(), false);
+        QVERIFY(!clean.err.contains("resuming"));
+
+        // --json: the rows say which were resumed.
+        const QString jsonDir = dir_.filePath("resume-json-" + tag);
+        QVERIFY(QDir().mkpath(jsonDir));
+        npw::test::killCliAt(npw_, args(jsonDir) << "--json", "sweep-recorded-model-3", npw::test::withPhysicalMemory({}));
+        const QString work = jsonDir + "/.rows.csv.npw-work";
+        QVERIFY(QFileInfo::exists(work + "/fingerprint.json"));
+        QVERIFY(QFileInfo::exists(work + "/model-3.json"));
+        QVERIFY(!QFileInfo::exists(jsonDir + "/rows.csv"));  // nothing that looks finished
+        const Run resumed = run(args(jsonDir) << "--json");
+        QVERIFY2(resumed.rc == 0, qPrintable(resumed.err));
+        QVERIFY2(resumed.err.contains("note: resuming the sweep from the work folder " + work +
+                                      ": 3 model(s) measured by an interrupted run are taken from it"),
+                 qPrintable(resumed.err));
+        const Json rows = resumed.json()["rows"];
+        QCOMPARE(rows.size(), cleanRows.size());
+        double worst = 0;
+        for (size_t i = 0; i < rows.size(); ++i) {
+            const QString what = QString::fromStdString(rows[i].dump() + "\n" + cleanRows[i].dump());
+            QCOMPARE(rows[i]["resumed"].get<bool>(), i < 6);  // 3 models × 2 sets
+            for (const char* same : {"method", "ratio", "seed", "eval", "calib_samples", "calib_seqlen", "calib_hash",
+                                     "achieved_ratio", "achieved_ratio_model", "eval_tokens", "eval_windows", "eval_hash",
+                                     "lambda_rel"})
+                QVERIFY2(rows[i][same] == cleanRows[i][same], qPrintable(QString(same) + "\n" + what));
+            for (const char* close : {"ppl", "nll", "bits_per_byte", "lambda_used"}) {
+                if (cleanRows[i][close].is_null()) {
+                    QVERIFY2(rows[i][close].is_null(), qPrintable(what));
+                    continue;
+                }
+                const double a = rows[i][close].get<double>(), b = cleanRows[i][close].get<double>();
+                worst = std::max(worst, std::abs(a - b) / std::abs(b));
+            }
+        }
+        qInfo("largest relative difference between a resumed sweep's rows and a clean run's: %.3g", worst);
+        QVERIFY2(worst <= 1e-9, qPrintable(QString::number(worst)));
+        QVERIFY2(workLeftIn(jsonDir).isEmpty(), qPrintable(workLeftIn(jsonDir).join(", ")));
+        QVERIFY(!readAll(jsonDir + "/rows.csv").isEmpty());
+
+        // The table says it per row; the CSV is the clean run's, byte for byte.
+        const QString textDir = dir_.filePath("resume-text-" + tag);
+        QVERIFY(QDir().mkpath(textDir));
+        npw::test::killCliAt(npw_, args(textDir), "sweep-recorded-model-3", npw::test::withPhysicalMemory({}));
+        const Run text = run(args(textDir));
+        QVERIFY2(text.rc == 0, qPrintable(text.err));
+        QStringList table = text.out.split('\n').mid(1, int(cleanRows.size()));  // after the header
+        for (int i = 0; i < table.size(); ++i)
+            QVERIFY2(table[i].endsWith("  (resumed)") == (i < 6), qPrintable(text.out));
+        QCOMPARE(readAll(textDir + "/rows.csv"), readAll(cleanDir + "/rows.csv"));
+        QVERIFY(workLeftIn(textDir).isEmpty());
+
+        // Other settings: the interrupted run's folder is removed, named, and nothing is resumed.
+        const QString otherDir = dir_.filePath("resume-other-" + tag);
+        QVERIFY(QDir().mkpath(otherDir));
+        npw::test::killCliAt(npw_, args(otherDir), "sweep-recorded-model-2", npw::test::withPhysicalMemory({}));
+        QVERIFY(QFileInfo::exists(otherDir + "/.rows.csv.npw-work/model-2.json"));
+        const Run other = run(args(otherDir, "0.3") << "--json");
+        QVERIFY2(other.rc == 0, qPrintable(other.err));
+        QVERIFY2(other.err.contains("note: removed the work folder " + otherDir +
+                                    "/.rows.csv.npw-work of an interrupted run with another model, other texts or "
+                                    "other settings"),
+                 qPrintable(other.err));
+        QVERIFY(!other.err.contains("resuming"));
+        for (const Json& row : other.json()["rows"]) QCOMPARE(row["resumed"].get<bool>(), false);
+        QVERIFY(workLeftIn(otherDir).isEmpty());
     }
 
     // What needs the whole model in memory is refused by name, before any work, leaving nothing.

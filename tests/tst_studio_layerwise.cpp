@@ -9,10 +9,12 @@
 //    `npw prune --layerwise`'s apply+write pass: every tensor bit for bit what that command writes
 //    with the same settings and calibration (f32 demo:lm, and a bf16 copy in bf16), the same
 //    config and report; progress per layer; a cancel or a refused folder leaves nothing behind;
-//  - sweep, the baselines and lstar-kl are refused with the reason; the Text tab continues the
+//  - the Sweep tab runs `npw sweep --layerwise`'s road and gives the command line's rows; the
+//    baselines, lstar-kl, a zero-shot task are refused with the reason; the Text tab continues the
 //    dense model alone and says why;
 //  - the scratch file goes with a new calibration, another model and the session.
 #include "studio_session_helpers.h"
+#include "app/studio/sweeppage.h"
 #include "app/studio/textsession.h"
 #include "bf16_checkpoint_copy.h"
 #include "core/io/safetensors.h"
@@ -21,6 +23,9 @@
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 
+#include <QCheckBox>
+#include <QLabel>
+#include <QLineEdit>
 #include <QProcess>
 #include <QSignalSpy>
 #include <QTemporaryDir>
@@ -166,13 +171,18 @@ private slots:
             QVERIFY(sameMask(layerwise.selection()->selection.mask, inRam.selection()->selection.mask));
         }
 
-        // What needs the whole model is refused with the reason (the export is not: it writes
-        // layer by layer, exportMatchesTheCommandLine).
+        // What needs the whole model is refused with the reason (the export and the sweep are
+        // not: they write layer by layer, exportMatchesTheCommandLine, sweepMatchesTheCommandLine).
         QSignalSpy refused(&layerwise, &StudioSession::refused);
-        QVERIFY(!layerwise.runSweep(SweepRequest{}));
+        SweepRequest withBaseline;
+        withBaseline.methods = {"flap", "slicegpt"};
+        QVERIFY(!layerwise.runSweep(withBaseline));
+        QVERIFY(!layerwise.jobs()->isRunning());
         QCOMPARE(refused.count(), 1);
-        QVERIFY(refused.back()[1].toString().contains("layer by layer"));
-        QVERIFY(refused.back()[1].toString().contains("Export pruned model"));
+        QVERIFY2(refused.back()[1].toString().contains("method slicegpt prunes in its own structure") &&
+                     refused.back()[1].toString().contains("layer-by-layer road") &&
+                     refused.back()[1].toString().contains("more than half of this machine's"),
+                 qPrintable(refused.back()[1].toString()));
         {
             // The Text tab continues the dense model alone, and says why.
             TextSession text(&layerwise);
@@ -199,6 +209,19 @@ private slots:
         layerwise.setSettings(s);
         QVERIFY(!layerwise.runScoring());
         QCOMPARE(refused.count(), 3);
+        // The sweep's lstar-kl and a zero-shot task: refused too, by name.
+        SweepRequest measured;
+        measured.methods = {"numerical-lstar-kl"};
+        QVERIFY(!layerwise.runSweep(measured));
+        QCOMPARE(refused.count(), 4);
+        QVERIFY2(refused.back()[1].toString().contains("numerical-lstar-kl measures each site's damage"),
+                 qPrintable(refused.back()[1].toString()));
+        SweepRequest zeroShot;
+        zeroShot.zeroShotTask = studio::defaultZeroShotTask();
+        QVERIFY(!layerwise.runSweep(zeroShot));
+        QCOMPARE(refused.count(), 5);
+        QVERIFY2(refused.back()[1].toString().contains("zero-shot"), qPrintable(refused.back()[1].toString()));
+        QVERIFY(!layerwise.jobs()->isRunning());
 
         // A new calibration replaces the file; opening another model removes it.
         s.prune.crossLayer = npw::PruneSettings{}.crossLayer;
@@ -395,6 +418,118 @@ private slots:
         QCOMPARE(failed.count(), 3);
         QVERIFY2(failed.back()[1].toString().contains("statistics scratch file"), qPrintable(failed.back()[1].toString()));
         QCOMPARE(fs::file_size(scratch), scratchBytes);
+    }
+
+    // The Sweep tab on the layer-wise road: the page says the road and takes out what it cannot
+    // run; the session runs `npw sweep --layerwise`'s road (runSweepLayerwise) on its worker with
+    // progress, and its rows are the command line's for the same model, texts and settings: the
+    // same methods, ratios, achieved ratios, windows and tokens, perplexities, nll and bits per byte
+    // within 1e-6 relative (the same code with the same options in another process; measured: 0).
+    // A cancel leaves no work folder.
+    void sweepMatchesTheCommandLine() {
+        const QString npw = QCoreApplication::applicationDirPath() + "/../app/npw";
+        if (!QFileInfo::exists(npw)) QSKIP("the npw binary is not built in this tree");
+        PretendSmallRam small;
+        StudioSession session;
+        QVERIFY(session.openModel(QStringLiteral("demo:lm")));
+        QVERIFY(studio_test::waitIdle(session));
+        QVERIFY(session.pruneRoad().layerwise);
+
+        SweepPage page(&session);
+        page.methodsField()->setText(QStringLiteral("numerical,slicegpt,flap,numerical-lstar-kl"));
+        page.speedBox()->setChecked(true);
+        page.setModelDefaults(session.modelDefaults());  // as the window does when a model opens
+        QCOMPARE(page.methodsField()->text(), QStringLiteral("numerical,flap"));
+        QVERIFY(!page.zeroShotBox()->isEnabled() && !page.zeroShotBox()->isChecked());
+        QVERIFY(!page.speedBox()->isEnabled() && !page.speedBox()->isChecked());
+        const QString said = page.roadLabel()->text();
+        QVERIFY2(said.contains("sweeps layer by layer") && said.contains("llm-pruner, slicegpt, block-influence") &&
+                     said.contains("numerical-lstar-kl") && said.contains("Taken out of Methods: slicegpt, numerical-lstar-kl"),
+                 qPrintable(said));
+        QVERIFY(page.methodsField()->toolTip().contains("Not offered"));
+
+        SweepRequest request = page.sweepRequest();
+        request.ratios = {0.2, 0.45};
+        request.seeds = 1;
+        request.calibSamples = {8};
+        request.calibSeqlens = {32};
+        request.evaluation.seqlen = 64;
+        request.evaluation.maxWindows = 6;
+        const std::string evalText = studio::defaultEvaluationSource();
+        request.evalSources = {"text:" + evalText};
+
+        // Cancelled as it starts: no work folder left in TMPDIR.
+        QSignalSpy cancelled(session.jobs(), &JobRunner::cancelled);
+        QVERIFY(session.runSweep(request));
+        session.cancel();
+        QVERIFY(studio_test::waitIdle(session));
+        QCOMPARE(cancelled.count(), 1);
+        auto sweepFolders = [this] {
+            QStringList left;
+            for (const auto& entry : fs::directory_iterator(tmp_.path().toStdString()))
+                if (entry.path().filename().string().rfind("npw-sweep-", 0) == 0)
+                    left << QString::fromStdString(entry.path().filename().string());
+            return left;
+        };
+        QVERIFY2(sweepFolders().isEmpty(), qPrintable(sweepFolders().join(", ")));
+
+        QSignalSpy progress(session.jobs(), &JobRunner::progressed);
+        QSignalSpy failed(session.jobs(), &JobRunner::failed);
+        QSignalSpy logged(&session, &StudioSession::logMessage);
+        QVERIFY(session.runSweep(request));
+        QVERIFY(studio_test::waitIdle(session));
+        QVERIFY2(failed.isEmpty(), failed.isEmpty() ? "" : qPrintable(failed.back()[1].toString()));
+        QVERIFY(std::any_of(logged.begin(), logged.end(),
+                            [](const QList<QVariant>& m) { return m[0].toString().startsWith("Sweeping layer by layer"); }));
+        // Progress through the sweep's 5 steps (the dense model, 2 methods × 2 ratios; the runner
+        // passes at most one report per 50 ms on, and always the last): within a step each stage
+        // (calibrate, score, write, evaluate) starts again at the step's beginning, so a fraction
+        // never falls below the step it is in; it reaches 1.
+        QVERIFY(progress.count() >= 2);
+        double fraction = -1, highest = 0;
+        for (const QList<QVariant>& p : progress) {
+            QVERIFY2(p[0].toString().startsWith("sweep"), qPrintable(p[0].toString()));
+            fraction = p[1].toDouble();
+            QVERIFY2(fraction >= std::floor(highest * 5 + 1e-9) / 5 - 1e-9 && fraction <= 1,
+                     qPrintable(QString("%1 after %2 (%3)").arg(fraction).arg(highest).arg(p[0].toString())));
+            highest = std::max(highest, fraction);
+        }
+        QCOMPARE(fraction, 1.0);
+        QVERIFY2(sweepFolders().isEmpty(), qPrintable(sweepFolders().join(", ")));
+        const std::vector<npw::SweepRow>& rows = session.sweepRows();
+        QCOMPARE(rows.size(), size_t(1 + 2 * 2));  // dense + 2 methods × 2 ratios, one text
+
+        QProcess p;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.remove("NPW_PHYSICAL_MEMORY_BYTES");  // --layerwise forces the road
+        p.setProcessEnvironment(env);
+        p.start(npw, {"sweep", "demo:lm", "--layerwise", "--methods", "numerical,flap", "--ratios", "0.2,0.45", "--seeds",
+                      "1", "--nsamples", "8", "--seqlen", "32", "--calib",
+                      QString::fromStdString(studio::defaultCalibrationSource()), "--eval",
+                      QString::fromStdString("text:" + evalText), "--eval-seqlen", "64", "--max-windows", "6", "--json"});
+        QVERIFY(p.waitForFinished(600000));
+        QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
+        const nlohmann::json cli = nlohmann::json::parse(p.readAllStandardOutput().toStdString());
+        QCOMPARE(cli.at("road").at("layerwise").get<bool>(), true);
+        const nlohmann::json& cliRows = cli.at("rows");
+        QCOMPARE(cliRows.size(), rows.size());
+        double worst = 0;
+        for (size_t i = 0; i < rows.size(); ++i) {
+            const nlohmann::json mine = npw::sweepRowJson(rows[i]);
+            const QString what = QString::fromStdString(mine.dump() + "\n" + cliRows[i].dump());
+            for (const char* same : {"method", "ratio", "seed", "eval", "calib_samples", "calib_seqlen", "calib_hash",
+                                     "achieved_ratio", "achieved_ratio_model", "eval_tokens", "eval_windows",
+                                     "eval_seqlen", "eval_hash", "lambda_rel"})
+                QVERIFY2(mine.at(same) == cliRows[i].at(same), qPrintable(QString(same) + "\n" + what));
+            for (const char* close : {"ppl", "nll", "bits_per_byte"}) {
+                const double a = mine.at(close).get<double>(), b = cliRows[i].at(close).get<double>();
+                QVERIFY2(std::isfinite(a), qPrintable(what));
+                worst = std::max(worst, std::abs(a - b) / std::abs(b));
+            }
+        }
+        qInfo("largest relative difference between the studio's layer-wise sweep and npw sweep --layerwise: %.3g", worst);
+        QVERIFY2(worst <= 1e-6, qPrintable(QString::number(worst)));
+        QVERIFY(rows[1].ppl != rows[0].ppl);  // pruned models, not the dense one again
     }
 
     // The scratch file goes with the session.

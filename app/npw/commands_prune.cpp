@@ -187,7 +187,7 @@ int runLayerwisePrune(const Args& args, const std::string& model, const PruneSet
     }
     // The work folder beside the export: what an interrupted run calibrated (resumed by the same
     // command), removed when the export is complete.
-    options.workDir = (target.parent_path() / ("." + target.filename().string() + ".npw-work")).string();
+    options.workDir = workFolderBeside(out);
     runOutputGuard().check(options.workDir, "the work folder");
     options.note = [](const std::string& line) { std::cerr << "note: " << line << "\n"; };
     const std::string precision = args.get("stats-precision");

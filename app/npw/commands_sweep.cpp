@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 namespace npw::cli {
@@ -114,6 +115,16 @@ int runSweepCommand(const Args& args) {
     std::vector<std::string> warnings;
     const SweepSpec spec = buildSweepSpec(lm, request, &warnings);
     for (const std::string& w : warnings) std::cerr << "warning: " << w << "\n";
+    // With --csv the sweep is resumable: each finished model's rows go to a work folder beside
+    // it, recognised by the model's, the texts' and the settings' fingerprint; the same command
+    // again takes them from there. The folder goes once the CSV is written.
+    std::optional<SweepJournal> journal;
+    if (args.has("csv")) {
+        const std::string journalDir = workFolderBeside(args.get("csv"));
+        runOutputGuard().check(journalDir, "the sweep's work folder");
+        journal.emplace(journalDir, sweepFingerprint(lm, spec, road.layerwise ? "layer-wise" : "in RAM", runtime),
+                        [](const std::string& line) { std::cerr << "note: " << line << "\n"; });
+    }
 
     const bool json = args.flag("json");
     // Columns: a fixed width each, and always two spaces between them, so a wide value (a
@@ -152,6 +163,8 @@ int runSweepCommand(const Args& args) {
                  << number(r.kvCacheMiB, 2) << " MiB";
             if (std::isfinite(r.loadAverage)) line << ", load " << number(r.loadAverage, 2);
         }
+        // Taken from the work folder of an interrupted run of this sweep, not measured again.
+        if (r.resumed) line << "  (resumed)";
         clearProgressLine();  // the row goes to stdout, which may be the bar's terminal
         std::cout << line.str() << std::endl;
     };
@@ -166,11 +179,13 @@ int runSweepCommand(const Args& args) {
         options.workDir = workDir;
         options.evalRuntime = runtime;
         if (blocksOnGpu) options.calibration.blockRuntime = runtime;
+        options.journal = journal ? &*journal : nullptr;
         rows = runSweepLayerwise(lm, spec, options, printRow, terminalProgress());
     } else {
-        rows = runSweep(lm, spec, printRow, terminalProgress());
+        rows = runSweep(lm, spec, printRow, terminalProgress(), journal ? &*journal : nullptr);
     }
     if (args.has("csv")) writeTextAtomically(args.get("csv"), sweepRowsCsv(rows));
+    if (journal) journal->complete();  // every row is in the CSV: nothing to resume
 
     nlohmann::json out = {{"model", modelName}, {"rows", nlohmann::json::array()}, {"summary", nlohmann::json::array()},
                           {"warnings", warnings},

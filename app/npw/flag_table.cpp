@@ -561,7 +561,11 @@ std::vector<FlagEntry> buildTable() {
                        "size plus the hidden states, else float32)")
               .byDefault("auto"),
           {"prune"});
-    t.add(Flag::text("csv", "FILE", "also write every row as CSV").writes(), {"sweep"});
+    t.add(Flag::text("csv", "FILE", "also write every row as CSV (language models: each finished model's rows are "
+                                    "kept in a work folder beside it until the CSV is written, so that the same command "
+                                    "again resumes)")
+              .writes(),
+          {"sweep"});
 
     // ---- Runtime and output format ----------------------------------------------------------------------------
     t.add(Flag::text("device", "DEV", "auto, cpu, cuda or cuda:N (auto: CUDA when available)").byDefault("auto"),

@@ -136,8 +136,9 @@ bool StudioSession::openModel(const QString& reference, const QString& device) {
             if (road_.layerwise)
                 emit logMessage(tr("Pruning this model runs layer by layer: %1. Run calibrates one block at a time "
                                    "into a scratch file in %2 and scores from it; Export writes the pruned model "
-                                   "layer by layer from those statistics. The sweep and the baselines need the whole "
-                                   "model at once and are not offered here.")
+                                   "layer by layer from those statistics; the sweep writes and evaluates each pruned "
+                                   "model layer by layer. The baselines, lstar-kl, and the sweep's zero-shot and "
+                                   "speed rows need the whole model at once and are not offered here.")
                                     .arg(roadWhy(), QDir::tempPath()));
             emit modelChanged();
             if (otherModel) emit settingsChanged();
@@ -397,15 +398,42 @@ void StudioSession::startLayerReports() {
     }));
 }
 
+QStringList StudioSession::sweepMethodsRefused(const std::vector<std::string>& methods, QStringList* reasons) const {
+    QStringList refused;
+    if (!road_.layerwise) return refused;
+    for (const std::string& method : methods) {
+        if (!npw::sweepMethodNeedsWholeModel(method)) continue;
+        refused << qs(method);
+        npw::SweepSpec one;
+        one.methods = {method};
+        try {
+            npw::refuseOnLayerwiseSweep(one, roadWhy().toStdString());
+        } catch (const npw::Error& e) {
+            if (reasons) *reasons << qs(e.what());
+        }
+    }
+    return refused;
+}
+
 bool StudioSession::runSweep(const SweepRequest& asked) {
     if (!hasModel()) return false;
     if (road_.layerwise) {
-        emit refused(tr("Sweep"), tr("A sweep prunes and evaluates the whole model at each ratio, and pruning this "
-                                     "model runs layer by layer (%1). Export the selection at each ratio (File ▸ "
-                                     "Export pruned model, written layer by layer) and evaluate each export with "
-                                     "`npw eval` (layer by layer too).")
-                                      .arg(roadWhy()));
-        return false;
+        // What needs the whole model in memory is refused before anything runs, in core's words
+        // (the reason `npw sweep` gives): the baselines, lstar-kl, zero-shot tasks, speed rows.
+        npw::SweepSpec whatIsAsked;
+        whatIsAsked.methods = asked.methods;
+        whatIsAsked.measureSpeed = asked.measureSpeed;
+        if (!asked.zeroShotTask.empty()) {
+            npw::ZeroShotTask task;  // its name is enough to refuse it
+            task.name = asked.zeroShotTask;
+            whatIsAsked.zeroShotTasks.push_back(task);
+        }
+        try {
+            npw::refuseOnLayerwiseSweep(whatIsAsked, roadWhy().toStdString());
+        } catch (const npw::Error& e) {
+            emit refused(tr("Sweep"), qs(e.what()));
+            return false;
+        }
     }
     // The Run settings' calibration, the Selection's λ_rel and α; the demo's held-out text
     // when the request names none.
@@ -430,10 +458,14 @@ bool StudioSession::runSweep(const SweepRequest& asked) {
     }
     sweepEvalSources_ = request.evalSources;
     const npw::LanguageModel lm = workbench_.model();
+    const bool layerwise = road_.layerwise;
+    // Layer by layer: the statistics and one pruned model at a time in a work folder in the
+    // temporary folder (TMPDIR), removed when the sweep ends, fails or is cancelled.
+    const std::string workParent = QDir::tempPath().toStdString();
     const bool started = jobs_.startWithPartials<int, npw::SweepRow>(
-        tr("Sweep"),
-        [lm, request, self = QPointer<StudioSession>(this)](const npw::ProgressFn& progress,
-                                                           const PartialResults<npw::SweepRow>& rowsSoFar) {
+        layerwise ? tr("Sweep layer by layer") : tr("Sweep"),
+        [lm, request, layerwise, workParent, self = QPointer<StudioSession>(this)](
+            const npw::ProgressFn& progress, const PartialResults<npw::SweepRow>& rowsSoFar) {
             std::vector<std::string> warnings;
             const npw::SweepSpec spec = npw::buildSweepSpec(lm, request, &warnings);
             // Said in the log before the rows (a reused short calibration text, an evaluation text
@@ -442,13 +474,22 @@ bool StudioSession::runSweep(const SweepRequest& asked) {
                 QMetaObject::invokeMethod(
                     self, [self, w] { if (self) emit self->logMessage(tr("Warning: %1").arg(qs(w))); }, Qt::QueuedConnection);
             // Each row as it is ready: the plot grows while the sweep runs.
-            return static_cast<int>(npw::runSweep(lm, spec, rowsSoFar.callback(), progress).size());
+            if (!layerwise) return static_cast<int>(npw::runSweep(lm, spec, rowsSoFar.callback(), progress).size());
+            // `npw sweep`'s layer-by-layer road, with its options: calibrate into a scratch file,
+            // score from it, write each pruned model layer by layer and evaluate it one block at a time.
+            npw::LayerwiseSweepOptions options;
+            options.workDir = npw::layerwiseSweepWorkDir(workParent);
+            return static_cast<int>(npw::runSweepLayerwise(lm, spec, options, rowsSoFar.callback(), progress).size());
         },
         [this](npw::SweepRow row) { addSweepRow(std::move(row)); },
         [this](int rows) { emit logMessage(tr("Sweep: %1 rows.").arg(rows)); });
     if (started) {
         sweepRows_.clear();
         emit sweepCleared();
+        if (layerwise)
+            emit logMessage(tr("Sweeping layer by layer (%1): each pruned model is written to a work folder in %2 "
+                               "and evaluated one block at a time.")
+                                .arg(roadWhy(), qs(workParent)));
     }
     return started;
 }

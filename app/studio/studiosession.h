@@ -79,7 +79,8 @@ public:
     // layer, Run calibrates one block at a time into a scratch file (layerwiseStatistics) and
     // scores from it; re-selection is as instant as in RAM; Export writes the selection layer by
     // layer from those statistics (`npw prune --layerwise`'s pass, exportPrunedModel); the
-    // per-layer losses are not computed, the sweep and the baselines are refused with the reason.
+    // per-layer losses are not computed; the sweep runs layer by layer too (runSweep); the
+    // baselines are refused with the reason.
     const npw::PruneRoad& pruneRoad() const { return road_; }
     QString pruneRoadText() const;  // "layer by layer (58.0 GiB > ½ × 23.5 GiB RAM)"
     const npw::LayerwiseStatistics* layerwiseStatistics() const { return layerwise_.get(); }
@@ -111,7 +112,14 @@ public:
     // Calibrates when stale and computes every score set shown again (box-constrained ones at the
     // knobs' ρ and λ); the current set stays current.
     bool recompute();
+    // In RAM: runSweep; layer by layer: `npw sweep`'s layer-wise road (runSweepLayerwise), after
+    // refusing (signal refused, core's reason) what it cannot run: the baselines, lstar-kl, a
+    // zero-shot task, speed rows.
     bool runSweep(const SweepRequest& request);
+    // Of `methods`, those this model's sweep cannot run (none in RAM), with core's reason for each.
+    QStringList sweepMethodsRefused(const std::vector<std::string>& methods, QStringList* reasons = nullptr) const;
+    // Why the layer-wise road: the bytes in RAM against the RAM (a sentence for that road's messages).
+    QString roadWhy() const;
     bool exportPrunedModel(const QString& dir);
     bool openWorkspace(const QString& path);
     // Quick and synchronous; throw npw::Error naming the file. `images`: the Images tab's part
@@ -159,7 +167,6 @@ signals:
 
 private:
     void resetModelState();
-    QString roadWhy() const;  // why the layer-wise road: the bytes in RAM against the RAM
     bool runScoringFor(std::vector<npw::ScoreRequest> list, const QString& keepCurrent);
     bool runLayerwiseScoring(const std::vector<npw::ScoreRequest>& list, const QString& method, const QString& keepCurrent);
     void addScores(npw::ComputedScores scores);

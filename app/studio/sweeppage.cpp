@@ -68,9 +68,10 @@ npw::SweepPointKey curveKey(const npw::SweepSummaryRow& s) {
 SweepPage::SweepPage(StudioSession* session, QWidget* parent) : QWidget(parent), session_(session) {
     // What to sweep, and the plot that grows as rows arrive.
     methods_ = new QLineEdit(QStringLiteral("numerical,flap,wanda-sp"));
-    methods_->setToolTip(tr("Methods, comma-separated: numerical, numerical-nocomp, numerical-box (z in [0, 1],\n"
-                            "one solve per ratio), flap, wanda-sp, magnitude, random; the baselines in their own\n"
-                            "structure: llm-pruner, slicegpt, block-influence (no per-unit scores: curves only)"));
+    methodsTip_ = tr("Methods, comma-separated: numerical, numerical-nocomp, numerical-box (z in [0, 1],\n"
+                     "one solve per ratio), flap, wanda-sp, magnitude, random; the baselines in their own\n"
+                     "structure: llm-pruner, slicegpt, block-influence (no per-unit scores: curves only)");
+    methods_->setToolTip(methodsTip_);
     ratios_ = new QLineEdit(QStringLiteral("0.1,0.2,0.3"));
     ratios_->setToolTip(tr("Pruning ratios ρ in [0, 1), comma-separated: each only re-selects"));
     seeds_ = new QSpinBox;
@@ -137,9 +138,10 @@ SweepPage::SweepPage(StudioSession* session, QWidget* parent) : QWidget(parent),
                              "among four; 200 items, lm-evaluation-harness scoring) and plot accuracy beside perplexity"));
     speed_ = new QCheckBox(tr("Speed and memory"));
     speed_->setObjectName(QStringLiteral("sweepSpeed"));
-    speed_->setToolTip(tr("Also time every model (dense and each pruned one): a prefill of 64 tokens and a greedy\n"
-                          "decode of 64 (the best of 5 after a warm-up), and its weight and KV-cache memory:\n"
-                          "the paper's Figure 5, plotted below the accuracy"));
+    speedTip_ = tr("Also time every model (dense and each pruned one): a prefill of 64 tokens and a greedy\n"
+                   "decode of 64 (the best of 5 after a warm-up), and its weight and KV-cache memory:\n"
+                   "the paper's Figure 5, plotted below the accuracy");
+    speed_->setToolTip(speedTip_);
     row2->addSpacing(12);
     row2->addWidget(zeroShot_);
     row2->addWidget(speed_);
@@ -185,16 +187,64 @@ SweepPage::SweepPage(StudioSession* session, QWidget* parent) : QWidget(parent),
                                "methods fall below ρ). Each point is one pruned model evaluated on the "
                                "held-out text; calibration as in the Run settings, λ and α as in the Selection."));
     note->setWordWrap(true);
+    road_ = new QLabel;
+    road_->setObjectName(QStringLiteral("sweepRoad"));
+    road_->setWordWrap(true);
+    road_->setVisible(false);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
     layout->addLayout(form);
     layout->addWidget(note);
+    layout->addWidget(road_);
     layout->addWidget(splitter_, 1);
 
     connect(speedShow_, &QComboBox::currentIndexChanged, this, &SweepPage::redraw);
     connect(run_, &QPushButton::clicked, this, &SweepPage::runSweep);
     connect(session_, &StudioSession::sweepCleared, this, &SweepPage::redraw);
     connect(session_, &StudioSession::sweepRowAvailable, this, &SweepPage::redraw);
+    connect(session_, &StudioSession::modelChanged, this, &SweepPage::updateRoad);
+}
+
+void SweepPage::updateRoad() {
+    const bool model = session_->hasModel();
+    const bool layerwise = model && session_->pruneRoad().layerwise;
+    if (layerwise) {
+        // Nothing in the form that the road refuses: the Run would only be refused.
+        zeroShot_->setChecked(false);
+        zeroShot_->setEnabled(false);
+        speed_->setChecked(false);
+    }
+    speed_->setEnabled(!layerwise);
+    speed_->setToolTip(layerwise ? tr("Not on this model's road: timing generation needs the whole model in memory,\n"
+                                      "which the layer-by-layer road does not hold (measure a pruned export with npw bench)")
+                                 : speedTip_);
+    // In RAM (every model that fits) the page stays as it was; the road is the Model dock's line.
+    road_->setVisible(layerwise);
+    if (!layerwise) {
+        methods_->setToolTip(methodsTip_);
+        road_->clear();
+        return;
+    }
+    // The methods the road cannot run (core's rule, as `npw sweep` refuses them) leave the field.
+    std::vector<std::string> asked;
+    for (const QString& m : methods_->text().split(QLatin1Char(','), Qt::SkipEmptyParts)) asked.push_back(m.trimmed().toStdString());
+    const QStringList refused = session_->sweepMethodsRefused(asked);
+    if (!refused.isEmpty()) {
+        QStringList kept;
+        for (const std::string& m : asked)
+            if (!refused.contains(QString::fromStdString(m))) kept << QString::fromStdString(m);
+        methods_->setText(kept.join(QLatin1Char(',')));
+    }
+    methods_->setToolTip(tr("Methods, comma-separated, on this model's layer-by-layer road: numerical, numerical-nocomp,\n"
+                            "numerical-box, numerical-z, numerical-lstar, numerical-lstar-rel, flap, wanda-sp, magnitude, random.\n"
+                            "Not offered: llm-pruner, slicegpt and block-influence (they prune from the whole model in memory)\n"
+                            "and numerical-lstar-kl (2L + 1 whole-model forward passes)."));
+    road_->setText(tr("This model sweeps %1, as npw sweep --layerwise: the statistics go to a scratch file, each pruned "
+                      "model is written to a work folder and evaluated one block at a time. Not on this road, as they "
+                      "need the whole model in memory: the baselines (llm-pruner, slicegpt, block-influence), "
+                      "numerical-lstar-kl, the zero-shot task and speed rows.%2")
+                       .arg(session_->pruneRoadText(),
+                            refused.isEmpty() ? QString() : tr(" Taken out of Methods: %1.").arg(refused.join(QStringLiteral(", ")))));
 }
 
 void SweepPage::redraw() {
@@ -286,6 +336,7 @@ void SweepPage::setModelDefaults(const npw::ModelDefaults& d) {
     if (!d.demo && evalTexts_->text().contains(demoDir)) evalTexts_->clear();
     zeroShot_->setEnabled(d.demo);
     zeroShot_->setChecked(d.demo);
+    updateRoad();  // after the model's defaults: the road may take the zero-shot task off again
 }
 
 void SweepPage::setBusy(bool busy) { run_->setEnabled(!busy && session_->hasModel()); }

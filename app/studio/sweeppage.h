@@ -9,6 +9,7 @@
 
 class QCheckBox;
 class QComboBox;
+class QLabel;
 class QLineEdit;
 class QPushButton;
 class QSettings;
@@ -37,6 +38,10 @@ public:
     // task is off.
     void setModelDefaults(const npw::ModelDefaults& defaults);
     QCheckBox* zeroShotBox() const { return zeroShot_; }
+    QCheckBox* speedBox() const { return speed_; }
+    QLineEdit* methodsField() const { return methods_; }
+    // Which road the open model's sweep takes and what that road does not offer.
+    QLabel* roadLabel() const { return road_; }
     QLineEdit* evalTextsField() const { return evalTexts_; }
     // The form in the user's settings (the window's QSettings).
     void restoreSettings(const QSettings& settings);
@@ -44,6 +49,9 @@ public:
 
 private:
     void redraw();
+    // The open model's road: on the layer-wise road said above the plots, and the methods, the
+    // zero-shot task and speed rows it cannot run are taken out of the form, the label saying why.
+    void updateRoad();
 
     StudioSession* session_;
     QLineEdit* methods_;
@@ -57,6 +65,8 @@ private:
     QCheckBox* zeroShot_;
     QCheckBox* speed_;
     QPushButton* run_;
+    QLabel* road_;
+    QString methodsTip_, speedTip_;  // the in-RAM road's tooltips
     SweepPlotWidget* sweepPlot_;
     SweepPlotWidget* accuracyPlot_;  // zero-shot accuracy, shown when a sweep has some
     SweepPlotWidget* speedPlot_;     // memory and speed (Figure 5), shown when a sweep has some

@@ -8,7 +8,9 @@
 #include "core/eval/perplexity.h"
 #include "core/prune/baseline_pruner.h"
 #include "core/prune/calibration.h"
+#include "core/prune/layerwise_prune.h"
 #include "core/models/sliced_llama.h"
+#include "core/util/content_hash.h"
 #include "core/text/json_fields.h"
 #include "core/util/error.h"
 
@@ -174,19 +176,62 @@ CalibrationPool calibrationPoolOf(const SweepSpec& spec) {
     return pool;
 }
 
+// The journal's name of the dense model.
+constexpr const char* kDenseModelKey = "dense";
+
+// The rows of one model at a time (the dense one, or one pruned at a method, λ and ratio): taken
+// from the journal when an interrupted run recorded them, else collected as they are measured and
+// recorded once the model is done. Without a journal: rows passed on as they come.
+class ModelRows {
+public:
+    ModelRows(std::vector<SweepRow>& rows, const std::function<void(const SweepRow&)>& onRow, SweepJournal* journal)
+        : rows_(rows), onRow_(onRow), journal_(journal) {}
+    // True when `key` was recorded: its rows are passed on here, in their place. Else the rows
+    // emitted next are `key`'s.
+    bool resume(const std::string& key) {
+        if (journal_)
+            if (std::optional<std::vector<SweepRow>> recorded = journal_->recorded(key)) {
+                for (const SweepRow& row : *recorded) pass(row);
+                return true;
+            }
+        key_ = key;
+        pending_.clear();
+        return false;
+    }
+    void emit(const SweepRow& row) {
+        pending_.push_back(row);
+        pass(row);
+    }
+    // The model's rows are all measured.
+    void finish() {
+        if (journal_) journal_->record(key_, pending_);
+        pending_.clear();
+    }
+
+private:
+    void pass(const SweepRow& row) {
+        rows_.push_back(row);
+        if (onRow_) onRow_(row);
+    }
+    std::vector<SweepRow>& rows_;
+    const std::function<void(const SweepRow&)>& onRow_;
+    SweepJournal* journal_;
+    std::string key_ = kDenseModelKey;
+    std::vector<SweepRow> pending_;
+};
+
 } // namespace
 
 std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
-                               const std::function<void(const SweepRow&)>& onRow, const ProgressFn& progress) {
+                               const std::function<void(const SweepRow&)>& onRow, const ProgressFn& progress,
+                               SweepJournal* journal) {
     checkSweepSpec(spec);
 
     if (!lm.model) throw Error("sweep: model '" + lm.name + "' is no LLaMA (a sweep prunes a LLaMA; a sliced model cannot be pruned again)");
     const LlamaModel& model = *lm.model;
     std::vector<SweepRow> rows;
-    auto emitRow = [&](SweepRow row) {
-        rows.push_back(row);
-        if (onRow) onRow(row);
-    };
+    ModelRows models(rows, onRow, journal);
+    auto emitRow = [&](const SweepRow& row) { models.emit(row); };
     const double totalSteps = sweepSteps(spec);
     double done = 0;
     auto within = [&](const std::string& what) { return withinStep(progress, done, totalSteps, what); };
@@ -266,7 +311,10 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
     };
     SweepRow denseRow;
     denseRow.method = "dense";
-    evaluateAll(lm, denseRow);
+    if (!models.resume(kDenseModelKey)) {
+        evaluateAll(lm, denseRow);
+        models.finish();
+    }
     reportProgress(progress, "sweep", ++done, totalSteps);
 
     const CalibrationPool pool = calibrationPoolOf(spec);
@@ -274,34 +322,48 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
         for (int64_t samples : spec.calibSamples)
             for (int64_t calibSeqlen : spec.calibSeqlens) {
                 const auto calibSeed = static_cast<uint64_t>(seed);
-                // The workbench's one builder and one rule for the window length (capped at the
-                // model's context; the rows record the length used).
-                const CalibrationSet calibration = drawCalibration(pool, lm, samples, calibSeqlen, calibSeed);
-                const SweepRow calibrated = calibratedRow(calibration, samples, seed);
-                // The baselines (baselines.h) calibrate in their own way: statistics only for the others.
-                const bool needStats = std::any_of(spec.methods.begin(), spec.methods.end(),
-                                                   [](const std::string& m) { return !parseBaselineMethod(m); });
+                // The windows, drawn when a model of theirs is measured here (not when every one is
+                // resumed): the workbench's one builder and one rule for the window length (capped
+                // at the model's context; the rows record the length used).
+                std::optional<CalibrationSet> drawn;
+                auto calibration = [&]() -> const CalibrationSet& {
+                    if (!drawn) drawn = drawCalibration(pool, lm, samples, calibSeqlen, calibSeed);
+                    return *drawn;
+                };
                 // The workbench of npw prune and the studio: this calibration's statistics (and
-                // windows, for lstar-kl); each method's scores kept once (the box-constrained z
-                // once per ρ), selected and applied at every ratio by its select and applySelection.
+                // windows, for lstar-kl), calibrated when a score needs them (the baselines
+                // calibrate in their own way, baselines.h); each method's scores kept once (the
+                // box-constrained z once per ρ), selected and applied at every ratio by its select
+                // and applySelection.
                 LanguagePruningWorkbench workbench(lm);
-                if (needStats)
-                    workbench.setCalibration(LanguagePruningWorkbench::calibrate(lm, calibration, within("calibrate")));
+                bool calibrated = false;
+                auto ensureStats = [&] {
+                    if (calibrated) return;
+                    workbench.setCalibration(LanguagePruningWorkbench::calibrate(lm, calibration(), within("calibrate")));
+                    calibrated = true;
+                };
                 for (const std::string& methodName : spec.methods) {
                     // ---- Baselines in their own structure (llm-pruner, slicegpt, block-influence) ----
                     if (const std::optional<BaselineMethod> baseline = parseBaselineMethod(methodName)) {
                         // Scores once per calibration (block influence, Taylor importances), any ρ from them.
-                        BaselinePruner pruner(*baseline, model, calibration, BaselineOptions{}, within("prune " + methodName));
+                        std::optional<BaselinePruner> pruner;
                         for (double ratio : spec.ratios) {
-                            const BaselineRun run = pruner.prune(ratio);
-                            SweepRow row = calibrated;
-                            row.method = methodName;
-                            row.ratio = ratio;
-                            row.achievedRatio = run.report.achievedRatio;
-                            row.achievedRatioModel = run.report.achievedRatioModel;
-                            evaluateAll(run.sliced ? withModel(nullptr, run.sliced)
-                                                   : withModel(std::make_shared<LlamaModel>(run.pruned, model.runtime()), nullptr),
-                                        row);
+                            if (!models.resume(sweepModelKey(seed, samples, calibSeqlen, methodName,
+                                                             std::numeric_limits<double>::quiet_NaN(), ratio))) {
+                                if (!pruner)
+                                    pruner.emplace(*baseline, model, calibration(), BaselineOptions{},
+                                                   within("prune " + methodName));
+                                const BaselineRun run = pruner->prune(ratio);
+                                SweepRow row = calibratedRow(calibration(), samples, seed);
+                                row.method = methodName;
+                                row.ratio = ratio;
+                                row.achievedRatio = run.report.achievedRatio;
+                                row.achievedRatioModel = run.report.achievedRatioModel;
+                                evaluateAll(run.sliced ? withModel(nullptr, run.sliced)
+                                                       : withModel(std::make_shared<LlamaModel>(run.pruned, model.runtime()), nullptr),
+                                            row);
+                                models.finish();
+                            }
                             reportProgress(progress, "sweep", ++done, totalSteps);
                         }
                         continue;
@@ -312,28 +374,37 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
                         numerical ? spec.lambdas : std::vector<double>{std::numeric_limits<double>::quiet_NaN()};
                     for (double lambda : lambdas) {
                         PruneSettings settings = sweepSettings(choice, spec, seed, lambda);
-                        // Scores once for every ratio, except the box-constrained z (one solve per ρ).
+                        // Scores once for every ratio (at the settings' own ρ, when the first model
+                        // not resumed needs them), except the box-constrained z (one solve per ρ).
+                        const double scoreRatio = settings.ratio;
                         std::string scored;  // the kept score set's name
+                        bool haveScores = false;
                         auto scoreAt = [&](double ratio) {
+                            ensureStats();
                             settings.ratio = ratio;
                             scored = workbench.scoreAndKeep(settings, within("score " + methodName));
+                            haveScores = true;
                         };
-                        if (!choice.boxConstrained) scoreAt(settings.ratio);
                         for (double ratio : spec.ratios) {
-                            if (choice.boxConstrained) scoreAt(ratio);
-                            settings.ratio = ratio;
-                            // λ NaN: the set's own λ (as computed from this λ or λ_rel), no re-score.
-                            const WorkbenchSelection selection = workbench.select(scored, ratio, spec.alpha, spec.alphaMode);
-                            WorkbenchPrune pruned = LanguagePruningWorkbench::applySelection(
-                                model, *workbench.calibration().stats, selection, settings);
-                            auto prunedModel = std::make_shared<LlamaModel>(std::move(pruned.pruned.checkpoint), model.runtime());
-                            SweepRow row = prunedRow(calibrated, methodName, numerical, ratio, lambda, spec, *selection.scores);
-                            row.achievedRatio = pruned.report.achievedRatio;
-                            row.achievedRatioModel = pruned.report.achievedRatioModel;
-                            evaluateAll(withModel(prunedModel, nullptr), row);
+                            if (!models.resume(sweepModelKey(seed, samples, calibSeqlen, methodName, lambda, ratio))) {
+                                if (choice.boxConstrained) scoreAt(ratio);
+                                else if (!haveScores) scoreAt(scoreRatio);
+                                settings.ratio = ratio;
+                                // λ NaN: the set's own λ (as computed from this λ or λ_rel), no re-score.
+                                const WorkbenchSelection selection = workbench.select(scored, ratio, spec.alpha, spec.alphaMode);
+                                WorkbenchPrune pruned = LanguagePruningWorkbench::applySelection(
+                                    model, *workbench.calibration().stats, selection, settings);
+                                auto prunedModel = std::make_shared<LlamaModel>(std::move(pruned.pruned.checkpoint), model.runtime());
+                                SweepRow row = prunedRow(calibratedRow(calibration(), samples, seed), methodName, numerical,
+                                                         ratio, lambda, spec, *selection.scores);
+                                row.achievedRatio = pruned.report.achievedRatio;
+                                row.achievedRatioModel = pruned.report.achievedRatioModel;
+                                evaluateAll(withModel(prunedModel, nullptr), row);
+                                models.finish();
+                            }
                             reportProgress(progress, "sweep", ++done, totalSteps);
                         }
-                        workbench.clearScores();  // one method's scores in memory at a time, as before
+                        if (haveScores) workbench.clearScores();  // one method's scores in memory at a time, as before
                     }
                 }
             }
@@ -396,6 +467,15 @@ void refuseOnLayerwiseSweep(const SweepSpec& spec, const std::string& why) {
                     "layer-by-layer road does not hold (" + why + ")");
 }
 
+bool sweepMethodNeedsWholeModel(const std::string& method) {
+    if (parseBaselineMethod(method)) return true;
+    try {
+        return parseSweepMethod(method).crossLayer == CrossLayerRanking::MeasuredDamage;
+    } catch (const std::exception&) {
+        return false;  // unknown: not this road's to refuse
+    }
+}
+
 std::vector<SweepRow> runSweepLayerwise(const LanguageModel& lm, const SweepSpec& spec, const LayerwiseSweepOptions& options,
                                         const std::function<void(const SweepRow&)>& onRow, const ProgressFn& progress) {
     namespace fs = std::filesystem;
@@ -408,10 +488,8 @@ std::vector<SweepRow> runSweepLayerwise(const LanguageModel& lm, const SweepSpec
     const SweepWorkFolder work(options.workDir);
 
     std::vector<SweepRow> rows;
-    auto emitRow = [&](const SweepRow& row) {
-        rows.push_back(row);
-        if (onRow) onRow(row);
-    };
+    ModelRows models(rows, onRow, options.journal);
+    auto emitRow = [&](const SweepRow& row) { models.emit(row); };
     const double totalSteps = sweepSteps(spec);
     double done = 0;
     auto within = [&](const std::string& what) { return withinStep(progress, done, totalSteps, what); };
@@ -436,7 +514,10 @@ std::vector<SweepRow> runSweepLayerwise(const LanguageModel& lm, const SweepSpec
     };
     SweepRow denseRow;
     denseRow.method = "dense";
-    evaluateAll(model.checkpoint(), denseRow);
+    if (!models.resume(kDenseModelKey)) {
+        evaluateAll(model.checkpoint(), denseRow);
+        models.finish();
+    }
     reportProgress(progress, "sweep", ++done, totalSteps);
 
     const CalibrationPool pool = calibrationPoolOf(spec);
@@ -444,12 +525,15 @@ std::vector<SweepRow> runSweepLayerwise(const LanguageModel& lm, const SweepSpec
     for (int seed = 0; seed < spec.seeds; ++seed)
         for (int64_t samples : spec.calibSamples)
             for (int64_t calibSeqlen : spec.calibSeqlens) {
-                const CalibrationSet calibration =
-                    drawCalibration(pool, lm, samples, calibSeqlen, static_cast<uint64_t>(seed));
-                const SweepRow calibrated = calibratedRow(calibration, samples, seed);
-                // The Gram triangles of this calibration in the work folder; removed with `stats`.
-                const std::shared_ptr<const LayerwiseStatistics> stats = LayerwiseStatistics::calibrate(
-                    model, calibration, work.path(), within("calibrate"), options.calibration);
+                // The windows and their statistics, made when a model of theirs is measured here
+                // (not when every one is resumed): the Gram triangles in the work folder, removed
+                // with `stats`.
+                std::optional<CalibrationSet> drawn;
+                auto calibration = [&]() -> const CalibrationSet& {
+                    if (!drawn) drawn = drawCalibration(pool, lm, samples, calibSeqlen, static_cast<uint64_t>(seed));
+                    return *drawn;
+                };
+                std::shared_ptr<const LayerwiseStatistics> stats;
                 for (const std::string& methodName : spec.methods) {
                     const MethodChoice choice = parseSweepMethod(methodName);
                     const bool numerical = choice.method == PruneMethod::Numerical;
@@ -457,38 +541,163 @@ std::vector<SweepRow> runSweepLayerwise(const LanguageModel& lm, const SweepSpec
                         numerical ? spec.lambdas : std::vector<double>{std::numeric_limits<double>::quiet_NaN()};
                     for (double lambda : lambdas) {
                         PruneSettings settings = sweepSettings(choice, spec, seed, lambda);
+                        const double scoreRatio = settings.ratio;
                         std::optional<ScoreSet> scores;
                         std::optional<MaskSelector> selector;
                         auto scoreAt = [&](double ratio) {
+                            if (!stats)
+                                stats = LayerwiseStatistics::calibrate(model, calibration(), work.path(), within("calibrate"),
+                                                                       options.calibration);
                             settings.ratio = ratio;
                             scores = stats->score(model, settings, within("score " + methodName));
                             selector.emplace(*scores);
                         };
-                        if (!choice.boxConstrained) scoreAt(settings.ratio);
                         for (double ratio : spec.ratios) {
-                            if (choice.boxConstrained) scoreAt(ratio);
-                            const SelectionResult selection = selector->select(ratio, spec.alpha, spec.alphaMode);
-                            settings.ratio = ratio;
-                            // One pruned model on disk at a time, in the checkpoint's dtype.
-                            const std::string exportDir = (fs::path(work.path()) / ("pruned-" + std::to_string(++exports))).string();
-                            const LayerwiseExport written = stats->exportScores(
-                                model, *scores, selection, settings, selector->defaultAlpha(), exportDir, lm.name,
-                                within("write " + methodName));
-                            SweepRow row = prunedRow(calibrated, methodName, numerical, ratio, lambda, spec, *scores);
-                            row.achievedRatio = written.report.achievedRatio;
-                            row.achievedRatioModel = written.report.achievedRatioModel;
-                            {
-                                const LlamaCheckpoint pruned = loadLlamaCheckpoint(exportDir, WeightStorage::Mapped);
-                                evaluateAll(pruned, row);
-                            }  // unmapped before its files go
-                            std::error_code ec;
-                            fs::remove_all(exportDir, ec);
+                            if (!models.resume(sweepModelKey(seed, samples, calibSeqlen, methodName, lambda, ratio))) {
+                                if (choice.boxConstrained) scoreAt(ratio);
+                                else if (!scores) scoreAt(scoreRatio);
+                                const SelectionResult selection = selector->select(ratio, spec.alpha, spec.alphaMode);
+                                settings.ratio = ratio;
+                                // One pruned model on disk at a time, in the checkpoint's dtype.
+                                const std::string exportDir =
+                                    (fs::path(work.path()) / ("pruned-" + std::to_string(++exports))).string();
+                                const LayerwiseExport written = stats->exportScores(
+                                    model, *scores, selection, settings, selector->defaultAlpha(), exportDir, lm.name,
+                                    within("write " + methodName));
+                                SweepRow row = prunedRow(calibratedRow(calibration(), samples, seed), methodName, numerical,
+                                                         ratio, lambda, spec, *scores);
+                                row.achievedRatio = written.report.achievedRatio;
+                                row.achievedRatioModel = written.report.achievedRatioModel;
+                                {
+                                    const LlamaCheckpoint pruned = loadLlamaCheckpoint(exportDir, WeightStorage::Mapped);
+                                    evaluateAll(pruned, row);
+                                }  // unmapped before its files go
+                                std::error_code ec;
+                                fs::remove_all(exportDir, ec);
+                                models.finish();
+                            }
                             reportProgress(progress, "sweep", ++done, totalSteps);
                         }
                     }
                 }
             }
     return rows;
+}
+
+std::string sweepModelKey(int seed, int64_t samples, int64_t seqlen, const std::string& method, double lambda, double ratio) {
+    return nlohmann::json{{"seed", seed}, {"calib_samples", samples}, {"calib_seqlen", seqlen}, {"method", method},
+                          {"lambda", exactNumberText(lambda)}, {"ratio", exactNumberText(ratio)}}
+        .dump();
+}
+
+std::string sweepFingerprint(const LanguageModel& lm, const SweepSpec& spec, const std::string& road, const Runtime& runtime) {
+    if (!lm.model) throw Error("sweep: model '" + lm.name + "' is no LLaMA (a sweep prunes a LLaMA; a sliced model cannot be pruned again)");
+    nlohmann::json j = checkpointFingerprint(lm.model->checkpoint(), "npw-sweep-work");
+    j["road"] = road;
+    j["runtime"] = runtime.device.str() + " " + c10::toString(runtime.dtype);
+    auto idsHash = [](const std::vector<int32_t>& ids, uint64_t hash = kFnv64Offset) {
+        return fnv1a64(ids.data(), ids.size() * sizeof(int32_t), hash);
+    };
+    auto textHash = [](const std::string& text, uint64_t hash) {
+        const uint64_t size = text.size();  // the length too: "ab","c" is not "a","bc"
+        return fnv1a64(text.data(), text.size(), fnv1a64(&size, sizeof size, hash));
+    };
+    // The texts, by what the sweep reads of them: token ids (the tokenizer's result), documents.
+    uint64_t pool = idsHash(spec.calibStream);
+    for (const std::vector<int32_t>& sequence : spec.calibSequences) pool = idsHash(sequence, fnv1a64("|", 1, pool));
+    for (const std::string& document : spec.calibDocuments) pool = textHash(document, pool);
+    j["calibration"] = {{"source", spec.calibSource}, {"hash", spec.calibSourceHash}, {"pool", contentHashText(pool)},
+                        {"sequences", spec.calibSequences.size()}, {"documents", spec.calibDocuments.size()}};
+    j["eval"] = nlohmann::json::array();
+    for (const SweepEvalSet& set : spec.evalSets)
+        j["eval"].push_back({{"name", set.name}, {"hash", set.hash}, {"text", set.isText}, {"tokens", set.ids.size()},
+                             {"ids", contentHashText(idsHash(set.ids))}});
+    j["zeroshot"] = nlohmann::json::array();
+    for (const ZeroShotTask& task : spec.zeroShotTasks) {
+        uint64_t items = kFnv64Offset;
+        for (const MultipleChoiceItem& item : task.items) {
+            for (const auto* texts : {&item.contexts, &item.continuations, &item.choices}) {
+                const uint64_t count = texts->size();
+                items = fnv1a64(&count, sizeof count, items);
+                for (const std::string& text : *texts) items = textHash(text, items);
+            }
+            items = fnv1a64(&item.gold, sizeof item.gold, items);
+        }
+        j["zeroshot"].push_back({{"name", task.name}, {"kind", task.kind}, {"source", task.source},
+                                 {"acc_norm", task.reportsAccNorm}, {"items", task.items.size()},
+                                 {"hash", contentHashText(items)}});
+    }
+    auto exact = [](const std::vector<double>& values) {
+        nlohmann::json out = nlohmann::json::array();
+        for (double v : values) out.push_back(exactNumberText(v));
+        return out;
+    };
+    j["settings"] = {{"methods", spec.methods},
+                     {"ratios", exact(spec.ratios)},
+                     {"calib_samples", spec.calibSamples},
+                     {"calib_seqlens", spec.calibSeqlens},
+                     {"lambdas", exact(spec.lambdas)},
+                     {"lambda_rel", exactNumberText(spec.lambdaRel)},
+                     {"seeds", spec.seeds},
+                     {"alpha_mode", static_cast<int>(spec.alphaMode)},
+                     {"alpha", exactNumberText(spec.alpha)},
+                     {"eval_seqlen", spec.evaluation.seqlen},
+                     {"max_windows", spec.evaluation.maxWindows},
+                     {"speed", {spec.measureSpeed, spec.speedPromptTokens, spec.speedDecodeTokens, spec.speedRepeats}}};
+    return j.dump(2) + "\n";
+}
+
+SweepJournal::SweepJournal(std::string dir, std::string fingerprint, std::function<void(const std::string&)> note)
+    : dir_(std::move(dir)), fingerprint_(std::move(fingerprint)), note_(std::move(note)) {
+    namespace fs = std::filesystem;
+    if (!keepMatchingWorkFolder(dir_, fingerprint_, nullptr, "another model, other texts or other settings", note_)) return;
+    created_ = true;
+    // model-N.json: {"key", "rows"}. A damaged record (a disk that lost it) is measured again.
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(dir_, ec)) {
+        const std::string name = entry.path().filename().string();
+        if (name.rfind("model-", 0) != 0 || entry.path().extension() != ".json") continue;
+        nextFile_ = std::max(nextFile_, std::atoi(name.c_str() + 6) + 1);
+        try {
+            const nlohmann::json j = json_fields::parseJsonLimited(readTextFile(entry.path().string()), entry.path().string());
+            std::vector<SweepRow> rows;
+            for (const nlohmann::json& row : j.at("rows")) {
+                rows.push_back(sweepRowFromJson(row));
+                rows.back().resumed = true;
+            }
+            recorded_[j.at("key").get<std::string>()] = std::move(rows);
+        } catch (const std::exception&) {
+        }
+    }
+    if (note_)
+        note_("resuming the sweep from the work folder " + dir_ + ": " + std::to_string(recorded_.size()) +
+              " model(s) measured by an interrupted run are taken from it");
+}
+
+std::optional<std::vector<SweepRow>> SweepJournal::recorded(const std::string& key) const {
+    const auto it = recorded_.find(key);
+    if (it == recorded_.end()) return std::nullopt;
+    return it->second;
+}
+
+void SweepJournal::record(const std::string& key, const std::vector<SweepRow>& rows) {
+    namespace fs = std::filesystem;
+    if (!created_) {
+        createWorkFolder(dir_, fingerprint_);
+        created_ = true;
+    }
+    nlohmann::json j = {{"key", key}, {"rows", nlohmann::json::array()}};
+    for (const SweepRow& row : rows) j["rows"].push_back(sweepRowJson(row));
+    const int number = nextFile_++;
+    writeTextAtomically((fs::path(dir_) / ("model-" + std::to_string(number) + ".json")).string(), j.dump() + "\n");
+    recorded_[key] = rows;
+    testStallPoint(("sweep-recorded-model-" + std::to_string(number)).c_str());
+}
+
+void SweepJournal::complete() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+    created_ = false;
 }
 
 double kvCacheMiB(const LlamaConfig& config, int64_t tokens, int64_t elementBytes) {
@@ -606,7 +815,7 @@ nlohmann::json sweepRowJson(const SweepRow& r) {
             {"calib_distinct_tokens", r.calibDistinctTokens}, {"speed_runs", r.speedRuns},
             {"decode_tokens_per_s_slowest", json_fields::finiteOrNull(r.decodeSlowest)},
             {"decode_tokens_per_s_fastest", json_fields::finiteOrNull(r.decodeFastest)},
-            {"load_average", json_fields::finiteOrNull(r.loadAverage)}};
+            {"load_average", json_fields::finiteOrNull(r.loadAverage)}, {"resumed", r.resumed}};
 }
 
 SweepRow sweepRowFromJson(const nlohmann::json& j) {
@@ -645,6 +854,7 @@ SweepRow sweepRowFromJson(const nlohmann::json& j) {
     r.decodeSlowest = optionalNumber(j, "decode_tokens_per_s_slowest");
     r.decodeFastest = optionalNumber(j, "decode_tokens_per_s_fastest");
     r.loadAverage = optionalNumber(j, "load_average");
+    r.resumed = j.is_object() && j.contains("resumed") && j["resumed"].is_boolean() && j["resumed"].get<bool>();
     return r;
 }
 

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <map>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
@@ -97,6 +98,9 @@ struct SweepRow {
     double decodeSlowest = std::numeric_limits<double>::quiet_NaN();
     double decodeFastest = std::numeric_limits<double>::quiet_NaN();
     double loadAverage = std::numeric_limits<double>::quiet_NaN();
+    // Taken from the work folder of an interrupted run of the same sweep (SweepJournal), not
+    // measured by this run.
+    bool resumed = false;
 
     bool isSpeedRow() const { return evalSet == kSpeedEvalSet; }
 };
@@ -105,12 +109,52 @@ struct SweepRow {
 // elements of `elementBytes` (pruned KV heads shrink it; a layer without heads has none).
 double kvCacheMiB(const LlamaConfig& config, int64_t tokens, int64_t elementBytes);
 
+// A resumable sweep's record of its finished models, in a work folder beside its output
+// (`npw sweep --csv FILE`: ".FILE.npw-work", workFolderBeside): one file per model (the dense one,
+// then each method, λ and ratio of each seed and calibration setting) with every row of that model,
+// written atomically once all of them are measured, beside fingerprint.json — the model's files and
+// config, the texts (calibration and evaluation token ids, zero-shot items) and every setting of the
+// sweep, the road and the runtime (sweepFingerprint). The same sweep again takes each recorded
+// model's rows in its place (marked resumed) instead of pruning and evaluating it again; a
+// calibration, a score set or a baseline's scores are computed only when a model that needs them is
+// not recorded. A folder with another fingerprint is removed (said through `note`, naming it). The
+// folder is made with the first record (a sweep refused before any row leaves none) and removed by
+// complete(), once the sweep's outputs are written; a sweep that fails or is killed leaves it for
+// the next run. The layer-wise road's calibration scratch is not kept: a resumed sweep calibrates
+// again when a model it still has to measure needs that calibration.
+class SweepJournal {
+public:
+    SweepJournal(std::string dir, std::string fingerprint, std::function<void(const std::string&)> note = nullptr);
+    // The rows an interrupted run recorded for the model `key` (sweepModelKey), each marked resumed.
+    std::optional<std::vector<SweepRow>> recorded(const std::string& key) const;
+    // Every row of the model `key`, measured: on disk before this returns.
+    void record(const std::string& key, const std::vector<SweepRow>& rows);
+    size_t recordedModels() const { return recorded_.size(); }
+    const std::string& dir() const { return dir_; }
+    // The sweep's outputs are written: the folder goes.
+    void complete();
+
+private:
+    std::string dir_, fingerprint_;
+    std::function<void(const std::string&)> note_;
+    std::map<std::string, std::vector<SweepRow>> recorded_;
+    int nextFile_ = 1;
+    bool created_ = false;
+};
+// The fingerprint of a sweep's work folder: the model (checkpointFingerprint), the texts, the spec's
+// settings, the road ("in RAM", "layer-wise") and the runtime the models run on.
+std::string sweepFingerprint(const LanguageModel& lm, const SweepSpec& spec, const std::string& road, const Runtime& runtime);
+// The journal's name of one model of a sweep: "dense", or its seed, calibration setting, method, λ
+// (as given; NaN: relative) and ratio.
+std::string sweepModelKey(int seed, int64_t samples, int64_t seqlen, const std::string& method, double lambda, double ratio);
+
 // Runs the sweep on `model`. onRow is called as each row is ready (a GUI plots it at once).
 // The dense model's rows come first (method "dense", ratio 0). Per model: its speed row (when
-// measured), one row per evaluation set, then one per zero-shot task.
+// measured), one row per evaluation set, then one per zero-shot task. `journal` (when given):
+// models recorded there are taken from it, each model measured here is recorded.
 std::vector<SweepRow> runSweep(const LanguageModel& model, const SweepSpec& spec,
                                const std::function<void(const SweepRow&)>& onRow = nullptr,
-                               const ProgressFn& progress = nullptr);
+                               const ProgressFn& progress = nullptr, SweepJournal* journal = nullptr);
 
 // The layer-by-layer road of a sweep, for a model whose float32 copy and statistics exceed what
 // fits (choosePruneRoad's rule, as `npw prune` takes it): the same rows as runSweep, from the
@@ -136,6 +180,7 @@ struct LayerwiseSweepOptions {
     // block runtime is calibration.blockRuntime.
     std::optional<Runtime> evalRuntime;
     CalibrationOptions calibration;
+    SweepJournal* journal = nullptr;  // as runSweep's
 };
 // A fresh work folder name in `parent` ("npw-sweep-PID-N"); the folders of dead processes there
 // are removed first.
@@ -143,6 +188,9 @@ std::string layerwiseSweepWorkDir(const std::string& parent);
 // npw::Error naming the first method or setting of `spec` the layer-by-layer road cannot run;
 // `why`: the road's reason, appended in parentheses.
 void refuseOnLayerwiseSweep(const SweepSpec& spec, const std::string& why);
+// True for a method that road refuses (a baseline, numerical-lstar-kl); false for any other name,
+// an unknown one too (the spec's check refuses that).
+bool sweepMethodNeedsWholeModel(const std::string& method);
 std::vector<SweepRow> runSweepLayerwise(const LanguageModel& model, const SweepSpec& spec,
                                         const LayerwiseSweepOptions& options,
                                         const std::function<void(const SweepRow&)>& onRow = nullptr,

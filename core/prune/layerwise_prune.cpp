@@ -124,21 +124,7 @@ void pwriteAll(int fd, const void* data, int64_t bytes, int64_t offset, const st
 // anything else is not resumed from.
 std::string workFingerprint(const LlamaModel& model, const CalibrationSet& set, at::ScalarType statsDtype,
                             const CalibrationOptions& options) {
-    const LlamaCheckpoint& checkpoint = model.checkpoint();
-    nlohmann::json j;
-    j["format"] = "npw-prune-work";
-    j["npw_version"] = npwVersion();
-    j["model"] = checkpoint.source;
-    std::set<std::string> files;
-    for (const auto& [name, origin] : checkpoint.origins) files.insert(origin.file);
-    j["files"] = nlohmann::json::array();
-    for (const std::string& file : files) {
-        struct stat st {};
-        if (::stat(file.c_str(), &st) != 0) throw Error("cannot read '" + file + "': " + std::strerror(errno));
-        j["files"].push_back({file, static_cast<int64_t>(st.st_size), static_cast<int64_t>(st.st_mtim.tv_sec),
-                              static_cast<int64_t>(st.st_mtim.tv_nsec)});
-    }
-    j["config"] = hfLlamaConfigJson(checkpoint.config, HfBiasFlags{});
+    nlohmann::json j = checkpointFingerprint(model.checkpoint(), "npw-prune-work");
     uint64_t ids = kFnv64Offset;
     for (const std::vector<int32_t>& window : set.windows) ids = fnv1a64(window.data(), window.size() * sizeof(int32_t), ids);
     j["windows"] = {{"count", set.windows.size()}, {"seqlen", set.seqlen}, {"ids", contentHashText(ids)}};
@@ -176,11 +162,7 @@ LayerStats loadSums(const SafeTensorsFile& file, const std::string& site) {
 // (doubles in hexadecimal, exact) and the shard size. Score steps and shards recorded under other
 // settings are not resumed from.
 std::string settingsFingerprint(const PruneSettings& s, int64_t shardBytes) {
-    auto x = [](double v) {
-        char text[64];
-        std::snprintf(text, sizeof text, "%a", v);
-        return std::string(text);
-    };
+    const auto x = exactNumberText;
     nlohmann::json j = {{"method", static_cast<int>(s.method)}, {"ratio", x(s.ratio)}, {"alpha", x(s.alpha)},
                         {"alpha_mode", static_cast<int>(s.alphaMode)}, {"lambda", x(s.lambda)},
                         {"lambda_rel", x(s.lambdaRel)}, {"ranking", static_cast<int>(s.crossLayer)}, {"iters", s.iters},
@@ -256,6 +238,60 @@ void readApplyRecord(const std::string& path, LayerPruneReport& r, LlamaLayerWei
 }
 
 } // namespace
+
+std::string exactNumberText(double x) {
+    char text[64];
+    std::snprintf(text, sizeof text, "%a", x);
+    return text;
+}
+
+std::string workFolderBeside(const std::string& output) {
+    fs::path target = fs::absolute(output);
+    if (!target.has_filename()) target = target.parent_path();  // "pruned/"
+    return (target.parent_path() / ("." + target.filename().string() + ".npw-work")).string();
+}
+
+nlohmann::json checkpointFingerprint(const LlamaCheckpoint& checkpoint, const std::string& format) {
+    nlohmann::json j;
+    j["format"] = format;
+    j["npw_version"] = npwVersion();
+    j["model"] = checkpoint.source;
+    std::set<std::string> files;
+    for (const auto& [name, origin] : checkpoint.origins) files.insert(origin.file);
+    j["files"] = nlohmann::json::array();
+    for (const std::string& file : files) {
+        struct stat st {};
+        if (::stat(file.c_str(), &st) != 0) throw Error("cannot read '" + file + "': " + std::strerror(errno));
+        j["files"].push_back({file, static_cast<int64_t>(st.st_size), static_cast<int64_t>(st.st_mtim.tv_sec),
+                              static_cast<int64_t>(st.st_mtim.tv_nsec)});
+    }
+    j["config"] = hfLlamaConfigJson(checkpoint.config, HfBiasFlags{});
+    return j;
+}
+
+bool keepMatchingWorkFolder(const std::string& dir, const std::string& fingerprint, const std::function<bool()>& usable,
+                            const std::string& otherRun, const std::function<void(const std::string&)>& note) {
+    const fs::path work(dir), fingerprintFile = work / "fingerprint.json";
+    std::error_code ec;
+    if (!fs::exists(work, ec)) return false;
+    bool same = false;
+    try {
+        same = fs::exists(fingerprintFile) && readTextFile(fingerprintFile.string()) == fingerprint && (!usable || usable());
+    } catch (const std::exception&) {
+        same = false;  // a damaged folder: not resumed from
+    }
+    if (same) return true;
+    fs::remove_all(work, ec);
+    if (ec) throw Error("cannot remove the work folder '" + dir + "' of an interrupted run: " + ec.message());
+    if (note) note("removed the work folder " + dir + " of an interrupted run with " + otherRun);
+    return false;
+}
+
+void createWorkFolder(const std::string& dir, const std::string& fingerprint) {
+    const fs::path work(dir), fingerprintFile = work / "fingerprint.json";
+    fs::create_directories(work);
+    if (!fs::exists(fingerprintFile)) writeTextAtomically(fingerprintFile.string(), fingerprint);
+}
 
 int64_t inRamPruneBytes(const LlamaConfig& config) { return 4 * config.parameterCount() + modelStatsBytes(config); }
 
@@ -588,7 +624,7 @@ LayerwisePruneRun pruneLayerwise(const LlamaModel& model, const CalibrationSet& 
     // The work folder: resumed when its fingerprint is this run's, else started afresh.
     const fs::path work(options.workDir);
     const std::string fingerprint = workFingerprint(model, set, statsDtype, options.calibration);
-    const fs::path fingerprintFile = work / "fingerprint.json", stateFile = work / "state.json";
+    const fs::path stateFile = work / "state.json";
     size_t finished = 0;
     // state.json: finished_layers (calibration), settings (settingsFingerprint of the steps
     // below), score_steps (how many score steps, in their order, have their record), shards (the
@@ -596,26 +632,18 @@ LayerwisePruneRun pruneLayerwise(const LlamaModel& model, const CalibrationSet& 
     // it names is on disk.
     nlohmann::json state = nlohmann::json::object();
     std::error_code ec;
-    if (fs::exists(work)) {
-        bool same = false;
-        try {
-            same = fs::exists(fingerprintFile) && readTextFile(fingerprintFile.string()) == fingerprint && fs::exists(stateFile);
-            if (same) {
-                state = json_fields::parseJsonLimited(readTextFile(stateFile.string()), stateFile.string());
-                finished = state.at("finished_layers").get<size_t>();
-                same = finished <= layers;
-            }
-        } catch (const std::exception&) {
-            same = false;
-        }
-        if (!same) {
-            fs::remove_all(work, ec);
-            finished = 0;
-            state = nlohmann::json::object();
-            if (options.note)
-                options.note("removed the work folder " + work.string() +
-                             " of an interrupted run with another model, calibration or precision");
-        }
+    const bool kept = keepMatchingWorkFolder(
+        work.string(), fingerprint,
+        [&] {
+            if (!fs::exists(stateFile)) return false;
+            state = json_fields::parseJsonLimited(readTextFile(stateFile.string()), stateFile.string());
+            finished = state.at("finished_layers").get<size_t>();
+            return finished <= layers;
+        },
+        "another model, calibration or precision", options.note);
+    if (!kept) {
+        finished = 0;
+        state = nlohmann::json::object();
     }
     // Score steps and shards of other settings: removed (the calibration does not depend on them).
     const std::string settingsPrint = settingsFingerprint(settings, options.shardBytes);
@@ -633,8 +661,7 @@ LayerwisePruneRun pruneLayerwise(const LlamaModel& model, const CalibrationSet& 
                          work.string() + " (its calibration is kept)");
     }
     state["settings"] = settingsPrint;
-    fs::create_directories(work);
-    if (!fs::exists(fingerprintFile)) writeTextAtomically(fingerprintFile.string(), fingerprint);
+    createWorkFolder(work.string(), fingerprint);
     const bool resuming = finished > 0 || fs::exists(work / "grams.bin");
     GramScratch scratch((work / "grams.bin").string(), config, statsDtype, resuming);
     run.scratchBytes = scratch.bytes();

@@ -145,6 +145,27 @@ private:
 // other settings only its scores and export are; each said. The folder is removed once the
 // export is complete; the export moves from it to the staging folder beside --out and appears
 // there atomically (writeExportDirectory), byte for byte what an uninterrupted run writes.
+//
+// The helpers every resumable run's work folder goes through (npw prune's here, npw sweep's
+// SweepJournal):
+// A double written exactly ("%a": hexadecimal), for fingerprints.
+std::string exactNumberText(double x);
+// The work folder of a resumable run writing `output` (a file or a folder): ".NAME.npw-work"
+// beside it, on the disk the user chose.
+std::string workFolderBeside(const std::string& output);
+// What every work folder's fingerprint starts with: `format`, npw's version, the model's files
+// (by path, size and modification time) and its config: a folder written for another model, or by
+// another npw, is not resumed from.
+nlohmann::json checkpointFingerprint(const LlamaCheckpoint& checkpoint, const std::string& format);
+// The work folder `dir` of an interrupted run, if there is one: kept (true) when its
+// fingerprint.json is `fingerprint` and `usable` (when given) says it can be resumed from (an
+// exception: it cannot); otherwise removed, `note` naming it ("removed the work folder DIR of an
+// interrupted run with " + otherRun). False when there was none.
+bool keepMatchingWorkFolder(const std::string& dir, const std::string& fingerprint, const std::function<bool()>& usable,
+                            const std::string& otherRun, const std::function<void(const std::string&)>& note);
+// Creates `dir` with its fingerprint.json (when missing).
+void createWorkFolder(const std::string& dir, const std::string& fingerprint);
+
 struct LayerwisePruneOptions {
     std::string workDir;  // the work folder (created; removed when the export is complete)
     StatsScratchPrecision precision = StatsScratchPrecision::Auto;
