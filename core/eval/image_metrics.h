@@ -13,6 +13,9 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <cmath>
+#include <cstdint>
+
 #include <map>
 #include <string>
 
@@ -84,6 +87,10 @@ ReferenceStats loadReferenceStats(const std::string& path);
 
 struct ImageMetrics {
     double fid = 0, sfid = 0;
+    // FID's bootstrap interval over the generated images (fidBootstrapInterval): the 5th and 95th
+    // percentiles; NaN, with fidResamples 0, where it was not computed (from the minimum on).
+    double fidLow = std::nan(""), fidHigh = std::nan("");
+    int64_t fidResamples = 0;
     InceptionScore is;
     double precision = 0, recall = 0;
     int64_t samples = 0, referenceCount = 0;
@@ -101,6 +108,21 @@ int64_t fidMinimumSamples(int64_t featureDims);
 // Empty when `m` has the samples FID needs; else a warning naming the count, the need and what
 // it means for a comparison of models.
 std::string fidSampleWarning(const ImageMetrics& m);
+// FID's 5-95 % bootstrap interval over the generated images: `resamples` times, N of the N
+// sample features drawn with replacement, their Gaussian fit compared with the reference's; the
+// 5th and 95th percentiles of those FIDs (linear interpolation between order statistics, numpy's
+// default). It shows the spread that the generated images' own sampling gives FID, which at a few
+// hundred images can exceed the gap between two models; it does not remove FID's small-sample bias
+// (which a bootstrap shares). Index k of resample b is splitmix64(seed + b·N + k) mod N, so an
+// independent implementation can draw the same resamples (tests/fixtures/fid_bootstrap_numpy.py).
+struct FidInterval {
+    double low = 0, high = 0;
+    int64_t resamples = 0;
+};
+inline constexpr int64_t kFidBootstrapResamples = 200;
+FidInterval fidBootstrapInterval(const at::Tensor& sampleFeatures, const GaussianStats& reference,
+                                 int64_t resamples = kFidBootstrapResamples, uint64_t seed = 0);
+// computeImageMetrics adds the interval where FID has fewer samples than it needs (fidSampleWarning).
 ImageMetrics computeImageMetrics(const ReferenceStats& reference, const FeatureSet& samples, int64_t isSplits = 10,
                                  const ProgressFn& progress = nullptr);
 
