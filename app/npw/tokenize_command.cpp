@@ -1,8 +1,9 @@
 // tokenize: a text's token ids and pieces with a model's tokenizer (or a tokenizer file), so a
-// user can put npw's tokenization beside their own tools' (issue 14).
-#include "app/npw/commands.h"
-#include "core/models/checkpoint_inspection.h"
-#include "core/models/model_loader.h"
+// user can put npw's tokenization beside their own tools' (issue 14). No LibTorch here: npw-text
+// (app/text) runs this command without loading it, npw-run with it (tokenize_command.h).
+#include "app/npw/tokenize_command.h"
+#include "app/npw/terminal_output.h"
+#include "core/models/model_files.h"
 #include "core/text/tokenizer_files.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
@@ -54,7 +55,7 @@ bool looksLikeLlama2cModel(const std::string& head) {
 // read as one, so a damaged tokenizer gets the tokenizer reader's own error. Only a llama2.c .bin
 // is ambiguous (a model starts with small ints too): it is a tokenizer when it reads as one, else
 // a model when its header describes one, else the tokenizer reader's error stands.
-ChosenTokenizer chooseTokenizer(const Args& args, const std::string& source) {
+ChosenTokenizer chooseTokenizer(const Args& args, const std::string& source, const VocabularyFromTensors& fromTensors) {
     ChosenTokenizer chosen;
     const auto modelChoice = [&] {
         chosen.model = source;
@@ -63,9 +64,12 @@ ChosenTokenizer chooseTokenizer(const Args& args, const std::string& source) {
             throw Error("model '" + source + "' has no tokenizer (no tokenizer.json, tokenizer.model or tokenizer.bin "
                         "beside it); give one with --tokenizer FILE");
         // A tokenizer.bin holds as many tokens as the model's vocabulary (run.c reads that many),
-        // which the model's headers say: no weight is read.
-        if (detectTokenizerFile(readTokenizerFileBytes(chosen.path)) == TokenizerFileKind::Llama2cBin)
-            chosen.vocabSize = inspectLlamaCheckpoint(source).config.vocab_size;
+        // which the model's config or header says (no weight is read); Meta's params.json and
+        // llama2.c's ckpt.pt may leave it to the tensors' shapes.
+        if (detectTokenizerFile(readTokenizerFileBytes(chosen.path)) == TokenizerFileKind::Llama2cBin) {
+            const std::optional<int64_t> fromConfig = vocabularyFromConfig(source);
+            chosen.vocabSize = fromConfig ? *fromConfig : fromTensors(source);
+        }
         return chosen;
     };
     std::error_code ec;
@@ -99,11 +103,13 @@ ChosenTokenizer chooseTokenizer(const Args& args, const std::string& source) {
     return chosen;
 }
 
-int runTokenize(const Args& args) {
+} // namespace
+
+int runTokenize(const Args& args, const VocabularyFromTensors& vocabularyFromTensors) {
     if (args.positional().size() != 1)
         throw Error("'npw tokenize' takes exactly one MODEL or TOKENIZER file, got " + std::to_string(args.positional().size()));
     if (args.has("text") == args.has("string")) throw Error("give exactly one of --text FILE or --string S");
-    const ChosenTokenizer chosen = chooseTokenizer(args, args.positional()[0]);
+    const ChosenTokenizer chosen = chooseTokenizer(args, args.positional()[0], vocabularyFromTensors);
     const std::string text = args.has("text") ? readTextInput(args.get("text"), "text") : args.get("string");
     const std::string fileKind = tokenizerFileKindName(detectTokenizerFile(readTokenizerFileBytes(chosen.path)));
     const std::shared_ptr<Tokenizer> tokenizer = Tokenizer::fromAnyFile(chosen.path, chosen.vocabSize);
@@ -144,15 +150,6 @@ int runTokenize(const Args& args) {
         std::cout << "\n";
     });
     return 0;
-}
-
-} // namespace
-
-void addTokenizeCommand(std::vector<Command>& out) {
-    out.push_back({"tokenize", "MODEL|TOKENIZER (--text FILE | --string S) [--tokenizer FILE] [--no-bos] [--json]",
-                   "Token ids and pieces of a text with a model's tokenizer or a tokenizer file (tokenizer.json, "
-                   "tokenizer.model, tokenizer.bin), to compare with other tools.",
-                   flagsFor("tokenize"), runTokenize});
 }
 
 } // namespace npw::cli
