@@ -294,7 +294,8 @@ private slots:
 
     // FID's bootstrap interval against numpy's (tests/fixtures/fid_bootstrap_numpy.py): the same
     // resamples (splitmix64 indices), each FID by another route (eigenvalues of the non-symmetric
-    // product S1·S2), numpy.percentile's 5th and 95th.
+    // product S1·S2), numpy.percentile's 5th and 95th less the resamples' bias; the interval holds
+    // the FID of all the images.
     void fidBootstrapAgainstNumpy() {
         const nlohmann::json f = reference()["features"];
         const at::Tensor a = fromJson(f["a"]), b = fromJson(f["b"]);
@@ -305,6 +306,8 @@ private slots:
         for (const nlohmann::json& c : expected["cases"]) {
             const FidInterval i = fidBootstrapInterval(a, gaussianStats(b), c["resamples"].get<int64_t>(), c["seed"].get<uint64_t>());
             QCOMPARE(i.resamples, c["resamples"].get<int64_t>());
+            QVERIFY(std::abs(i.bias - c["bias"].get<double>()) < 1e-8);
+            QVERIFY(i.low < f["fid"].get<double>() && f["fid"].get<double>() < i.high);
             QVERIFY2(std::abs(i.low - c["low"].get<double>()) < 1e-8 && std::abs(i.high - c["high"].get<double>()) < 1e-8,
                      qPrintable(QString("npw %1–%2, numpy %3–%4").arg(i.low, 0, 'g', 17).arg(i.high, 0, 'g', 17)
                                     .arg(c["low"].get<double>(), 0, 'g', 17).arg(c["high"].get<double>(), 0, 'g', 17)));
@@ -313,8 +316,8 @@ private slots:
         QVERIFY_THROWS_EXCEPTION(Error, fidBootstrapInterval(a.narrow(0, 0, 1), gaussianStats(b)));
     }
 
-    // More images, a narrower interval around the point estimate: 16 times the images, about a
-    // quarter of the width (the spread falls as 1/sqrt(N)).
+    // More images, a narrower interval: 16 times the images, about a quarter of the width (the
+    // spread falls as 1/sqrt(N)); each holds the FID of its images.
     void fidBootstrapNarrowsWithMoreImages() {
         at::Generator gen = at::detail::createCPUGenerator(5);
         const GaussianStats reference = gaussianStats(at::randn({4000, 4}, gen, at::kDouble) + 0.5);
@@ -324,9 +327,20 @@ private slots:
         QVERIFY(few.low < few.high && many.low < many.high);
         const double fewWidth = few.high - few.low, manyWidth = many.high - many.low;
         QVERIFY2(manyWidth < 0.5 * fewWidth, qPrintable(QString("%1 vs %2").arg(manyWidth).arg(fewWidth)));
-        const double fid = frechetDistance(gaussianStats(all), reference);
-        QVERIFY2(many.low - manyWidth < fid && fid < many.high + manyWidth,
-                 qPrintable(QString("FID %1, interval %2–%3").arg(fid).arg(many.low).arg(many.high)));
+        for (const auto& [interval, n] : {std::pair{few, int64_t(100)}, {many, int64_t(1600)}}) {
+            const double fid = frechetDistance(gaussianStats(all.narrow(0, 0, n)), reference);
+            QVERIFY2(interval.low < fid && fid < interval.high,
+                     qPrintable(QString("FID %1, interval %2–%3").arg(fid).arg(interval.low).arg(interval.high)));
+        }
+        // Fewer images than dimensions: resamples repeat images and read far higher; the interval
+        // is still about FID itself (its bias taken out), and says how large that bias was.
+        const at::Tensor wide = at::randn({40, 64}, gen, at::kDouble);
+        const GaussianStats wideReference = gaussianStats(at::randn({2000, 64}, gen, at::kDouble) + 0.3);
+        const FidInterval singular = fidBootstrapInterval(wide, wideReference);
+        const double wideFid = frechetDistance(gaussianStats(wide), wideReference);
+        QVERIFY2(singular.bias > 0.05 * wideFid, qPrintable(QString("bias %1 of FID %2").arg(singular.bias).arg(wideFid)));
+        QVERIFY2(singular.low < wideFid && wideFid < singular.high,
+                 qPrintable(QString("FID %1, interval %2–%3").arg(wideFid).arg(singular.low).arg(singular.high)));
     }
 
     void referenceStatsRoundTripAndMetrics() {

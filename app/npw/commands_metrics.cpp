@@ -138,6 +138,7 @@ int runMetrics(const Args& args) {
     j["fid_low"] = json_fields::finiteOrNull(m.fidLow);
     j["fid_high"] = json_fields::finiteOrNull(m.fidHigh);
     j["fid_resamples"] = m.fidResamples;
+    j["fid_resample_bias"] = json_fields::finiteOrNull(m.fidResampleBias);
     const std::string fidWarning = fidSampleWarning(m);
     j["fid_warning"] = fidWarning.empty() ? nlohmann::json(nullptr) : nlohmann::json(fidWarning);
     if (!fidWarning.empty()) {

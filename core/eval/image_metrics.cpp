@@ -299,9 +299,14 @@ FidInterval fidBootstrapInterval(const at::Tensor& features, const GaussianStats
         const GaussianStats resampled = gaussianStats(x.index_select(0, index));
         fids.push_back(frechetWithSqrt(refMean, refCov, refSqrt, resampled.mean, symmetric(resampled.cov)));
     }
+    const GaussianStats all = gaussianStats(x);
+    const double fid = frechetWithSqrt(refMean, refCov, refSqrt, all.mean, symmetric(all.cov));
+    double mean = 0;
+    for (double f : fids) mean += f / double(resamples);
     FidInterval out;
-    out.low = percentile(fids, 0.05);
-    out.high = percentile(fids, 0.95);
+    out.bias = mean - fid;
+    out.low = percentile(fids, 0.05) - out.bias;
+    out.high = percentile(fids, 0.95) - out.bias;
     out.resamples = resamples;
     return out;
 }
@@ -324,6 +329,7 @@ ImageMetrics computeImageMetrics(const ReferenceStats& ref, const FeatureSet& f,
         const FidInterval interval = fidBootstrapInterval(f.pooled, ref.pooled);
         m.fidLow = interval.low;
         m.fidHigh = interval.high;
+        m.fidResampleBias = interval.bias;
         m.fidResamples = interval.resamples;
     }
     m.sfid = frechetDistance(gaussianStats(f.spatial), ref.spatial);

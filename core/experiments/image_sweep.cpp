@@ -129,6 +129,7 @@ nlohmann::json imageEvaluationJson(const ImageEvaluation& e) {
             {"fid_low", json_fields::finiteOrNull(e.metrics.fidLow)},
             {"fid_high", json_fields::finiteOrNull(e.metrics.fidHigh)},
             {"fid_resamples", e.metrics.fidResamples},
+            {"fid_resample_bias", json_fields::finiteOrNull(e.metrics.fidResampleBias)},
             {"tokens_per_s", json_fields::finiteOrNull(e.tokensPerSecond)},
             {"images_per_s", json_fields::finiteOrNull(e.imagesPerSecond)},
             {"parameters", e.parameters},
@@ -154,6 +155,7 @@ ImageEvaluation imageEvaluationFromJson(const nlohmann::json& j) {
     if (j.contains("fid_low")) e.metrics.fidLow = json_fields::numberOrNaN(j, "fid_low", kImageRow);
     if (j.contains("fid_high")) e.metrics.fidHigh = json_fields::numberOrNaN(j, "fid_high", kImageRow);
     e.metrics.fidResamples = json_fields::intOr(j, "fid_resamples", 0, kImageRow);
+    if (j.contains("fid_resample_bias")) e.metrics.fidResampleBias = json_fields::numberOrNaN(j, "fid_resample_bias", kImageRow);
     e.tokensPerSecond = json_fields::numberOrNaN(j, "tokens_per_s", kImageRow);
     e.imagesPerSecond = json_fields::numberOrNaN(j, "images_per_s", kImageRow);
     e.parameters = json_fields::requiredInt(j, "parameters", kImageRow);
