@@ -399,6 +399,50 @@ def cases(w, npw):
     yield ("export manifest", "a pruned model's npw-manifest.json nested 400,000 deep (`compare` labels the model by it)",
            ["compare", m, labelled, "--prompt", "a b", "--tokens", "2"])
 
+    # More silent fallbacks, refused: a prompt or task text with no tokenizer to encode it, and a
+    # tokenizer that covers too little of the model's vocabulary unless the user says so.
+    untokenized = w.fresh()
+    os.remove(os.path.join(untokenized, "tokenizer.json"))
+    yield ("fallback", "`compare --prompt TEXT` on models without a tokenizer",
+           ["compare", untokenized, untokenized, "--prompt", "a b", "--tokens", "2"])
+    yield ("fallback", "`zeroshot --task` (text choices) on a model without a tokenizer",
+           ["zeroshot", untokenized, "--task", "mc:" + w.write("task4.jsonl", '{"context": "a b", "choices": [" cab", " bad"], "gold": 0}\n')])
+    yield ("fallback", "`eval --tokenizer` of 16 pieces on a 32-token model with `--allow-small-vocab`",
+           ["eval", m, "--tokenizer", w.path("small-tokenizer.json"), "--text", calib, "--allow-small-vocab"], {"show": "ppl"})
+
+    # The layer-by-layer sweep refuses what it cannot run before any work.
+    layerwise = ["sweep", m, "--layerwise", "--ratios", "0.25", "--calib", calib, "--eval", "text:" + evaltext,
+                 "--nsamples", "2", "--seqlen", "16", "--seeds", "1", "--methods"]
+    yield ("layer-wise sweep", "`sweep --layerwise --methods llm-pruner` (a baseline)", layerwise + ["llm-pruner"])
+    yield ("layer-wise sweep", "`sweep --layerwise --methods numerical-lstar-kl`", layerwise + ["numerical-lstar-kl"])
+    yield ("layer-wise sweep", "`sweep --layerwise --speed`", layerwise + ["magnitude", "--speed"])
+    yield ("layer-wise sweep", "`sweep --layerwise --zeroshot`", layerwise + ["magnitude", "--zeroshot", "mc:" + w.path("task4.jsonl")])
+
+    # `npw bench --suite projection --from REPORT`: a report whose measured rates cannot project.
+    report = w.path("prune-report.json")
+
+    def prune_report(name, rate):
+        def setup():
+            if not os.path.exists(report):
+                done = subprocess.run([npw] + prune[:1] + [w.model] + prune[2:] + ["--out", w.path("out-report"), "--json"],
+                                      capture_output=True, check=True, env=dict(os.environ, NPW_NUM_THREADS="1"))
+                w.write("prune-report.json", done.stdout)
+            if name:
+                doc = json.load(open(report))
+                doc["stage_bounds"]["rates"]["float64_gemm_flop_per_s"] = rate
+                w.write(name, json.dumps(doc))
+        return setup
+
+    projection = ["bench", "--suite", "projection", "--from"]
+    yield ("projection", "`bench --suite projection` of a report whose float64 GEMM rate is 0 (not measured)",
+           projection + [w.path("rate-zero.json")], {"setup": prune_report("rate-zero.json", 0)})
+    yield ("projection", "`bench --suite projection` of a report with a negative rate",
+           projection + [w.path("rate-negative.json")], {"setup": prune_report("rate-negative.json", -1e9)})
+    yield ("projection", "`bench --suite projection --shapes ,` (no shape)", projection + [report, "--shapes", ","],
+           {"setup": prune_report(None, None)})
+    yield ("projection", "`bench --suite projection --calibrations ,` (no calibration)",
+           projection + [report, "--calibrations", ","], {"setup": prune_report(None, None)})
+
 
 def tensor_names(safetensors):
     """The tensor names of a safetensors file's header."""
@@ -504,6 +548,8 @@ def main():
             text = (err if err.strip() else out).decode("utf-8", "replace").strip().splitlines()
             if "show" in options:  # the line that says what was accepted
                 text = [line.strip() for line in text if options["show"] in line] or text
+            elif code != 0:  # the refusal itself, not a warning printed before it
+                text = [line for line in text if ": error: " in line] or text
             first = text[0] if text else ""
             if "after" in options:  # what the run left (the user's files, temporaries)
                 first += " — " + options["after"]()

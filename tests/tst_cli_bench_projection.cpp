@@ -166,6 +166,18 @@ private slots:
             npw::test::runCli(npw_, {"bench", "--suite", "projection", "--from", report_, "--shapes", ","});
         QCOMPARE(noShapes.rc, 1);
         QVERIFY2(noShapes.err.contains("--shapes"), qPrintable(noShapes.err));
+        const npw::test::CliRun noCalibrations =
+            npw::test::runCli(npw_, {"bench", "--suite", "projection", "--from", report_, "--calibrations", ","});
+        QCOMPARE(noCalibrations.rc, 1);
+        QVERIFY2(noCalibrations.err.contains("--calibrations"), qPrintable(noCalibrations.err));
+        // A negative rate as well as 0: nothing to project with.
+        zeroRate["stage_bounds"]["rates"]["float64_gemm_flop_per_s"] = -1e9;
+        QVERIFY(z.open(QIODevice::WriteOnly | QIODevice::Truncate));
+        z.write(QByteArray::fromStdString(zeroRate.dump()));
+        z.close();
+        const npw::test::CliRun negativeRate = npw::test::runCli(npw_, {"bench", "--suite", "projection", "--from", z.fileName()});
+        QCOMPARE(negativeRate.rc, 1);
+        QVERIFY2(negativeRate.err.contains("float64_gemm_flop_per_s"), qPrintable(negativeRate.err));
         const npw::test::CliRun badShape =
             npw::test::runCli(npw_, {"bench", "--suite", "projection", "--from", report_, "--shapes", "30b"});
         QCOMPARE(badShape.rc, 1);

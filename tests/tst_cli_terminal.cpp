@@ -7,10 +7,15 @@
 // never two columns run together (the bug: "128     1281.633e-04": seqlen 128, λ 1.633e-04).
 // Also the start: `npw --help`, `npw COMMAND --help`, --version and an unknown command answer
 // without loading LibTorch (the launcher, app/launcher), with npw-run's own texts, and every other
-// command loads it once (glibc's loader reports each library initialisation under LD_DEBUG=libs).
+// command loads it once (glibc's loader reports each library initialisation under LD_DEBUG=libs),
+// but `npw tokenize`, which needs no tensor (npw-text).
+#include "app/npw/commands.h"  // sweepSummaryText
+#include "app/npw/text_table.h"
 #include "core/util/paths.h"
 
 #include <QCoreApplication>
+#include <QDir>
+#include <QFile>
 #include <QFileInfo>
 #include <QProcess>
 #include <QRegularExpression>
@@ -147,6 +152,61 @@ private slots:
         checkTable(screenLines(raw), /*expectBar=*/true);
     }
 
+    // The summary over seeds sizes its columns from their content: a perplexity of 10^9 (a model
+    // pruned to pieces), a long method and data set name, a zero-shot and a speed row. Every cell
+    // appears whole, two spaces or more after its neighbour, left-aligned columns start and
+    // right-aligned ones end at one position on every line. (The fixed widths before ran
+    // "0.300" and "1234567890.25" together.)
+    void summaryColumnsNeverTouch() {
+        std::vector<npw::SweepSummaryRow> summary(5);
+        const char* methods[] = {"dense", "numerical", "a-very-long-method-name-x", "magnitude", "numerical"};
+        const char* evals[] = {"text:kjv-nt.txt", "wikitext2:wiki.test.raw", "text:kjv-nt.txt", "piqa", "speed"};
+        const double ppl[] = {1.7584, 1234567890.25, 61029.5, NAN, NAN};
+        for (size_t i = 0; i < summary.size(); ++i) {
+            npw::SweepSummaryRow& r = summary[i];
+            r.first.method = methods[i];
+            r.first.ratio = 0.1 * static_cast<double>(i);
+            r.first.evalSet = evals[i];
+            r.count = i == 1 ? 3 : 1;
+            r.pplMean = ppl[i];
+            r.pplStd = 12345.678;
+            r.achievedRatioMean = 0.3;
+            r.accMean = i == 3 ? 0.61 : NAN;
+            r.decodeMean = i == 4 ? 5354 : NAN;
+            r.decodeSlowest = 5000;
+            r.decodeFastest = 5400;
+            r.first.speedRuns = 3;
+            r.weightsMiBMean = 1.5;
+        }
+        const QStringList lines = QString::fromStdString(npw::cli::sweepSummaryText(summary)).split('\n', Qt::SkipEmptyParts);
+        QCOMPARE(lines.size(), 6);  // the header and the rows
+        const QList<QStringList> cells = {
+            {"method", "ratio", "eval", "achieved", "ppl"},
+            {"dense", "0.00", "text:kjv-nt.txt", "0.300", "1.76", "(1 seed)"},
+            {"numerical", "0.10", "wikitext2:wiki.test.raw", "0.300", "1234567890.25", "± 12345.68"},
+            {"a-very-long-method-name-x", "0.20", "text:kjv-nt.txt", "0.300", "61029.50", "(1 seed)"},
+            {"magnitude", "0.30", "piqa", "0.300", "", "acc 0.6100 (1 seed)"},
+            {"numerical", "0.40", "speed", "0.300", "", "decode 5354 tok/s (median of 3 runs, 5000–5400), weights 1.50 MiB"}};
+        const bool right[] = {false, true, false, true, true, false};
+        QMap<int, int> edge;  // column → its start (left-aligned) or end (right-aligned)
+        for (int row = 0; row < lines.size(); ++row) {
+            const QString& line = lines[row];
+            int at = 0;
+            for (int col = 0; col < cells[row].size(); ++col) {
+                const QString& cell = cells[row][col];
+                if (cell.isEmpty()) continue;
+                const int found = line.indexOf(cell, at);
+                QVERIFY2(found >= 0, qPrintable("'" + cell + "' is not whole in: " + line));
+                if (col > 0) QVERIFY2(found >= at + 2 && line.mid(at, found - at).trimmed().isEmpty(), qPrintable(line));
+                const int position = right[col] ? found + cell.size() : found;
+                if (edge.contains(col)) QVERIFY2(edge[col] == position, qPrintable("column " + QString::number(col) + " moves: " + line));
+                edge[col] = position;
+                at = found + cell.size();
+            }
+            QCOMPARE(at, line.size());  // nothing after the last cell, no trailing spaces
+        }
+    }
+
     // The layer-wise road of npw prune on a terminal: every stage over the layers draws its own
     // bar with its own ETA and ends on a finished line — calibration, the relative λ's solves,
     // the scores, the L* ranking, and the compensation and writing of each layer.
@@ -227,6 +287,44 @@ private slots:
         QCOMPARE(libtorchStarts(npw_, {"info", "demo:lm"}, &out, &exitCode), 1);  // once, not started twice
         QCOMPARE(exitCode, 0);
         QVERIFY(out.contains("demo:lm"));
+
+        // `npw tokenize` needs no tensor: npw-text answers it without LibTorch, with npw-run's
+        // answer byte for byte (stdout, stderr, exit status), on a tokenizer file, on models whose
+        // tokenizer is found beside them (a safetensors folder, a llama2.c .bin with tok105.model,
+        // and one with a tokenizer.bin, whose size the model's header gives), and on its errors.
+        const QString data = QStringLiteral(NPW_TEST_DATA);
+        const QString llama2c = dir_.filePath("llama2c-with-tokenizer-bin");
+        QVERIFY(QDir().mkpath(llama2c));
+        QVERIFY(QFile::copy(data + "/babyllama/model5000.bin", llama2c + "/model5000.bin"));
+        QVERIFY(QFile::copy(data + "/sentencepiece/tok105.bin", llama2c + "/tokenizer.bin"));
+        const QList<QStringList> tokenize = {
+            {"tokenize", data + "/sentencepiece/tok105.model", "--string", "Once upon a time"},
+            {"tokenize", "demo:lm", "--string", "And God said", "--json"},
+            {"tokenize", data + "/babyllama/model5000.bin", "--string", "Lily", "--no-bos"},
+            {"tokenize", llama2c + "/model5000.bin", "--string", "Once upon a time", "--json"},
+            {"tokenize", data + "/sentencepiece/no-such.model", "--string", "x"},  // errors: the same words
+            {"tokenize", "demo:lm", "--string", "x", "--no-such-flag"},
+            {"tokenize", "demo:lm", "--text", "x", "--string", "y"},
+            {"tokenize", data + "/sentencepiece/tok105.model", "--string", "x", "--tokenizer", data + "/sentencepiece/tok105.bin"}};
+        for (const QStringList& args : tokenize) {
+            QCOMPARE(libtorchStarts(npw_, args, &out, &exitCode), 0);
+            QProcess viaNpw, viaWorker;
+            viaNpw.start(npw_, args);
+            viaWorker.start(worker, args);
+            QVERIFY(viaNpw.waitForFinished(300000) && viaWorker.waitForFinished(300000));
+            QCOMPARE(viaNpw.readAllStandardOutput(), viaWorker.readAllStandardOutput());
+            QCOMPARE(viaNpw.readAllStandardError(), viaWorker.readAllStandardError());
+            QCOMPARE(viaNpw.exitCode(), viaWorker.exitCode());
+            QCOMPARE(exitCode, viaWorker.exitCode());
+        }
+        // Where only the tensors say the vocabulary (Meta's params.json with vocab_size -1, for a
+        // tokenizer.bin), npw-text hands the command to npw-run: LibTorch starts once.
+        const QStringList meta = {"tokenize", data + "/family_ref/meta_llama2_2shards", "--tokenizer",
+                                  data + "/sentencepiece/tok105.bin", "--string", "x", "--json"};
+        QCOMPARE(libtorchStarts(npw_, meta, &out, &exitCode), 1);
+        libtorchStarts(worker, meta, &expected, &expectedExit);
+        QCOMPARE(out, expected);
+        QCOMPARE(exitCode, expectedExit);
     }
 
     // OpenBLAS picks its kernels by the CPU's model number; one newer than the OpenBLAS release

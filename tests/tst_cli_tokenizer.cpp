@@ -415,6 +415,24 @@ private slots:
         QCOMPARE(r.result.at("tokenizer").get<std::string>(), std::string());
     }
 
+    // Text on a model without a tokenizer is refused, never silently replaced: generate --prompt
+    // (which would otherwise start from BOS), compare --prompt and zeroshot's text choices, each
+    // naming the model and the way forward; token ids still run (run.c's first ids after 461).
+    void textWithoutTokenizerIsRefused() {
+        const QString stories = QString::fromStdString(kData + "/stories260K/stories260K.bin");
+        expectFailure({"generate", stories, "--prompt", "Once", "--tokens", "2"},
+                      {"stories260K.bin", "no tokenizer", "cannot be encoded", "--tokenizer", "--prompt-ids"});
+        expectFailure({"compare", stories, stories, "--prompt", "Once", "--tokens", "2"},
+                      {"stories260K.bin", "no tokenizer", "cannot be encoded", "--tokenizer"});
+        const std::string task = path("task-no-tokenizer.jsonl");
+        writeTextAtomically(task, "{\"context\": \"Once upon\", \"choices\": [\" a time\", \" the\"], \"gold\": 0}\n");
+        expectFailure({"zeroshot", stories, "--task", QString::fromStdString("mc:" + task)},
+                      {"stories260K.bin", "no tokenizer", "--tokenizer"});
+        const Run ids = npw({"generate", stories, "--prompt-ids", "1", "--tokens", "3", "--json"});
+        QCOMPARE(ids.exitCode, 0);
+        QCOMPARE(ids.result.at("ids").get<std::vector<int32_t>>(), (std::vector<int32_t>{461, 461, 401}));
+    }
+
     // --tokenizer on a model: each kind, on info, eval, export-gguf and prune (which copies the
     // file, byte for byte, under its kind's name).
     void tokenizerFlagOnCommands() {

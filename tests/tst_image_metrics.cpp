@@ -292,6 +292,57 @@ private slots:
         QVERIFY_THROWS_EXCEPTION(Error, sfidFeatures(at::zeros({2, 6, 2, 2})));
     }
 
+    // FID's bootstrap interval against numpy's (tests/fixtures/fid_bootstrap_numpy.py): the same
+    // resamples (splitmix64 indices), each FID by another route (eigenvalues of the non-symmetric
+    // product S1·S2), numpy.percentile's 5th and 95th less the resamples' bias; the interval holds
+    // the FID of all the images.
+    void fidBootstrapAgainstNumpy() {
+        const nlohmann::json f = reference()["features"];
+        const at::Tensor a = fromJson(f["a"]), b = fromJson(f["b"]);
+        std::ifstream in(std::string(NPW_TEST_DATA) + "/metrics/fid_bootstrap_reference.json");
+        QVERIFY2(in, "missing tests/data/metrics/fid_bootstrap_reference.json (run tests/fixtures/fid_bootstrap_numpy.py)");
+        const nlohmann::json expected = nlohmann::json::parse(in);
+        QCOMPARE(expected["cases"].size(), size_t(2));
+        for (const nlohmann::json& c : expected["cases"]) {
+            const FidInterval i = fidBootstrapInterval(a, gaussianStats(b), c["resamples"].get<int64_t>(), c["seed"].get<uint64_t>());
+            QCOMPARE(i.resamples, c["resamples"].get<int64_t>());
+            QVERIFY(std::abs(i.bias - c["bias"].get<double>()) < 1e-8);
+            QVERIFY(i.low < f["fid"].get<double>() && f["fid"].get<double>() < i.high);
+            QVERIFY2(std::abs(i.low - c["low"].get<double>()) < 1e-8 && std::abs(i.high - c["high"].get<double>()) < 1e-8,
+                     qPrintable(QString("npw %1–%2, numpy %3–%4").arg(i.low, 0, 'g', 17).arg(i.high, 0, 'g', 17)
+                                    .arg(c["low"].get<double>(), 0, 'g', 17).arg(c["high"].get<double>(), 0, 'g', 17)));
+        }
+        QVERIFY_THROWS_EXCEPTION(Error, fidBootstrapInterval(a, gaussianStats(b), 1));
+        QVERIFY_THROWS_EXCEPTION(Error, fidBootstrapInterval(a.narrow(0, 0, 1), gaussianStats(b)));
+    }
+
+    // More images, a narrower interval: 16 times the images, about a quarter of the width (the
+    // spread falls as 1/sqrt(N)); each holds the FID of its images.
+    void fidBootstrapNarrowsWithMoreImages() {
+        at::Generator gen = at::detail::createCPUGenerator(5);
+        const GaussianStats reference = gaussianStats(at::randn({4000, 4}, gen, at::kDouble) + 0.5);
+        const at::Tensor all = at::randn({1600, 4}, gen, at::kDouble);
+        const FidInterval few = fidBootstrapInterval(all.narrow(0, 0, 100), reference);
+        const FidInterval many = fidBootstrapInterval(all, reference);
+        QVERIFY(few.low < few.high && many.low < many.high);
+        const double fewWidth = few.high - few.low, manyWidth = many.high - many.low;
+        QVERIFY2(manyWidth < 0.5 * fewWidth, qPrintable(QString("%1 vs %2").arg(manyWidth).arg(fewWidth)));
+        for (const auto& [interval, n] : {std::pair{few, int64_t(100)}, {many, int64_t(1600)}}) {
+            const double fid = frechetDistance(gaussianStats(all.narrow(0, 0, n)), reference);
+            QVERIFY2(interval.low < fid && fid < interval.high,
+                     qPrintable(QString("FID %1, interval %2–%3").arg(fid).arg(interval.low).arg(interval.high)));
+        }
+        // Fewer images than dimensions: resamples repeat images and read far higher; the interval
+        // is still about FID itself (its bias taken out), and says how large that bias was.
+        const at::Tensor wide = at::randn({40, 64}, gen, at::kDouble);
+        const GaussianStats wideReference = gaussianStats(at::randn({2000, 64}, gen, at::kDouble) + 0.3);
+        const FidInterval singular = fidBootstrapInterval(wide, wideReference);
+        const double wideFid = frechetDistance(gaussianStats(wide), wideReference);
+        QVERIFY2(singular.bias > 0.05 * wideFid, qPrintable(QString("bias %1 of FID %2").arg(singular.bias).arg(wideFid)));
+        QVERIFY2(singular.low < wideFid && wideFid < singular.high,
+                 qPrintable(QString("FID %1, interval %2–%3").arg(wideFid).arg(singular.low).arg(singular.high)));
+    }
+
     void referenceStatsRoundTripAndMetrics() {
         at::Generator gen = at::detail::createCPUGenerator(12);
         FeatureSet ref{at::randn({400, 6}, gen), at::randn({400, 5}, gen), at::randn({400, 14}, gen)};
@@ -315,6 +366,15 @@ private slots:
         QVERIFY(good.precision > 0.8 && good.recall > 0.8);
         QVERIFY(bad.precision < 0.3);
         QCOMPARE(good.samples, int64_t(400));
+        // 400 images of 6 features are more than FID's 4 per dimension: no bootstrap interval;
+        // 20 are fewer: the interval, over 200 resamples, on either side of nothing in particular
+        // but ordered and finite.
+        QCOMPARE(good.fidResamples, int64_t(0));
+        QVERIFY(std::isnan(good.fidLow) && std::isnan(good.fidHigh));
+        FeatureSet few{same.pooled.narrow(0, 0, 20), same.logits.narrow(0, 0, 20), same.spatial.narrow(0, 0, 20)};
+        const ImageMetrics small = computeImageMetrics(back, few);
+        QCOMPARE(small.fidResamples, kFidBootstrapResamples);
+        QVERIFY(std::isfinite(small.fidLow) && small.fidLow <= small.fidHigh);
 
         // Features of another network (another width) are refused, naming the reference's network.
         FeatureSet other{at::randn({50, 7}, gen), at::randn({50, 5}, gen), at::randn({50, 14}, gen)};

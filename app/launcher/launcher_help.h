@@ -7,7 +7,8 @@ namespace npw::launcher {
 
 struct CommandHelp {
     const char* name;
-    const char* help;  // what `npw NAME --help` prints
+    const char* help;    // what `npw NAME --help` prints
+    const char* worker;  // the program that runs it: "npw-run", or "npw-text" (no LibTorch: app/text)
 };
 
 extern const char* const kVersion;

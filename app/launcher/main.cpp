@@ -4,7 +4,8 @@
 // that does the work. Why: npw-run links LibTorch, whose loading costs every start 0.4 s of CPU
 // (measured: about 37 % in LibTorch's static initialisers registering its operators, 32 % in the
 // dynamic loader resolving its symbols, 11 % page faults), and 1.5-2.5 s of wall time on a busy
-// machine. And npw-run needs OMP_WAIT_POLICY and, on some CPUs, OPENBLAS_CORETYPE set before
+// machine. A command that needs no tensor (tokenize) goes to npw-text instead, which runs the
+// same code without LibTorch (app/text). And npw-run needs OMP_WAIT_POLICY and, on some CPUs, OPENBLAS_CORETYPE set before
 // LibTorch's libraries load (core/util/library_environment.h): set here, npw-run starts once
 // instead of starting and re-executing itself.
 #include "app/launcher/launcher_help.h"
@@ -20,8 +21,9 @@
 
 namespace {
 
-// npw-run beside this program (the build tree), else in ../libexec/npw (an installed package).
-std::string workerPath() {
+// The worker (npw-run or npw-text) beside this program (the build tree), else in ../libexec/npw
+// (an installed package).
+std::string workerPath(const std::string& worker) {
     char self[PATH_MAX];
     const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
     std::string dir = ".";
@@ -30,9 +32,9 @@ std::string workerPath() {
         dir = self;
         dir = dir.substr(0, dir.rfind('/'));
     }
-    for (const std::string& candidate : {dir + "/npw-run", dir + "/../libexec/npw/npw-run"})
+    for (const std::string& candidate : {dir + "/" + worker, dir + "/../libexec/npw/" + worker})
         if (::access(candidate.c_str(), X_OK) == 0) return candidate;
-    return dir + "/npw-run";
+    return dir + "/" + worker;
 }
 
 } // namespace
@@ -61,9 +63,9 @@ int main(int argc, char** argv) {
             return 0;
         }
     npw::setLibraryEnvironment();  // before npw-run's libraries load (core/util/library_environment.h)
-    const std::string worker = workerPath();
+    const std::string worker = workerPath(command->worker);
     ::execv(worker.c_str(), argv);
-    std::fprintf(stderr, "npw %s: error: cannot start '%s': %s (npw-run is installed beside npw or in ../libexec/npw)\n",
-                 first.c_str(), worker.c_str(), std::strerror(errno));
+    std::fprintf(stderr, "npw %s: error: cannot start '%s': %s (%s is installed beside npw or in ../libexec/npw)\n",
+                 first.c_str(), worker.c_str(), std::strerror(errno), command->worker);
     return 1;
 }

@@ -1,11 +1,13 @@
 #pragma once
 #include "app/npw/cli_args.h"
 #include "app/npw/flag_table.h"
+#include "app/npw/terminal_output.h"  // terminalProgress, clearProgressLine, printResult
 #include "core/data/text_datasets.h"
 #include "core/eval/feature_network.h"
 #include "core/eval/image_eval.h"
 #include "core/eval/image_generate.h"
 #include "core/experiments/language_workbench.h"
+#include "core/experiments/sweep.h"
 #include "core/models/llama_weights.h"
 #include "core/prune/baselines.h"
 #include "core/prune/pruner.h"
@@ -25,6 +27,9 @@ struct Command {
     std::string summary;
     std::vector<Flag> flags;  // flagsFor(name): from the table of flags (flag_table.h)
     std::function<int(const Args&)> run;
+    // Needs no tensor and so no LibTorch: the launcher starts npw-text (app/text) for it, which
+    // parses the same flags (generated from this table) and runs the same code without LibTorch.
+    bool withoutLibTorch = false;
 };
 
 const std::vector<Command>& allCommands();
@@ -98,18 +103,16 @@ ImageSource modelImages(const Args& args, const std::string& model, int64_t n, i
 // (text and pictures) call a model.
 std::string modelLabel(const std::string& model);
 
-// A progress callback drawing a bar on stderr when it is a terminal (silent otherwise). The bar
-// is one line redrawn in place ("\r"); anything printed while it stands (a result row on stdout,
-// which may be the same terminal, or a warning or error on stderr) must first erase it with
-// clearProgressLine(), or the text lands on the bar's line.
-ProgressFn terminalProgress();
-// The launcher's texts as a C++ source (app/launcher): the usage and, per command, its --help.
-std::string launcherHelpSource(const std::string& usage, const std::vector<std::pair<std::string, std::string>>& help);
+// `npw sweep`'s summary over seeds as a text table (app/npw/text_table.h: columns as wide as
+// their content, so a perplexity of 10^9 never runs into its neighbour).
+std::string sweepSummaryText(const std::vector<SweepSummaryRow>& summary);
 
-// Erases the progress bar's line on stderr, if one is drawn and not yet finished (else nothing).
-void clearProgressLine();
-// Prints the JSON object (with --json) or calls the human printer. (Not "emit": Qt, which the
-// CLI tests include first, defines that name as a macro.)
-void printResult(const Args& args, const nlohmann::json& result, const std::function<void()>& printHuman);
+// The launcher's texts as a C++ source (app/launcher): the usage and, per command, its --help and
+// the program that runs it (npw-run, or npw-text for a command withoutLibTorch).
+std::string launcherHelpSource(const std::string& usage, const std::vector<Command>& commands,
+                               const std::function<std::string(const Command&)>& help);
+// The flags of the commands withoutLibTorch as a C++ source for npw-text (app/text), declared as
+// the table declares them (npw::Error for a flag whose check is a parser of npw-run's: a Choice).
+std::string torchFreeFlagsSource(const std::vector<Command>& commands);
 
 } // namespace npw::cli

@@ -71,8 +71,11 @@ void printEvaluationRow(const std::string& name, double ratio, double achieved, 
         std::cout << std::setw(8) << e.classAccuracy;
     else
         std::cout << std::setw(8) << "-";
-    std::cout << std::setprecision(0) << std::setw(10) << e.tokensPerSecond << std::setw(10) << e.parameters
-              << std::endl;
+    std::cout << std::setprecision(0) << std::setw(10) << e.tokensPerSecond << std::setw(10) << e.parameters;
+    // Few images: how far FID moves when the generated images are resampled (fidBootstrapInterval).
+    if (e.metrics.fidResamples > 0)
+        std::cout << std::setprecision(2) << "  FID 5–95 % " << e.metrics.fidLow << "–" << e.metrics.fidHigh;
+    std::cout << std::endl;
 }
 
 int runImagePrune(const Args& args, const std::string& model, const PruneSettings& settings) {

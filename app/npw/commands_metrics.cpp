@@ -1,5 +1,6 @@
 // train-classifier (the demo feature classifier) and metrics (FID, sFID, IS, precision, recall).
 #include "app/npw/commands.h"
+#include "core/text/json_fields.h"
 #include "core/text/json_output.h"
 #include "core/util/atomic_file.h"
 #include "core/util/paths.h"
@@ -17,12 +18,19 @@
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
+#include <sstream>
 
 namespace fs = std::filesystem;
 
 namespace npw::cli {
 
 namespace {
+
+std::string fixedText(double x) {
+    std::ostringstream out;
+    out << std::fixed << std::setprecision(2) << x;
+    return out.str();
+}
 
 int runTrainClassifier(const Args& args) {
     if (!args.has("out")) throw Error("--out DIR is required");
@@ -127,6 +135,10 @@ int runMetrics(const Args& args) {
     if (std::isfinite(classAccuracy)) j["class_accuracy"] = classAccuracy;
     j["feature_dims"] = m.featureDims;
     j["fid_min_samples"] = fidMinimumSamples(m.featureDims);
+    j["fid_low"] = json_fields::finiteOrNull(m.fidLow);
+    j["fid_high"] = json_fields::finiteOrNull(m.fidHigh);
+    j["fid_resamples"] = m.fidResamples;
+    j["fid_resample_bias"] = json_fields::finiteOrNull(m.fidResampleBias);
     const std::string fidWarning = fidSampleWarning(m);
     j["fid_warning"] = fidWarning.empty() ? nlohmann::json(nullptr) : nlohmann::json(fidWarning);
     if (!fidWarning.empty()) {
@@ -139,7 +151,11 @@ int runMetrics(const Args& args) {
                   << "features   " << network->identity() << "\n"
                   << std::fixed << std::setprecision(4) << "fid        " << m.fid << " (" << m.samples << " images; "
                   << (fidWarning.empty() ? "at least " : "FID needs ") << fidMinimumSamples(m.featureDims) << " for "
-                  << m.featureDims << " feature dimensions)\n"
+                  << m.featureDims << " feature dimensions"
+                  << (m.fidResamples > 0 ? "; 5–95 % over " + std::to_string(m.fidResamples) + " resamples of the images: " +
+                                               fixedText(m.fidLow) + "–" + fixedText(m.fidHigh)
+                                         : std::string())
+                  << ")\n"
                   << "sfid       " << m.sfid << "\n"
                   << "is         " << m.is.mean << " ± " << m.is.std << " (" << m.is.splits << " splits)\n"
                   << "precision  " << m.precision << "\n"

@@ -1,5 +1,6 @@
 // sweep: perplexity against sparsity for several methods, ratios and calibration settings.
 #include "app/npw/commands.h"
+#include "app/npw/text_table.h"
 #include "core/eval/perplexity.h"
 #include "core/prune/calibration.h"
 #include "core/experiments/dataset_inputs.h"
@@ -127,13 +128,21 @@ int runSweepCommand(const Args& args) {
     }
 
     const bool json = args.flag("json");
-    // Columns: a fixed width each, and always two spaces between them, so a wide value (a
-    // scientific λ, a long method name) pushes the line right instead of running into its neighbour.
+    // Columns: always two spaces between them, so a wide value (a scientific λ, a perplexity of
+    // 10^9) pushes the line right instead of running into its neighbour. The rows are printed as
+    // they come, so widths are known in advance only for the names: the method and evaluation
+    // columns are as wide as the longest name the sweep will print (the summary, printed at the
+    // end, sizes every column from its content: sweepSummaryText).
     struct Column { const char* title; int width; bool left; };
-    static const Column columns[] = {{"method", 18, true},   {"ratio", 5, false},  {"seed", 4, false},
-                                     {"samples", 7, false},  {"seqlen", 6, false}, {"lambda", 9, false},
-                                     {"eval", 10, true},     {"achieved", 8, false}, {"ppl", 10, false}};
-    auto tableLine = [](const std::vector<std::string>& cells) {
+    Column columns[] = {{"method", 18, true},   {"ratio", 5, false},  {"seed", 4, false},
+                        {"samples", 7, false},  {"seqlen", 6, false}, {"lambda", 9, false},
+                        {"eval", 10, true},     {"achieved", 8, false}, {"ppl", 10, false}};
+    for (const std::string& m : spec.methods) columns[0].width = std::max(columns[0].width, static_cast<int>(displayWidth(m)));
+    for (const SweepEvalSet& set : spec.evalSets)
+        columns[6].width = std::max(columns[6].width, static_cast<int>(displayWidth(set.name)));
+    for (const ZeroShotTask& task : spec.zeroShotTasks)
+        columns[6].width = std::max(columns[6].width, static_cast<int>(displayWidth(task.name)));
+    auto tableLine = [&columns](const std::vector<std::string>& cells) {
         std::ostringstream line;
         for (size_t i = 0; i < cells.size(); ++i) {
             if (i > 0) line << "  ";
@@ -215,39 +224,44 @@ int runSweepCommand(const Args& args) {
     if (json) {
         std::cout << npw::json_fields::dumpJson(out, 2) << std::endl;
     } else {
-        std::cout << "\nmean ± std over seeds\n";
-        for (const SweepSummaryRow& s : summary) {
-            std::cout << std::left << std::setw(18) << s.first.method << std::right << std::fixed << std::setprecision(2)
-                      << std::setw(6) << s.first.ratio << "  " << std::left << std::setw(10) << s.first.evalSet
-                      << std::right << std::setprecision(3) << std::setw(8) << s.achievedRatioMean
-                      << std::setprecision(2);
-            if (s.first.isSpeedRow()) {
-                // One model measured: its median and the runs' range; several seeds: their spread.
-                // Never "± 0" for what was measured once.
-                if (s.count == 1)
-                    std::cout << std::setprecision(0) << "   decode " << s.decodeMean << " tok/s ("
-                              << speedRunsText(s.first.speedRuns, s.decodeSlowest, s.decodeFastest) << ")";
-                else
-                    std::cout << std::setprecision(0) << "   decode " << s.decodeMean << " ± " << s.decodeStd << " tok/s over "
-                              << s.count << " seeds (each the median of " << s.first.speedRuns << " run"
-                              << (s.first.speedRuns == 1 ? "" : "s") << ", all runs " << s.decodeSlowest << "–"
-                              << s.decodeFastest << ")";
-                std::cout << ", weights " << std::setprecision(2) << s.weightsMiBMean << " MiB\n";
-            }
-            else if (std::isfinite(s.accMean) && s.count == 1)
-                std::cout << std::setprecision(4) << "   acc " << s.accMean << " (1 seed)\n";
-            else if (std::isfinite(s.accMean))
-                std::cout << std::setprecision(4) << "   acc " << s.accMean << " ± " << s.accStd << "\n";
-            else if (s.count == 1)
-                std::cout << std::setw(11) << s.pplMean << " (1 seed)\n";
-            else
-                std::cout << std::setw(11) << s.pplMean << " ± " << s.pplStd << "\n";
-        }
+        std::cout << "\nmean ± std over seeds\n" << sweepSummaryText(summary);
     }
     return 0;
 }
 
 } // namespace
+
+std::string sweepSummaryText(const std::vector<SweepSummaryRow>& summary) {
+    auto fixed = [](double v, int precision) {
+        std::ostringstream out;
+        out << std::fixed << std::setprecision(precision) << v;
+        return out.str();
+    };
+    std::vector<std::vector<std::string>> rows;
+    for (const SweepSummaryRow& s : summary) {
+        std::vector<std::string> row = {s.first.method, fixed(s.first.ratio, 2), s.first.evalSet, fixed(s.achievedRatioMean, 3)};
+        if (s.first.isSpeedRow()) {
+            // One model measured: its median and the runs' range; several seeds: their spread.
+            // Never "± 0" for what was measured once.
+            std::string speed = "decode " + fixed(s.decodeMean, 0);
+            if (s.count == 1)
+                speed += " tok/s (" + speedRunsText(s.first.speedRuns, s.decodeSlowest, s.decodeFastest) + ")";
+            else
+                speed += " ± " + fixed(s.decodeStd, 0) + " tok/s over " + std::to_string(s.count) + " seeds (each the median of " +
+                         std::to_string(s.first.speedRuns) + " run" + (s.first.speedRuns == 1 ? "" : "s") + ", all runs " +
+                         fixed(s.decodeSlowest, 0) + "–" + fixed(s.decodeFastest, 0) + ")";
+            row.insert(row.end(), {"", speed + ", weights " + fixed(s.weightsMiBMean, 2) + " MiB"});
+        } else if (std::isfinite(s.accMean)) {
+            row.insert(row.end(), {"", "acc " + fixed(s.accMean, 4) + (s.count == 1 ? " (1 seed)" : " ± " + fixed(s.accStd, 4))});
+        } else {
+            row.insert(row.end(), {std::isfinite(s.pplMean) ? fixed(s.pplMean, 2) : "-",
+                                   s.count == 1 ? "(1 seed)" : "± " + fixed(s.pplStd, 2)});
+        }
+        rows.push_back(row);
+    }
+    return formatTextTable({{"method", false}, {"ratio", true}, {"eval", false}, {"achieved", true}, {"ppl", true}, {"", false}},
+                           rows);
+}
 
 void addSweepCommand(std::vector<Command>& out) {
     out.push_back({"sweep",

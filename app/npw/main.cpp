@@ -43,9 +43,17 @@ int main(int argc, char** argv) {
     if (args.size() == 2 && args[0] == "--write-launcher-help") {
         std::ostringstream usage;
         printUsage(usage);
-        std::vector<std::pair<std::string, std::string>> help;
-        for (const auto& c : commands) help.emplace_back(c.name, commandHelp(c));
-        writeTextAtomically(args[1], cli::launcherHelpSource(usage.str(), help));
+        writeTextAtomically(args[1], cli::launcherHelpSource(usage.str(), commands, commandHelp));
+        return 0;
+    }
+    // And the flags of the commands npw-text runs without LibTorch (app/text), from the same table.
+    if (args.size() == 2 && args[0] == "--write-torch-free-flags") {
+        try {
+            writeTextAtomically(args[1], cli::torchFreeFlagsSource(commands));
+        } catch (const Error& e) {
+            std::cerr << "npw-run --write-torch-free-flags: error: " << e.what() << "\n";
+            return 1;
+        }
         return 0;
     }
     if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {

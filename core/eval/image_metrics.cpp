@@ -7,7 +7,9 @@
 
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 namespace npw {
 
@@ -23,6 +25,31 @@ at::Tensor symmetric(const at::Tensor& m) { return (m + m.transpose(0, 1)) * 0.5
 at::Tensor squaredDistances(const at::Tensor& a, const at::Tensor& b, const at::Tensor& normA,
                             const at::Tensor& normB) {
     return (normA.unsqueeze(1) - 2.0 * at::matmul(a, b.transpose(0, 1)) + normB.unsqueeze(0)).clamp_min_(0.0);
+}
+
+// Eigenvalues below the round-off level of the largest (d·ε·λmax, numpy's matrix_rank
+// tolerance) are zeros of a rank-deficient covariance (fewer samples than dimensions): set to 0,
+// since sqrt would turn a 1e-16 residue into a 1e-8 contribution each.
+at::Tensor roundOffZero(const at::Tensor& w) {
+    const double tol = std::max(0.0, w.max().item<double>()) * double(w.numel()) * 2.220446049250313e-16;
+    return at::where(w > tol, w, at::zeros_like(w));
+}
+
+// sqrt(Σ) of a symmetric float64 covariance, from its eigen-decomposition.
+at::Tensor covarianceSqrt(const at::Tensor& sigma) {
+    auto [w, v] = at::linalg_eigh(sigma);
+    return at::matmul(v * roundOffZero(w).sqrt().unsqueeze(0), v.transpose(0, 1));
+}
+
+// The Fréchet distance with sqrt(Σ1) given (computed once where Σ1 is compared many times: FID's
+// bootstrap): tr sqrt(Σ1 Σ2) is that of the symmetric sqrt(Σ1)·Σ2·sqrt(Σ1). float64, checked inputs.
+double frechetWithSqrt(const at::Tensor& m1, const at::Tensor& s1, const at::Tensor& sqrtS1, const at::Tensor& m2,
+                       const at::Tensor& s2) {
+    at::Tensor inner = symmetric(at::matmul(at::matmul(sqrtS1, s2), sqrtS1));
+    const double traceSqrt = roundOffZero(at::linalg_eigvalsh(inner)).sqrt().sum().item<double>();
+    const at::Tensor diff = m1 - m2;
+    return at::dot(diff, diff).item<double>() + s1.trace().item<double>() + s2.trace().item<double>() -
+           2.0 * traceSqrt;
 }
 
 } // namespace
@@ -59,21 +86,7 @@ double frechetDistance(const at::Tensor& mu1, const at::Tensor& sigma1, const at
     for (auto [t, name] : {std::pair{&m1, "first mean"}, {&m2, "second mean"}, {&s1, "first covariance"},
                            {&s2, "second covariance"}})
         requireFinite(*t, std::string("Fréchet distance: ") + name);
-    // sqrt(Σ1) from its eigen-decomposition. Eigenvalues below the round-off level of the
-    // largest (d·ε·λmax, numpy's matrix_rank tolerance) are zeros of a rank-deficient
-    // covariance (fewer samples than dimensions): set to 0, since sqrt would turn a 1e-16
-    // residue into a 1e-8 contribution each.
-    auto roundOffZero = [d](const at::Tensor& w) {
-        const double tol = std::max(0.0, w.max().item<double>()) * double(d) * 2.220446049250313e-16;
-        return at::where(w > tol, w, at::zeros_like(w));
-    };
-    auto [w1, v1] = at::linalg_eigh(s1);
-    at::Tensor sqrtS1 = at::matmul(v1 * roundOffZero(w1).sqrt().unsqueeze(0), v1.transpose(0, 1));
-    at::Tensor inner = symmetric(at::matmul(at::matmul(sqrtS1, s2), sqrtS1));
-    const double traceSqrt = roundOffZero(at::linalg_eigvalsh(inner)).sqrt().sum().item<double>();
-    const at::Tensor diff = m1 - m2;
-    return at::dot(diff, diff).item<double>() + s1.trace().item<double>() + s2.trace().item<double>() -
-           2.0 * traceSqrt;
+    return frechetWithSqrt(m1, s1, covarianceSqrt(s1), m2, s2);
 }
 
 double frechetDistance(const GaussianStats& a, const GaussianStats& b) {
@@ -233,8 +246,69 @@ std::string fidSampleWarning(const ImageMetrics& m) {
            (m.samples <= m.featureDims ? std::string(", and below ") + std::to_string(m.featureDims + 1) +
                                              " the samples' covariance is singular"
                                        : std::string()) +
-           "; its bias and seed-to-seed spread can exceed the differences between models, so do not rank models by it "
-           "(more images: --samples / --n)";
+           "; its bias (FID reads high on few images, falling as 1/N) and seed-to-seed spread can exceed the "
+           "differences between models, so do not rank models by it (more images: --samples / --n; fid_low–fid_high: "
+           "FID's 5–95 % bootstrap interval over these images)";
+}
+
+namespace {
+
+uint64_t splitmix64(uint64_t x) {
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+
+// numpy.percentile's default (linear): the value at rank q·(n−1) of the sorted values.
+double percentile(std::vector<double> sorted, double q) {
+    std::sort(sorted.begin(), sorted.end());
+    const double rank = q * double(sorted.size() - 1);
+    const size_t below = static_cast<size_t>(std::floor(rank));
+    const size_t above = std::min(below + 1, sorted.size() - 1);
+    return sorted[below] + (rank - double(below)) * (sorted[above] - sorted[below]);
+}
+
+} // namespace
+
+FidInterval fidBootstrapInterval(const at::Tensor& features, const GaussianStats& reference, int64_t resamples,
+                                 uint64_t seed) {
+    at::NoGradGuard noGrad;
+    if (features.dim() != 2 || features.size(0) < 2)
+        throw Error("FID bootstrap: features must be N×D with N ≥ 2, got " + formatShape(features.sizes()));
+    if (resamples < 2) throw Error("FID bootstrap: needs at least 2 resamples, got " + std::to_string(resamples));
+    const int64_t n = features.size(0);
+    const at::Tensor x = features.to(at::kDouble);
+    if (x.size(1) != reference.mean.numel())
+        throw Error("FID bootstrap: features of " + std::to_string(x.size(1)) + " dimensions against a reference of " +
+                    std::to_string(reference.mean.numel()));
+    // The reference side is the same in every resample: its sqrt(Σ) once (FID is symmetric).
+    const at::Tensor refMean = reference.mean.to(at::kDouble), refCov = symmetric(reference.cov.to(at::kDouble));
+    requireFinite(refMean, "FID bootstrap: the reference mean");
+    requireFinite(refCov, "FID bootstrap: the reference covariance");
+    const at::Tensor refSqrt = covarianceSqrt(refCov);
+    std::vector<double> fids;
+    fids.reserve(static_cast<size_t>(resamples));
+    std::vector<int64_t> rows(static_cast<size_t>(n));
+    for (int64_t b = 0; b < resamples; ++b) {
+        for (int64_t k = 0; k < n; ++k)
+            rows[static_cast<size_t>(k)] =
+                static_cast<int64_t>(splitmix64(seed + static_cast<uint64_t>(b) * static_cast<uint64_t>(n) + static_cast<uint64_t>(k)) %
+                                     static_cast<uint64_t>(n));
+        const at::Tensor index = at::tensor(rows, at::kLong);
+        const GaussianStats resampled = gaussianStats(x.index_select(0, index));
+        fids.push_back(frechetWithSqrt(refMean, refCov, refSqrt, resampled.mean, symmetric(resampled.cov)));
+    }
+    const GaussianStats all = gaussianStats(x);
+    const double fid = frechetWithSqrt(refMean, refCov, refSqrt, all.mean, symmetric(all.cov));
+    double mean = 0;
+    for (double f : fids) mean += f / double(resamples);
+    FidInterval out;
+    out.bias = mean - fid;
+    out.low = percentile(fids, 0.05) - out.bias;
+    out.high = percentile(fids, 0.95) - out.bias;
+    out.resamples = resamples;
+    return out;
 }
 
 ImageMetrics computeImageMetrics(const ReferenceStats& ref, const FeatureSet& f, int64_t isSplits,
@@ -250,12 +324,22 @@ ImageMetrics computeImageMetrics(const ReferenceStats& ref, const FeatureSet& f,
     m.referenceCount = ref.features.size(0);
     m.featureDims = f.pooled.size(1);
     m.fid = frechetDistance(gaussianStats(f.pooled), ref.pooled);
+    // Below the samples FID needs, how far the generated images' own sampling moves it.
+    if (m.samples < fidMinimumSamples(m.featureDims)) {
+        const FidInterval interval = fidBootstrapInterval(f.pooled, ref.pooled);
+        m.fidLow = interval.low;
+        m.fidHigh = interval.high;
+        m.fidResampleBias = interval.bias;
+        m.fidResamples = interval.resamples;
+    }
     m.sfid = frechetDistance(gaussianStats(f.spatial), ref.spatial);
     m.is = inceptionScore(f.logits, std::min<int64_t>(isSplits, f.logits.size(0)));
     PrecisionRecall pr = precisionRecall(ref.features, f.pooled, ref.k, 1024, ref.radii, progress);
     m.precision = pr.precision;
     m.recall = pr.recall;
     // Finite inputs can still overflow (features near float64's range): never a null in the JSON.
+    if (m.fidResamples > 0 && !(std::isfinite(m.fidLow) && std::isfinite(m.fidHigh)))
+        throw Error("image metrics: FID's bootstrap interval became non-finite on " + std::to_string(m.samples) + " samples");
     for (const auto& [value, name] : {std::pair{m.fid, "FID"}, {m.sfid, "sFID"}, {m.is.mean, "Inception Score"},
                                       {m.is.std, "the Inception Score's spread"}, {m.precision, "precision"},
                                       {m.recall, "recall"}})

@@ -86,7 +86,7 @@ std::string imageSweepRowsCsv(const std::vector<ImageSweepRow>& rows) {
     std::ostringstream out;
     out.precision(8);
     out << "method,ratio,achieved_ratio,achieved_ratio_model,fid,sfid,is,is_std,precision,recall,class_accuracy,"
-           "tokens_per_s,images_per_s,parameters,weight_bytes,samples,token_ppl\n";
+           "tokens_per_s,images_per_s,parameters,weight_bytes,samples,token_ppl,fid_low,fid_high,fid_resamples\n";
     for (const ImageSweepRow& r : rows) {
         const ImageEvaluation& e = r.eval;
         out << r.method << "," << r.ratio << "," << r.achievedRatio << "," << r.achievedRatioModel << ","
@@ -96,7 +96,10 @@ std::string imageSweepRowsCsv(const std::vector<ImageSweepRow>& rows) {
         out << "," << e.tokensPerSecond << "," << e.imagesPerSecond << "," << e.parameters << "," << e.weightBytes
             << "," << e.metrics.samples << ",";
         if (std::isfinite(r.tokenPpl)) out << r.tokenPpl;
-        out << "\n";
+        out << ",";
+        if (e.metrics.fidResamples > 0) out << e.metrics.fidLow << "," << e.metrics.fidHigh;
+        else out << ",";
+        out << "," << e.metrics.fidResamples << "\n";
     }
     return out.str();
 }
@@ -123,6 +126,10 @@ nlohmann::json imageEvaluationJson(const ImageEvaluation& e) {
                                                           : nlohmann::json(nullptr)},
             {"fid_warning", fidSampleWarning(e.metrics).empty() ? nlohmann::json(nullptr)
                                                                 : nlohmann::json(fidSampleWarning(e.metrics))},
+            {"fid_low", json_fields::finiteOrNull(e.metrics.fidLow)},
+            {"fid_high", json_fields::finiteOrNull(e.metrics.fidHigh)},
+            {"fid_resamples", e.metrics.fidResamples},
+            {"fid_resample_bias", json_fields::finiteOrNull(e.metrics.fidResampleBias)},
             {"tokens_per_s", json_fields::finiteOrNull(e.tokensPerSecond)},
             {"images_per_s", json_fields::finiteOrNull(e.imagesPerSecond)},
             {"parameters", e.parameters},
@@ -144,6 +151,11 @@ ImageEvaluation imageEvaluationFromJson(const nlohmann::json& j) {
     e.metrics.referenceCount = json_fields::requiredInt(j, "reference_count", kImageRow);
     // Optional: rows written before the feature dimensions were recorded (then no warning).
     e.metrics.featureDims = json_fields::intOr(j, "feature_dims", 0, kImageRow);
+    // Optional too: rows written before FID's bootstrap interval.
+    if (j.contains("fid_low")) e.metrics.fidLow = json_fields::numberOrNaN(j, "fid_low", kImageRow);
+    if (j.contains("fid_high")) e.metrics.fidHigh = json_fields::numberOrNaN(j, "fid_high", kImageRow);
+    e.metrics.fidResamples = json_fields::intOr(j, "fid_resamples", 0, kImageRow);
+    if (j.contains("fid_resample_bias")) e.metrics.fidResampleBias = json_fields::numberOrNaN(j, "fid_resample_bias", kImageRow);
     e.tokensPerSecond = json_fields::numberOrNaN(j, "tokens_per_s", kImageRow);
     e.imagesPerSecond = json_fields::numberOrNaN(j, "images_per_s", kImageRow);
     e.parameters = json_fields::requiredInt(j, "parameters", kImageRow);

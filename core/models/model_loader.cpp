@@ -325,66 +325,7 @@ int64_t checkedProduct(const Shape& factors, const std::string& path) {
     return product;
 }
 
-std::string notALlama(const std::string& model) {
-    return "model '" + model + "' is a SliceGPT-sliced model (" + kSlicedModelFormat +
-           "): its residual stream is rotated and sliced, with shortcut matrices no LLaMA loader, GGUF or llama.cpp "
-           "has a place for; npw eval, generate, compare, zeroshot and bench run it, this command needs a LLaMA";
-}
-
 } // namespace
-
-std::string llama2cTokenizerFile(const std::string& binPath) {
-    // run.c reads "tokenizer.bin" (its default -z); a model trained with its own vocabulary comes
-    // with llama2.c's tok{V}.model (SentencePiece, what train_vocab.sh writes) and tok{V}.bin
-    // (what tokenizer.py exports), V the header's vocab_size (babyllama: tok105.model). npw looks
-    // for them beside the checkpoint in that order, then the other tokenizer files it reads.
-    const fs::path file(binPath);
-    const fs::path dir = file.has_parent_path() ? file.parent_path() : fs::path(".");
-    std::vector<std::string> names = {"tokenizer.bin"};
-    std::ifstream in;
-    if (fileKindOf(binPath) == "a regular file") in.open(binPath, std::ios::binary);  // never wait on a FIFO
-    if (in) {
-        int32_t header[7] = {};
-        if (in.read(reinterpret_cast<char*>(header), sizeof header)) {
-            const int64_t vocab = std::abs(static_cast<int64_t>(header[5]));  // negative: unshared classifier
-            if (vocab > 0 && vocab <= (int64_t(1) << 24)) {
-                names.push_back("tok" + std::to_string(vocab) + ".bin");
-                names.push_back("tok" + std::to_string(vocab) + ".model");
-            }
-        }
-    }
-    names.insert(names.end(), {"tokenizer.model", "tokenizer.json"});
-    std::error_code ec;
-    for (const std::string& name : names) {
-        const fs::path candidate = dir / name;
-        if (fs::is_regular_file(candidate, ec) && !fs::equivalent(candidate, file, ec)) return candidate.string();
-    }
-    return "";
-}
-
-std::string tokenizerFileOfModel(const std::string& model) {
-    const std::string path = resolveModelPath(model);
-    std::error_code ec;
-    const fs::file_status status = fs::status(path, ec);
-    if (fs::is_directory(status)) {
-        // SliceGPT's structure is no LLaMA (sliced_llama.h): it runs through SlicedLlama.
-        if (SlicedLlama::isSlicedDirectory(path)) throw Error(notALlama(model));
-        if (!fs::is_regular_file(fs::path(path) / "config.json") && isMetaCheckpointDirectory(path))
-            return metaTokenizerFile(path);
-        return findTokenizerFile(path);
-    }
-    if (fs::is_regular_file(status)) {
-        const fs::path file(path);
-        const std::string ext = file.extension().string();
-        if (ext == ".bin") return llama2cTokenizerFile(path);
-        const fs::path dir = file.has_parent_path() ? file.parent_path() : fs::path(".");
-        if ((ext == ".pt" || ext == ".pth") && file.filename().string().rfind("consolidated.", 0) == 0 &&
-            isMetaCheckpointDirectory(dir.string()))
-            return metaTokenizerFile(dir.string());
-        return "";  // llama2.c's ckpt.pt: no tokenizer beside it by convention
-    }
-    throw Error("model '" + model + "' not found: there is no file or directory '" + path + "'");
-}
 
 LlamaCheckpoint loadLlamaCheckpoint(const std::string& model, WeightStorage storage) {
     const std::string path = resolveModelPath(model);
@@ -392,7 +333,7 @@ LlamaCheckpoint loadLlamaCheckpoint(const std::string& model, WeightStorage stor
     const fs::file_status status = fs::status(path, ec);
     if (fs::is_directory(status)) {
         // SliceGPT's structure is no LLaMA (sliced_llama.h): it runs through SlicedLlama.
-        if (SlicedLlama::isSlicedDirectory(path)) throw Error(notALlama(model));
+        if (isSlicedLlamaDirectory(path)) throw Error(slicedModelIsNoLlama(model));
         if (!fs::is_regular_file(fs::path(path) / "config.json") && isMetaCheckpointDirectory(path))
             return loadMetaCheckpoint(path, false, storage == WeightStorage::Mapped);
         return loadHfLlamaDirectory(path, storage);
@@ -462,60 +403,16 @@ LlamaCheckpoint loadHfLlamaDirectory(const std::string& dir, WeightStorage stora
 
 LlamaCheckpoint loadLlama2cCheckpoint(const std::string& binPath, WeightStorage storage) {
     auto fail = [&](const std::string& problem) { throw Error("llama2.c checkpoint '" + binPath + "': " + problem); };
-    requireRegularFile(binPath, "llama2.c checkpoint");  // a FIFO is refused, never waited on
+    // The header, checked against the file's size (model_files.h; npw tokenize reads it too).
+    const Llama2cLayout layout = readLlama2cLayout(binPath);
+    const int64_t dim = layout.dim, hidden = layout.hidden, numLayers = layout.layers, heads = layout.heads;
+    const int64_t kvHeads = layout.kvHeads, seqLen = layout.seqLen, vocab = layout.vocab, totalFloats = layout.totalFloats;
+    const bool tied = layout.tied;
+    const int64_t headDim = dim / heads;
+    const uint64_t fileBytes = layout.fileBytes, kHeaderBytes = Llama2cLayout::kHeaderBytes;
+    const std::vector<Llama2cLayout::Block>& blocks = layout.blocks;
     std::ifstream in(binPath, std::ios::binary);
-    if (!in) fail(std::string("cannot open: ") + std::strerror(errno));
-    std::error_code ec;
-    const uint64_t fileBytes = fs::file_size(binPath, ec);
-    if (ec) fail("cannot read its size: " + ec.message());
-    constexpr uint64_t kHeaderBytes = 7 * sizeof(int32_t);
-    if (fileBytes < kHeaderBytes)
-        fail("the file has " + std::to_string(fileBytes) + " bytes, fewer than the " + std::to_string(kHeaderBytes) +
-             " of the header");
-    int32_t header[7];
-    in.read(reinterpret_cast<char*>(header), sizeof(header));
-    if (header[0] == 0x616b3432)
-        fail("this is a versioned llama2.c export (magic \"ak42\"); npw reads the legacy format that run.c reads");
-    if (header[0] == 0x04034b50) fail("this is a zip (PyTorch) file, not a llama2.c checkpoint");
-
-    const int64_t dim = header[0], hidden = header[1], numLayers = header[2], heads = header[3], kvHeads = header[4];
-    const int64_t signedVocab = header[5], seqLen = header[6];
-    const std::string sizes = "dim=" + std::to_string(dim) + ", hidden_dim=" + std::to_string(hidden) +
-                              ", n_layers=" + std::to_string(numLayers) + ", n_heads=" + std::to_string(heads) +
-                              ", n_kv_heads=" + std::to_string(kvHeads) + ", vocab_size=" + std::to_string(signedVocab) +
-                              ", seq_len=" + std::to_string(seqLen);
-    if (dim <= 0 || hidden <= 0 || numLayers <= 0 || heads <= 0 || kvHeads <= 0 || seqLen <= 0 || signedVocab == 0 ||
-        heads % kvHeads != 0 || dim % heads != 0 || (dim / heads) % 2 != 0)
-        fail("the header (" + sizes + ") does not describe a LLaMA model");
-
-    // A positive vocab_size means the classifier is the embedding; a negative one that wcls follows.
-    const bool tied = signedVocab > 0;
-    const int64_t vocab = tied ? signedVocab : -signedVocab;
-    const int64_t headDim = dim / heads, kvDim = kvHeads * headDim;
-
-    // The blocks in file order. Each is [n_layers, ...] for the per-layer tensors.
-    struct Block {
-        const char* name;
-        Shape shape;
-    };
-    std::vector<Block> blocks = {
-        {"token_embedding_table", {vocab, dim}}, {"rms_att_weight", {numLayers, dim}},
-        {"wq", {numLayers, dim, dim}},           {"wk", {numLayers, kvDim, dim}},
-        {"wv", {numLayers, kvDim, dim}},         {"wo", {numLayers, dim, dim}},
-        {"rms_ffn_weight", {numLayers, dim}},    {"w1", {numLayers, hidden, dim}},
-        {"w2", {numLayers, dim, hidden}},        {"w3", {numLayers, hidden, dim}},
-        {"rms_final_weight", {dim}},             {"freq_cis_real", {seqLen, headDim / 2}},
-        {"freq_cis_imag", {seqLen, headDim / 2}},
-    };
-    if (!tied) blocks.push_back({"wcls", {vocab, dim}});
-    int64_t totalFloats = 0;
-    for (const Block& block : blocks)
-        if (__builtin_add_overflow(totalFloats, checkedProduct(block.shape, binPath), &totalFloats))
-            fail("the header's sizes overflow");
-    const uint64_t expectedBytes = kHeaderBytes + static_cast<uint64_t>(checkedProduct({totalFloats, 4}, binPath));
-    if (fileBytes != expectedBytes)
-        fail("the header (" + sizes + ") implies " + std::to_string(expectedBytes) + " bytes but the file has " +
-             std::to_string(fileBytes) + (fileBytes < expectedBytes ? " (truncated)" : " (trailing data)"));
+    if (!in || !in.seekg(static_cast<std::streamoff>(kHeaderBytes))) fail(std::string("cannot open: ") + std::strerror(errno));
 
     // Only now, with the sizes confirmed by the file, are per-layer lists allocated.
     LlamaCheckpoint checkpoint;
@@ -553,7 +450,7 @@ LlamaCheckpoint loadLlama2cCheckpoint(const std::string& binPath, WeightStorage 
     // layer's part of a block is checked when it is first read (weight_values.h).
     std::map<std::string, at::Tensor> byName;
     int64_t offset = 0;
-    for (const Block& block : blocks) {
+    for (const Llama2cLayout::Block& block : blocks) {
         const int64_t count = checkedProduct(block.shape, binPath);
         byName[block.name] = floats.narrow(0, offset, count).view(block.shape);
         if (storage != WeightStorage::Mapped) checkTensorFinite(byName[block.name], binPath, block.name);

@@ -1,6 +1,7 @@
 #pragma once
 // Loading LLaMA-family checkpoints from disk, whatever their format.
 #include "core/models/llama_weights.h"
+#include "core/models/model_files.h"
 
 #include <functional>
 #include <string>
@@ -35,17 +36,8 @@ LlamaCheckpoint loadLlama2cCheckpoint(const std::string& binPath, WeightStorage 
 
 // copyWeightsIntoMemory (llama_weights.h) turns a Mapped checkpoint into what Copy loads.
 
-// The tokenizer file loadLlamaCheckpoint(model) takes as the model's own, found without loading
-// the weights ("" when there is none; npw::Error when the model does not exist). One lookup for
-// the CLI, the studio and the loaders:
-//  - a model folder (Hugging Face): tokenizer.json, else tokenizer.model (SentencePiece, or
-//    LLaMA-3's tiktoken), else tokenizer.bin;
-//  - Meta's release: the same beside the weights; in an "original/" folder, tokenizer.json there
-//    or in the folder above first (metaTokenizerFile);
-//  - a llama2.c .bin: tokenizer.bin beside it, as run.c uses, else llama2.c's tok{V}.bin /
-//    tok{V}.model for its vocabulary V, else tokenizer.model / tokenizer.json (llama2cTokenizerFile).
-std::string tokenizerFileOfModel(const std::string& model);
-std::string llama2cTokenizerFile(const std::string& binPath);
+// tokenizerFileOfModel and llama2cTokenizerFile (the model's own tokenizer file, found without
+// loading the weights) are in model_files.h, which needs no LibTorch.
 
 // Writes config.json + model.safetensors (+ the tokenizer file, copied byte for byte under its
 // kind's name: tokenizer.json, tokenizer.model or tokenizer.bin) into dir, each file atomically.

@@ -21,8 +21,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char* kWeightsFile = "npw-sliced.safetensors";
-constexpr const char* kConfigFile = "npw-sliced-config.json";
+constexpr const char* kWeightsFile = kSlicedWeightsFile;
+constexpr const char* kConfigFile = kSlicedConfigFile;
 
 at::Tensor toRuntime(const at::Tensor& t, const Runtime& rt) {
     return t.defined() ? t.to(rt.device, rt.dtype).contiguous() : t;
@@ -189,11 +189,7 @@ void SlicedLlama::writeFiles(const std::string& dir) const {
     }
 }
 
-bool SlicedLlama::isSlicedDirectory(const std::string& dir) {
-    std::error_code ec;
-    return fs::is_directory(dir, ec) && fs::exists(fs::path(dir) / kWeightsFile, ec) &&
-           fs::exists(fs::path(dir) / kConfigFile, ec);
-}
+bool SlicedLlama::isSlicedDirectory(const std::string& dir) { return isSlicedLlamaDirectory(dir); }
 
 SlicedLlama SlicedLlama::load(const std::string& dir, const Runtime& runtime) {
     const std::string configPath = (fs::path(dir) / kConfigFile).string();

@@ -25,14 +25,13 @@
 // residual path differs. At decode each shortcut is one more matrix-vector product per residual
 // connection (d_in × d_mid weights), which the dense model does not have.
 #include "core/models/llama.h"
+#include "core/models/model_files.h"  // kSlicedModelFormat, the file names
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace npw {
-
-inline constexpr const char* kSlicedModelFormat = "npw-sliced-llama";
 
 // A block's weights in the LLaMA layout at the sliced widths (attn_norm and ffn_norm undefined:
 // folded into the readers), so the dense model's attention and MLP run them: wq [heads·hd, d_in],

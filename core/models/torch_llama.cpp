@@ -172,10 +172,6 @@ std::optional<double> metaRopeScalingFactor() {
     return std::nullopt;
 }
 
-bool isMetaCheckpointDirectory(const std::string& dir) {
-    return fs::is_regular_file(fs::path(dir) / "params.json") && fs::is_regular_file(fs::path(dir) / "consolidated.00.pth");
-}
-
 namespace {
 
 // A tensor of the given shape with no data (LibTorch's meta device): what a headers-only load
@@ -370,20 +366,6 @@ LlamaCheckpoint loadMetaCheckpoint(const std::string& dirName, bool headersOnly,
     if (headersOnly || mapped) nameOrigins(checkpoint, origins, "");
     checkpoint.weightsMapped = mapped;
     return checkpoint;
-}
-
-std::string metaTokenizerFile(const std::string& dirName) {
-    const fs::path dir = fs::path(dirName).lexically_normal();
-    const fs::path folder = dir.has_filename() ? dir : dir.parent_path();  // "original/" is "original"
-    // Hugging Face repositories keep Meta's files in original/ and tokenizer.json above it;
-    // Meta's own release has tokenizer.model (SentencePiece, or LLaMA-3's tiktoken) beside them.
-    std::error_code ec;
-    if (folder.filename() == "original") {
-        const fs::path above = folder.parent_path() / "tokenizer.json";
-        if (fs::is_regular_file(folder / "tokenizer.json", ec)) return (folder / "tokenizer.json").string();
-        if (fs::is_regular_file(above, ec)) return above.string();
-    }
-    return findTokenizerFile(folder.string());
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@
 //    dict, "optimizer", "iter_num", …}); keys may carry torch.compile's "_orig_mod." prefix;
 //    the MLP width comes from the shapes; the optimizer's state is never read.
 #include "core/models/llama_weights.h"
+#include "core/models/model_files.h"
 
 #include <optional>
 #include <string>
@@ -27,8 +28,7 @@ namespace npw {
 void setMetaRopeScalingFactor(std::optional<double> factor);
 std::optional<double> metaRopeScalingFactor();
 
-// True for a directory with params.json and consolidated.00.pth.
-bool isMetaCheckpointDirectory(const std::string& dir);
+// isMetaCheckpointDirectory and metaTokenizerFile: model_files.h.
 // headersOnly: shapes from the archives' headers, no storage read (the tensors are shape-only, on
 // LibTorch's meta device, and origins names each one's file and stored dtype): what
 // inspectLlamaCheckpoint needs. A tied classifier is still told by its values (embedding and
@@ -39,10 +39,6 @@ bool isMetaCheckpointDirectory(const std::string& dir);
 // shards' views (one copy in the stored dtype, never both shards' copies) and checked as it is
 // joined. weightsMapped is set, as for a Mapped safetensors load (copyWeightsIntoMemory applies).
 LlamaCheckpoint loadMetaCheckpoint(const std::string& dir, bool headersOnly = false, bool mapped = false);
-// The tokenizer of a Meta release folder: in a Hugging Face repository's "original/" folder the
-// tokenizer.json there or above it; else tokenizer.json, tokenizer.model or tokenizer.bin
-// beside the weights (findTokenizerFile); "" when none.
-std::string metaTokenizerFile(const std::string& dir);
 
 // A torch.save file holding a dict with "model_args" and "model" (llama2.c's train.py).
 LlamaCheckpoint loadLlama2cTrainingCheckpoint(const std::string& path, bool headersOnly = false);

@@ -1,0 +1,81 @@
+// npw-text: the commands that need no tensor (`npw tokenize`), run without LibTorch. The launcher
+// (app/launcher) starts it for the commands npw-run's table marks withoutLibTorch; loading
+// LibTorch would cost each start about 0.45 s of CPU, where reading a tokenizer takes milliseconds.
+// It runs the same code as npw-run (app/npw/tokenize_command.cpp) with the same flags (generated
+// from npw-run's table while building) and the same messages. Where an answer needs what only
+// npw-run reads (a model's tensors' shapes), or for anything else (--help run directly, another
+// command), it hands the same command line to npw-run.
+#include "app/npw/flag_table.h"
+#include "app/npw/terminal_output.h"
+#include "app/npw/tokenize_command.h"
+#include "app/text/torch_free_commands.h"
+#include "core/util/error.h"
+#include "core/util/output_guard.h"
+
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+using namespace npw;
+
+namespace {
+
+// Thrown where the answer needs npw-run's readers: the command line goes to npw-run.
+struct NeedsNpwRun {};
+
+[[noreturn]] void handOverToNpwRun(char** argv) {
+    char self[PATH_MAX];
+    const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+    std::string dir = ".";
+    if (n > 0) {
+        self[n] = '\0';
+        dir = self;
+        dir = dir.substr(0, dir.rfind('/'));
+    }
+    const std::string worker = dir + "/npw-run";  // installed side by side (build tree: app/; libexec/npw)
+    ::execv(worker.c_str(), argv);
+    std::fprintf(stderr, "npw: error: cannot start '%s': %s (npw-run is installed beside npw-text)\n", worker.c_str(),
+                 std::strerror(errno));
+    std::exit(1);
+}
+
+int run(const std::string& name, const cli::Args& args) {
+    if (name == "tokenize")
+        return cli::runTokenize(args, [](const std::string&) -> int64_t { throw NeedsNpwRun{}; });
+    throw NeedsNpwRun{};  // marked in npw-run's table, but not run here
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    const std::string name = argc > 1 ? argv[1] : "";
+    const cli::TorchFreeCommand* command = nullptr;
+    for (const cli::TorchFreeCommand& c : cli::torchFreeCommands())
+        if (c.name == name) command = &c;
+    std::vector<std::string> rest(argv + std::min(argc, 2), argv + argc);
+    for (const std::string& a : rest)
+        if (a == "--help" || a == "-h") command = nullptr;  // npw-run prints the help (the launcher does too)
+    if (!command) handOverToNpwRun(argv);
+    try {
+        const cli::Args parsed = cli::parseArgs(command->flags, rest, name);
+        // As npw-run does (app/npw/main.cpp): no output may be an input of the run.
+        runOutputGuard() = cli::outputGuardFromArgs(command->flags, parsed);
+        return run(name, parsed);
+    } catch (const NeedsNpwRun&) {
+        std::cout.flush();
+        handOverToNpwRun(argv);
+    } catch (const Error& e) {
+        cli::clearProgressLine();
+        std::cerr << "npw " << name << ": error: " << e.what() << "\n";
+        return 1;
+    } catch (const std::exception& e) {
+        cli::clearProgressLine();
+        std::cerr << "npw " << name << ": internal error: " << e.what() << "\n";
+        return 3;
+    }
+}
