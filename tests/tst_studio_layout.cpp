@@ -32,6 +32,7 @@
 
 #include <QAbstractButton>
 #include <QAbstractScrollArea>
+#include <QScrollArea>
 #include <QScrollBar>
 #include <QCheckBox>
 #include <QLineEdit>
@@ -496,6 +497,21 @@ private slots:
         QVERIFY(window_->imagesPage()->generate());
         QVERIFY(studio_test::waitIdle(*session));
         QVERIFY(window_->imagesPage()->pair()->hasImages());
+        // The dense and pruned panes show the same samples: scrolling one scrolls the other.
+        window_->resize(windowSizeOn(kScreens[0].screen));
+        window_->showTab(2);
+        settle();
+        const QList<QScrollArea*> panes = window_->imagesPage()->pair()->findChildren<QScrollArea*>();
+        QCOMPARE(panes.size(), 2);
+        for (QScrollBar* (QScrollArea::*bar)() const : {&QScrollArea::verticalScrollBar, &QScrollArea::horizontalScrollBar}) {
+            QScrollBar* left = (panes[0]->*bar)();
+            QScrollBar* right = (panes[1]->*bar)();
+            if (bar == &QScrollArea::verticalScrollBar) QVERIFY(left->maximum() > 0);  // ten classes do not fit
+            left->setValue(left->maximum() / 2);
+            QCOMPARE(right->value(), left->value());
+            right->setValue(right->maximum());
+            QCOMPARE(left->value(), right->value());
+        }
         checkAllTabs(QStringLiteral("scored"));
         // Results not in a workspace (the window asks before quitting) until saved.
         QVERIFY(session->hasUnsavedResults());
