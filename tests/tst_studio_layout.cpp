@@ -1,12 +1,20 @@
 // npw-studio on a laptop's screen (QT_QPA_PLATFORM=offscreen): the main window with demo:lm
-// scored (FLAP and numerical, a small calibration), a short sweep and a text comparison, laid out
-// at 1280×720, 1366×768 and 1600×1000 (the window as a window manager would give it on those
-// screens). At each size and on each tab: the window's minimum size fits the screen, no visible
+// scored (FLAP and numerical, a small calibration), a short sweep, a text comparison and an image
+// model's dense/pruned samples (the Images tab), laid out at 1280×720, 1366×768 and 1600×1000 (the
+// window as a window manager would give it on those screens; tst_studio_layout_hidpi: the same at
+// scale 2). At each size and on each tab: the window's minimum size fits the screen, no visible
 // widget reaches outside the window, no label is cut (narrower than its text, or a wrapped one
-// shorter than its lines), and every plot keeps its title, legend and axis labels inside and its
-// tick labels apart. The empty state (no model) says what to do instead of showing empty plots.
+// shorter than its lines), no button or label is cut by a parent beyond what scrolling reveals,
+// the Run button is in view without scrolling, and every plot keeps its title, legend and axis
+// labels inside and its tick labels apart. The empty state (no model) says what to do instead of
+// showing empty plots.
 //
 // NPW_STUDIO_SHOTS=DIR saves each state as DIR/<tab>-<size>.png, for a person to look at.
+#include "core/models/llamagen.h"  // core first: Qt's macros must not meet ATen's headers
+#include "core/models/vq_model.h"
+#include "llamagen_fixture.h"
+#include "app/studio/imagesession.h"
+#include "app/studio/imagespage.h"
 #include "app/studio/runsettings.h"
 #include "app/studio/runsettingspanel.h"
 #include "app/studio/scorespage.h"
@@ -18,10 +26,14 @@
 
 #include "core/util/paths.h"
 #include "widgets/headmapwidget.h"
+#include "widgets/imagepairwidget.h"
 #include "widgets/sparsitycontrols.h"
 #include "widgets/sweepplotwidget.h"
 
+#include <QAbstractButton>
 #include <QAbstractScrollArea>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QCheckBox>
 #include <QLineEdit>
 #include <QMessageBox>
@@ -61,12 +73,77 @@ bool insideScrollArea(const QWidget* w, const QWidget* top) {
     return false;
 }
 
+// A widget inside a pane that a splitter collapsed (or any ancestor of no size) is hidden, not cut.
+bool insideCollapsedPane(const QWidget* w, const QWidget* top) {
+    for (const QWidget* p = w->parentWidget(); p && p != top; p = p->parentWidget())
+        if (p->width() == 0 || p->height() == 0) return true;
+    return false;
+}
+
+// What the user sees of w: its rectangle (in window coordinates) cut by every ancestor's. A scroll
+// area's viewport may cut it only in a direction the area scrolls (its scroll bar shown): scrolling
+// brings the rest into view. `scrolls` off: a scroll area cuts like any other parent (for a
+// control that must be in view without scrolling, the Run button).
+QString cutBy(const QWidget* w, const QWidget* window, bool scrolls = true) {
+    const QRect full(w->mapTo(window, QPoint(0, 0)), w->size());
+    QRect seen = full;
+    for (const QWidget* p = w->parentWidget(); p && p != window; p = p->parentWidget()) {
+        const QRect parent(p->mapTo(window, QPoint(0, 0)), p->size());
+        const QRect within = seen & parent;
+        if (within == seen) continue;
+        const auto* area = p->parentWidget() ? qobject_cast<const QAbstractScrollArea*>(p->parentWidget()) : nullptr;
+        if (scrolls && area && area->viewport() == p) {
+            // (Wholly scrolled out of view, `within` is empty: which way it lies tells the direction.)
+            const bool cutAcross = seen.left() < parent.left() || seen.right() > parent.right();
+            const bool cutDown = seen.top() < parent.top() || seen.bottom() > parent.bottom();
+            const bool reachable = (!cutAcross || area->horizontalScrollBar()->isVisibleTo(window)) &&
+                                   (!cutDown || area->verticalScrollBar()->isVisibleTo(window));
+            if (reachable) {
+                seen = within;
+                continue;
+            }
+        }
+        return QStringLiteral("%1 '%2' (%3×%4 shown of %5×%6)")
+            .arg(QString::fromLatin1(p->metaObject()->className()), p->objectName())
+            .arg(within.width()).arg(within.height()).arg(full.width()).arg(full.height());
+    }
+    return {};
+}
+
+QString describe(const QWidget* w) {
+    QString text;
+    if (auto* button = qobject_cast<const QAbstractButton*>(w)) text = button->text();
+    else if (auto* label = qobject_cast<const QLabel*>(w)) text = label->text();
+    return QStringLiteral("%1 '%2'").arg(QString::fromLatin1(w->metaObject()->className()),
+                                         text.isEmpty() ? w->objectName() : text.left(60));
+}
+
+// Every button and label the user can see: not cut by a parent (beyond what scrolling reveals),
+// and a button as wide as its text needs.
+QStringList clippingProblems(QWidget* window) {
+    QStringList problems;
+    for (QWidget* w : window->findChildren<QWidget*>()) {
+        auto* button = qobject_cast<QAbstractButton*>(w);
+        auto* label = qobject_cast<QLabel*>(w);
+        if (!button && !label) continue;
+        if (w->window() != window || !w->isVisibleTo(window) || w->width() == 0 || w->height() == 0) continue;
+        if (insideCollapsedPane(w, window)) continue;
+        if (label && label->text().isEmpty() && label->pixmap().isNull()) continue;
+        const QString cut = cutBy(w, window);
+        if (!cut.isEmpty()) problems << QStringLiteral("%1 is cut by %2").arg(describe(w), cut);
+        if (button && !button->text().isEmpty() && button->width() < button->minimumSizeHint().width() - 2)
+            problems << QStringLiteral("%1 needs %2 px of width, has %3")
+                            .arg(describe(w)).arg(button->minimumSizeHint().width()).arg(button->width());
+    }
+    return problems;
+}
+
 // Every visible widget: inside the window, and a label as large as its text.
 QStringList layoutProblems(QWidget* window) {
     QStringList problems;
     const QRect bounds = window->rect();
     for (QWidget* w : window->findChildren<QWidget*>()) {
-        if (!w->isVisibleTo(window) || w->isWindow() || w->width() == 0 || w->height() == 0) continue;
+        if (w->window() != window || !w->isVisibleTo(window) || w->width() == 0 || w->height() == 0) continue;
         if (insideScrollArea(w, window)) continue;
         // A splitter may collapse a pane to nothing: what it hides is not cut.
         const QRect at(w->mapTo(window, QPoint(0, 0)), w->size());
@@ -211,11 +288,15 @@ class TestStudioLayout : public QObject {
         for (const ScreenCase& sc : kScreens) {
             window_->resize(windowSizeOn(sc.screen));
             for (int t = 0; t < tabs->count(); ++t) {
-                if (t == 2) continue;  // the Images tab has its own model and suite (tst_studio_window)
                 tabs->setCurrentIndex(t);
                 settle();
                 QCOMPARE(window_->size(), windowSizeOn(sc.screen));
-                QStringList problems = layoutProblems(window_);
+                QStringList problems = layoutProblems(window_) + clippingProblems(window_);
+                // Run is in view on every tab without scrolling the settings.
+                auto* run = window_->findChild<QPushButton*>(QStringLiteral("runButton"));
+                if (!run || !run->isVisibleTo(window_)) problems << QStringLiteral("the Run button is not shown");
+                else if (const QString cut = cutBy(run, window_, /*scrolls=*/false); !cut.isEmpty())
+                    problems << QStringLiteral("the Run button is cut by %1").arg(cut);
                 for (QCustomPlot* plot : window_->findChildren<QCustomPlot*>())
                     if (plot->isVisibleTo(window_) && plot->width() > 0) problems += plotProblems(plot);
                 shoot(QStringLiteral("%1-tab%2-%3").arg(state).arg(t).arg(QString::fromLatin1(sc.name)));
@@ -396,6 +477,41 @@ private slots:
         window_->textPage()->setRequest(text);
         QVERIFY(window_->textPage()->generate());
         QVERIFY(studio_test::waitIdle(*session));
+        // The Images tab with an image model (the LlamaGen fixture: 10 classes) and a comparison at
+        // two samples per class: the class labels over the grids, the captions, the buttons.
+        QTemporaryDir imageDir;
+        const std::string imageModel = imageDir.path().toStdString() + "/c2i";
+        npw::LlamaGenLoadOptions options;
+        options.config = npw::test::llamagenFixtureConfig(/*downsample=*/2);
+        npw::saveLlamaGenDirectory(npw::loadLlamaGenCheckpoint(npw::test::llamagenDataFile("gpt_fsdp.pt"), options), imageModel);
+        npw::VqModel::load(npw::test::llamagenDataFile("vq_ddp.pt"))->save(imageModel + "/vq");
+        window_->openModel(QString::fromStdString(imageModel));
+        QVERIFY(studio_test::waitIdle(*session));
+        QVERIFY(window_->imageSession()->hasModel());
+        ImageCompareRequest compare;
+        compare.method = QStringLiteral("numerical");
+        compare.ratio = 0.3;
+        compare.perClass = 2;
+        compare.calibPerClass = 2;
+        window_->imagesPage()->setCompareRequest(compare);
+        QVERIFY(window_->imagesPage()->generate());
+        QVERIFY(studio_test::waitIdle(*session));
+        QVERIFY(window_->imagesPage()->pair()->hasImages());
+        // The dense and pruned panes show the same samples: scrolling one scrolls the other.
+        window_->resize(windowSizeOn(kScreens[0].screen));
+        window_->showTab(2);
+        settle();
+        const QList<QScrollArea*> panes = window_->imagesPage()->pair()->findChildren<QScrollArea*>();
+        QCOMPARE(panes.size(), 2);
+        for (QScrollBar* (QScrollArea::*bar)() const : {&QScrollArea::verticalScrollBar, &QScrollArea::horizontalScrollBar}) {
+            QScrollBar* left = (panes[0]->*bar)();
+            QScrollBar* right = (panes[1]->*bar)();
+            if (bar == &QScrollArea::verticalScrollBar) QVERIFY(left->maximum() > 0);  // ten classes do not fit
+            left->setValue(left->maximum() / 2);
+            QCOMPARE(right->value(), left->value());
+            right->setValue(right->maximum());
+            QCOMPARE(left->value(), right->value());
+        }
         checkAllTabs(QStringLiteral("scored"));
         // Results not in a workspace (the window asks before quitting) until saved.
         QVERIFY(session->hasUnsavedResults());

@@ -10,6 +10,8 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
+#include <QScrollArea>
+#include <QStyle>
 #include <QSignalBlocker>
 #include <QSpinBox>
 #include <QToolButton>
@@ -152,11 +154,26 @@ RunSettingsPanel::RunSettingsPanel(QWidget* parent) : QWidget(parent) {
     form->addRow(tr("Across layers"), ranking_);
     form->addRow(tr("Dampening γ"), damp_);
     form->addRow(QString(), compensate_);
+    // The settings scroll when the dock is short (a 1280×720 screen shares its height with the
+    // Model and Log docks); the status and the Run button stay below them, always in view.
+    auto* fields = new QWidget;
+    auto* fieldsLayout = new QVBoxLayout(fields);
+    fieldsLayout->setContentsMargins(0, 0, 0, 0);
+    fieldsLayout->addLayout(form);
+    fieldsLayout->addStretch(1);
+    auto* scroll = new QScrollArea;
+    scroll->setObjectName(QStringLiteral("runSettingsScroll"));
+    scroll->setWidget(fields);
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    // Never narrower than the fields with a vertical scroll bar beside them: nothing is cut at the right.
+    scroll->setMinimumWidth(fields->minimumSizeHint().width() +
+                            scroll->style()->pixelMetric(QStyle::PM_ScrollBarExtent, nullptr, scroll) + 2);
     auto* layout = new QVBoxLayout(this);
-    layout->addLayout(form);
+    layout->addWidget(scroll, 1);
     layout->addWidget(status_);
     layout->addWidget(run_);
-    layout->addStretch(1);
 
     setSettings(studio::RunSettings{});
     connect(browse, &QToolButton::clicked, this, &RunSettingsPanel::browseSource);

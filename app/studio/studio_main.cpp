@@ -103,7 +103,7 @@ int main(int argc, char** argv) {
     }
     const bool scripted = parser.isSet(demo);
     if (scripted && !DemoScript::isKnownState(parser.value(demo))) {
-        std::fprintf(stderr, "npw-studio: --demo must be scores, sweep, images or box, got '%s'\n", qPrintable(parser.value(demo)));
+        std::fprintf(stderr, "npw-studio: --demo must be scores, sweep, images, box, text, baselines, blocks or sliced, got '%s'\n", qPrintable(parser.value(demo)));
         return 2;
     }
     const bool shot = parser.isSet(screenshot);

@@ -34,7 +34,6 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QScreen>
-#include <QScrollArea>
 #include <QSettings>
 #include <QStatusBar>
 #include <QStyle>
@@ -132,15 +131,9 @@ void StudioWindow::buildDocks() {
     runSettings_ = new RunSettingsPanel;
     auto* runDock = new QDockWidget(tr("Run settings"));
     runDock->setObjectName(QStringLiteral("runDock"));
-    // Scrolls rather than pushing the window past a laptop's screen (1280×720).
-    auto* runScroll = new QScrollArea;
-    runScroll->setObjectName(QStringLiteral("runSettingsScroll"));
-    runScroll->setWidget(runSettings_);
-    runScroll->setWidgetResizable(true);
-    runScroll->setFrameShape(QFrame::NoFrame);
-    runScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-    runScroll->setMinimumWidth(runSettings_->minimumSizeHint().width());
-    runDock->setWidget(runScroll);
+    // Its fields scroll rather than pushing the window past a laptop's screen (1280×720); the
+    // Run button stays in view below them.
+    runDock->setWidget(runSettings_);
     addDockWidget(Qt::LeftDockWidgetArea, runDock);
 
     log_ = new QPlainTextEdit;
