@@ -811,6 +811,11 @@ private slots:
         QVERIFY(errorOf([&] { loadLlamaCheckpoint(sliced); }).contains("SliceGPT"));
         QVERIFY(errorOf([&] { loadLlamaCheckpoint(fifo); }).contains("none of"));
         QCOMPARE(tokenizerFileOfModel(text), std::string());  // the loader names what it is not
+        // The vocabulary from a config (npw tokenize without LibTorch) decides by the same layouts.
+        QCOMPARE(vocabularyFromConfig(kStories).value_or(-1), int64_t(512));
+        QVERIFY(!vocabularyFromConfig(meta + "/consolidated.00.pth").has_value());
+        QCOMPARE(errorOf([&] { vocabularyFromConfig(fifo); }), errorOf([&] { loadLlamaCheckpoint(fifo); }));
+        QCOMPARE(errorOf([&] { vocabularyFromConfig(sliced); }), errorOf([&] { loadLlamaCheckpoint(sliced); }));
     }
 
     void dispatchRefusesUnknownInputs() {
