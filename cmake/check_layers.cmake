@@ -1,7 +1,11 @@
 cmake_policy(SET CMP0057 NEW)
-# Fails when a core source includes a layer it does not build on, or Qt, app/ or widgets/.
-# Arguments: CORE_DIR, LAYERS ("name:allowed,allowed;…" as core/CMakeLists.txt lists them), STAMP.
+# Fails when a core source includes a layer it does not build on, or Qt, app/ or widgets/; and
+# when a layer declares one it does not use: none of its sources includes that layer or a layer
+# that builds on it (core/CMakeLists.txt then links what nothing needs).
+# Arguments: CORE_DIR, LAYERS ("name:allowed,allowed;…" as core/CMakeLists.txt lists them: the
+# layer itself and everything below it), STAMP.
 set(errors "")
+set(layers "")
 foreach(entry ${LAYERS})
   if(entry STREQUAL "")
     continue()
@@ -10,6 +14,9 @@ foreach(entry ${LAYERS})
   list(GET parts 0 layer)
   list(GET parts 1 allowed)
   string(REPLACE "," ";" allowed "${allowed}")
+  list(APPEND layers ${layer})
+  set(allowed_${layer} ${allowed})
+  set(used_${layer} "")
   file(GLOB files "${CORE_DIR}/${layer}/*.h" "${CORE_DIR}/${layer}/*.cpp")
   foreach(file ${files})
     file(STRINGS "${file}" includes REGEX "^[ \t]*#[ \t]*include")
@@ -17,11 +24,28 @@ foreach(entry ${LAYERS})
       if(line MATCHES "#[ \t]*include[ \t]*\"core/([a-z_]+)/")
         if(NOT CMAKE_MATCH_1 IN_LIST allowed)
           list(APPEND errors "${file}: core/${layer} may not include core/${CMAKE_MATCH_1} (${line}); it builds on: ${allowed}")
+        elseif(NOT CMAKE_MATCH_1 STREQUAL layer)
+          list(APPEND used_${layer} ${CMAKE_MATCH_1})
         endif()
       elseif(line MATCHES "#[ \t]*include[ \t]*[<\"](Q[A-Za-z]*|app/|widgets/)")
         list(APPEND errors "${file}: core may not include Qt, app/ or widgets/ (${line})")
       endif()
     endforeach()
+  endforeach()
+endforeach()
+# Every declared layer must be reached from what the sources include (the lists are closed, so
+# an included layer brings everything it builds on).
+foreach(layer ${layers})
+  set(reached "")
+  foreach(used ${used_${layer}})
+    list(APPEND reached ${allowed_${used}})
+  endforeach()
+  foreach(declared ${allowed_${layer}})
+    if(NOT declared STREQUAL layer AND NOT declared IN_LIST reached)
+      string(CONCAT unused "core/${layer} declares that it builds on ${declared}, but none of its sources includes "
+                           "core/${declared} or a layer that builds on it: drop ${declared} from its LAYERS in core/CMakeLists.txt")
+      list(APPEND errors "${unused}")
+    endif()
   endforeach()
 endforeach()
 if(errors)

@@ -765,6 +765,59 @@ private slots:
         QVERIFY(!fs::exists(other + "/config.json"));
     }
 
+    // The one decision of what a model path is (locateCheckpoint), which the loader, the
+    // tokenizer lookup and the inspection share: each layout, and a consolidated.NN.pth named
+    // alone is its whole release folder for all three.
+    void oneLayoutDecisionForEveryReader() {
+        const std::string data = NPW_TEST_DATA;
+        const std::string meta = data + "/family_ref/meta_llama2_2shards";
+        const std::string text = writeFile(tmp_, "layout.txt", "hello");
+        const std::string fifo = tmp_.filePath("layout.fifo").toStdString();
+        QVERIFY(mkfifo(fifo.c_str(), 0644) == 0);
+        const std::string sliced = tmp_.filePath("layout_sliced").toStdString();
+        fs::create_directories(sliced);
+        writeFile(tmp_, "layout_sliced/npw-sliced.safetensors", "x");
+        writeFile(tmp_, "layout_sliced/npw-sliced-config.json", "{}");
+        const std::vector<std::pair<std::string, CheckpointLayout>> expected = {
+            {kStories, CheckpointLayout::Llama2cBin},
+            {"demo:lm", CheckpointLayout::HfDirectory},
+            {tmp_.filePath("layout_absent").toStdString(), CheckpointLayout::Missing},
+            {meta, CheckpointLayout::MetaRelease},
+            {meta + "/consolidated.01.pth", CheckpointLayout::MetaRelease},
+            {data + "/family_ref/llama2c_ckpt/ckpt.pt", CheckpointLayout::Llama2cCkpt},
+            {data + "/torch_checkpoints/llamagen_like.pt", CheckpointLayout::Llama2cCkpt},
+            {text, CheckpointLayout::UnknownFile},
+            {fifo, CheckpointLayout::NotAFileOrFolder},
+            {sliced, CheckpointLayout::SlicedDirectory},
+        };
+        for (const auto& [model, layout] : expected)
+            QVERIFY2(locateCheckpoint(model).layout == layout, qPrintable(QString::fromStdString(model)));
+        QVERIFY(fs::equivalent(locateCheckpoint(meta + "/consolidated.01.pth").path, meta));
+
+        // The file names its release: the same tokenizer, format and source as the folder.
+        QCOMPARE(tokenizerFileOfModel(meta + "/consolidated.00.pth"), tokenizerFileOfModel(meta));
+        const CheckpointInspection viaFile = inspectLlamaCheckpoint(meta + "/consolidated.00.pth");
+        QCOMPARE(viaFile.format, std::string("meta-pth"));
+        QCOMPARE(viaFile.files.size(), size_t(2));
+        QCOMPARE(inspectLlamaCheckpoint(data + "/family_ref/llama2c_ckpt/ckpt.pt").format, std::string("llama2.c-ckpt"));
+        QCOMPARE(inspectLlamaCheckpoint("demo:lm").format, std::string("safetensors"));
+        QCOMPARE(inspectLlamaCheckpoint(kStories).format, std::string("llama2.c"));
+
+        // What is no LLaMA is refused alike by the loader and the tokenizer lookup.
+        for (const std::string& model : {sliced, fifo}) {
+            const QString loading = errorOf([&] { loadLlamaCheckpoint(model); });
+            QVERIFY2(!loading.isEmpty() && loading == errorOf([&] { tokenizerFileOfModel(model); }), qPrintable(loading));
+        }
+        QVERIFY(errorOf([&] { loadLlamaCheckpoint(sliced); }).contains("SliceGPT"));
+        QVERIFY(errorOf([&] { loadLlamaCheckpoint(fifo); }).contains("none of"));
+        QCOMPARE(tokenizerFileOfModel(text), std::string());  // the loader names what it is not
+        // The vocabulary from a config (npw tokenize without LibTorch) decides by the same layouts.
+        QCOMPARE(vocabularyFromConfig(kStories).value_or(-1), int64_t(512));
+        QVERIFY(!vocabularyFromConfig(meta + "/consolidated.00.pth").has_value());
+        QCOMPARE(errorOf([&] { vocabularyFromConfig(fifo); }), errorOf([&] { loadLlamaCheckpoint(fifo); }));
+        QCOMPARE(errorOf([&] { vocabularyFromConfig(sliced); }), errorOf([&] { loadLlamaCheckpoint(sliced); }));
+    }
+
     void dispatchRefusesUnknownInputs() {
         std::string text = writeFile(tmp_, "model.txt", "hello");
         QString message = errorOf([&] { loadLlamaCheckpoint(text); });

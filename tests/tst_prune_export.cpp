@@ -4,10 +4,12 @@
 #include "core/models/model_loader.h"
 #include "core/io/safetensors.h"
 #include "core/models/runtime.h"
+#include "core/prune/export.h"
 #include "core/prune/pruner.h"
 #include "workbench_prune.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
+#include "core/util/output_guard.h"
 #include "tiny_llama.h"
 #include "error_of.h"
 
@@ -190,6 +192,37 @@ private slots:
         QVERIFY(refused(model + "/scores.safetensors").isEmpty());
         QVERIFY(refused(dir.filePath("elsewhere/scores.safetensors").toStdString()).isEmpty());
         checkOutputPath({"", model}, dir.filePath("x").toStdString());
+    }
+
+    // The one path rule (normalisedPath + isWithin, core/util/output_guard.h) that the output
+    // guard and the export's target check share: a symlink to the source, ".." and a folder
+    // that does not exist yet name the same place as the plain path.
+    void onePathRuleForGuardAndExport() {
+        QTemporaryDir dir;
+        const std::string root = dir.path().toStdString();
+        const std::string source = root + "/source";
+        saveHfLlamaDirectory(tinyLlama({2}, {2}, {8}), source);
+        const std::string link = root + "/link";
+        fs::create_symlink(source, link);
+
+        QVERIFY(normalisedPath(source + "/") == normalisedPath(source));
+        QVERIFY(normalisedPath(link) == normalisedPath(source));
+        QVERIFY(normalisedPath(root + "/new/deeper/../../source/x") == normalisedPath(source + "/x"));
+        QVERIFY(isWithin(normalisedPath(link + "/new/sub"), normalisedPath(source)));
+        QVERIFY(isWithin(normalisedPath(source), normalisedPath(source)));
+        QVERIFY(!isWithin(normalisedPath(root + "/sourcex"), normalisedPath(source)));  // a sibling with a longer name
+        QVERIFY(!isWithin(normalisedPath(root), normalisedPath(source)));
+
+        // The export refuses each spelling of a folder inside the source, none of which exists.
+        for (const std::string& inside : {source + "/sub", link + "/sub/new", root + "/new/../source/sub",
+                                          root + "/link/../source/sub"}) {
+            const QString e = errorOf([&] { checkExportTarget(source, inside); });
+            QVERIFY2(e.contains("inside the source model"), qPrintable(QString::fromStdString(inside) + ": " + e));
+        }
+        const QString viaLink = errorOf([&] { checkExportTarget(source, link); });
+        QVERIFY2(viaLink.contains("source model"), qPrintable(viaLink));
+        // A sibling whose name starts with the source's is elsewhere.
+        QVERIFY(errorOf([&] { checkExportTarget(source, root + "/source-pruned"); }).isEmpty());
     }
 
     void scoreAndStatisticsFiles() {

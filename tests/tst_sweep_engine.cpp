@@ -4,7 +4,10 @@
 // (calibrate, computeScores, MaskSelector, applyMask, countPrunedParameters, evaluatePerplexity)
 // on the windows the sweep draws: every row's achieved ratios, λ and perplexity must be theirs.
 #include "core/eval/perplexity.h"
+#include "core/experiments/image_sweep.h"
+#include "core/experiments/image_workbench.h"
 #include "core/experiments/sweep.h"
+#include "core/experiments/sweep_method.h"
 #include "core/models/runtime.h"
 #include "core/prune/apply.h"
 #include "core/prune/calibration.h"
@@ -12,6 +15,7 @@
 #include "core/prune/score.h"
 #include "core/prune/select.h"
 #include "tiny_llama.h"
+#include "error_of.h"
 
 #include <QtTest>
 #include <cmath>
@@ -75,6 +79,56 @@ private slots:
             ++checked;
         }
         QCOMPARE(checked, spec.methods.size() * spec.ratios.size());
+    }
+
+    // The one parser of sweep method names (sweep_method.h) for the language and the image
+    // sweep: each name's settings as README's sweep section describes them, the same for both
+    // models but lstar-kl, which an image model refuses (its site damage needs text windows).
+    void oneMethodNameParserForBothSweeps() {
+        struct Expected {
+            const char* name;
+            PruneMethod method;
+            CompensationKind compensation;
+            bool box;
+            CrossLayerRanking ranking;
+        };
+        const CrossLayerRanking byDefault = CrossLayerRanking::RelativeCompensatedError;
+        const Expected table[] = {
+            {"numerical", PruneMethod::Numerical, CompensationKind::MethodDefault, false, byDefault},
+            {"numerical-nocomp", PruneMethod::Numerical, CompensationKind::None, false, byDefault},
+            {"numerical-box", PruneMethod::Numerical, CompensationKind::MethodDefault, true, byDefault},
+            {"numerical-z", PruneMethod::Numerical, CompensationKind::MethodDefault, false, CrossLayerRanking::Relaxed},
+            {"numerical-lstar", PruneMethod::Numerical, CompensationKind::MethodDefault, false,
+             CrossLayerRanking::CompensatedError},
+            {"numerical-lstar-rel", PruneMethod::Numerical, CompensationKind::MethodDefault, false, byDefault},
+            {"numerical-lstar-kl", PruneMethod::Numerical, CompensationKind::MethodDefault, false,
+             CrossLayerRanking::MeasuredDamage},
+            {"flap", PruneMethod::Flap, CompensationKind::MethodDefault, false, byDefault},
+            {"wanda-sp", PruneMethod::WandaSp, CompensationKind::MethodDefault, false, byDefault},
+            {"magnitude", PruneMethod::Magnitude, CompensationKind::MethodDefault, false, byDefault},
+            {"random", PruneMethod::Random, CompensationKind::MethodDefault, false, byDefault},
+        };
+        for (const Expected& e : table) {
+            const SweepMethod m = parseSweepMethod(e.name);
+            QVERIFY2(m.method == e.method && m.compensation == e.compensation && m.boxConstrained == e.box &&
+                         m.crossLayer == e.ranking,
+                     e.name);
+            if (e.ranking == CrossLayerRanking::MeasuredDamage) continue;
+            const PruneSettings image = sweepMethodSettings(e.name, 2e-4, AlphaMode::Paper, 1.5);
+            QVERIFY2(image.method == e.method && image.compensation == e.compensation && image.boxConstrained == e.box &&
+                         image.crossLayer == e.ranking && image.lambda == 2e-4 && image.alphaMode == AlphaMode::Paper &&
+                         image.alpha == 1.5,
+                     e.name);
+        }
+        const QString image = errorOf([] { sweepMethodSettings("numerical-lstar-kl", NAN, AlphaMode::Budget, NAN); });
+        QVERIFY2(image.contains("lstar-kl") && image.contains("not available for image models"), qPrintable(image));
+        // npw prune IMAGE_MODEL --ranking lstar-kl and the studio's Images tab say the same.
+        PruneSettings kl;
+        kl.crossLayer = CrossLayerRanking::MeasuredDamage;
+        QCOMPARE(errorOf([&] { ImagePruningWorkbench::checkSettings(kl); }), image);
+        const QString unknown = errorOf([] { parseSweepMethod("numerical-fast"); });
+        QVERIFY2(unknown.contains("unknown pruning method 'numerical-fast'"), qPrintable(unknown));
+        QVERIFY(errorOf([] { parseSweepMethod("numerical-fast", SweptModel::Image); }) == unknown);
     }
 };
 

@@ -459,6 +459,22 @@ private slots:
         QTest::newRow("decoder Sequence 100 deep")
             << variant([&](Json& f) { f["decoder"] = nested("decoders", 100, {{"type", "Fuse"}}); })
             << QStringList{"Sequences nested deeper than 64"};
+        // The one Sequence reader's other bounds, for each kind that has a Sequence.
+        const auto wide = [](const char* listKey, Json step) {
+            return Json{{"type", "Sequence"}, {listKey, Json(std::vector<Json>(1025, step))}};
+        };
+        QTest::newRow("normalizer Sequence of 1025 steps")
+            << variant([&](Json& f) { f["normalizer"] = wide("normalizers", {{"type", "NFC"}}); })
+            << QStringList{"'normalizer.normalizers' has 1025 steps; at most 1024"};
+        QTest::newRow("pre-tokenizer Sequence of 1025 steps")
+            << variant([&](Json& f) { f["pre_tokenizer"] = wide("pretokenizers", {{"type", "Metaspace"}}); })
+            << QStringList{"'pre_tokenizer.pretokenizers' has 1025 steps; at most 1024"};
+        QTest::newRow("decoder Sequence of 1025 steps")
+            << variant([&](Json& f) { f["decoder"] = wide("decoders", {{"type", "Fuse"}}); })
+            << QStringList{"'decoder.decoders' has 1025 steps; at most 1024"};
+        QTest::newRow("pre-tokenizer Sequence without an array")
+            << variant([](Json& f) { f["pre_tokenizer"] = {{"type", "Sequence"}, {"pretokenizers", "Metaspace"}}; })
+            << QStringList{"'pre_tokenizer.pretokenizers' must be an array"};
         QTest::newRow("id 2^31-1") << variant([](Json& f) { f["model"]["vocab"]["b"] = 2147483647; })
                                    << QStringList{"token id 2147483647 is far beyond"};
         QTest::newRow("added id 2^31-1")

@@ -98,7 +98,7 @@ int runImagePrune(const Args& args, const std::string& model, const PruneSetting
     checkExportTarget(dense.checkpoint().source, out);     // before the expensive part
 
     const ImageSamplingOptions sampling = samplingFromArgs(args);
-    settings.validate();  // before the expensive calibration
+    ImagePruningWorkbench::checkSettings(settings);  // before the expensive calibration
     bench.calibrate(args.getInt("per-class"), sampling, terminalProgress());
     const ImageWorkbenchPrune run = bench.prune(settings, terminalProgress());
     LlamaGenCheckpoint pruned = dense.checkpoint().withTransformer(run.pruned.checkpoint);

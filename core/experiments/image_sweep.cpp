@@ -1,4 +1,5 @@
 #include "core/experiments/image_sweep.h"
+#include "core/experiments/sweep_method.h"
 #include "core/text/json_fields.h"
 #include "core/util/error.h"
 
@@ -9,23 +10,12 @@
 namespace npw {
 
 PruneSettings sweepMethodSettings(const std::string& method, double lambda, AlphaMode mode, double alpha) {
+    const SweepMethod m = parseSweepMethod(method, SweptModel::Image);
     PruneSettings s;
-    if (method == "numerical-nocomp") {
-        s.method = PruneMethod::Numerical;
-        s.compensation = CompensationKind::None;
-    } else if (method == "numerical-z") {
-        s.method = PruneMethod::Numerical;
-        s.crossLayer = CrossLayerRanking::Relaxed;
-    } else if (method == "numerical-lstar" || method == "numerical-lstar-rel") {
-        s.method = PruneMethod::Numerical;
-        s.crossLayer = method == "numerical-lstar" ? CrossLayerRanking::CompensatedError
-                                                   : CrossLayerRanking::RelativeCompensatedError;
-    } else if (method == "numerical-box") {
-        s.method = PruneMethod::Numerical;
-        s.boxConstrained = true;
-    } else {
-        s.method = parsePruneMethod(method);
-    }
+    s.method = m.method;
+    s.compensation = m.compensation;
+    s.boxConstrained = m.boxConstrained;
+    s.crossLayer = m.crossLayer;
     s.lambda = lambda;  // NaN: relative (λ_rel / median c, the default)
     s.alphaMode = mode;
     s.alpha = alpha;

@@ -20,7 +20,7 @@
 namespace npw {
 
 struct ImageSweepSpec {
-    std::vector<std::string> methods;  // as `npw prune --method`, plus "numerical-nocomp"
+    std::vector<std::string> methods;  // sweep method names (sweep_method.h)
     std::vector<double> ratios;
     int64_t calibPerClass = 16;
     ImageSamplingOptions calibSampling;  // how the dense model generates its calibration samples
@@ -55,8 +55,8 @@ std::vector<ImageSweepRow> runImageSweep(ImagePruningWorkbench& bench, FeatureNe
                                          const std::function<void(const ImageSweepRow&)>& onRow = nullptr,
                                          const ProgressFn& progress = nullptr);
 
-// Pruning settings of a sweep method name ("numerical-nocomp": numerical without compensation;
-// "numerical-box": the box-constrained numerical score).
+// Pruning settings of a sweep method name (sweep_method.h: "numerical-nocomp", "numerical-box",
+// "numerical-z", ...; numerical-lstar-kl is refused for an image model) at λ and α.
 PruneSettings sweepMethodSettings(const std::string& method, double lambda, AlphaMode mode, double alpha);
 
 std::string imageSweepRowsCsv(const std::vector<ImageSweepRow>& rows);

@@ -1,6 +1,7 @@
 #include "core/experiments/image_workbench.h"
 #include "core/text/json_output.h"
 #include "core/experiments/image_sweep.h"
+#include "core/experiments/sweep_method.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
 
@@ -132,19 +133,25 @@ std::shared_ptr<const ScoreSet> ImagePruningWorkbench::scores(const std::string&
 
 std::shared_ptr<const ScoreSet> ImagePruningWorkbench::scores(const PruneSettings& settings, const ProgressFn& progress) {
     if (!stats_) throw Error("calibrate the image model before scoring it");
-    settings.validate();
+    checkSettings(settings);
     const std::string key = scoreKey(settings);
     auto it = scores_.find(key);
     if (it != scores_.end()) return it->second;
-    // The calibration's samples are not LanguagePruningWorkbench's windows: ranking lstar-kl
-    // (which runs the model on the windows) is refused by scoreModel, naming why.
     auto computed = std::make_shared<const ScoreSet>(scoreModel(dense_->transformer(), *stats_, settings, progress));
     scores_[key] = computed;
     return computed;
 }
 
-ImageWorkbenchPrune ImagePruningWorkbench::prune(const PruneSettings& settings, const ProgressFn& progress) {
+void ImagePruningWorkbench::checkSettings(const PruneSettings& settings) {
     settings.validate();
+    // Measuring each site's damage runs the language model's forward on text windows: scoreModel
+    // would refuse it for want of windows, naming --stats; this says why an image model cannot.
+    if (settings.method == PruneMethod::Numerical && settings.crossLayer == CrossLayerRanking::MeasuredDamage)
+        throw Error(siteDamageOnImageModelRefusal());
+}
+
+ImageWorkbenchPrune ImagePruningWorkbench::prune(const PruneSettings& settings, const ProgressFn& progress) {
+    checkSettings(settings);
     ImageWorkbenchPrune out;
     auto start = std::chrono::steady_clock::now();
     out.scores = scores(settings, progress);

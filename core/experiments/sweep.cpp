@@ -1,6 +1,7 @@
 #include "core/experiments/sweep.h"
 #include "core/experiments/language_workbench.h"
 #include "core/experiments/layerwise_workbench.h"
+#include "core/experiments/sweep_method.h"
 #include "core/eval/layerwise_perplexity.h"
 #include "core/models/model_loader.h"
 #include "core/util/atomic_file.h"
@@ -30,13 +31,6 @@ namespace npw {
 
 namespace {
 
-struct MethodChoice {
-    PruneMethod method;
-    CompensationKind compensation;
-    bool boxConstrained = false;  // solved again for every ratio
-    CrossLayerRanking crossLayer = kDefaultCrossLayerRanking;
-};
-
 constexpr const char* kSweepRow = "sweep row";
 
 // A field that older files (workspaces) lack: NaN then.
@@ -58,20 +52,6 @@ std::string csvCell(const std::string& text) {
     return out + "\"";
 }
 
-MethodChoice parseSweepMethod(const std::string& name) {
-    if (name == "numerical-nocomp") return {PruneMethod::Numerical, CompensationKind::None};
-    if (name == "numerical-box") return {PruneMethod::Numerical, CompensationKind::MethodDefault, true};
-    if (name == "numerical-z")
-        return {PruneMethod::Numerical, CompensationKind::MethodDefault, false, CrossLayerRanking::Relaxed};
-    if (name == "numerical-lstar")
-        return {PruneMethod::Numerical, CompensationKind::MethodDefault, false, CrossLayerRanking::CompensatedError};
-    if (name == "numerical-lstar-rel")
-        return {PruneMethod::Numerical, CompensationKind::MethodDefault, false, CrossLayerRanking::RelativeCompensatedError};
-    if (name == "numerical-lstar-kl")
-        return {PruneMethod::Numerical, CompensationKind::MethodDefault, false, CrossLayerRanking::MeasuredDamage};
-    return {parsePruneMethod(name), CompensationKind::MethodDefault};
-}
-
 // What every sweep checks before any work: at least one of each, ratios in [0, 1), known methods.
 void checkSweepSpec(const SweepSpec& spec) {
     if (spec.methods.empty()) throw Error("sweep: no methods given");
@@ -91,7 +71,7 @@ void checkSweepSpec(const SweepSpec& spec) {
 }
 
 // The settings of a method's scores at one (seed, λ); the ratio is set per selection.
-PruneSettings sweepSettings(const MethodChoice& choice, const SweepSpec& spec, int seed, double lambda) {
+PruneSettings sweepSettings(const SweepMethod& choice, const SweepSpec& spec, int seed, double lambda) {
     PruneSettings settings;
     settings.method = choice.method;
     settings.compensation = choice.compensation;
@@ -368,7 +348,7 @@ std::vector<SweepRow> runSweep(const LanguageModel& lm, const SweepSpec& spec,
                         }
                         continue;
                     }
-                    const MethodChoice choice = parseSweepMethod(methodName);
+                    const SweepMethod choice = parseSweepMethod(methodName);
                     const bool numerical = choice.method == PruneMethod::Numerical;
                     const std::vector<double> lambdas =
                         numerical ? spec.lambdas : std::vector<double>{std::numeric_limits<double>::quiet_NaN()};
@@ -535,7 +515,7 @@ std::vector<SweepRow> runSweepLayerwise(const LanguageModel& lm, const SweepSpec
                 };
                 std::shared_ptr<const LayerwiseStatistics> stats;
                 for (const std::string& methodName : spec.methods) {
-                    const MethodChoice choice = parseSweepMethod(methodName);
+                    const SweepMethod choice = parseSweepMethod(methodName);
                     const bool numerical = choice.method == PruneMethod::Numerical;
                     const std::vector<double> lambdas =
                         numerical ? spec.lambdas : std::vector<double>{std::numeric_limits<double>::quiet_NaN()};

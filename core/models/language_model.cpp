@@ -87,7 +87,7 @@ LanguageModel openLanguageModel(const std::string& model, const Runtime& runtime
 
 LanguageModel openCausalLanguageModel(const std::string& model, const Runtime& runtime, const std::string& tokenizerFile,
                                       bool allowSmallVocab) {
-    if (!SlicedLlama::isSlicedDirectory(model))
+    if (locateCheckpoint(model).layout != CheckpointLayout::SlicedDirectory)
         return openLlama(model, runtime, tokenizerFile, allowSmallVocab);
     LanguageModel lm;
     lm.name = model;

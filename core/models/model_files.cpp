@@ -76,28 +76,71 @@ std::string llama2cTokenizerFile(const std::string& binPath) {
     return "";
 }
 
-std::string tokenizerFileOfModel(const std::string& model) {
-    const std::string path = resolveModelPath(model);
+CheckpointLocation locateCheckpoint(const std::string& model) {
+    CheckpointLocation at;
+    at.path = resolveModelPath(model);
     std::error_code ec;
-    const fs::file_status status = fs::status(path, ec);
+    const fs::file_status status = fs::status(at.path, ec);
     if (fs::is_directory(status)) {
         // SliceGPT's structure is no LLaMA (sliced_llama.h): it runs through SlicedLlama.
-        if (isSlicedLlamaDirectory(path)) throw Error(slicedModelIsNoLlama(model));
-        if (!fs::is_regular_file(fs::path(path) / "config.json") && isMetaCheckpointDirectory(path))
-            return metaTokenizerFile(path);
-        return findTokenizerFile(path);
+        if (isSlicedLlamaDirectory(at.path))
+            at.layout = CheckpointLayout::SlicedDirectory;
+        else if (!fs::is_regular_file(fs::path(at.path) / "config.json", ec) && isMetaCheckpointDirectory(at.path))
+            at.layout = CheckpointLayout::MetaRelease;
+        else
+            at.layout = CheckpointLayout::HfDirectory;
+        return at;
     }
-    if (fs::is_regular_file(status)) {
-        const fs::path file(path);
-        const std::string ext = file.extension().string();
-        if (ext == ".bin") return llama2cTokenizerFile(path);
+    if (!fs::exists(status)) {
+        at.layout = CheckpointLayout::Missing;
+        return at;
+    }
+    if (!fs::is_regular_file(status)) {
+        at.layout = CheckpointLayout::NotAFileOrFolder;
+        return at;
+    }
+    const fs::path file(at.path);
+    const std::string ext = file.extension().string();
+    if (ext == ".bin") {
+        at.layout = CheckpointLayout::Llama2cBin;
+    } else if (ext == ".pt" || ext == ".pth" || ext == ".ckpt") {
+        // consolidated.NN.pth of Meta's release: the whole folder is the model.
         const fs::path dir = file.has_parent_path() ? file.parent_path() : fs::path(".");
-        if ((ext == ".pt" || ext == ".pth") && file.filename().string().rfind("consolidated.", 0) == 0 &&
-            isMetaCheckpointDirectory(dir.string()))
-            return metaTokenizerFile(dir.string());
-        return "";  // llama2.c's ckpt.pt: no tokenizer beside it by convention
+        if (file.filename().string().rfind("consolidated.", 0) == 0 && isMetaCheckpointDirectory(dir.string())) {
+            at.layout = CheckpointLayout::MetaRelease;
+            at.path = dir.string();
+        } else {
+            at.layout = CheckpointLayout::Llama2cCkpt;
+        }
+    } else {
+        at.layout = CheckpointLayout::UnknownFile;
     }
-    throw Error("model '" + model + "' not found: there is no file or directory '" + path + "'");
+    return at;
+}
+
+std::string modelNotFound(const std::string& model, const CheckpointLocation& at) {
+    return "model '" + model + "' not found: there is no file or directory '" + at.path + "'";
+}
+
+std::string modelIsNoneOfTheLayouts(const std::string& model, const CheckpointLocation& at) {
+    return "model '" + model + "': '" + at.path +
+           "' is none of: a directory with config.json and safetensors weights, a directory of Meta's release "
+           "(params.json + consolidated.NN.pth), a llama2.c .bin checkpoint, llama2.c's training ckpt.pt";
+}
+
+std::string tokenizerFileOfModel(const std::string& model) {
+    const CheckpointLocation at = locateCheckpoint(model);
+    switch (at.layout) {
+    case CheckpointLayout::Missing: throw Error(modelNotFound(model, at));
+    case CheckpointLayout::SlicedDirectory: throw Error(slicedModelIsNoLlama(model));
+    case CheckpointLayout::MetaRelease: return metaTokenizerFile(at.path);
+    case CheckpointLayout::HfDirectory: return findTokenizerFile(at.path);
+    case CheckpointLayout::Llama2cBin: return llama2cTokenizerFile(at.path);
+    case CheckpointLayout::Llama2cCkpt:   // llama2.c's ckpt.pt: no tokenizer beside it by convention
+    case CheckpointLayout::UnknownFile: return "";  // the loader says what the file is not
+    case CheckpointLayout::NotAFileOrFolder: throw Error(modelIsNoneOfTheLayouts(model, at));
+    }
+    return "";
 }
 
 Llama2cLayout readLlama2cLayout(const std::string& binPath) {
@@ -172,29 +215,26 @@ Llama2cLayout readLlama2cLayout(const std::string& binPath) {
 }
 
 std::optional<int64_t> vocabularyFromConfig(const std::string& model) {
-    const std::string path = resolveModelPath(model);
-    std::error_code ec;
-    const fs::file_status status = fs::status(path, ec);
-    if (fs::is_directory(status)) {
-        if (isSlicedLlamaDirectory(path)) throw Error(slicedModelIsNoLlama(model));
-        const std::string configPath = (fs::path(path) / "config.json").string();
-        if (!fs::is_regular_file(configPath, ec)) {
-            if (isMetaCheckpointDirectory(path)) return std::nullopt;
-            throw Error("'" + path + "' is not a Hugging Face model directory: it has no config.json");
-        }
+    const CheckpointLocation at = locateCheckpoint(model);
+    switch (at.layout) {
+    case CheckpointLayout::Missing: throw Error(modelNotFound(model, at));
+    case CheckpointLayout::SlicedDirectory: throw Error(slicedModelIsNoLlama(model));
+    case CheckpointLayout::HfDirectory: {
+        const std::string configPath = (fs::path(at.path) / "config.json").string();
+        std::error_code ec;
+        if (!fs::is_regular_file(configPath, ec))
+            throw Error("'" + at.path + "' is not a Hugging Face model directory: it has no config.json");
         LlamaConfig config = readHfLlamaConfig(configPath);
         config.validate(configPath);
         return config.vocab_size;
     }
-    if (fs::is_regular_file(status)) {
-        const std::string ext = fs::path(path).extension().string();
-        if (ext == ".bin") return readLlama2cLayout(path).vocab;
-        if (ext == ".pt" || ext == ".pth" || ext == ".ckpt") return std::nullopt;  // pickles: their tensors say it
+    case CheckpointLayout::Llama2cBin: return readLlama2cLayout(at.path).vocab;
+    case CheckpointLayout::MetaRelease:  // params.json may say -1: the tensors say it
+    case CheckpointLayout::Llama2cCkpt: return std::nullopt;  // a pickle: its tensors say it
+    case CheckpointLayout::UnknownFile:
+    case CheckpointLayout::NotAFileOrFolder: break;
     }
-    if (!fs::exists(status)) throw Error("model '" + model + "' not found: there is no file or directory '" + path + "'");
-    throw Error("model '" + model + "': '" + path +
-                "' is none of: a directory with config.json and safetensors weights, a directory of Meta's release "
-                "(params.json + consolidated.NN.pth), a llama2.c .bin checkpoint, llama2.c's training ckpt.pt");
+    throw Error(modelIsNoneOfTheLayouts(model, at));
 }
 
 } // namespace npw

@@ -17,6 +17,31 @@ bool isSlicedLlamaDirectory(const std::string& dir);
 // The refusal of a command that needs a LLaMA, given a SliceGPT export.
 std::string slicedModelIsNoLlama(const std::string& model);
 
+// Which layout a model path holds: the one decision every reader of a LLaMA checkpoint takes
+// (loadLlamaCheckpoint, inspectLlamaCheckpoint, tokenizerFileOfModel, vocabularyFromConfig),
+// from names and which files exist; no file is read.
+enum class CheckpointLayout {
+    Missing,          // no file or folder there
+    SlicedDirectory,  // a SliceGPT export (sliced_llama.h): no LLaMA; refused by name
+    MetaRelease,      // Meta's release: a folder with params.json + consolidated.00.pth and no
+                      // config.json, or a consolidated.NN.pt/.pth/.ckpt file in such a folder
+    HfDirectory,      // any other folder: read as config.json + safetensors (its loader names what is missing)
+    Llama2cBin,       // a .bin file: llama2.c's checkpoint
+    Llama2cCkpt,      // another .pt, .pth or .ckpt file: llama2.c's training ckpt.pt
+    UnknownFile,      // a regular file of none of these kinds
+    NotAFileOrFolder, // a FIFO, a socket, a device: never opened
+};
+struct CheckpointLocation {
+    CheckpointLayout layout = CheckpointLayout::Missing;
+    std::string path;  // the model resolved (demo names); for MetaRelease the release's folder
+};
+// npw::Error only where MODEL names a demo that does not exist (resolveModelPath).
+CheckpointLocation locateCheckpoint(const std::string& model);
+// The refusals of a location no LLaMA can be read from: Missing ("not found") and the rest
+// ("is none of" the layouts, listed).
+std::string modelNotFound(const std::string& model, const CheckpointLocation& at);
+std::string modelIsNoneOfTheLayouts(const std::string& model, const CheckpointLocation& at);
+
 // True for a directory with params.json and consolidated.00.pth (Meta's release).
 bool isMetaCheckpointDirectory(const std::string& dir);
 // The tokenizer of a Meta release folder: in a Hugging Face repository's "original/" folder the

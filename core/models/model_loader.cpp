@@ -328,32 +328,18 @@ int64_t checkedProduct(const Shape& factors, const std::string& path) {
 } // namespace
 
 LlamaCheckpoint loadLlamaCheckpoint(const std::string& model, WeightStorage storage) {
-    const std::string path = resolveModelPath(model);
-    std::error_code ec;
-    const fs::file_status status = fs::status(path, ec);
-    if (fs::is_directory(status)) {
-        // SliceGPT's structure is no LLaMA (sliced_llama.h): it runs through SlicedLlama.
-        if (isSlicedLlamaDirectory(path)) throw Error(slicedModelIsNoLlama(model));
-        if (!fs::is_regular_file(fs::path(path) / "config.json") && isMetaCheckpointDirectory(path))
-            return loadMetaCheckpoint(path, false, storage == WeightStorage::Mapped);
-        return loadHfLlamaDirectory(path, storage);
+    const CheckpointLocation at = locateCheckpoint(model);
+    switch (at.layout) {
+    case CheckpointLayout::Missing: throw Error(modelNotFound(model, at));
+    case CheckpointLayout::SlicedDirectory: throw Error(slicedModelIsNoLlama(model));
+    case CheckpointLayout::MetaRelease: return loadMetaCheckpoint(at.path, false, storage == WeightStorage::Mapped);
+    case CheckpointLayout::HfDirectory: return loadHfLlamaDirectory(at.path, storage);
+    case CheckpointLayout::Llama2cBin: return loadLlama2cCheckpoint(at.path, storage);
+    case CheckpointLayout::Llama2cCkpt: return loadLlama2cTrainingCheckpoint(at.path);
+    case CheckpointLayout::UnknownFile:
+    case CheckpointLayout::NotAFileOrFolder: break;
     }
-    if (fs::is_regular_file(status)) {
-        const fs::path file(path);
-        const std::string ext = file.extension().string();
-        if (ext == ".bin") return loadLlama2cCheckpoint(path, storage);
-        if (ext == ".pt" || ext == ".pth" || ext == ".ckpt") {
-            // consolidated.NN.pth of Meta's release: the whole directory is the model.
-            const fs::path dir = file.has_parent_path() ? file.parent_path() : fs::path(".");
-            if (file.filename().string().rfind("consolidated.", 0) == 0 && isMetaCheckpointDirectory(dir.string()))
-                return loadMetaCheckpoint(dir.string(), false, storage == WeightStorage::Mapped);
-            return loadLlama2cTrainingCheckpoint(path);
-        }
-    }
-    if (!fs::exists(status)) throw Error("model '" + model + "' not found: there is no file or directory '" + path + "'");
-    throw Error("model '" + model + "': '" + path +
-                "' is none of: a directory with config.json and safetensors weights, a directory of Meta's release "
-                "(params.json + consolidated.NN.pth), a llama2.c .bin checkpoint, llama2.c's training ckpt.pt");
+    throw Error(modelIsNoneOfTheLayouts(model, at));
 }
 
 LlamaCheckpoint loadHfLlamaDirectory(const std::string& dir, WeightStorage storage) {

@@ -6,6 +6,7 @@
 #include "core/text/json_fields.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
+#include "core/util/output_guard.h"
 #include "core/util/version.h"
 
 #include <ATen/ATen.h>
@@ -27,19 +28,6 @@ using nlohmann::json;
 namespace {
 
 constexpr const char* kManifestName = "npw-manifest.json";
-
-fs::path normalised(const std::string& path) {
-    std::error_code ec;
-    fs::path p = fs::weakly_canonical(fs::absolute(path), ec);
-    if (ec) p = fs::absolute(path).lexically_normal();
-    if (!p.has_filename() && p.has_parent_path()) p = p.parent_path();  // "dir/" → "dir"
-    return p;
-}
-
-bool isInside(const fs::path& inner, const fs::path& outer) {
-    const fs::path rel = inner.lexically_relative(outer);
-    return !rel.empty() && *rel.begin() != "..";
-}
 
 constexpr uintmax_t kMaxManifestBytes = 64u << 20;  // npw's manifests are kilobytes
 constexpr size_t kMaxExportEntries = 100000;
@@ -189,16 +177,16 @@ std::string pruneManifestJson(const PruneReport& report, const PruneSettings& s,
 
 void checkExportTarget(const std::string& sourceModel, const std::string& dir) {
     if (dir.empty()) throw Error("no output directory given");
-    const fs::path target = normalised(dir);
+    const fs::path target = normalisedPath(dir);
     if (!sourceModel.empty()) {
         ensureNotOverwritingSource(sourceModel, dir);
         // Compared again on normalised paths: "model/" and "model/sub" are the source too.
-        const fs::path source = normalised(sourceModel);
+        const fs::path source = normalisedPath(sourceModel);
         const fs::path sourceDir = fs::is_directory(source) ? source : source.parent_path();
         if (target == source || target == sourceDir)
             throw Error("refusing to write '" + dir + "': it is the source model '" + sourceModel +
                         "' or its directory (a source checkpoint is never overwritten; choose another output directory)");
-        if (fs::is_directory(source) && isInside(target, source))
+        if (fs::is_directory(source) && isWithin(target, source))
             throw Error("refusing to write '" + dir + "': it is inside the source model '" + sourceModel +
                         "' (a source checkpoint is never modified; choose another output directory)");
     }
@@ -226,7 +214,7 @@ void writeExportDirectory(const std::string& sourceModel, const std::string& dir
 void writeExportDirectory(const std::string& sourceModel, const std::string& dir,
                           const std::function<std::string()>& manifestAfterWrite,
                           const std::function<void(const std::string& staging)>& write) {
-    const fs::path target = normalised(dir);
+    const fs::path target = normalisedPath(dir);
     // What a killed export to `dir` left (its earlier export moved back, if it was aside): first,
     // so that the target is checked as it is.
     removeStaleTemporaries(target.string());

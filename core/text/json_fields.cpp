@@ -240,6 +240,21 @@ std::string requiredString(const Json& object, const char* key, const std::strin
 
 std::string typeOf(const Json& component, const std::string& path) { return requiredString(component, "type", path); }
 
+void forEachSequenceStep(const Json& sequence, const char* listKey, const std::string& path, int depth,
+                         const std::function<void(const Json& step, const std::string& stepPath)>& each) {
+    if (depth >= kMaxSequenceNesting)
+        throw Error("'" + path + "': Sequences nested deeper than " + std::to_string(kMaxSequenceNesting) + " levels");
+    const Json& list = required(sequence, listKey, path);
+    const std::string listPath = path + "." + listKey;
+    if (!list.is_array())
+        throw Error("'" + listPath + "' must be an array");
+    if (list.size() > kMaxSequenceSteps)
+        throw Error("'" + listPath + "' has " + std::to_string(list.size()) + " steps; at most " +
+                    std::to_string(kMaxSequenceSteps) + " are accepted");
+    for (std::size_t i = 0; i < list.size(); ++i)
+        each(list[i], listPath + "[" + std::to_string(i) + "]");
+}
+
 Pattern pattern(const Json& component, const std::string& path) {
     const Json& value = required(component, "pattern", path);
     const std::string patternPath = field(path, "pattern");

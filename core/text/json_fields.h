@@ -66,6 +66,16 @@ Json finiteOrNull(double x);
 // The "type" member every normalizer, pre-tokenizer, decoder and model has.
 std::string typeOf(const Json& component, const std::string& path);
 
+// The steps of a Sequence normalizer, pre-tokenizer or decoder ({"type": "Sequence", listKey:
+// [...]}): calls each(step, its path "path.listKey[i]") in order. Real files nest one Sequence
+// and list a few steps; a Sequence nested deeper than kMaxSequenceNesting (depth counts the
+// Sequences around this one) or listing more than kMaxSequenceSteps steps is refused before it
+// costs memory or stack, as is a listKey that is not an array.
+constexpr int kMaxSequenceNesting = 64;
+constexpr std::size_t kMaxSequenceSteps = 1024;
+void forEachSequenceStep(const Json& sequence, const char* listKey, const std::string& path, int depth,
+                         const std::function<void(const Json& step, const std::string& stepPath)>& each);
+
 // The "pattern" of Replace and Split: {"String": "..."} or {"Regex": "..."}.
 struct Pattern {
     std::string text;

@@ -17,9 +17,6 @@ namespace {
 
 using json_fields::Json;
 
-constexpr int kMaxSequenceNesting = 64;
-constexpr std::size_t kMaxSequenceSteps = 1024;
-
 struct Prepend final : Normalizer::Step {
     std::string prefix;
     std::string apply(std::string text) const override { return text.empty() ? text : prefix + text; }
@@ -71,17 +68,9 @@ void appendSteps(const Json& node, const std::string& path,
         return;
     const std::string type = json_fields::typeOf(node, path);
     if (type == "Sequence") {
-        // Real files nest one Sequence; deeper ones are refused before they cost memory or stack.
-        if (depth >= kMaxSequenceNesting)
-            throw Error("'" + path + "': Sequences nested deeper than " + std::to_string(kMaxSequenceNesting) + " levels");
-        const Json& list = json_fields::required(node, "normalizers", path);
-        if (!list.is_array())
-            throw Error("'" + path + ".normalizers' must be an array");
-        if (list.size() > kMaxSequenceSteps)
-            throw Error("'" + path + ".normalizers' has " + std::to_string(list.size()) + " steps; at most " +
-                        std::to_string(kMaxSequenceSteps) + " are accepted");
-        for (std::size_t i = 0; i < list.size(); ++i)
-            appendSteps(list[i], path + ".normalizers[" + std::to_string(i) + "]", steps, depth + 1);
+        json_fields::forEachSequenceStep(node, "normalizers", path, depth, [&](const Json& step, const std::string& stepPath) {
+            appendSteps(step, stepPath, steps, depth + 1);
+        });
     } else if (type == "Prepend") {
         auto step = std::make_shared<Prepend>();
         step->prefix = json_fields::requiredString(node, "prepend", path);

@@ -23,9 +23,6 @@ namespace {
 
 using json_fields::Json;
 
-constexpr int kMaxSequenceNesting = 64;
-constexpr std::size_t kMaxSequenceSteps = 1024;
-
 struct ByteLevelTables {
     std::array<std::string, 256> characterOfByte;
     std::array<char32_t, 256> codePointOfByte;
@@ -228,17 +225,9 @@ void appendSteps(const Json& node, const std::string& path, std::vector<std::sha
         return;
     const std::string type = json_fields::typeOf(node, path);
     if (type == "Sequence") {
-        // Real files nest one Sequence; deeper ones are refused before they cost memory or stack.
-        if (depth >= kMaxSequenceNesting)
-            throw Error("'" + path + "': Sequences nested deeper than " + std::to_string(kMaxSequenceNesting) + " levels");
-        const Json& list = json_fields::required(node, "pretokenizers", path);
-        if (!list.is_array())
-            throw Error("'" + path + ".pretokenizers' must be an array");
-        if (list.size() > kMaxSequenceSteps)
-            throw Error("'" + path + ".pretokenizers' has " + std::to_string(list.size()) + " steps; at most " +
-                        std::to_string(kMaxSequenceSteps) + " are accepted");
-        for (std::size_t i = 0; i < list.size(); ++i)
-            appendSteps(list[i], path + ".pretokenizers[" + std::to_string(i) + "]", steps, hasByteLevel, depth + 1);
+        json_fields::forEachSequenceStep(node, "pretokenizers", path, depth, [&](const Json& step, const std::string& stepPath) {
+            appendSteps(step, stepPath, steps, hasByteLevel, depth + 1);
+        });
     } else if (type == "Metaspace") {
         auto step = std::make_shared<Metaspace>();
         step->replacement = json_fields::stringOr(node, "replacement", "\u2581", path);

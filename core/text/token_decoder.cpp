@@ -16,9 +16,6 @@ namespace {
 
 using json_fields::Json;
 
-constexpr int kMaxSequenceNesting = 64;
-constexpr std::size_t kMaxSequenceSteps = 1024;
-
 struct ReplaceLiteral final : TokenDecoder::Step {
     std::string from, to;
     void apply(std::vector<std::string>& tokens) const override {
@@ -142,17 +139,9 @@ struct ByteLevel final : TokenDecoder::Step {
 void appendSteps(const Json& node, const std::string& path, std::vector<std::shared_ptr<const TokenDecoder::Step>>& steps, int depth = 0) {
     const std::string type = json_fields::typeOf(node, path);
     if (type == "Sequence") {
-        // Real files nest one Sequence; deeper ones are refused before they cost memory or stack.
-        if (depth >= kMaxSequenceNesting)
-            throw Error("'" + path + "': Sequences nested deeper than " + std::to_string(kMaxSequenceNesting) + " levels");
-        const Json& list = json_fields::required(node, "decoders", path);
-        if (!list.is_array())
-            throw Error("'" + path + ".decoders' must be an array");
-        if (list.size() > kMaxSequenceSteps)
-            throw Error("'" + path + ".decoders' has " + std::to_string(list.size()) + " steps; at most " +
-                        std::to_string(kMaxSequenceSteps) + " are accepted");
-        for (std::size_t i = 0; i < list.size(); ++i)
-            appendSteps(list[i], path + ".decoders[" + std::to_string(i) + "]", steps, depth + 1);
+        json_fields::forEachSequenceStep(node, "decoders", path, depth, [&](const Json& step, const std::string& stepPath) {
+            appendSteps(step, stepPath, steps, depth + 1);
+        });
     } else if (type == "Replace") {
         auto step = std::make_shared<ReplaceLiteral>();
         step->from = json_fields::literalPattern(node, path);

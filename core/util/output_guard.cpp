@@ -11,16 +11,6 @@ namespace npw {
 
 namespace {
 
-// Whether `inner` is `outer` or lies below it (both absolute and normalised).
-bool isWithin(const fs::path& inner, const fs::path& outer) {
-    auto o = outer.begin(), i = inner.begin();
-    for (; o != outer.end(); ++o, ++i) {
-        if (o->empty() && std::next(o) == outer.end()) break;  // "dir/" ends in an empty element
-        if (i == inner.end() || *i != *o) return false;
-    }
-    return true;
-}
-
 // The names npw's loaders read from a model directory (and its vq/ part): writing one of
 // them, even where it is absent, changes what the model is.
 bool isModelFileName(const std::string& name) {
@@ -30,6 +20,14 @@ bool isModelFileName(const std::string& name) {
     return false;
 }
 
+// Whether two existing paths are one file (st_dev and st_ino: a symlink or a hard link).
+bool sameFile(const fs::path& a, const fs::path& b) {
+    std::error_code ec;
+    return fs::exists(a, ec) && fs::exists(b, ec) && fs::equivalent(a, b, ec) && !ec;
+}
+
+} // namespace
+
 fs::path normalisedPath(const std::string& path) {
     std::error_code ec;
     fs::path p = fs::weakly_canonical(fs::absolute(path), ec);
@@ -38,13 +36,14 @@ fs::path normalisedPath(const std::string& path) {
     return p.has_filename() ? p : p.parent_path();
 }
 
-// Whether two existing paths are one file (st_dev and st_ino: a symlink or a hard link).
-bool sameFile(const fs::path& a, const fs::path& b) {
-    std::error_code ec;
-    return fs::exists(a, ec) && fs::exists(b, ec) && fs::equivalent(a, b, ec) && !ec;
+bool isWithin(const fs::path& inner, const fs::path& outer) {
+    auto o = outer.begin(), i = inner.begin();
+    for (; o != outer.end(); ++o, ++i) {
+        if (o->empty() && std::next(o) == outer.end()) break;  // "dir/" ends in an empty element
+        if (i == inner.end() || *i != *o) return false;
+    }
+    return true;
 }
-
-} // namespace
 
 void checkOutputPath(const std::vector<std::string>& sources, const std::string& output, const std::string& what) {
     if (output.empty()) return;

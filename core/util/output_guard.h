@@ -7,6 +7,7 @@
 // process's guard (runOutputGuard), which every atomic writer of core consults before it writes
 // (writeFileAtomically, the safetensors stream writer, writeExportDirectory): a writer cannot
 // forget an input. The studio builds one per session from what the session has loaded.
+#include <filesystem>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -68,5 +69,15 @@ void checkOutputPath(const std::vector<std::string>& sources, const std::string&
                      const std::string& what = "the output");
 // checkOutputPath({source}, out).
 void ensureNotOverwritingSource(const std::string& source, const std::string& out);
+
+// The two halves of every path comparison above and of the export's (checkExportTarget): one
+// rule, so that no check can be fooled where another is not.
+// A path as the checks compare it: absolute; the symlinks of the part that exists resolved (a
+// link to a source folder is that folder); "." and ".." folded, also in the part that does not
+// exist yet ("new/../model/x" is "model/x"); no trailing separator ("dir/" is "dir").
+std::filesystem::path normalisedPath(const std::string& path);
+// Whether `inner` is `outer` or lies below it, element by element ("/a/bc" is not below "/a/b");
+// both as normalisedPath gives them.
+bool isWithin(const std::filesystem::path& inner, const std::filesystem::path& outer);
 
 } // namespace npw
