@@ -9,6 +9,7 @@
 // LibTorch's libraries load (core/util/library_environment.h): set here, npw-run starts once
 // instead of starting and re-executing itself.
 #include "app/launcher/launcher_help.h"
+#include "core/util/executable_path.h"
 #include "core/util/library_environment.h"
 
 #include <cerrno>
@@ -24,14 +25,7 @@ namespace {
 // The worker (npw-run or npw-text) beside this program (the build tree), else in ../libexec/npw
 // (an installed package).
 std::string workerPath(const std::string& worker) {
-    char self[PATH_MAX];
-    const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-    std::string dir = ".";
-    if (n > 0) {
-        self[n] = '\0';
-        dir = self;
-        dir = dir.substr(0, dir.rfind('/'));
-    }
+    const std::string dir = npw::executableDirectory();
     for (const std::string& candidate : {dir + "/" + worker, dir + "/../libexec/npw/" + worker})
         if (::access(candidate.c_str(), X_OK) == 0) return candidate;
     return dir + "/" + worker;

@@ -10,6 +10,7 @@
 #include "app/npw/tokenize_command.h"
 #include "app/text/torch_free_commands.h"
 #include "core/util/error.h"
+#include "core/util/executable_path.h"
 #include "core/util/output_guard.h"
 
 #include <cerrno>
@@ -29,15 +30,7 @@ namespace {
 struct NeedsNpwRun {};
 
 [[noreturn]] void handOverToNpwRun(char** argv) {
-    char self[PATH_MAX];
-    const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-    std::string dir = ".";
-    if (n > 0) {
-        self[n] = '\0';
-        dir = self;
-        dir = dir.substr(0, dir.rfind('/'));
-    }
-    const std::string worker = dir + "/npw-run";  // installed side by side (build tree: app/; libexec/npw)
+    const std::string worker = executableDirectory() + "/npw-run";  // installed side by side (build tree: app/; libexec/npw)
     ::execv(worker.c_str(), argv);
     std::fprintf(stderr, "npw: error: cannot start '%s': %s (npw-run is installed beside npw-text)\n", worker.c_str(),
                  std::strerror(errno));
