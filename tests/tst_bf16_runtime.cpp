@@ -165,12 +165,19 @@ private slots:
         const at::Tensor w = at::randn({rows, cols}).to(at::ScalarType(dtype));
         const at::Tensor widened = w.to(at::kFloat);  // exact
         const at::Tensor x = at::randn({nvec, cols});
-        for (bool portable : {false, true}) {
-            const at::Tensor y = kernel(x, w, portable);
-            checkAgainstFloat64(y, x, widened, portable ? "portable kernel vs float64" : "dispatched kernel vs float64");
-            // The float32 kernel of the same version on the widened weights: the same operations.
-            QVERIFY2(at::equal(y, kernel(x, widened, portable)), "not the float32 kernel's result on the widened weights");
+        // Each version this machine has (AVX-512, AVX2, portable: the limit set process-wide).
+        for (GemvIsaLimit limit : {GemvIsaLimit::Best, GemvIsaLimit::Avx2, GemvIsaLimit::Portable}) {
+            setGemvIsaLimit(limit);
+            for (bool portable : {false, true}) {
+                const QString version = QString(portable ? "portable" : gemvIsa(GemvWeights::BF16));
+                const at::Tensor y = kernel(x, w, portable);
+                checkAgainstFloat64(y, x, widened, qPrintable(version + " kernel vs float64"));
+                // The float32 kernel of the same version on the widened weights: the same operations.
+                QVERIFY2(at::equal(y, kernel(x, widened, portable)),
+                         qPrintable(version + ": not the float32 kernel's result on the widened weights"));
+            }
         }
+        setGemvIsaLimit(GemvIsaLimit::Best);
         // The ATen entry the forward calls: threads split rows, each row one thread's sum.
         if (gemvApplies(x, w)) {
             const at::Tensor y = gemv(x, w);

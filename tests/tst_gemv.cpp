@@ -169,7 +169,45 @@ private slots:
 
     void isaIsNamed() {
         const QString isa = gemvF32Isa();
-        QVERIFY(isa == "avx2+fma" || isa == "portable");
+        QVERIFY(isa == "avx512f" || isa == "avx2+fma" || isa == "portable");
+        setGemvIsaLimit(GemvIsaLimit::Avx2);
+        QVERIFY(QString(gemvF32Isa()) != "avx512f");
+        setGemvIsaLimit(GemvIsaLimit::Portable);
+        QCOMPARE(QString(gemvF32Isa()), QString("portable"));
+        setGemvIsaLimit(GemvIsaLimit::Best);
+        QCOMPARE(QString(gemvF32Isa()), isa);
+    }
+
+    // Every version this machine has (the limit set process-wide: AVX-512 where the CPU has it,
+    // AVX2, portable) against float64, on shapes whose widths cover the 64-column AVX-512 step's
+    // tails, and the versions within twice the bound of each other (both within it of the exact
+    // value; their reduction orders differ).
+    void everyVersion_data() {
+        QTest::addColumn<int>("rows");
+        QTest::addColumn<int>("cols");
+        QTest::addColumn<int>("nvec");
+        for (int nvec : {1, 2})
+            for (auto [r, c] : std::vector<std::pair<int, int>>{{3, 15}, {5, 16}, {4, 63}, {6, 64}, {7, 65}, {9, 127},
+                                                                {17, 200}, {64, 4096}})
+                QTest::newRow(qPrintable(QString("%1x%2, %3 vector(s)").arg(r).arg(c).arg(nvec))) << r << c << nvec;
+    }
+    void everyVersion() {
+        QFETCH(int, rows);
+        QFETCH(int, cols);
+        QFETCH(int, nvec);
+        at::manual_seed(rows * 613 + cols + nvec);
+        const at::Tensor w = at::randn({rows, cols}), x = at::randn({nvec, cols});
+        std::vector<at::Tensor> ys;
+        for (GemvIsaLimit limit : {GemvIsaLimit::Best, GemvIsaLimit::Avx2, GemvIsaLimit::Portable}) {
+            setGemvIsaLimit(limit);
+            ys.push_back(gemvF32(x, w));
+            checkAgainstFloat64(ys.back(), x, w, qPrintable(QString(gemvF32Isa()) + " vs float64"));
+        }
+        setGemvIsaLimit(GemvIsaLimit::Best);
+        const at::Tensor scale = at::matmul(x.abs(), w.abs().t()).to(at::kDouble);
+        const double gamma = 2.0 * double(cols + 2) * std::ldexp(1.0, -24);
+        for (size_t i = 1; i < ys.size(); ++i)
+            QVERIFY(((ys[0] - ys[i]).abs().to(at::kDouble) - gamma * scale).max().item<double>() <= 0);
     }
 };
 

@@ -415,6 +415,10 @@ nlohmann::json runtimeSuite(const Args& args, bool json) {
          {{"ratio", r.prunedRatio}, {"decode_tokens_per_s", r.prunedDecode}, {"bytes_per_token", r.prunedBytesPerToken},
           {"speedup_measured", measured}, {"speedup_predicted_from_bytes", predicted},
           {"measured_vs_predicted", ratio(measured, predicted)}}},
+        {"avx2_decode",
+         {{"float32_tokens_per_s", r.decodeAvx2}, {"bf16_tokens_per_s", r.bf16DecodeAvx2},
+          {"float32_avx512_vs_avx2", ratio(r.npw.decode, r.decodeAvx2)},
+          {"bf16_avx512_vs_avx2", ratio(r.bf16.decode, r.bf16DecodeAvx2)}}},
         {"load_average", loadAverage()}};
     if (!json) {
         const auto fig = [](double v) {
@@ -449,6 +453,11 @@ nlohmann::json runtimeSuite(const Args& args, bool json) {
         ReferenceFigures lc{llamaPrefill, llamaDecode, 0,
                             llama.contains("skipped") ? llama["skipped"].get<std::string>() : std::string()};
         row("llama.cpp", lc);
+        if (r.decodeAvx2 > 0)
+            std::cout << "  npw decode with the AVX2 kernels instead (alternating rounds): float32 " << fig(r.decodeAvx2)
+                      << " t/s (AVX-512 " << rat(out["avx2_decode"]["float32_avx512_vs_avx2"]) << " of it), bf16 "
+                      << fig(r.bf16DecodeAvx2) << " t/s (AVX-512 " << rat(out["avx2_decode"]["bf16_avx512_vs_avx2"])
+                      << ")\n";
         std::cout << "  npw decode: " << rat(q["decode_vs_runc"]) << " run.c, " << rat(q["decode_vs_llamacpp"])
                   << " llama.cpp, " << rat(q["decode_vs_roofline"]) << " roofline, " << rat(q["decode_vs_eager"])
                   << " eager PyTorch\n"

@@ -366,6 +366,11 @@ RuntimeBenchReport runRuntimeBench(const RuntimeBenchOptions& o, const ProgressF
             const GenerationResult g = generate(dense, prompt, greedy);
             r.npw.prefill = std::max(r.npw.prefill, double(o.promptTokens) / g.prefillSeconds);
             r.npw.decode = std::max(r.npw.decode, decodeRate(g));
+            if (r.gemvIsa == "avx512f") {
+                setGemvIsaLimit(GemvIsaLimit::Avx2);
+                r.decodeAvx2 = std::max(r.decodeAvx2, decodeRate(generate(dense, prompt, greedy)));
+                setGemvIsaLimit(GemvIsaLimit::Best);
+            }
             if (pruned) r.prunedDecode = std::max(r.prunedDecode, decodeRate(generate(*pruned, prompt, greedy)));
             runcRound();
             reportProgress(progress, "runtime: decode rounds", 1 + double(i + 1) / o.repeats, steps);
@@ -406,6 +411,13 @@ RuntimeBenchReport runRuntimeBench(const RuntimeBenchOptions& o, const ProgressF
                 const GenerationResult g = generate(model, prompt, greedy);
                 f.prefill = std::max(f.prefill, double(o.promptTokens) / g.prefillSeconds);
                 if (g.tokens.size() > 1) f.decode = std::max(f.decode, double(g.tokens.size() - 1) / g.decodeSeconds);
+                if (&f == &r.bf16 && r.gemvIsa == "avx512f") {
+                    setGemvIsaLimit(GemvIsaLimit::Avx2);
+                    const GenerationResult a = generate(model, prompt, greedy);
+                    setGemvIsaLimit(GemvIsaLimit::Best);
+                    if (a.tokens.size() > 1)
+                        r.bf16DecodeAvx2 = std::max(r.bf16DecodeAvx2, double(a.tokens.size() - 1) / a.decodeSeconds);
+                }
             }
             if (&f == &r.bf16) f.eval = evalTokensPerSecond(model, o.evalWindows, o.evalSeqlen, o.repeats);
         };

@@ -45,6 +45,10 @@ struct RuntimeBenchReport {
     double bandwidthGBs = 0;      // one-thread streaming read over ≥ 1 GiB (best of repeats)
     double gemmGflops = 0;        // at::mm float32 (best of repeats)
     ReferenceFigures npw, runc, eager;
+    // Decode with the GEMV kernels limited to AVX2 (setGemvIsaLimit), in rounds alternating with
+    // the AVX-512 ones above, where this CPU has AVX-512 (0 otherwise): the wider kernels' gain,
+    // side by side. Float32 and the bfloat16 weights.
+    double decodeAvx2 = 0, bf16DecodeAvx2 = 0;
     // The pruned model (by shape, every layer's KV groups and MLP channels × (1 − ratio)).
     double prunedRatio = 0, prunedBytesPerToken = 0, prunedDecode = 0;
     // The same weights rounded to bfloat16 and to float16, written as Hugging Face safetensors

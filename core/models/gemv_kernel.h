@@ -5,7 +5,8 @@
 // reached about half of what llama2.c's plain -Ofast loop streams (issue 17), so this kernel is
 // written for that stream: four rows at a time, eight independent FMA accumulators, each weight
 // row read front to back once. No ATen here: plain pointers, so the one source can be compiled
-// for several instruction sets (AVX2+FMA picked at run time, a portable version otherwise).
+// for several instruction sets (AVX-512 or AVX2+FMA picked at run time, a portable version
+// otherwise).
 #include <cstdint>
 
 namespace npw {
@@ -42,7 +43,8 @@ void gemvF32RowsPortable(const float* W, int64_t ldw, int64_t cols, const float*
 // roofline's bandwidth (`npw bench --suite runtime`). Same instruction-set dispatch as the GEMV.
 float streamSumF32(const float* p, int64_t n);
 
-// Which version gemvF32Rows runs on this machine ("avx2+fma" or "portable"), for the benchmark.
+// Which version gemvF32Rows runs on this machine ("avx512f", "avx2+fma" or "portable"), for the
+// benchmark.
 const char* gemvF32Isa();
 
 // 16-bit weights, as checkpoints store them (safetensors BF16 / F16, read in place from the
@@ -76,8 +78,16 @@ void widenToF32(GemvWeights format, const void* src, float* dst, int64_t n, bool
 // One float16 bit pattern as float32 (subnormals, infinities and NaN kept), without F16C.
 float halfBitsToFloat(uint16_t h);
 
-// Which version gemvRows runs for `format` on this machine: "avx2+fma", "avx2+fma+f16c" (F16)
-// or "portable".
+// Which version gemvRows runs for one or two vectors (decoding) and `format` on this machine:
+// "avx512f" (every format; the tiles of three or more vectors stay AVX2), "avx2+fma",
+// "avx2+fma+f16c" (F16) or "portable".
 const char* gemvIsa(GemvWeights format);
+
+// The widest instruction set the kernels may use, process-wide (default Best: what the CPU has).
+// For benchmarks that time the versions side by side in one run, and for tests; Avx2 keeps the
+// kernels as they were before the AVX-512 ones, Portable the plain version.
+enum class GemvIsaLimit { Best, Avx2, Portable };
+void setGemvIsaLimit(GemvIsaLimit limit);
+GemvIsaLimit gemvIsaLimit();
 
 } // namespace npw
