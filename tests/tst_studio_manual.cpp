@@ -7,6 +7,7 @@
 // links, so a passing run means something.
 #include "app/studio/manualwindow.h"
 #include "app/studio/studiowindow.h"
+#include "studio_window_helpers.h"
 
 #include <QAction>
 #include <QApplication>
@@ -22,6 +23,7 @@
 #include <QTextBlock>
 #include <QTextDocument>
 #include <QTextFragment>
+#include <memory>
 
 namespace {
 
@@ -109,7 +111,7 @@ QPoint linkPosition(QTextBrowser* browser, const QString& href) {
 class TestStudioManual : public QObject {
     Q_OBJECT
 
-    StudioWindow* window_ = nullptr;
+    std::unique_ptr<StudioWindow> window_;
     QString shots_;
 
     ManualWindow* openManual() {
@@ -131,14 +133,10 @@ class TestStudioManual : public QObject {
 
 private slots:
     void initTestCase() {
-        shots_ = qEnvironmentVariable("NPW_STUDIO_SHOTS");
-        if (!shots_.isEmpty()) QDir().mkpath(shots_);
-        window_ = new StudioWindow(/*persistSettings=*/false);
-        window_->show();
-        QVERIFY(QTest::qWaitForWindowExposed(window_));
+        window_.reset(studio_test::shownStudioWindow());
+        QVERIFY(window_);
+        shots_ = studio_test::screenshotFolder();
     }
-
-    void cleanupTestCase() { delete window_; }
 
     void helpManualOpensTheIndex() {
         ManualWindow* manual = openManual();
