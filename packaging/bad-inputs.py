@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The README's bad-input table (issue 16): writes hostile and broken inputs, runs the npw CLI
+"""The manual's bad-input table (resources/manual/hostile-files.md): writes hostile and broken inputs, runs the npw CLI
 over each, and prints a markdown table of what was tried and what npw answered (exit code,
 seconds, the first line of its message). Exit 1 with the file and field named is the contract;
 exit 3 ("internal error") or a crash would be a bug.

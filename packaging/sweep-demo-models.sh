@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# The pruning comparison in README ("Perplexity against sparsity"): every method at
+# The pruning comparison in the manual (resources/manual/sweep-and-baselines.md, "Perplexity against sparsity"): every method at
 # ρ = 0.1 … 0.5, three calibration seeds, on demo:lm, demo:lm-gqa (held-out New Testament and
 # the Jargon File) and the llama2.c fixture stories260K (ids sampled from the model itself).
 # Usage: packaging/sweep-demo-models.sh [OUT_DIR] [MAX_WINDOWS]   (needs a built build/app/npw)
 # Each model's sweep writes OUT_DIR/<model>.csv and .json; sweep-table.py turns the CSVs into the
-# README tables. About 20-40 minutes per model on 2 cores.
+# manual's tables. About 20-40 minutes per model on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-sweep-results}
@@ -44,7 +44,7 @@ if [ -f "$stories" ] && [ ! -s "$out/stories260K.json" ]; then
         --eval "ids:$out/stories-eval-ids.txt" --eval-seqlen 401 \
         --csv "$out/stories260K.csv" --json > "$out/stories260K.json.tmp"
     mv "$out/stories260K.json.tmp" "$out/stories260K.json"
-    # The λ study's other end (README), for the paper's ranking z (λ does not change the default
+    # The λ study's other end (the manual's "Choosing λ"), for the paper's ranking z (λ does not change the default
     # ranking's masks): this model's c = 1ᵀA⁻¹1 is ~40× smaller.
     "$npw" sweep "$stories" --methods numerical-z --lambda 100 --ratios $ratios --seeds 3 \
         --calib "$out/stories-calib-ids.txt" --calib-per-line --nsamples 64 --seqlen 128 \

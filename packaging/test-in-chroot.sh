@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# README's test command as a new user would run it, on a fresh Debian: makes a minimal root with
+# The quick start's test command as a new user would run it, on a fresh Debian: makes a minimal root with
 # debootstrap (once; reused when DIR exists), clones this repository's HEAD into it (committed
 # work only) and runs `bash packaging/test.sh` there. Run as root on a Debian host.
 #

@@ -19,6 +19,7 @@
 #include "app/studio/runsettingspanel.h"
 #include "app/studio/scorespage.h"
 #include "app/studio/studiowindow.h"
+#include "studio_window_helpers.h"
 #include "app/studio/sweeppage.h"
 #include "app/studio/textpage.h"
 #include "app/studio/textsession.h"
@@ -310,11 +311,9 @@ class TestStudioLayout : public QObject {
 
 private slots:
     void initTestCase() {
-        shots_ = qEnvironmentVariable("NPW_STUDIO_SHOTS");
-        if (!shots_.isEmpty()) QDir().mkpath(shots_);
-        window_ = new StudioWindow(/*persistSettings=*/false);
-        window_->show();
-        QVERIFY(QTest::qWaitForWindowExposed(window_));
+        shots_ = studio_test::screenshotFolder();
+        window_ = studio_test::shownStudioWindow();
+        QVERIFY(window_);
     }
 
     void cleanupTestCase() { delete window_; }

@@ -241,7 +241,7 @@ int runPrune(const Args& args) {
     if (isImageModelRequest(args, model)) {
         if (!args.has("out")) throw Error("--out DIR is required (the pruned model's directory)");
         if (parseBaselineMethod(args.get("method")))
-            throw Error("--method " + args.get("method") + " prunes language models only (README, Baselines)");
+            throw Error("--method " + args.get("method") + " prunes language models only (manual: Sweeps and baselines)");
         return runImagePrune(args, model, settingsFromArgs(args));
     }
     // The baselines in their own structure (commands_baselines.cpp).

@@ -133,8 +133,8 @@ std::vector<FlagEntry> buildTable() {
                        [](const std::string& v) {
                            if (!parseBaselineMethod(v)) parsePruneMethod(v);
                        },
-                       "numerical, flap, wanda-sp, magnitude, random; the baselines in their own structure (README, "
-                       "Baselines): llm-pruner, slicegpt, block-influence")
+                       "numerical, flap, wanda-sp, magnitude, random; the baselines in their own structure (manual: "
+                       "Sweeps and baselines): llm-pruner, slicegpt, block-influence")
               .byDefault(methodName(prune.method)),
           {"prune"});
     t.add(Flag::text("methods", "A,B", "numerical, numerical-z (the paper's cross-layer order), numerical-lstar, numerical-lstar-rel, numerical-lstar-kl, numerical-nocomp, numerical-box, flap, wanda-sp, "

@@ -71,7 +71,7 @@ ImagesPage::ImagesPage(ImageSession* session, QWidget* parent) : QWidget(parent)
     lambda_->setSpecialValueText(tr("relative (default)"));
     lambda_->setValue(0);
     lambda_->setToolTip(tr("An absolute λ of the numerical score, or the default: λ = λ_rel / median c, the same\n"
-                           "for every model (README, \"Choosing λ\"). With the default ranking (numerical: L* across\n"
+                           "for every model (Help ▸ Manual, \"Choosing λ\"). With the default ranking (numerical: L* across\n"
                            "layers) λ does not change the mask; numerical-z ranks z itself, where λ·c decides."));
     classes_ = new QComboBox;
     classes_->setToolTip(tr("Which classes to generate (a row each)"));

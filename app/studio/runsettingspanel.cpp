@@ -22,7 +22,7 @@ namespace {
 const npw::PruneMethod kMethods[] = {npw::PruneMethod::Numerical, npw::PruneMethod::Flap, npw::PruneMethod::WandaSp,
                                      npw::PruneMethod::Magnitude, npw::PruneMethod::Random};
 
-// The method list's item data: a PruneMethod, or a baseline (README, "Baselines") offset past them.
+// The method list's item data: a PruneMethod, or a baseline (manual, "Sweeps and baselines") offset past them.
 constexpr int kBaselineItem = 100;
 constexpr int kLlmPrunerGlobalItem = 200;
 
@@ -122,7 +122,7 @@ RunSettingsPanel::RunSettingsPanel(QWidget* parent) : QWidget(parent) {
     ranking_->addItem(tr("z (eq. 7)"), int(npw::CrossLayerRanking::Relaxed));
     ranking_->setToolTip(tr("Numerical only: how units of different layers compete. Inside a layer both use the\n"
                             "paper's z-order. L*: across layers by the error Theorem 3 leaves after compensating each\n"
-                            "layer's removals, relative to the residual stream or absolute (README, \"Choosing λ\");\n"
+                            "layer's removals, relative to the residual stream or absolute (Help ▸ Manual, \"Choosing λ\");\n"
                             "λ then changes only the z shown.\n"
                             "z: the paper's exact form, where λ·c decides the cross-layer order (scores: numerical-z)."));
     damp_ = new QDoubleSpinBox;

@@ -3,6 +3,7 @@
 #include "app/studio/architecturepanel.h"
 #include "app/studio/textpage.h"
 #include "app/studio/imagespage.h"
+#include "app/studio/manualwindow.h"
 #include "app/studio/runsettingspanel.h"
 #include "app/studio/scorespage.h"
 #include "app/studio/studiopalette.h"
@@ -215,6 +216,11 @@ void StudioWindow::buildActions() {
     view->addSeparator();
     for (QDockWidget* dock : findChildren<QDockWidget*>()) view->addAction(dock->toggleViewAction());
 
+    QMenu* help = menuBar()->addMenu(tr("&Help"));
+    QAction* manual = help->addAction(tr("&Manual"), this, &StudioWindow::showManual);
+    manual->setObjectName(QStringLiteral("manualAction"));
+    manual->setShortcut(QKeySequence::HelpContents);
+
     QToolBar* bar = addToolBar(tr("Toolbar"));
     mainToolBar_ = bar;
     view->addAction(bar->toggleViewAction());
@@ -232,6 +238,14 @@ void StudioWindow::buildActions() {
 
     connect(cancel_, &QPushButton::clicked, &session_, &StudioSession::cancel);
     rebuildRecentMenu();
+}
+
+void StudioWindow::showManual() {
+    // One window, made when first asked for: a second Help ▸ Manual raises it where the reader left it.
+    if (!manual_) manual_ = new ManualWindow(this);
+    manual_->show();
+    manual_->raise();
+    manual_->activateWindow();
 }
 
 void StudioWindow::connectSession() {

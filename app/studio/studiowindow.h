@@ -10,6 +10,7 @@
 class ArchitecturePanel;
 class ImageSession;
 class ImagesPage;
+class ManualWindow;
 class TextPage;
 class TextSession;
 class QAction;
@@ -59,6 +60,9 @@ public:
     // The dialog of the last error (null when none was shown): not modal, so that the log,
     // the tests and a running job go on; a new error replaces its text.
     QMessageBox* errorDialog() const;
+    // Help ▸ Manual: the manual's window (made on first use), shown and raised.
+    void showManual();
+    ManualWindow* manualWindow() const { return manual_; }
 
 public slots:
     void openModel(const QString& reference);
@@ -119,4 +123,5 @@ private:
     QAction* darkAction_;
     QStringList recent_;
     QMessageBox* errorDialog_ = nullptr;
+    ManualWindow* manual_ = nullptr;
 };

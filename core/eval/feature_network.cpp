@@ -44,10 +44,10 @@ public:
             module_ = torch::jit::load(path_, device_);
         } catch (const c10::Error& e) {
             throw Error("cannot load TorchScript feature network '" + path_ + "': " + e.what_without_backtrace() +
-                        " (expected a file written by torch.jit.save; README shows how to export one)");
+                        " (expected a file written by torch.jit.save; the manual's Image models page shows how to export one)");
         } catch (const std::exception& e) {
             throw Error("cannot load TorchScript feature network '" + path_ + "': " + e.what() +
-                        " (expected a file written by torch.jit.save; README shows how to export one)");
+                        " (expected a file written by torch.jit.save; the manual's Image models page shows how to export one)");
         }
         module_.eval();
         identity_ = "torchscript@" + fileFingerprint(path_);

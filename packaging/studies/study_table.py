@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-# README tables of the issue-15 study from `npw sweep --csv` (notes/study.sh): perplexity per
+# The defaults study's tables (resources/manual/ranking-and-defaults.md) from `npw sweep --csv` (packaging/studies/study.sh): perplexity per
 # method and ρ, mean over the calibration seeds ± their sample standard deviation (when > 1
 # seed), achieved ratio in parentheses. Usage: study_table.py study-MODEL.csv. For an image sweep's
 # CSV (demo:c2i, no `ppl` column) the held-out token perplexity (`token_ppl`) is tabulated.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""README's Table 1 in miniature from notes/baselines-table.sh's CSVs: per model and method the
+"""The manual's Table 1 in miniature (resources/manual/benchmarks.md) from packaging/studies/baselines-table.sh's CSVs: per model and method the
 mean perplexity over seeds (± sample std when several) and the mean achieved ratio at each ρ.
 Usage: baselines_table.py DIR (table-lm.csv, table-lm-gqa.csv, table-stories.csv, table-baby.csv)."""
 import csv, statistics, sys, os

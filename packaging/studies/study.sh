@@ -1,8 +1,8 @@
 #!/bin/bash
-# The issue-15 study (README table): every model at ρ 0.1–0.5, the three cross-layer rankings of
+# The defaults study (the manual's table, resources/manual/ranking-and-defaults.md): every model at ρ 0.1–0.5, the three cross-layer rankings of
 # the numerical score (default relative λ for z), FLAP, Wanda-sp, magnitude. Run from the
-# worktree root; samples for the llama2.c models as in notes/defaults-study.md (in $W).
-# Tables: /usr/bin/python3 notes/study_table.py $W/study-MODEL.csv (mean ± sd over seeds).
+# worktree root; samples for the llama2.c models as in packaging/studies/defaults-study.md (in $W).
+# Tables: /usr/bin/python3 packaging/studies/study_table.py $W/study-MODEL.csv (mean ± sd over seeds).
 N=${NPW:-build/app/npw}
 W=${W:-/tmp/ds}
 D=resources/demo/data

@@ -1,8 +1,8 @@
 #!/bin/bash
-# Issue 19: the paper's Table 1 in miniature (README, "Baselines"): the numerical score (default),
+# Issue 19: the paper's Table 1 in miniature (resources/manual/benchmarks.md): the numerical score (default),
 # FLAP, LLM-Pruner, SliceGPT and ShortGPT's block influence at ρ 0.1–0.5 on the demo models
-# (3 seeds) and the llama2.c models (1 seed), calibration and evaluation as notes/study.sh.
-# The llama2.c samples ($W/*-calib.txt, *-eval.txt) are made as notes/defaults-study.md says.
+# (3 seeds) and the llama2.c models (1 seed), calibration and evaluation as packaging/studies/study.sh.
+# The llama2.c samples ($W/*-calib.txt, *-eval.txt) are made as packaging/studies/defaults-study.md says.
 N=${NPW:-build/app/npw}
 W=${W:-/tmp/ds}
 O=${O:-/tmp/baselines}
