@@ -52,7 +52,7 @@ echo "installed in $(( $(date +%s) - start )) s; $(in_root du -sh /usr | cut -f1
 
 step "the layout (Debian's policy)"
 for f in /usr/bin/npw /usr/bin/npw-studio /usr/libexec/npw/npw-run /usr/libexec/npw/npw-text \
-         /usr/share/man/man1/npw.1.gz /usr/share/applications/npw-studio.desktop \
+         /usr/share/man/man1/npw.1.gz /usr/share/man/man1/npw-studio.1.gz /usr/share/applications/npw-studio.desktop \
          /usr/share/icons/hicolor/scalable/apps/npw-studio.svg /usr/share/npw/demo/lm/config.json; do
   [ -e "$ROOT$f" ] || fail "$f is missing"
 done
@@ -75,6 +75,7 @@ in_root npw help prune | head -5
 
 step "man npw"
 in_root env MANPAGER=cat MANWIDTH=100 man npw | head -40
+in_root env MANPAGER=cat man npw-studio | head -3  # a .so link to npw(1)
 in_root env MANPAGER=cat man -l /usr/share/man/man1/npw.1.gz 2>&1 >/dev/null | grep -i warn && fail "man -l warns" || true
 
 step "npw info demo:lm (the installed demo model)"
