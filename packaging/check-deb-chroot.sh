@@ -22,19 +22,8 @@ fi
 [ "$(id -u)" -eq 0 ] || { echo "check-deb-chroot: run as root (debootstrap, mount and chroot)" >&2; exit 2; }
 DEB="$(realpath "$DEB")"
 ROOT="$(realpath -m "$ROOT")"
-command -v debootstrap >/dev/null || apt-get install -y --no-install-recommends debootstrap
-
-if [ ! -x "$ROOT/bin/bash" ]; then
-  echo "check-deb-chroot: debootstrap $RELEASE into $ROOT" >&2
-  debootstrap --variant=minbase "$RELEASE" "$ROOT" http://deb.debian.org/debian
-fi
-mounted=()
-cleanup() { for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do umount "${mounted[$i]}" || true; done; }
-trap cleanup EXIT
-for m in proc sys dev dev/pts; do
-  if ! mountpoint -q "$ROOT/$m"; then mount --bind "/$m" "$ROOT/$m"; mounted+=("$ROOT/$m"); fi
-done
-cp /etc/resolv.conf "$ROOT/etc/resolv.conf"
+source "$(dirname "$0")/chroot-root.sh"
+prepare_root check-deb-chroot "$RELEASE" "$ROOT"
 cp "$DEB" "$ROOT/tmp/"
 PKG="/tmp/$(basename "$DEB")"
 
