@@ -25,19 +25,8 @@ while [ $# -gt 0 ]; do
 done
 DIR="${DIR:-/var/tmp/npw-$RELEASE$([ $CUDA = 1 ] && echo -cuda)-root}"
 [ "$(id -u)" -eq 0 ] || { echo "test-in-chroot: run as root (debootstrap and chroot)" >&2; exit 2; }
-command -v debootstrap >/dev/null || apt-get install -y --no-install-recommends debootstrap
-
-if [ ! -x "$DIR/bin/bash" ]; then
-  echo "test-in-chroot: debootstrap $RELEASE into $DIR" >&2
-  debootstrap --variant=minbase --components=main,contrib "$RELEASE" "$DIR" http://deb.debian.org/debian
-fi
-mounted=()
-cleanup() { for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do umount "${mounted[$i]}" || true; done; }
-trap cleanup EXIT
-for m in proc sys dev dev/pts; do
-  if ! mountpoint -q "$DIR/$m"; then mount --bind "/$m" "$DIR/$m"; mounted+=("$DIR/$m"); fi
-done
-cp /etc/resolv.conf "$DIR/etc/resolv.conf"
+source packaging/chroot-root.sh
+prepare_root test-in-chroot "$RELEASE" "$DIR" --components=main,contrib
 
 HEAD="$(git rev-parse HEAD)"
 rm -rf "$DIR/root/npw"

@@ -6,10 +6,14 @@
 #include "core/experiments/sweep.h"
 #include "app/npw/commands.h"
 #include "app/npw/flag_table.h"
+#include "app/npw/help_pages.h"
+#include "core/experiments/sweep_method.h"
+#include "core/prune/baselines.h"
 #include "core/eval/generate.h"
 #include "core/eval/perplexity.h"
 #include "core/prune/pruner.h"
 #include "core/util/error.h"
+#include "core/util/paths.h"
 #include "error_of.h"
 
 #include <QCoreApplication>
@@ -340,6 +344,128 @@ private slots:
                 QVERIFY2(out.contains(QString::fromStdString("--" + f.name + (f.valueName.empty() ? "" : " " + f.valueName))),
                          qPrintable(QString::fromStdString(c.name + " --" + f.name)));
         }
+    }
+
+    // --method and --methods list what core's parsers take (flag_table.cpp reads the names from
+    // core): every method named here, independently, is offered and accepted.
+    void methodListsAreCores() {
+        const Flag& method = flagOf("prune", "method");
+        const std::vector<std::string> methods = {"numerical", "flap", "wanda-sp", "magnitude", "random",
+                                                  "llm-pruner", "slicegpt", "block-influence"};
+        for (const std::string& m : methods) {
+            QVERIFY2(method.choices.find(m) != std::string::npos, m.c_str());
+            QVERIFY2(method.help.find(m) != std::string::npos, m.c_str());
+            QVERIFY2(refusal(command("prune"), "method", m).isEmpty(), m.c_str());
+        }
+        QCOMPARE(method.choices, std::string("numerical, flap, wanda-sp, magnitude, random, llm-pruner, slicegpt or "
+                                             "block-influence"));
+        QVERIFY(!refusal(command("prune"), "method", "numerical-z").isEmpty());
+        const std::string sweepHelp = flagOf("sweep", "methods").help;
+        // A name in the list: followed by ", " or, the last, by " (".
+        auto listed = [&](const std::string& m) {
+            return sweepHelp.find(" " + m + ",") != std::string::npos || sweepHelp.find(" " + m + " (") != std::string::npos;
+        };
+        for (const std::string& m : methods) QVERIFY2(listed(m), m.c_str());
+        for (const char* variant : {"numerical-z", "numerical-lstar", "numerical-lstar-rel", "numerical-lstar-kl",
+                                    "numerical-nocomp", "numerical-box"}) {
+            QVERIFY2(listed(variant), variant);
+            parseSweepMethod(variant);  // and the sweep takes it
+        }
+    }
+
+    // A flag's JSON key (Flag::jsonKey, shown in the CLI reference) is where `npw prune --json`
+    // reports the value given: a real prune of demo:lm with a value for every such flag.
+    void jsonKeysReportTheValueGiven() {
+        if (!QFileInfo::exists(npw_)) QSKIP("the npw binary is not built in this tree");
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        const std::string out = (dir.path() + "/pruned").toStdString();
+        // The values given: others than the defaults (but the method's).
+        const std::map<std::string, std::string> given = {
+            {"method", "numerical"},  {"ratio", "0.25"},       {"alpha", "2"},
+            {"alpha-mode", "paper"},  {"lambda-rel", "2"},     {"ranking", "z"},
+            {"compensation", "theorem3"}, {"nsamples", "3"},  {"seqlen", "32"},
+            {"seed", "5"},            {"out", out},
+        };
+        // A slice of the demo's calibration text: tokenizing all of it would be most of the run.
+        const std::string calib = (dir.path() + "/calib.txt").toStdString();
+        {
+            std::ifstream in(resourcesDir() + "/demo/data/kjv-ot.txt", std::ios::binary);
+            std::string text(60000, '\0');
+            in.read(text.data(), static_cast<std::streamsize>(text.size()));
+            text.resize(static_cast<size_t>(in.gcount()));
+            QVERIFY(text.size() > 10000);
+            std::ofstream(calib, std::ios::binary) << text;
+        }
+        QStringList args = {"prune", "demo:lm", "--json", "--calib", QString::fromStdString(calib)};
+        int keyed = 0;
+        for (const Flag& f : command("prune").flags) {
+            if (f.jsonKey.empty()) continue;
+            ++keyed;
+            QVERIFY2(given.count(f.name), qPrintable(QString::fromStdString("give --" + f.name + " a value in this test")));
+            args << QString::fromStdString("--" + f.name) << QString::fromStdString(given.at(f.name));
+        }
+        QVERIFY(keyed >= 8);
+        QProcess p;
+        p.start(npw_, args);
+        QVERIFY(p.waitForFinished(300000));
+        QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
+        const nlohmann::json j = nlohmann::json::parse(p.readAllStandardOutput().toStdString());
+        for (const Flag& f : command("prune").flags) {
+            if (f.jsonKey.empty()) continue;
+            const nlohmann::json* v = &j;
+            std::stringstream path(f.jsonKey);
+            for (std::string part; std::getline(path, part, '.');) {
+                QVERIFY2(v->contains(part), qPrintable(QString::fromStdString("--" + f.name + ": no key " + f.jsonKey)));
+                v = &(*v)[part];
+            }
+            const std::string value = given.at(f.name);
+            if (v->is_number())
+                QVERIFY2(std::fabs(v->get<double>() - std::stod(value)) < 1e-12,
+                         qPrintable(QString::fromStdString("--" + f.name + " " + value + " reported as " + v->dump())));
+            else
+                QVERIFY2(v->is_string() && v->get<std::string>() == value,
+                         qPrintable(QString::fromStdString("--" + f.name + " " + value + " reported as " + v->dump())));
+        }
+    }
+
+    void markupIsEscaped() {
+        QCOMPARE(markdownEscaped("4*D_h/3 [x] <b> a|b `c` \\"), std::string("4\\*D\\_h/3 \\[x\\] \\<b> a\\|b \\`c\\` \\\\"));
+        QCOMPARE(roffEscaped(".TH\n'x\n--a \\ b"), std::string("\\&.TH\n\\&'x\n\\-\\-a \\e b"));
+        QCOMPARE(roffEscaped("ρ ≥ 1 — ok"), std::string("\\[u03C1] \\[u2265] 1 \\[u2014] ok"));
+    }
+
+    // The reference pages hold every command and flag, and the binary prints the same pages
+    // (through the launcher, which hands `help --markdown|--man` to npw-run).
+    void referencePages() {
+        const std::string markdown = markdownReference(allCommands());
+        const std::string man = manPage(allCommands(), versionString());
+        for (const Command& c : allCommands()) {
+            QVERIFY2(markdown.find("\n## npw " + c.name + "\n") != std::string::npos, c.name.c_str());
+            QVERIFY2(man.find(".SS \"npw " + roffEscaped(c.name) + "\"\n") != std::string::npos, c.name.c_str());
+            for (const Flag& f : c.flags) {
+                const std::string md = "- `--" + f.name + (f.valueName.empty() ? "" : " " + f.valueName) + "` — ";
+                QVERIFY2(markdown.find(md) != std::string::npos, qPrintable(QString::fromStdString(c.name + ": " + md)));
+                QVERIFY2(man.find(".B " + roffEscaped("--" + f.name)) != std::string::npos,
+                         qPrintable(QString::fromStdString(c.name + " --" + f.name)));
+            }
+        }
+        QVERIFY(markdown.find("`--json` key `cross_layer_ranking`") != std::string::npos);
+        if (!QFileInfo::exists(npw_)) QSKIP("the npw binary is not built in this tree");
+        auto run = [&](const QStringList& args) {
+            QProcess p;
+            p.start(npw_, args);
+            p.waitForFinished(60000);
+            return std::make_pair(p.exitCode(), p.readAllStandardOutput().toStdString());
+        };
+        const std::vector<std::pair<QStringList, std::string>> pages = {
+            {{"help", "--markdown"}, markdown}, {{"help", "--man"}, man}, {{"help", "prune"}, commandHelpText(command("prune"))}};
+        for (const auto& [args, expected] : pages) {
+            const auto [rc, out] = run(args);
+            QCOMPARE(rc, 0);
+            QVERIFY2(out == expected, qPrintable("npw " + args.join(' ') + " prints another text"));
+        }
+        QCOMPARE(run({"help", "--no-such-page"}).first, 2);
     }
 
     void badValuesFailBeforeAnythingLoads() {

@@ -36,6 +36,27 @@ std::string workerPath(const std::string& worker) {
 int main(int argc, char** argv) {
     using namespace npw::launcher;
     const std::string first = argc > 1 ? argv[1] : "";
+    const std::string second = argc > 2 ? argv[2] : "";
+    // `npw help COMMAND`: that command's help; `npw help --markdown|--man`: the whole reference,
+    // which npw-run writes from its table (app/npw/help_pages.h).
+    if (first == "help" && argc == 3) {
+        for (std::size_t i = 0; i < kCommandCount; ++i)
+            if (second == kCommands[i].name) {
+                std::fputs(kCommands[i].help, stdout);
+                return 0;
+            }
+        if (second == "--markdown" || second == "--man") {
+            npw::setLibraryEnvironment();
+            const std::string worker = workerPath("npw-run");
+            ::execv(worker.c_str(), argv);
+            std::fprintf(stderr, "npw help: error: cannot start '%s': %s\n", worker.c_str(), std::strerror(errno));
+            return 1;
+        }
+    }
+    if (first == "help" && argc > 2) {
+        std::fprintf(stderr, "npw help: expected --markdown, --man or a command's name, got '%s'\n\n%s", second.c_str(), kUsage);
+        return 2;
+    }
     if (argc < 2 || first == "--help" || first == "-h" || first == "help") {
         std::fputs(kUsage, stdout);
         return argc < 2 ? 2 : 0;

@@ -8,6 +8,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,9 @@ struct Flag {
     std::string choices;
     std::function<void(const std::string&)> parse;
     PathRole role = PathRole::None;
+    // The key of the command's --json output that reports the value in effect, where it has one
+    // (the CLI reference shows it; tst_cli_flags checks that the output holds the key).
+    std::string jsonKey;
 
     // Declarations, as the table writes them.
     static Flag toggle(std::string name, std::string help);
@@ -73,6 +77,11 @@ struct Flag {
     Flag readsModel() const { return withRole(PathRole::ReadsModel); }
     Flag readsSpec() const { return withRole(PathRole::ReadsSpec); }
     Flag writes() const { return withRole(PathRole::Writes); }
+    Flag reportedAs(std::string key) const {
+        Flag f = *this;
+        f.jsonKey = std::move(key);
+        return f;
+    }
 
     bool takesValue() const { return type != FlagType::Switch; }
     bool isNumeric() const { return type == FlagType::Int || type == FlagType::Real || isList(); }

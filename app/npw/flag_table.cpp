@@ -13,6 +13,7 @@
 #include "core/prune/baselines.h"
 #include "core/prune/pruner.h"
 #include "core/experiments/sweep.h"
+#include "core/experiments/sweep_method.h"
 #include "core/experiments/synthetic_checkpoint.h"
 #include "core/text/bpe_trainer.h"
 #include "core/train/classifier_trainer.h"
@@ -43,6 +44,53 @@ std::string number(double x) {
     std::ostringstream out;
     out << x;
     return out.str();
+}
+
+// Core's method names. PruneMethod, BaselineMethod and CrossLayerRanking are enumerations numbered
+// from 0 whose name functions answer "?" past the last value: counting up to it reads every name
+// core has, in core's order.
+template <class Enum, class Name>
+std::vector<std::string> enumNames(Name name) {
+    std::vector<std::string> names;
+    for (int i = 0; i < 64; ++i) {
+        const std::string n = name(static_cast<Enum>(i));
+        if (n == "?") break;
+        names.push_back(n);
+    }
+    return names;
+}
+std::vector<std::string> pruneMethodNames() { return enumNames<PruneMethod>(methodName); }
+std::vector<std::string> baselineMethodNames() {
+    return enumNames<BaselineMethod>([](BaselineMethod m) { return std::string(baselineMethodName(m)); });
+}
+// `npw sweep --methods`: every PruneMethod, and numerical's variants as parseSweepMethod takes
+// them: numerical-RANKING for each cross-layer ranking, -nocomp, -box (each checked by it).
+std::vector<std::string> sweepMethodNames() {
+    std::vector<std::string> names = pruneMethodNames();
+    std::vector<std::string> variants;
+    for (const std::string& ranking : enumNames<CrossLayerRanking>(crossLayerRankingName)) variants.push_back("numerical-" + ranking);
+    variants.push_back("numerical-nocomp");
+    variants.push_back("numerical-box");
+    for (const std::string& v : variants) {
+        parseSweepMethod(v);  // npw::Error at start-up (tst_cli_flags) for a variant core no longer takes
+        names.push_back(v);
+    }
+    return names;
+}
+std::vector<std::string> join(std::vector<std::string> a, const std::vector<std::string>& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+}
+std::string commaList(const std::vector<std::string>& names) {
+    std::string out;
+    for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+    return out;
+}
+// "a, b or c": how a Choice's values read in help and errors.
+std::string orList(const std::vector<std::string>& names) {
+    std::string out;
+    for (size_t i = 0; i < names.size(); ++i) out += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
+    return out;
 }
 
 // A Choice that has no parser in core: one of `names`.
@@ -129,33 +177,41 @@ std::vector<FlagEntry> buildTable() {
           {"metrics"});
 
     // ---- Pruning settings (PruneSettings) ---------------------------------------------------------
-    t.add(Flag::choice("method", "M", "numerical, flap, wanda-sp, magnitude, random, llm-pruner, slicegpt or block-influence",
+    // The method names from core's own (methodName, baselineMethodName, parseSweepMethod), never a
+    // list typed here: a method core adds is offered and described without an edit of this table.
+    const std::vector<std::string> methods = pruneMethodNames(), baselines = baselineMethodNames();
+    t.add(Flag::choice("method", "M", orList(join(methods, baselines)),
                        [](const std::string& v) {
                            if (!parseBaselineMethod(v)) parsePruneMethod(v);
                        },
-                       "numerical, flap, wanda-sp, magnitude, random; the baselines in their own structure (manual: "
-                       "Sweeps and baselines): llm-pruner, slicegpt, block-influence")
-              .byDefault(methodName(prune.method)),
+                       commaList(methods) + "; the baselines in their own structure: " +
+                           commaList(baselines))
+              .byDefault(methodName(prune.method))
+              .reportedAs("method"),
           {"prune"});
-    t.add(Flag::text("methods", "A,B", "numerical, numerical-z (the paper's cross-layer order), numerical-lstar, numerical-lstar-rel, numerical-lstar-kl, numerical-nocomp, numerical-box, flap, wanda-sp, "
-                                          "magnitude, random, llm-pruner, slicegpt, block-influence"),
+    t.add(Flag::text("methods", "A,B", "comma-separated: " + commaList(join(sweepMethodNames(), baselines)) +
+                                           " (numerical-z: the paper's cross-layer order; numerical-nocomp: no "
+                                           "compensation; numerical-box: z constrained to [0,1])"),
           {"sweep"});
     const Flag ratio = Flag::real("ratio", "R", "pruning ratio rho in [0, 1)").atLeast(0).below(1);
-    t.add(ratio.byDefault(number(prune.ratio)), {"prune"});
+    t.add(ratio.byDefault(number(prune.ratio)).reportedAs("ratio"), {"prune"});
     t.add(ratio.byDefault("0.3").described("pruning ratio of the demo's numerical and FLAP runs"), {"demo"});
     t.add(ratio.byDefault("0.2").described("projection: pruning ratio rho of every site"), {"bench"});
     const Flag ratios = ratio.asList("R1,R2").named("ratios").described("pruning ratios ρ in [0, 1)");
     t.add(ratios, {"sweep"});
     t.add(ratios.byDefault("0,0.1,0.2,0.3,0.5").described("ratios for --synthetic"), {"bench"});
-    t.add(Flag::real("alpha", "A", "head/channel balance α (default: unit params / channel params = 4*D_h/3 MHA, "
-                                   "(2g+2)*D_h/3 GQA)")
-              .above(0),
-          {"prune", "sweep"});
-    t.add(Flag::choice("alpha-mode", "paper|budget", "paper or budget", [](const std::string& v) { parseAlphaMode(v); },
-                       "paper: eq. 7 (alpha*unit scores with channel scores, rho of units); budget: FLAP's reading (rho "
-                       "of parameters)")
-              .byDefault(alphaModeName(prune.alphaMode)),
-          {"prune", "sweep"});
+    const Flag alpha = Flag::real("alpha", "A", "head/channel balance α (default: unit params / channel params = 4*D_h/3 "
+                                                "MHA, (2g+2)*D_h/3 GQA)")
+                           .above(0);
+    t.add(alpha.reportedAs("alpha"), {"prune"});
+    t.add(alpha, {"sweep"});
+    const Flag alphaMode =
+        Flag::choice("alpha-mode", "paper|budget", "paper or budget", [](const std::string& v) { parseAlphaMode(v); },
+                     "paper: eq. 7 (alpha*unit scores with channel scores, rho of units); budget: FLAP's reading (rho "
+                     "of parameters)")
+            .byDefault(alphaModeName(prune.alphaMode));
+    t.add(alphaMode.reportedAs("alpha_mode"), {"prune"});
+    t.add(alphaMode, {"sweep"});
     const Flag lambda = Flag::real("lambda", "X", "absolute penalty lambda of the numerical score (G normalised per token; "
                                                   "default: relative, --lambda-rel)").above(0);
     t.add(lambda, {"prune"});
@@ -165,7 +221,7 @@ std::vector<FlagEntry> buildTable() {
     const Flag lambdaRel = Flag::real("lambda-rel", "R", "lambda relative to the model's own scale: lambda = R / median "
                                                          "over layers of c = 1^T A^-1 1")
                                .above(0);
-    t.add(lambdaRel.byDefault(number(prune.lambdaRel)), {"prune"});
+    t.add(lambdaRel.byDefault(number(prune.lambdaRel)).reportedAs("lambda_rel"), {"prune"});
     t.add(lambdaRel.byDefault(number(sweep.lambdaRel)).described("numerical runs without --lambda: lambda = R / median c"),
           {"sweep"});
     t.add(Flag::choice("ranking", "lstar-rel|lstar|lstar-kl|z", "lstar-rel, lstar, lstar-kl or z",
@@ -174,7 +230,8 @@ std::vector<FlagEntry> buildTable() {
                        "Theorem 3's compensated error L* per parameter relative to the residual stream (lstar-rel) or "
                        "absolute (lstar), lstar-rel's curves scaled per site to the KL of pruning that site alone measured on the "
                        "calibration windows (lstar-kl), or z (the paper's eq. 7 on z itself)")
-              .byDefault(crossLayerRankingName(prune.crossLayer)),
+              .byDefault(crossLayerRankingName(prune.crossLayer))
+              .reportedAs("cross_layer_ranking"),
           {"prune"});
     t.add(Flag::integer("iters", "T", 0, kMaxIterations, "0: closed form; T > 0: Algorithm 1 with T Newton steps")
               .byDefault(std::to_string(prune.iters)),
@@ -189,7 +246,8 @@ std::vector<FlagEntry> buildTable() {
                        [](const std::string& v) { parseCompensation(v); },
                        "auto (theorem3 for numerical, flap-bias for flap, none else), theorem3, flap-bias (also spelt "
                        "bias), none")
-              .byDefault(compensationSettingName(prune.compensation)),
+              .byDefault(compensationSettingName(prune.compensation))
+              .reportedAs("compensation"),
           {"prune"});
     t.add(Flag::choice("only", "attention|mlp", "attention or mlp", oneOf({"attention", "mlp"}),
                        "prune only attention units or only MLP channels"),
@@ -229,7 +287,7 @@ std::vector<FlagEntry> buildTable() {
                                          "window is a line's first --seqlen tokens"),
           {"prune", "sweep"});
     const Flag nsamples = Flag::integer("nsamples", "N", 1, kMaxWindows, "calibration windows, drawn at seeded random offsets");
-    t.add(nsamples.byDefault(std::to_string(kDefaultCalibrationSamples)), {"prune"});
+    t.add(nsamples.byDefault(std::to_string(kDefaultCalibrationSamples)).reportedAs("calibration.samples"), {"prune"});
     t.add(nsamples.byDefault("16").described("scale suite: calibration windows of every prune"), {"bench"});
     t.add(nsamples.asList("N1,N2")
               .byDefault(std::to_string(sweep.calibSamples.at(0)))
@@ -244,7 +302,8 @@ std::vector<FlagEntry> buildTable() {
     const Flag seqlen = Flag::integer("seqlen", "L", 1, kMaxSeqlen, "tokens per window (default: the model's context, at most 2048)");
     t.add(seqlen.atLeast(2).described("window length (default 2048, capped at the model's context)"), {"eval"});
     t.add(seqlen.described("tokens per window (default: the model's context, at most 2048; a longer one is capped at "
-                           "the context, with a note)"),
+                           "the context, with a note)")
+              .reportedAs("calibration.seqlen"),
           {"prune"});
     t.add(seqlen.atLeast(2).byDefault("512").described("scale suite: tokens per calibration and evaluation window"),
           {"bench"});
@@ -394,7 +453,9 @@ std::vector<FlagEntry> buildTable() {
     t.add(batch.asList("N1,N2").byDefault("1,4,16").described("image-runtime suite: images per forward pass (2 rows each with guidance)"),
           {"bench"});
     const Flag seed = Flag::integer("seed", "S", 0, kNoLimit, "seed of initialisation and data order").byDefault("1");
-    t.add(seed.byDefault(std::to_string(prune.seed)).described("seed of the calibration offsets and of --method random"),
+    t.add(seed.byDefault(std::to_string(prune.seed))
+              .described("seed of the calibration offsets and of --method random")
+              .reportedAs("calibration.seed"),
           {"prune"});
     t.add(seed.byDefault(std::to_string(textSampling.seed)).described("random seed (images: sample i uses seed + i)"),
           {"generate"});
@@ -528,7 +589,7 @@ std::vector<FlagEntry> buildTable() {
 
     // ---- Outputs --------------------------------------------------------------------------------------------
     const Flag out = Flag::text("out", "DIR", "output directory (Hugging Face layout + npw-manifest.json)").writes();
-    t.add(out, {"prune"});
+    t.add(out.reportedAs("out"), {"prune"});
     t.add(out.valueNamed("FILE.png").described("image models: the PNG to write (one image, or a labelled grid)"), {"generate"});
     t.add(out.valueNamed("FILE").described("the .gguf file to write (atomically)"), {"export-gguf"});
     t.add(out.valueNamed("FILE").described("the task file to write (JSONL, kind mc)"), {"make-verse-task"});

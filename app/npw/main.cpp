@@ -4,6 +4,7 @@
 // loading LibTorch, and starts this program, once, for everything else.
 #include "app/npw/cli_args.h"
 #include "app/npw/commands.h"
+#include "app/npw/help_pages.h"
 #include "core/models/torch_llama.h"
 #include "core/util/error.h"
 #include "core/util/output_guard.h"
@@ -14,7 +15,6 @@
 #include "core/util/atomic_file.h"
 
 #include <iostream>
-#include <sstream>
 #include <malloc.h>
 #include <string>
 #include <vector>
@@ -30,20 +30,11 @@ int main(int argc, char** argv) {
     mallopt(M_TRIM_THRESHOLD, 1 << 30);
     std::vector<std::string> args(argv + 1, argv + argc);
     const auto& commands = cli::allCommands();
-    auto printUsage = [&](std::ostream& out) {
-        out << "npw — the Numerical Pruning Workbench\n\nusage: npw COMMAND [options]\n\ncommands:\n";
-        for (const auto& c : commands) out << "  " << c.name << std::string(18 - c.name.size(), ' ') << c.summary << "\n";
-        out << "\n'npw COMMAND --help' lists a command's options. MODEL is a checkpoint path or a bundled demo (demo:lm).\n";
-    };
-    auto commandHelp = [](const cli::Command& c) {
-        return "usage: npw " + c.name + " " + c.usage + "\n\n" + c.summary + "\n\noptions:\n" + cli::formatFlagHelp(c.flags);
-    };
+    auto printUsage = [&](std::ostream& out) { out << cli::usageText(commands); };
     // The build's own step (app/CMakeLists.txt): these texts as C++ for the launcher, which
     // prints them without this program's libraries.
     if (args.size() == 2 && args[0] == "--write-launcher-help") {
-        std::ostringstream usage;
-        printUsage(usage);
-        writeTextAtomically(args[1], cli::launcherHelpSource(usage.str(), commands, commandHelp));
+        writeTextAtomically(args[1], cli::launcherHelpSource(cli::usageText(commands), commands, cli::commandHelpText));
         return 0;
     }
     // And the flags of the commands npw-text runs without LibTorch (app/text), from the same table.
@@ -55,6 +46,24 @@ int main(int argc, char** argv) {
             return 1;
         }
         return 0;
+    }
+    // The whole reference, from the same table (help_pages.h): `npw help --markdown` (the manual's
+    // cli-reference.md), `npw help --man` (npw.1, which the build generates and installs).
+    if (args.size() == 2 && args[0] == "help" && (args[1] == "--markdown" || args[1] == "--man")) {
+        std::cout << (args[1] == "--markdown" ? cli::markdownReference(commands)
+                                              : cli::manPage(commands, cli::versionString()));
+        return std::cout.flush() ? 0 : 1;
+    }
+    if (args.size() == 2 && args[0] == "help")
+        for (const auto& c : commands)
+            if (c.name == args[1]) {
+                std::cout << cli::commandHelpText(c);
+                return 0;
+            }
+    if (args.size() >= 2 && args[0] == "help") {
+        std::cerr << "npw help: expected --markdown, --man or a command's name, got '" << args[1] << "'\n\n";
+        printUsage(std::cerr);
+        return 2;
     }
     if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
         printUsage(std::cout);
@@ -69,7 +78,7 @@ int main(int argc, char** argv) {
         std::vector<std::string> rest(args.begin() + 1, args.end());
         for (const auto& a : rest)
             if (a == "--help" || a == "-h") {
-                std::cout << commandHelp(c);
+                std::cout << cli::commandHelpText(c);
                 return 0;
             }
         try {
