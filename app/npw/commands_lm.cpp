@@ -345,8 +345,14 @@ int runBench(const Args& args) {
         llamaCpp = benchLlamaCpp(checkpoint, b.promptTokens, b.decodeTokens, b.repeats,
                                  static_cast<int>(args.getInt("llamacpp-threads")), dtype);
     }
+    std::string heldDtypes;  // "BFloat16 1.8 MiB, Float 4.0 KiB"
+    for (const auto& [dtype, mib] : b.weightsMiBByDtype) {
+        std::ostringstream part;  // the norms of a 16-bit model are KiB beside MiB of matrices
+        part << std::fixed << std::setprecision(1) << (mib < 1.0 ? mib * 1024.0 : mib) << (mib < 1.0 ? " KiB" : " MiB");
+        heldDtypes += (heldDtypes.empty() ? "" : ", ") + dtype + " " + part.str();
+    }
     nlohmann::json j = {{"model", model}, {"structure", lm.causal().structure()}, {"device", b.device}, {"params", b.parameters},
-                        {"weights_mib", b.weightsMiB}, {"prompt_tokens", b.promptTokens},
+                        {"weights_mib", b.weightsMiB}, {"weights_mib_by_dtype", b.weightsMiBByDtype}, {"prompt_tokens", b.promptTokens},
                         {"decode_tokens", b.decodeTokens}, {"repeats", b.repeats},
                         {"prefill_tokens_per_s", b.prefillTokensPerSecond},
                         {"decode_tokens_per_s", b.decodeTokensPerSecond}, {"peak_memory_mib", b.peakMemoryMiB},
@@ -356,7 +362,7 @@ int runBench(const Args& args) {
         std::cout << std::fixed << std::setprecision(1) << "model            " << model << "\n"
                   << "device           " << b.device << "\n"
                   << "BLAS             " << (j["blas"].get<std::string>().empty() ? "not OpenBLAS" : j["blas"].get<std::string>()) << "\n"
-                  << "parameters       " << b.parameters << " (" << b.weightsMiB << " MiB)\n"
+                  << "parameters       " << b.parameters << " (" << b.weightsMiB << " MiB as held: " << heldDtypes << ")\n"
                   << "prefill          " << b.prefillTokensPerSecond << " tokens/s (" << b.promptTokens
                   << "-token prompt, median of " << b.repeats << ")\n"
                   << "decode           " << b.decodeTokensPerSecond << " tokens/s (" << b.decodeTokens
