@@ -40,7 +40,8 @@ SweepPlotWidget::SweepPlotWidget(QWidget* parent)
     emptyNote_->position->setCoords(0.5, 0.5);
     emptyNote_->setPositionAlignment(Qt::AlignCenter);
     emptyNote_->setTextAlignment(Qt::AlignCenter);
-    emptyNote_->setText(tr("No results yet.\nRun sweep adds a point for each method and ratio as it finishes."));
+    // Short lines: the Images tab gives the plot a third of a laptop's width.
+    emptyNote_->setText(tr("No results yet:\nRun sweep adds a point\nper method and ratio\nas each finishes."));
     setMinimumSize(300, 220);
     restyle();
     showEmptyStateIfEmpty();
