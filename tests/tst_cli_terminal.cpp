@@ -306,17 +306,6 @@ private slots:
             {"tokenize", "demo:lm", "--string", "x", "--no-such-flag"},
             {"tokenize", "demo:lm", "--text", "x", "--string", "y"},
             {"tokenize", data + "/sentencepiece/tok105.model", "--string", "x", "--tokenizer", data + "/sentencepiece/tok105.bin"}};
-        for (const QStringList& args : tokenize) {
-            QCOMPARE(libtorchStarts(npw_, args, &out, &exitCode), 0);
-            QProcess viaNpw, viaWorker;
-            viaNpw.start(npw_, args);
-            viaWorker.start(worker, args);
-            QVERIFY(viaNpw.waitForFinished(300000) && viaWorker.waitForFinished(300000));
-            QCOMPARE(viaNpw.readAllStandardOutput(), viaWorker.readAllStandardOutput());
-            QCOMPARE(viaNpw.readAllStandardError(), viaWorker.readAllStandardError());
-            QCOMPARE(viaNpw.exitCode(), viaWorker.exitCode());
-            QCOMPARE(exitCode, viaWorker.exitCode());
-        }
         // `npw info` of a llama2.c .bin reads its header only: npw-text answers without LibTorch,
         // byte for byte as npw-run (a tokenizer beside it or given, refused as too small or allowed,
         // a missing file, a truncated one, an unknown flag).
@@ -337,7 +326,7 @@ private slots:
                                          {"info", dir_.filePath("no-such.bin")},
                                          {"info", truncated},
                                          {"info", stories, "--no-such-flag"}};
-        for (const QStringList& args : info) {
+        for (const QStringList& args : tokenize + info) {
             QVERIFY2(libtorchStarts(npw_, args, &out, &exitCode) == 0, qPrintable(args.join(' ')));
             QProcess viaNpw, viaWorker;
             viaNpw.start(npw_, args);
@@ -346,6 +335,7 @@ private slots:
             QCOMPARE(viaNpw.readAllStandardOutput(), viaWorker.readAllStandardOutput());
             QCOMPARE(viaNpw.readAllStandardError(), viaWorker.readAllStandardError());
             QCOMPARE(viaNpw.exitCode(), viaWorker.exitCode());
+            QCOMPARE(exitCode, viaWorker.exitCode());
         }
         // What shows or chooses the runtime (--json's "device", --device) is npw-run's: LibTorch once.
         for (const QStringList& args : QList<QStringList>{{"info", stories, "--json"}, {"info", stories, "--device", "cpu"}}) {
