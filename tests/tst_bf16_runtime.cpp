@@ -18,6 +18,7 @@
 //    exceeds twice that step's largest logit difference (then rounding cannot swap them); the
 //    KV-cached decode against a full forward; and layer-wise evaluation of the mapped 16-bit
 //    file against whole-model evaluation of it.
+#include "core/eval/generate.h"
 #include "core/eval/layerwise_perplexity.h"
 #include "core/eval/perplexity.h"
 #include "core/io/safetensors.h"
@@ -261,6 +262,23 @@ private slots:
         QCOMPARE(w.layers.at(2).attn_norm.scalar_type(), at::kFloat);
         QCOMPARE(w.final_norm.scalar_type(), at::kFloat);
         QCOMPARE(model.logits(ids({1, 2, 3})).scalar_type(), at::kFloat);
+    }
+
+    // `npw bench`'s weight memory is what the model holds, in the dtypes it holds: a 16-bit file's
+    // matrices at 2 bytes an element (the norms widened to float32), not parameters × 4.
+    void benchCountsTheWeightsAsHeld() {
+        const LlamaModel model(loadLlamaCheckpoint(bf16Lm_, WeightStorage::Mapped), chooseRuntime("cpu"));
+        const BenchResult b = benchmarkGeneration(model, 4, 2, 1);
+        LlamaWeights handles = model.deviceWeights();
+        double bf16 = 0, f32 = 0;
+        for (const auto& [name, t] : namedTensors(handles))
+            (t->scalar_type() == at::kBFloat16 ? bf16 : f32) += double(t->numel()) * (t->scalar_type() == at::kBFloat16 ? 2 : 4);
+        const double mib = 1024.0 * 1024.0;
+        QCOMPARE(b.weightsMiBByDtype.size(), size_t(2));
+        QCOMPARE(b.weightsMiBByDtype.at("BFloat16"), bf16 / mib);
+        QCOMPARE(b.weightsMiBByDtype.at("Float"), f32 / mib);
+        QCOMPARE(b.weightsMiB, (bf16 + f32) / mib);
+        QVERIFY(b.weightsMiB < 0.6 * double(model.parameters()) * 4 / mib);  // about half the float32 size
     }
 
     // Logits of the mapped 16-bit model against (a) the float32 model of the same rounded weights

@@ -8,7 +8,7 @@
 // Also the start: `npw --help`, `npw COMMAND --help`, --version and an unknown command answer
 // without loading LibTorch (the launcher, app/launcher), with npw-run's own texts, and every other
 // command loads it once (glibc's loader reports each library initialisation under LD_DEBUG=libs),
-// but `npw tokenize`, which needs no tensor (npw-text).
+// but `npw tokenize` and `npw info` of a llama2.c .bin, which need no tensor (npw-text).
 #include "app/npw/commands.h"  // sweepSummaryText
 #include "app/npw/text_table.h"
 #include "core/util/paths.h"
@@ -306,8 +306,28 @@ private slots:
             {"tokenize", "demo:lm", "--string", "x", "--no-such-flag"},
             {"tokenize", "demo:lm", "--text", "x", "--string", "y"},
             {"tokenize", data + "/sentencepiece/tok105.model", "--string", "x", "--tokenizer", data + "/sentencepiece/tok105.bin"}};
-        for (const QStringList& args : tokenize) {
-            QCOMPARE(libtorchStarts(npw_, args, &out, &exitCode), 0);
+        // `npw info` of a llama2.c .bin reads its header only: npw-text answers without LibTorch,
+        // byte for byte as npw-run (a tokenizer beside it or given, refused as too small or allowed,
+        // a missing file, a truncated one, an unknown flag).
+        const QString truncated = dir_.filePath("truncated.bin");
+        {
+            QFile whole(data + "/stories260K/stories260K.bin");
+            QFile part(truncated);
+            QVERIFY(whole.open(QIODevice::ReadOnly) && part.open(QIODevice::WriteOnly));
+            part.write(whole.read(4096));
+        }
+        const QString stories = data + "/stories260K/stories260K.bin", baby = data + "/babyllama/model5000.bin";
+        const QList<QStringList> info = {{"info", stories},
+                                         {"info", baby},
+                                         {"info", llama2c + "/model5000.bin"},
+                                         {"info", stories, "--tokenizer", data + "/sentencepiece/tok105.model"},
+                                         {"info", stories, "--tokenizer", data + "/sentencepiece/tok105.model", "--allow-small-vocab"},
+                                         {"info", stories, "--tokenizer", dir_.filePath("no-such.model")},
+                                         {"info", dir_.filePath("no-such.bin")},
+                                         {"info", truncated},
+                                         {"info", stories, "--no-such-flag"}};
+        for (const QStringList& args : tokenize + info) {
+            QVERIFY2(libtorchStarts(npw_, args, &out, &exitCode) == 0, qPrintable(args.join(' ')));
             QProcess viaNpw, viaWorker;
             viaNpw.start(npw_, args);
             viaWorker.start(worker, args);
@@ -317,6 +337,12 @@ private slots:
             QCOMPARE(viaNpw.exitCode(), viaWorker.exitCode());
             QCOMPARE(exitCode, viaWorker.exitCode());
         }
+        // What shows or chooses the runtime (--json's "device", --device) is npw-run's: LibTorch once.
+        for (const QStringList& args : QList<QStringList>{{"info", stories, "--json"}, {"info", stories, "--device", "cpu"}}) {
+            QCOMPARE(libtorchStarts(npw_, args, &out, &exitCode), 1);
+            QCOMPARE(exitCode, 0);
+        }
+
         // Where only the tensors say the vocabulary (Meta's params.json with vocab_size -1, for a
         // tokenizer.bin), npw-text hands the command to npw-run: LibTorch starts once.
         const QStringList meta = {"tokenize", data + "/family_ref/meta_llama2_2shards", "--tokenizer",

@@ -53,6 +53,7 @@ private slots:
     void baselinesSelectAndRoundTrip();
     void textTabContinuesTheBaselines();
     void workspaceErrorsNameTheFile();
+    void aModelWithoutTokenizerIsToldWhatToDoInTheStudio();
     void dataSetsInTheTextFields();
 };
 
@@ -627,6 +628,34 @@ void TestStudioSession::textTabContinuesTheBaselines() {
                                                      *session.workbench().calibration().windows, o);
     QVERIFY(sliced.sliced);
     QCOMPARE(c.models[1].tokens, greedyOf(*sliced.sliced));
+}
+
+void TestStudioSession::aModelWithoutTokenizerIsToldWhatToDoInTheStudio() {
+    // stories260K has no tokenizer beside it. The studio takes no flags: its refusals say where
+    // the studio looks for one (tok512.bin, …), never "--tokenizer FILE".
+    StudioSession session;
+    QSignalSpy failed(session.jobs(), &JobRunner::failed);
+    QVERIFY(session.openModel(QStringLiteral(NPW_TEST_DATA "/stories260K/stories260K.bin")));
+    QVERIFY(waitIdle(session));
+    TextSession text(&session);
+    TextRequest request;
+    request.prompts = {QStringLiteral("Once upon a time")};
+    request.tokens = 2;
+    QVERIFY(text.run(request));
+    QVERIFY(waitIdle(session));
+    QCOMPARE(failed.count(), 1);
+    const QString message = failed.first().at(1).toString();
+    QVERIFY2(message.contains(QStringLiteral("beside the checkpoint")) && message.contains(QStringLiteral("tok512.bin")) &&
+                 message.contains(QStringLiteral("Once upon a time")) && !message.contains(QStringLiteral("--tokenizer")),
+             qPrintable(message));
+    // The same model's text encoded by core (a calibration or evaluation text) is told the same.
+    try {
+        session.model().encode("Once upon a time", true);
+        QFAIL("expected npw::Error");
+    } catch (const npw::Error& e) {
+        const QString what = QString::fromUtf8(e.what());
+        QVERIFY2(what.contains(QStringLiteral("\"ids\" box")) && !what.contains(QStringLiteral("--tokenizer")), qPrintable(what));
+    }
 }
 
 void TestStudioSession::workspaceErrorsNameTheFile() {

@@ -317,6 +317,50 @@ private slots:
         QCOMPARE(labels.size(), expected.size());
     }
 
+    // An empty plot (an image sweep's FID before any row) says so: no legend frame (it drew as a
+    // stray dash), no tick labels; the first point or the dense line ends the empty state.
+    void sweepPlotShowsAnEmptyState() {
+        SweepPlotWidget sweep;
+        auto* plot = sweep.findChild<QCustomPlot*>();
+        QVERIFY(sweep.showsEmptyState());
+        QVERIFY(!plot->legend->visible());
+        QVERIFY(!plot->yAxis->tickLabels());
+        sweep.setQuantity(QStringLiteral("FID against sparsity"), QStringLiteral("FID"), false);
+        QVERIFY(sweep.showsEmptyState());
+        sweep.setDenseBaseline(110.8);
+        QVERIFY(!sweep.showsEmptyState());
+        QVERIFY(plot->legend->visible() && plot->yAxis->tickLabels());
+        sweep.clear();
+        QVERIFY(sweep.showsEmptyState());
+        sweep.addPoint(QStringLiteral("numerical"), 0.2, 103.7);
+        QVERIFY(!sweep.showsEmptyState());
+        QVERIFY(plot->legend->visible());
+    }
+
+    // LLM-Pruner's scores have far outliers, which the edge bars hold: the note saying so sits in
+    // a row under the axis, never over the bars, and leaves with the outliers.
+    void histogramOutlierNoteStaysOffTheBars() {
+        LayerSelection selection;
+        ScoreHistogramWidget histogram(&selection);
+        std::vector<LayerScores> scores = fixtureScores();
+        scores[0].channels[0] = 1e6;  // far above the bulk: counted in the last bar
+        histogram.setData(scores, fixtureMask(), 2.1);
+        histogram.resize(420, 300);
+        histogram.show();
+        QVERIFY(histogram.outlierNote().contains(QStringLiteral("higher")));
+        auto* plot = histogram.findChild<QCustomPlot*>();
+        plot->replot();
+        QCPTextElement* note = nullptr;
+        for (QCPLayoutElement* e : plot->plotLayout()->elements(true))
+            if (auto* t = qobject_cast<QCPTextElement*>(e); t && t->text().contains(QStringLiteral("includes"))) note = t;
+        QVERIFY(note);
+        QVERIFY2(!note->outerRect().intersects(plot->axisRect()->outerRect()), "the note is drawn over the bars");
+        const int rowsWithNote = plot->plotLayout()->rowCount();
+        histogram.setData(fixtureScores(), fixtureMask(), 2.1);  // no outlier: no note, no row
+        QVERIFY(histogram.outlierNote().isEmpty());
+        QCOMPARE(plot->plotLayout()->rowCount(), rowsWithNote - 1);
+    }
+
     // Every plot's background follows the palette, before and after a change of palette.
     void plotsFollowThePalette() {
         LayerSelection selection;

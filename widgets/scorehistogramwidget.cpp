@@ -39,12 +39,15 @@ ScoreHistogramWidget::ScoreHistogramWidget(LayerSelection* selection, QWidget* p
     // a label beside the line would cover bars.
     thresholdEntry_ = new QCPGraph(plot_->xAxis, plot_->yAxis);
     thresholdEntry_->removeFromLegend();
-    outlierNote_ = new QCPItemText(plot_);
-    outlierNote_->position->setType(QCPItemPosition::ptAxisRectRatio);
-    outlierNote_->setPadding(QMargins(4, 2, 4, 2));
-
     plotstyle::placeLegendAbovePlot(*plot_, 0);
     title_ = plotstyle::addTitle(*plot_, QString());
+    // The outlier note gets a row of its own under the axis: inside the plot, its corner is where
+    // the edge bar that holds the outliers stands (LLM-Pruner's scores have many far ones), and
+    // the note covered it.
+    QFont noteFont = plot_->font();
+    noteFont.setPointSizeF(noteFont.pointSizeF() * 0.9);
+    outlierNote_ = new QCPTextElement(plot_, QString(), noteFont);
+    outlierNote_->setVisible(false);
 
     connect(selection_, &LayerSelection::currentLayerChanged, this, &ScoreHistogramWidget::showLayer);
     setMinimumSize(260, 150);
@@ -66,6 +69,8 @@ void ScoreHistogramWidget::setData(const std::vector<npw::LayerScores>& scores, 
 int ScoreHistogramWidget::binCount() const { return keptBars_->data()->size(); }
 
 bool ScoreHistogramWidget::thresholdShown() const { return thresholdLine_->visible(); }
+
+QString ScoreHistogramWidget::outlierNote() const { return outlierNote_->visible() ? outlierNote_->text() : QString(); }
 
 void ScoreHistogramWidget::showLayer(int layer) {
     // A layer the data does not have (data from a smaller model) shows all layers.
@@ -110,18 +115,23 @@ void ScoreHistogramWidget::showLayer(int layer) {
 
     const int64_t below = histogram.kept.below + histogram.pruned.below;
     const int64_t above = histogram.kept.above + histogram.pruned.above;
-    outlierNote_->setVisible(below + above > 0);
-    if (below + above > 0) {
+    // The note's row is in the layout only while there is a note: an empty row would still take height.
+    const bool noted = below + above > 0;
+    QCPLayoutGrid* layout = plot_->plotLayout();
+    if (noted && !outlierNote_->visible()) {
+        layout->addElement(layout->rowCount(), 0, outlierNote_);
+        layout->setRowStretchFactor(layout->rowCount() - 1, 0.001);
+    } else if (!noted && outlierNote_->visible()) {
+        layout->take(outlierNote_);
+        layout->simplify();
+    }
+    outlierNote_->setVisible(noted);
+    if (noted) {
         const npw::ValueRange all = npw::valueRange(view.scores);
         QStringList parts;
-        if (below > 0) parts << tr("first bar includes %1 lower\nscores (min %2)").arg(below).arg(all.lo, 0, 'g', 4);
-        if (above > 0) parts << tr("last bar includes %1 higher\nscores (max %2)").arg(above).arg(all.hi, 0, 'g', 4);
-        outlierNote_->setText(parts.join(QLatin1Char('\n')));
-        // In the corner farther from the threshold line.
-        const bool left = !lineShown || threshold >= 0.5 * (range.lo + range.hi);
-        outlierNote_->position->setCoords(left ? 0.0 : 1.0, 0.0);
-        outlierNote_->setPositionAlignment((left ? Qt::AlignLeft : Qt::AlignRight) | Qt::AlignTop);
-        outlierNote_->setTextAlignment(left ? Qt::AlignLeft : Qt::AlignRight);
+        if (below > 0) parts << tr("first bar includes %1 lower scores (min %2)").arg(below).arg(all.lo, 0, 'g', 4);
+        if (above > 0) parts << tr("last bar includes %1 higher scores (max %2)").arg(above).arg(all.hi, 0, 'g', 4);
+        outlierNote_->setText(parts.join(QStringLiteral("; ")));
     }
 
     const QString where = shownLayer_ < 0 ? tr("all layers") : tr("layer %1").arg(shownLayer_);
@@ -143,7 +153,7 @@ void ScoreHistogramWidget::restyle() {
     const QPen thresholdPen(plotstyle::thresholdColor(pal), 1.5, Qt::DashLine);
     thresholdLine_->setPen(thresholdPen);
     thresholdEntry_->setPen(thresholdPen);
-    plotstyle::styleLabel(*outlierNote_, pal);
+    outlierNote_->setTextColor(pal.color(QPalette::Text));
     plot_->replot();
 }
 

@@ -4,6 +4,7 @@
 // selection threshold as a vertical line. Far outliers are counted in the edge bars, with a
 // note, so that the bulk of the scores gets the width. Shows npw::keptPrunedHistogram
 // (core/prune/score_view.h); computes nothing.
+#include <QString>
 #include <QWidget>
 #include <cstdint>
 #include <memory>
@@ -18,7 +19,6 @@ class LayerSelection;
 class QCPBars;
 class QCPGraph;
 class QCPItemStraightLine;
-class QCPItemText;
 class QCPTextElement;
 class QCustomPlot;
 
@@ -40,6 +40,7 @@ public:
     int64_t shownKeptCount() const { return shownKept_; }
     int64_t shownPrunedCount() const { return shownPruned_; }
     bool thresholdShown() const;
+    QString outlierNote() const;  // "" when the edge bars hold no far outlier
 
 protected:
     void changeEvent(QEvent* event) override;
@@ -55,7 +56,7 @@ private:
     QCPBars* prunedBars_;
     QCPItemStraightLine* thresholdLine_;
     QCPGraph* thresholdEntry_;  // no data: the threshold's legend entry
-    QCPItemText* outlierNote_;  // how many far outliers the edge bars hold
+    QCPTextElement* outlierNote_;  // how many far outliers the edge bars hold (a row under the axis)
     QCPTextElement* title_;
     std::unique_ptr<Data> data_;
     int shownLayer_ = -1;

@@ -35,8 +35,33 @@ SweepPlotWidget::SweepPlotWidget(QWidget* parent)
     plot_->legend->setVisible(true);
     plotstyle::placeLegendAbovePlot(*plot_, 0);
     title_ = plotstyle::addTitle(*plot_, tr("Perplexity against sparsity"));
+    emptyNote_ = new QCPItemText(plot_);
+    emptyNote_->position->setType(QCPItemPosition::ptAxisRectRatio);
+    emptyNote_->position->setCoords(0.5, 0.5);
+    emptyNote_->setPositionAlignment(Qt::AlignCenter);
+    emptyNote_->setTextAlignment(Qt::AlignCenter);
+    // Short lines: the Images tab gives the plot a third of a laptop's width.
+    emptyNote_->setText(tr("No results yet:\nRun sweep adds a point\nper method and ratio\nas each finishes."));
     setMinimumSize(300, 220);
     restyle();
+    showEmptyStateIfEmpty();
+}
+
+void SweepPlotWidget::setEmptyText(const QString& text) {
+    emptyNote_->setText(text);
+    plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+bool SweepPlotWidget::showsEmptyState() const { return emptyNote_->visible(); }
+
+// An empty legend draws its frame as a stray dash, and ticks 1–100 over no data look like data:
+// while there is nothing, the plot says so instead.
+void SweepPlotWidget::showEmptyStateIfEmpty() {
+    const bool empty = order_.isEmpty() && !denseLine_->visible();
+    emptyNote_->setVisible(empty);
+    plot_->legend->setVisible(plot_->legend->itemCount() > 0);
+    plot_->xAxis->setTickLabels(!empty);
+    plot_->yAxis->setTickLabels(!empty);
 }
 
 SweepPlotWidget::Series& SweepPlotWidget::seriesFor(const QString& method) {
@@ -141,6 +166,7 @@ int SweepPlotWidget::pointCount(const QString& method) const {
 bool SweepPlotWidget::denseBaselineShown() const { return denseLine_->visible(); }
 
 void SweepPlotWidget::updateRanges() {
+    showEmptyStateIfEmpty();
     double xMax = 0, yMin = std::numeric_limits<double>::infinity(), yMax = -std::numeric_limits<double>::infinity();
     for (const Series& s : series_) {
         for (auto it = s.mean->data()->constBegin(); it != s.mean->data()->constEnd(); ++it)
@@ -235,6 +261,7 @@ void SweepPlotWidget::restyle() {
     denseLine_->setPen(densePen);
     denseLegendEntry_->setPen(densePen);
     for (Series& s : series_) styleSeries(s);
+    emptyNote_->setColor(pal.color(QPalette::PlaceholderText));
     plot_->replot();
 }
 

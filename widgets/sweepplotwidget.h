@@ -39,6 +39,10 @@ public:
     // drawn at the top edge with their value, so that they do not squeeze the others: how many.
     int clippedPointCount() const { return int(clipLabels_.size()); }
     bool denseBaselineShown() const;
+    // What the plot says while it has nothing to show (no point, no dense line): in the middle of
+    // the plot, with the legend and the tick labels hidden, so that an empty plot reads as empty.
+    void setEmptyText(const QString& text);
+    bool showsEmptyState() const;
 
     // The plot as a file; width/height 0 = the widget's current size. False when the file
     // cannot be written.
@@ -60,11 +64,13 @@ private:
     void styleSeries(Series& series);
     void updateRanges();
     void restyle();
+    void showEmptyStateIfEmpty();
 
     QCustomPlot* plot_;
     QCPGraph* denseLegendEntry_;  // no data: gives the dense line a legend entry
     QCPItemStraightLine* denseLine_;
     QCPTextElement* title_;
+    class QCPItemText* emptyNote_;      // "No results yet…" while there is nothing to plot
     QList<class QCPItemText*> clipLabels_;  // "▲ value" of the points above the axis
     QMap<QString, Series> series_;
     QStringList order_;  // methods in the order they arrived (legend and colour order)

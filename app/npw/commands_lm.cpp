@@ -1,5 +1,6 @@
 // info, eval, generate, bench: looking at and measuring a language model.
 #include "app/npw/commands.h"
+#include "app/npw/info_command.h"
 #include "core/data/text_datasets.h"
 #include "core/eval/generate.h"
 #include "core/eval/layerwise_perplexity.h"
@@ -46,12 +47,6 @@ LanguageModel openCausalFromArgs(const Args& args, const std::string& model) {
 
 nlohmann::json jsonOrNull(double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); }
 
-std::string joinList(const std::vector<int64_t>& v) {
-    std::ostringstream out;
-    for (size_t i = 0; i < v.size(); ++i) out << (i ? "," : "") << v[i];
-    return out.str();
-}
-
 // A SliceGPT export: the dense model's shape and the residual widths it was sliced to.
 int runSlicedInfo(const Args& args, const std::string& model) {
     const LanguageModel lm = openCausalFromArgs(args, model);
@@ -81,74 +76,10 @@ int runInfo(const Args& args) {
     if (isGgufPath(model)) return runGgufInfo(args, model);
     if (isImageModelRequest(args, model)) return runImageInfo(args, model);
     if (SlicedLlama::isSlicedDirectory(model)) return runSlicedInfo(args, model);
-    // Config and tensor headers only: no weight is read or converted, at any size.
-    const CheckpointInspection inspection = inspectLlamaCheckpoint(model);
-    LlamaCheckpoint tokenizerOnly;
-    tokenizerOnly.config = inspection.config;
-    tokenizerOnly.tokenizerPath = inspection.tokenizerPath;
-    useTokenizerFile(tokenizerOnly, args.get("tokenizer"));
-    const std::shared_ptr<Tokenizer> tokenizer = openTokenizerOf(tokenizerOnly, args.flag("allow-small-vocab"));
-    const Runtime runtime = chooseRuntime(args.get("device"), args.get("dtype"));
-    const LlamaConfig& c = inspection.config;
-    std::string dtypes;
-    nlohmann::json bytesByDtype = nlohmann::json::object();
-    for (const auto& [dtype, bytes] : inspection.bytesByDtype) {
-        dtypes += (dtypes.empty() ? "" : ", ") + dtype;
-        bytesByDtype[dtype] = bytes;
-    }
-    nlohmann::json j = {{"model", model},
-                        {"source", inspection.source},
-                        {"format", inspection.format},
-                        {"files", inspection.files},
-                        {"file_dtypes", bytesByDtype},
-                        {"weight_bytes", inspection.weightBytes},
-                        {"layers", c.num_layers},
-                        {"hidden", c.hidden_size},
-                        {"heads", c.num_heads},
-                        {"kv_heads", c.num_kv_heads},
-                        {"head_dim", c.head_dim},
-                        {"intermediate", c.intermediate_size},
-                        {"vocab", c.vocab_size},
-                        {"context", c.max_position_embeddings},
-                        {"rope_theta", c.rope_theta},
-                        {"rope_layout", c.rope_layout == RopeLayout::HalfSplit ? "half-split" : "adjacent-pairs"},
-                        {"tied_embeddings", c.tie_word_embeddings},
-                        {"family", familyName(c.family)},
-                        {"rope_scaling", ropeScalingName(c.rope_scaling.type)},
-                        {"rope_scaling_factor", c.rope_scaling.factor},
-                        {"sliding_window", c.sliding_window > 0 ? nlohmann::json(c.sliding_window) : nlohmann::json(nullptr)},
-                        {"qkv_bias", c.qkv_bias},
-                        {"qk_norm", c.qk_norm},
-                        {"params", c.parameterCount()},
-                        {"tokenizer", tokenizerOnly.tokenizerPath},
-                        {"tokenizer_kind", tokenizer ? nlohmann::json(tokenizerKindName(tokenizer->kind())) : nlohmann::json(nullptr)},
-                        {"device", runtime.describe()}};
-    printResult(args, j, [&] {
-        std::cout << "model          " << model << " (" << familyName(c.family) << ")\n"
-                  << "source         " << inspection.source << "\n"
-                  << "weights        " << dtypes << ", " << inspection.weightBytes << " bytes ("
-                  << byteSizeText(static_cast<int64_t>(inspection.weightBytes)) << ") in " << inspection.files.size()
-                  << " file" << (inspection.files.size() == 1 ? "" : "s") << "\n"
-                  << "layers         " << c.num_layers << "\n"
-                  << "hidden         " << c.hidden_size << "\n"
-                  << "heads          " << joinList(c.num_heads) << "\n"
-                  << "kv heads       " << joinList(c.num_kv_heads) << "\n"
-                  << "head dim       " << c.head_dim << "\n"
-                  << "intermediate   " << joinList(c.intermediate_size) << "\n"
-                  << "vocab          " << c.vocab_size << "\n"
-                  << "context        " << c.max_position_embeddings << "\n"
-                  << "rope           " << j["rope_layout"].get<std::string>() << ", theta " << c.rope_theta
-                  << (c.rope_scaling.type == RopeScaling::Type::None
-                          ? std::string()
-                          : std::string(", ") + ropeScalingName(c.rope_scaling.type) + " scaling ×" +
-                                nlohmann::json(c.rope_scaling.factor).dump())
-                  << "\n"
-                  << "sliding window " << (c.sliding_window > 0 ? std::to_string(c.sliding_window) : "none") << "\n"
-                  << "tied embedding " << (c.tie_word_embeddings ? "yes" : "no") << "\n"
-                  << "parameters     " << j["params"] << "\n"
-                  << "tokenizer      " << (j["tokenizer"].get<std::string>().empty() ? "(none)" : j["tokenizer"].get<std::string>()) << "\n";
-    });
-    return 0;
+    // Config and tensor headers only: no weight is read or converted, at any size. The report is
+    // npw-text's too (info_command.h), which answers a llama2.c .bin without LibTorch.
+    return runLlamaInfo(args, model, inspectLlamaCheckpoint(model),
+                        [&] { return chooseRuntime(args.get("device"), args.get("dtype")).describe(); });
 }
 
 // An export npw wrote (npw-manifest.json beside the weights) records its calibration text: a
@@ -414,8 +345,14 @@ int runBench(const Args& args) {
         llamaCpp = benchLlamaCpp(checkpoint, b.promptTokens, b.decodeTokens, b.repeats,
                                  static_cast<int>(args.getInt("llamacpp-threads")), dtype);
     }
+    std::string heldDtypes;  // "BFloat16 1.8 MiB, Float 4.0 KiB"
+    for (const auto& [dtype, mib] : b.weightsMiBByDtype) {
+        std::ostringstream part;  // the norms of a 16-bit model are KiB beside MiB of matrices
+        part << std::fixed << std::setprecision(1) << (mib < 1.0 ? mib * 1024.0 : mib) << (mib < 1.0 ? " KiB" : " MiB");
+        heldDtypes += (heldDtypes.empty() ? "" : ", ") + dtype + " " + part.str();
+    }
     nlohmann::json j = {{"model", model}, {"structure", lm.causal().structure()}, {"device", b.device}, {"params", b.parameters},
-                        {"weights_mib", b.weightsMiB}, {"prompt_tokens", b.promptTokens},
+                        {"weights_mib", b.weightsMiB}, {"weights_mib_by_dtype", b.weightsMiBByDtype}, {"prompt_tokens", b.promptTokens},
                         {"decode_tokens", b.decodeTokens}, {"repeats", b.repeats},
                         {"prefill_tokens_per_s", b.prefillTokensPerSecond},
                         {"decode_tokens_per_s", b.decodeTokensPerSecond}, {"peak_memory_mib", b.peakMemoryMiB},
@@ -425,7 +362,7 @@ int runBench(const Args& args) {
         std::cout << std::fixed << std::setprecision(1) << "model            " << model << "\n"
                   << "device           " << b.device << "\n"
                   << "BLAS             " << (j["blas"].get<std::string>().empty() ? "not OpenBLAS" : j["blas"].get<std::string>()) << "\n"
-                  << "parameters       " << b.parameters << " (" << b.weightsMiB << " MiB)\n"
+                  << "parameters       " << b.parameters << " (" << b.weightsMiB << " MiB as held: " << heldDtypes << ")\n"
                   << "prefill          " << b.prefillTokensPerSecond << " tokens/s (" << b.promptTokens
                   << "-token prompt, median of " << b.repeats << ")\n"
                   << "decode           " << b.decodeTokensPerSecond << " tokens/s (" << b.decodeTokens
@@ -445,7 +382,9 @@ int runBench(const Args& args) {
 void addLanguageModelCommands(std::vector<Command>& out) {
     out.push_back({"info", "MODEL|FILE.gguf [--gpt-model B|L|XL|XXL|3B --image-size 256|384] [--json]",
                    "Show a model's architecture and parameter count (language or LlamaGen image model), or a GGUF file's metadata and tensors.",
-                   flagsFor("info"), runInfo});
+                   flagsFor("info"), runInfo,
+                   // npw-text answers a llama2.c .bin's info (info_command.h) and hands the rest here.
+                   /*withoutLibTorch=*/true});
     out.push_back({"eval", "MODEL (--text FILE | --ids FILE | --dataset NAME:FILE) [--seqlen N] [--max-windows K] [--reference MODEL] [--layerwise]",
                    "Perplexity (GPTQ/FLAP protocol), bits per byte and KL divergence from a reference.",
                    flagsFor("eval"), runEval});

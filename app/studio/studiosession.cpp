@@ -6,6 +6,7 @@
 #include "core/prune/slicegpt.h"
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
+#include "core/util/front_end.h"
 #include "core/util/number_text.h"
 
 #include <QDir>
@@ -21,6 +22,8 @@ QString qs(const std::string& s) { return QString::fromStdString(s); }
 } // namespace
 
 StudioSession::StudioSession(QObject* parent) : QObject(parent) {
+    // Core's refusals name the studio's remedies, not the command line's flags (front_end.h).
+    npw::setFrontEnd(npw::FrontEnd::Studio);
     qRegisterMetaType<SelectionView>();
     connect(&jobs_, &JobRunner::failed, this,
             [this](const QString& title, const QString& message) { emit logMessage(tr("%1 failed: %2").arg(title, message)); });

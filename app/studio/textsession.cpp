@@ -4,6 +4,7 @@
 #include "core/prune/settings.h"
 #include "core/util/atomic_file.h"
 #include "core/text/json_fields.h"
+#include "core/models/tokenizer_advice.h"
 #include "core/util/error.h"
 
 #include <QFileInfo>
@@ -132,10 +133,9 @@ bool TextSession::run(const TextRequest& request) {
         if (!lm.tokenizer) {
             // Never continue from BOS in place of a prompt that was given (npw generate refuses too):
             // said as any failed job is, in the error box and the log.
-            const std::string message =
-                "model '" + lm.name + "' has no tokenizer (no tokenizer.json, tokenizer.model or tokenizer.bin beside "
-                "it), so the prompt \"" + p.toStdString() + "\" cannot be encoded; open it with a tokenizer, or "
-                "clear the prompts to continue from BOS";
+            const std::string message = "the prompt \"" + p.toStdString() + "\" cannot be encoded: " +
+                                        npw::noTokenizerMessage(lm.name, lm.causal().config().vocab_size) +
+                                        "; or clear the prompts to continue from BOS";
             return session_->jobs()->start<int>(
                 tr("Compare continuations"), [message](const npw::ProgressFn&) -> int { throw npw::Error(message); },
                 [](int) {});

@@ -1,4 +1,4 @@
-// npw-text: the commands that need no tensor (`npw tokenize`), run without LibTorch. The launcher
+// npw-text: the commands that need no tensor (`npw tokenize`, `npw info` of a llama2.c .bin), run without LibTorch. The launcher
 // (app/launcher) starts it for the commands npw-run's table marks withoutLibTorch; loading
 // LibTorch would cost each start about 0.45 s of CPU, where reading a tokenizer takes milliseconds.
 // It runs the same code as npw-run (app/npw/tokenize_command.cpp) with the same flags (generated
@@ -6,9 +6,11 @@
 // npw-run reads (a model's tensors' shapes), or for anything else (--help run directly, another
 // command), it hands the same command line to npw-run.
 #include "app/npw/flag_table.h"
+#include "app/npw/info_command.h"
 #include "app/npw/terminal_output.h"
 #include "app/npw/tokenize_command.h"
 #include "app/text/torch_free_commands.h"
+#include "core/models/checkpoint_summary.h"
 #include "core/util/error.h"
 #include "core/util/executable_path.h"
 #include "core/util/output_guard.h"
@@ -37,9 +39,32 @@ struct NeedsNpwRun {};
     std::exit(1);
 }
 
+// `npw info` of a llama2.c .bin, from its header (checkpoint_summary.h), with the tokenizer
+// checks; anything else (another format, GGUF, an image model, a SliceGPT export, a flag that
+// needs the runtime or reads a Meta release) is npw-run's.
+int runInfo(const cli::Args& args) {
+    if (args.positional().size() != 1) throw NeedsNpwRun{};  // npw-run words the refusal
+    for (const char* flag : {"gpt-model", "image-size", "rope-scaling-factor"})
+        if (args.has(flag)) throw NeedsNpwRun{};
+    if (cli::infoNeedsRuntime(args)) throw NeedsNpwRun{};
+    const std::string& model = args.positional()[0];
+    CheckpointLocation at;
+    try {
+        at = locateCheckpoint(model);
+    } catch (const Error&) {
+        throw NeedsNpwRun{};  // a demo name that does not exist: npw-run's readers word it
+    }
+    // A missing file is refused as the loader refuses it (a .gguf by npw-run's GGUF reader).
+    const bool gguf = model.size() > 5 && model.compare(model.size() - 5, 5, ".gguf") == 0;
+    if (at.layout == CheckpointLayout::Missing && !gguf) throw Error(modelNotFound(model, at));
+    if (at.layout != CheckpointLayout::Llama2cBin) throw NeedsNpwRun{};
+    return cli::runLlamaInfo(args, model, summarizeLlama2cCheckpoint(at.path), []() -> std::string { throw NeedsNpwRun{}; });
+}
+
 int run(const std::string& name, const cli::Args& args) {
     if (name == "tokenize")
         return cli::runTokenize(args, [](const std::string&) -> int64_t { throw NeedsNpwRun{}; });
+    if (name == "info") return runInfo(args);
     throw NeedsNpwRun{};  // marked in npw-run's table, but not run here
 }
 

@@ -87,6 +87,26 @@ GenerationResult generate(const CausalLm& model, const std::vector<int32_t>& pro
     return r;
 }
 
+namespace {
+
+// The bytes of the weights as the model holds them to run, by dtype (c10::toString's names:
+// "Float", "BFloat16", "Half"): a LLaMA's runtime tensors, where a bfloat16 or float16 file's
+// mapped matrices stay 2 bytes an element on a float32 CPU runtime (llama.h), a tied classifier
+// once; another model (SliceGPT's, which holds converted copies) parameters × the runtime's size.
+std::map<std::string, uint64_t> heldWeightBytes(const CausalLm& model) {
+    const auto* llama = dynamic_cast<const LlamaModel*>(&model);
+    if (!llama)
+        return {{c10::toString(model.runtime().dtype),
+                 static_cast<uint64_t>(model.parameters()) * c10::elementSize(model.runtime().dtype)}};
+    LlamaWeights handles = llama->deviceWeights();  // namedTensors takes a mutable set: handles, not copies
+    std::map<std::string, uint64_t> bytes;
+    for (const auto& [name, tensor] : namedTensors(handles))
+        if (tensor->defined()) bytes[c10::toString(tensor->scalar_type())] += static_cast<uint64_t>(tensor->nbytes());
+    return bytes;
+}
+
+} // namespace
+
 double peakResidentMiB() {
     struct rusage usage {};
     getrusage(RUSAGE_SELF, &usage);
@@ -143,7 +163,12 @@ BenchResult benchmarkGeneration(const CausalLm& model, int64_t promptTokens, int
     }
 #endif
     r.parameters = model.parameters();
-    r.weightsMiB = r.parameters * c10::elementSize(model.runtime().dtype) / (1024.0 * 1024.0);
+    // The bytes held, in the dtypes held: a bf16 file's mapped matrices are 2 bytes an element
+    // on a float32 runtime, which parameters × 4 would double.
+    for (const auto& [dtype, bytes] : heldWeightBytes(model)) {
+        r.weightsMiBByDtype[dtype] = double(bytes) / (1024.0 * 1024.0);
+        r.weightsMiB += double(bytes) / (1024.0 * 1024.0);
+    }
     return r;
 }
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <random>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -50,7 +51,8 @@ struct BenchResult {
     double slowestPrefillTokensPerSecond = 0, slowestDecodeTokensPerSecond = 0;
     double peakMemoryMiB = 0;      // process peak RSS on the CPU; CUDA allocator peak on a GPU
     std::string peakMemoryKind;    // which of the two
-    double weightsMiB = 0;         // the model's weights in its runtime dtype
+    double weightsMiB = 0;         // the model's weights as held to run (CausalLm::heldWeightBytes)
+    std::map<std::string, double> weightsMiBByDtype;  // the same by dtype ("BFloat16", "Float", ...)
     int64_t parameters = 0;        // CausalLm::parameters (a sliced model's shortcuts included)
     int repeats = 0;
 };

@@ -6,6 +6,7 @@
 #include "core/util/regular_file.h"
 #include "core/util/finite.h"
 #include "core/models/non_finite.h"
+#include "core/models/tokenizer_advice.h"
 #include "core/text/json_fields.h"
 #include "core/text/json_output.h"
 
@@ -315,8 +316,7 @@ EncodedPair encodeContinuationPair(const Tokenizer& tokenizer, const std::string
 
 std::vector<std::vector<double>> scoreChoices(const LanguageModel& lm, const std::vector<MultipleChoiceItem>& items,
                                               const ZeroShotOptions& options, const ProgressFn& progress) {
-    if (!lm.tokenizer) throw Error("zero-shot tasks are text: model '" + lm.name + "' has no tokenizer (no tokenizer.json, tokenizer.model or "
-                    "tokenizer.bin beside it); give one with --tokenizer FILE");
+    if (!lm.tokenizer) throw Error("zero-shot tasks are text: " + noTokenizerMessage(lm.name, lm.causal().config().vocab_size));
     const CausalLm& model = lm.causal();  // a LLaMA or a SliceGPT-sliced model
     const int64_t context = model.config().attentionSpan();  // longer requests are cut from the left
 

@@ -6,6 +6,7 @@
 // headers only (Meta's .pth, llama2.c's ckpt.pt: shapes from the archives). The values read
 // anyway are few and small: biases whose zeros decide the structure, and, where a format
 // stores a classifier that may be the embedding (Meta, ckpt.pt), those two tensors.
+#include "core/models/checkpoint_summary.h"
 #include "core/models/llama_weights.h"
 
 #include <cstdint>
@@ -15,16 +16,10 @@
 
 namespace npw {
 
-struct CheckpointInspection {
-    std::string source;         // the path the model resolved to
-    std::string format;         // "safetensors", "llama2.c", "meta-pth", "llama2.c-ckpt"
-    LlamaConfig config;
-    std::string tokenizerPath;  // "" when none
+// The summary (checkpoint_summary.h: what npw info prints) and every tensor's origin.
+struct CheckpointInspection : CheckpointSummary {
     // Every weight tensor by Hugging Face name: file, name there, stored dtype, shape, bytes.
     std::map<std::string, TensorOrigin> tensors;
-    std::vector<std::string> files;               // the weight files, in order
-    std::map<std::string, uint64_t> bytesByDtype;  // of the weights, by stored dtype
-    uint64_t weightBytes = 0;                     // all of them
 };
 
 // MODEL as loadLlamaCheckpoint takes it. Throws npw::Error as loading would for a missing or

@@ -1,6 +1,9 @@
 #include "core/models/language_model.h"
 #include "core/models/model_loader.h"
+#include "core/text/tokenizer_files.h"
 #include "core/util/error.h"
+#include "core/models/tokenizer_advice.h"
+#include "core/util/front_end.h"
 
 #include <filesystem>
 
@@ -8,12 +11,21 @@ namespace npw {
 
 namespace {
 
-std::string noTokenizer(const std::string& name) {
-    return "model '" + name + "' has no tokenizer (no tokenizer.json, tokenizer.model or tokenizer.bin beside it); give one "
-           "with --tokenizer FILE";
+// How a tokenizer is given, as the program speaking takes it (core/util/front_end.h).
+std::string giveATokenizer(int64_t vocab) {
+    if (frontEnd() == FrontEnd::Studio)
+        return "put its tokenizer beside the checkpoint (tokenizer.json, tokenizer.model or tokenizer.bin; for a llama2.c "
+               ".bin also tok" + std::to_string(vocab) + ".bin or tok" + std::to_string(vocab) +
+               ".model) and open the model again";
+    return "give one with --tokenizer FILE";
 }
 
 } // namespace
+
+std::string noTokenizerMessage(const std::string& name, int64_t vocab) {
+    return "model '" + name + "' has no tokenizer (no tokenizer.json, tokenizer.model or tokenizer.bin beside it); " +
+           giveATokenizer(vocab);
+}
 
 const CausalLm& LanguageModel::causal() const {
     if (sliced) return *sliced;
@@ -22,38 +34,27 @@ const CausalLm& LanguageModel::causal() const {
 }
 
 std::vector<int32_t> LanguageModel::encode(const std::string& text, bool addBos) const {
-    if (!tokenizer) throw Error(noTokenizer(name) + ", or token ids instead of text");
+    if (!tokenizer)
+        throw Error(noTokenizerMessage(name, causal().config().vocab_size) +
+                    (frontEnd() == FrontEnd::Studio ? ", or use token ids instead of text (the \"ids\" box beside the file)"
+                                                    : ", or token ids instead of text"));
     return tokenizer->encode(text, addBos);
 }
 
 std::string LanguageModel::decode(const std::vector<int32_t>& ids) const {
-    if (!tokenizer) throw Error(noTokenizer(name));
+    if (!tokenizer) throw Error(noTokenizerMessage(name, causal().config().vocab_size));
     return tokenizer->decode(ids);
 }
 
 void useTokenizerFile(LlamaCheckpoint& checkpoint, const std::string& tokenizerFile) {
     if (tokenizerFile.empty()) return;
-    std::error_code ec;
-    if (!std::filesystem::exists(tokenizerFile, ec))
-        throw Error("--tokenizer '" + tokenizerFile + "': there is no such file (expected a tokenizer.json, tokenizer.model "
-                    "or tokenizer.bin)");
+    requireGivenTokenizerFile(tokenizerFile);
     checkpoint.tokenizerPath = tokenizerFile;
 }
 
 std::shared_ptr<Tokenizer> openTokenizerOf(const LlamaCheckpoint& checkpoint, bool allowSmallVocab) {
     if (checkpoint.tokenizerPath.empty()) return nullptr;
-    const int64_t vocab = checkpoint.config.vocab_size;
-    std::shared_ptr<Tokenizer> tokenizer = Tokenizer::fromAnyFile(checkpoint.tokenizerPath, vocab);
-    if (tokenizer->vocabSize() > vocab)
-        throw Error("tokenizer '" + checkpoint.tokenizerPath + "' has " + std::to_string(tokenizer->vocabSize()) +
-                    " tokens but the model's vocabulary is " + std::to_string(vocab) +
-                    " (is it the tokenizer of another model?)");
-    if (!allowSmallVocab && double(tokenizer->vocabSize()) < kMinTokenizerCoverage * double(vocab))
-        throw Error("tokenizer '" + checkpoint.tokenizerPath + "' has " + std::to_string(tokenizer->vocabSize()) +
-                    " tokens but the model's vocabulary is " + std::to_string(vocab) + ": it covers " +
-                    std::to_string(int(100.0 * double(tokenizer->vocabSize()) / double(vocab))) +
-                    " %, less than 90 % (is it the tokenizer of another model? --allow-small-vocab uses it anyway)");
-    return tokenizer;
+    return openModelTokenizer(checkpoint.tokenizerPath, checkpoint.config.vocab_size, allowSmallVocab);
 }
 
 namespace {

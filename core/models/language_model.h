@@ -45,13 +45,8 @@ LanguageModel openCausalLanguageModel(const std::string& model, const Runtime& r
 
 // checkpoint.tokenizerPath = tokenizerFile (when not empty); npw::Error when there is no such file.
 void useTokenizerFile(LlamaCheckpoint& checkpoint, const std::string& tokenizerFile);
-// The checkpoint's tokenizer, whatever its kind (a tokenizer.bin read with the model's
-// vocab_size, as run.c does); null when it has none. npw::Error when the tokenizer names more
-// tokens than the model has embedding rows, or — unless allowSmallVocab — fewer than
-// kMinTokenizerCoverage of them: many real models pad the embedding table beyond their tokenizer
-// (Code Llama, Qwen: a few percent), but a tokenizer far smaller is another model's, and its ids
-// mean other tokens (perplexity in the tens of thousands, without a word).
-inline constexpr double kMinTokenizerCoverage = 0.9;
+// The checkpoint's tokenizer, whatever its kind; null when it has none. openModelTokenizer
+// (core/text/tokenizer_files.h) with the model's vocabulary: it says what is refused and why.
 std::shared_ptr<Tokenizer> openTokenizerOf(const LlamaCheckpoint& checkpoint, bool allowSmallVocab = false);
 
 } // namespace npw

@@ -1,4 +1,5 @@
 #include "core/models/model_loader.h"
+#include "core/models/checkpoint_summary.h"
 #include "core/models/hf_streamed_resume.h"
 #include "core/models/sliced_llama.h"
 
@@ -391,10 +392,8 @@ LlamaCheckpoint loadLlama2cCheckpoint(const std::string& binPath, WeightStorage 
     auto fail = [&](const std::string& problem) { throw Error("llama2.c checkpoint '" + binPath + "': " + problem); };
     // The header, checked against the file's size (model_files.h; npw tokenize reads it too).
     const Llama2cLayout layout = readLlama2cLayout(binPath);
-    const int64_t dim = layout.dim, hidden = layout.hidden, numLayers = layout.layers, heads = layout.heads;
-    const int64_t kvHeads = layout.kvHeads, seqLen = layout.seqLen, vocab = layout.vocab, totalFloats = layout.totalFloats;
+    const int64_t numLayers = layout.layers, totalFloats = layout.totalFloats;
     const bool tied = layout.tied;
-    const int64_t headDim = dim / heads;
     const uint64_t fileBytes = layout.fileBytes, kHeaderBytes = Llama2cLayout::kHeaderBytes;
     const std::vector<Llama2cLayout::Block>& blocks = layout.blocks;
     std::ifstream in(binPath, std::ios::binary);
@@ -403,21 +402,7 @@ LlamaCheckpoint loadLlama2cCheckpoint(const std::string& binPath, WeightStorage 
     // Only now, with the sizes confirmed by the file, are per-layer lists allocated.
     LlamaCheckpoint checkpoint;
     checkpoint.source = binPath;
-    LlamaConfig& config = checkpoint.config;
-    config.vocab_size = vocab;
-    config.hidden_size = dim;
-    config.num_layers = numLayers;
-    config.head_dim = headDim;
-    config.num_heads.assign(static_cast<size_t>(numLayers), heads);
-    config.num_kv_heads.assign(static_cast<size_t>(numLayers), kvHeads);
-    config.intermediate_size.assign(static_cast<size_t>(numLayers), hidden);
-    config.max_position_embeddings = seqLen;
-    config.rope_theta = 10000.0;
-    config.rms_norm_eps = 1e-5;
-    config.tie_word_embeddings = tied;
-    config.rope_layout = RopeLayout::AdjacentPairs;
-    config.bos_token_id = 1;
-    config.eos_token_id = 2;
+    checkpoint.config = llama2cConfig(layout);  // checkpoint_summary.h: npw info reads it without LibTorch
 
     at::Tensor floats;
     if (storage == WeightStorage::Mapped) {

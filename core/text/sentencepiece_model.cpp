@@ -41,6 +41,33 @@ std::string readString(const Reader& reader, const Field& field, const char* nam
     return std::string(field.bytes);
 }
 
+// unk_surface as some trainers wrote it: the C escapes of its UTF-8 bytes as text, " \\342\\201\\207 "
+// for the default " ⁇ " (llama2.c's tok105.model, trained with SentencePiece's Python trainer,
+// holds exactly that, 14 characters). SentencePiece decodes <unk> to those characters,
+// backslashes and all; npw shows what they spell. Only a string whose every backslash starts a
+// three-digit octal escape, and whose bytes then form UTF-8, is read so; any other stays as stored.
+std::string unescapeOctalSurface(const std::string& stored) {
+    if (stored.find('\\') == std::string::npos) return stored;
+    std::string out;
+    for (std::size_t i = 0; i < stored.size(); ++i) {
+        if (stored[i] != '\\') {
+            out += stored[i];
+            continue;
+        }
+        if (i + 3 >= stored.size()) return stored;  // a backslash without three digits after it
+        int value = 0;
+        for (std::size_t k = 1; k <= 3; ++k) {
+            const char c = stored[i + k];
+            if (c < '0' || c > '7') return stored;
+            value = value * 8 + (c - '0');
+        }
+        if (value > 0xFF) return stored;
+        out += static_cast<char>(value);
+        i += 3;
+    }
+    return utf8::findInvalid(out) == std::string_view::npos ? out : stored;
+}
+
 void readPiece(Reader reader, Piece& piece) {
     Field field;
     while (reader.next(field)) {
@@ -95,7 +122,7 @@ void readTrainerSpec(Reader reader, TrainerSpec& spec) {
         case 42: spec.eosId = readInt32(reader, field, "eos_id"); break;
         case 43: spec.padId = readInt32(reader, field, "pad_id"); break;
         case 44:
-            spec.unkSurface = readString(reader, field, "unk_surface", true);
+            spec.unkSurface = unescapeOctalSurface(readString(reader, field, "unk_surface", true));
             spec.hasUnkSurface = true;
             break;
         case 45: spec.unkPiece = readString(reader, field, "unk_piece", true); break;

@@ -7,6 +7,7 @@
 #include "core/text/tiktoken.h"
 #include "core/text/tokenizer.h"
 #include "core/util/error.h"
+#include "core/util/front_end.h"
 #include "core/util/regular_file.h"
 
 #include <nlohmann/json.hpp>
@@ -152,4 +153,29 @@ std::shared_ptr<Tokenizer> Tokenizer::fromAnyFile(const std::string& path, int64
                 "per line), not a llama2.c tokenizer.bin");
 }
 
+void requireGivenTokenizerFile(const std::string& path) {
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec))
+        throw Error("--tokenizer '" + path + "': there is no such file (expected a tokenizer.json, tokenizer.model "
+                    "or tokenizer.bin)");
+}
+
+std::shared_ptr<Tokenizer> openModelTokenizer(const std::string& path, int64_t vocab, bool allowSmallVocab) {
+    std::shared_ptr<Tokenizer> tokenizer = Tokenizer::fromAnyFile(path, vocab);
+    if (tokenizer->vocabSize() > vocab)
+        throw Error("tokenizer '" + path + "' has " + std::to_string(tokenizer->vocabSize()) +
+                    " tokens but the model's vocabulary is " + std::to_string(vocab) +
+                    " (is it the tokenizer of another model?)");
+    if (!allowSmallVocab && double(tokenizer->vocabSize()) < kMinTokenizerCoverage * double(vocab))
+        throw Error("tokenizer '" + path + "' has " + std::to_string(tokenizer->vocabSize()) +
+                    " tokens but the model's vocabulary is " + std::to_string(vocab) + ": it covers " +
+                    std::to_string(int(100.0 * double(tokenizer->vocabSize()) / double(vocab))) +
+                    " %, less than 90 % (is it the tokenizer of another model? " +
+                    (frontEnd() == FrontEnd::Studio
+                         ? std::string("`npw` with --allow-small-vocab uses it anyway; the studio does not)")
+                         : std::string("--allow-small-vocab uses it anyway)")));
+    return tokenizer;
+}
+
 } // namespace npw
+

@@ -37,4 +37,16 @@ std::string findTokenizerFile(const std::string& dir);
 // "sentencepiece-bpe", "byte-level-bpe", "sentencepiece-unigram", "llama2c".
 const char* tokenizerKindName(Tokenizer::Kind kind);
 
+// The tokenizer a user gives with --tokenizer FILE: npw::Error when there is no such file.
+void requireGivenTokenizerFile(const std::string& path);
+
+// A model's tokenizer from `path`, read with the model's vocabulary size (a tokenizer.bin holds
+// that many pieces, as run.c reads it). npw::Error when it names more tokens than the model has
+// embedding rows, or — unless allowSmallVocab — fewer than kMinTokenizerCoverage of them: many
+// real models pad the embedding table beyond their tokenizer (Code Llama, Qwen: a few percent),
+// but a tokenizer far smaller is another model's, and its ids mean other tokens (perplexity in
+// the tens of thousands, without a word). No LibTorch: npw info runs it in npw-text too.
+inline constexpr double kMinTokenizerCoverage = 0.9;
+std::shared_ptr<Tokenizer> openModelTokenizer(const std::string& path, int64_t modelVocab, bool allowSmallVocab);
+
 } // namespace npw
