@@ -17,6 +17,7 @@
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
+#include <QStandardPaths>
 #include <QProcess>
 #include <QRegularExpression>
 #include <QTemporaryDir>
@@ -392,6 +393,29 @@ private slots:
             if (avx2) QVERIFY2(!preAvx2.contains(core), qPrintable(program + ": " + blas + " on a CPU with AVX2 and FMA"));
             QCOMPARE(blasOf(program, "Prescott"), QString("OpenBLAS Prescott (OPENBLAS_CORETYPE set by the user)"));
         }
+    }
+
+    // `npw bench MODEL --llamacpp` shows that llama.cpp ran the same model: the greedy ids of
+    // both, and how many agree (all of them on demo:lm's float32 GGUF, whose logits agree with
+    // npw's to float32 rounding).
+    void benchBesideLlamaCppGivesBothIds() {
+        if (!QFileInfo::exists(QString(NPW_TEST_DATA) + "/../fixtures/llamacpp/node_modules/node-llama-cpp/package.json") ||
+            QStandardPaths::findExecutable("node").isEmpty())
+            QSKIP("node-llama-cpp is not installed (packaging/setup.sh installs it where Node.js is)");
+        QProcess p;
+        p.start(npw_, {"bench", "demo:lm", "--prompt-tokens", "8", "--decode-tokens", "8", "--repeats", "1", "--llamacpp",
+                       "--json"});
+        QVERIFY2(p.waitForFinished(300000) && p.exitCode() == 0, p.readAllStandardError().constData());
+        const nlohmann::json j = nlohmann::json::parse(p.readAllStandardOutput().toStdString());
+        const nlohmann::json& l = j.at("llamacpp");
+        QCOMPARE(QString::fromStdString(l.at("gguf_dtype").get<std::string>()), QString("f32"));
+        const auto npwIds = l.at("npw_ids").get<std::vector<int>>();
+        const auto llamaIds = l.at("llamacpp_ids").get<std::vector<int>>();
+        QCOMPARE(npwIds.size(), size_t(8));
+        QVERIFY(llamaIds.size() >= npwIds.size());
+        QCOMPARE(l.at("greedy_ids_agreeing").get<size_t>(), size_t(8));
+        QVERIFY(l.at("same_greedy_ids").get<bool>());
+        QVERIFY(std::equal(npwIds.begin(), npwIds.end(), llamaIds.begin()));
     }
 
     void sweepThroughAPipe() {

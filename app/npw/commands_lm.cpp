@@ -372,7 +372,11 @@ int runBench(const Args& args) {
             std::cout << "llama.cpp        prefill " << llamaCpp["prefill_tokens_per_s"].get<double>() << ", decode "
                       << llamaCpp["decode_tokens_per_s"].get<double>() << " tokens/s (same weights as GGUF " << llamaCpp["gguf_dtype"].get<std::string>() << ", "
                       << llamaCpp["threads"].get<int>() << " threads; greedy ids "
-                      << (llamaCpp["same_greedy_ids"].get<bool>() ? "identical to npw's" : "DIFFER from npw's") << ")\n";
+                      << (llamaCpp["same_greedy_ids"].get<bool>()
+                              ? std::string("identical to npw's")
+                              : "the first " + std::to_string(llamaCpp["greedy_ids_agreeing"].get<size_t>()) + " of " +
+                                    std::to_string(llamaCpp["npw_ids"].size()) + " identical to npw's, then different")
+                      << ")\n";
     });
     return 0;
 }
