@@ -1,6 +1,7 @@
 #pragma once
 #include "app/npw/cli_args.h"
 #include "app/npw/flag_table.h"
+#include "app/npw/info_command.h"  // isGgufPath, runGgufInfo
 #include "app/npw/terminal_output.h"  // terminalProgress, clearProgressLine, printResult
 #include "core/data/text_datasets.h"
 #include "core/eval/feature_network.h"
@@ -64,10 +65,6 @@ nlohmann::json benchLlamaCpp(const LlamaCheckpoint& checkpoint, int64_t promptTo
 // "bf16" or "f16" when every weight matrix of the checkpoint is stored so (a release as it ships:
 // llama.cpp then reads the same two bytes a weight as npw), "f32" otherwise.
 std::string storedMatrixGgufDtype(const LlamaCheckpoint& checkpoint);
-
-// `npw info FILE.gguf`: header, metadata (long arrays shortened) and tensors of a GGUF file.
-bool isGgufPath(const std::string& path);
-int runGgufInfo(const Args& args, const std::string& path);
 
 // Class-conditional image models (commands_image.cpp): `npw generate` and `npw info` hand over
 // to these when isImageModelRequest says so.

@@ -164,27 +164,3 @@ nlohmann::json benchLlamaCpp(const LlamaCheckpoint& checkpoint, int64_t promptTo
 
 } // namespace npw::cli
 
-namespace npw::cli {
-
-bool isGgufPath(const std::string& path) {
-    return path.size() > 5 && path.compare(path.size() - 5, 5, ".gguf") == 0;
-}
-
-int runGgufInfo(const Args& args, const std::string& path) {
-    const GgufFile f = readGgufFile(path);
-    nlohmann::json metadata = nlohmann::json::object();
-    for (const auto& [key, value] : f.metadata) metadata[key] = value.describe(16);
-    nlohmann::json tensors = nlohmann::json::array();
-    for (const GgufTensorInfo& t : f.tensors)
-        tensors.push_back({{"name", t.name}, {"ne", t.ne}, {"type", ggmlTypeName(t.type)}, {"offset", t.offset}});
-    const nlohmann::json j = {{"file", path}, {"format", "gguf"}, {"version", f.version}, {"alignment", f.alignment},
-                              {"bytes", f.fileSize}, {"metadata", metadata}, {"tensors", tensors}};
-    printResult(args, j, [&] {
-        std::cout << "file        " << path << " (GGUF v" << f.version << ", " << f.fileSize << " bytes, "
-                  << f.tensors.size() << " tensors)\n";
-        for (const auto& [key, value] : f.metadata) std::cout << "  " << key << " = " << value.describe(8) << "\n";
-    });
-    return 0;
-}
-
-} // namespace npw::cli

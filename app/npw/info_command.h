@@ -21,6 +21,11 @@ bool infoNeedsRuntime(const Args& args);
 // "4,4,2": a per-layer list as info prints it (a SliceGPT model's too).
 std::string joinList(const std::vector<int64_t>& v);
 
+// `npw info FILE.gguf`: header, metadata (long arrays shortened) and tensors of a GGUF file
+// (core/io/gguf.h reads them without LibTorch).
+bool isGgufPath(const std::string& path);
+int runGgufInfo(const Args& args, const std::string& path);
+
 int runLlamaInfo(const Args& args, const std::string& model, const CheckpointSummary& summary,
                  const RuntimeDescription& runtime);
 

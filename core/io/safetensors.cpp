@@ -33,23 +33,20 @@ using nlohmann::json;
 
 namespace {
 
-// The reference implementation's limit: a bigger header is treated as an attack, not a model.
-constexpr uint64_t kMaxHeaderBytes = 100'000'000;
-constexpr const char* kMetadataKey = "__metadata__";
-
+// The LibTorch type of each safetensors dtype (the names and element sizes: safetensors_header.h).
 struct DtypeSpec {
     const char* name;
-    uint64_t bytes;
     c10::ScalarType torchType;  // Undefined where LibTorch 1.13 has no such type
+    uint64_t bytes() const { return safeTensorsElementBytes(name); }
 };
 
 const DtypeSpec kDtypes[] = {
-    {"BOOL", 1, at::kBool},     {"U8", 1, at::kByte},        {"I8", 1, at::kChar},
-    {"F8_E5M2", 1, at::ScalarType::Undefined}, {"F8_E4M3", 1, at::ScalarType::Undefined},
-    {"I16", 2, at::kShort},     {"U16", 2, at::ScalarType::Undefined},
-    {"F16", 2, at::kHalf},      {"BF16", 2, at::kBFloat16},
-    {"I32", 4, at::kInt},       {"U32", 4, at::ScalarType::Undefined}, {"F32", 4, at::kFloat},
-    {"F64", 8, at::kDouble},    {"I64", 8, at::kLong},       {"U64", 8, at::ScalarType::Undefined},
+    {"BOOL", at::kBool},     {"U8", at::kByte},        {"I8", at::kChar},
+    {"F8_E5M2", at::ScalarType::Undefined}, {"F8_E4M3", at::ScalarType::Undefined},
+    {"I16", at::kShort},     {"U16", at::ScalarType::Undefined},
+    {"F16", at::kHalf},      {"BF16", at::kBFloat16},
+    {"I32", at::kInt},       {"U32", at::ScalarType::Undefined}, {"F32", at::kFloat},
+    {"F64", at::kDouble},    {"I64", at::kLong},       {"U64", at::ScalarType::Undefined},
 };
 
 const DtypeSpec* findDtype(const std::string& name) {
@@ -64,179 +61,19 @@ const DtypeSpec* findDtype(c10::ScalarType type) {
     return nullptr;
 }
 
-std::string knownDtypeList() {
-    std::string list;
-    for (const DtypeSpec& spec : kDtypes) list += (list.empty() ? "" : ", ") + std::string(spec.name);
-    return list;
-}
-
 [[noreturn]] void fail(const std::string& path, const std::string& problem) {
     throw Error("safetensors file '" + path + "': " + problem);
-}
-
-// nlohmann::json keeps the last of duplicate keys without a word; the spec forbids
-// duplicates and parser differentials on them were a security-audit finding, so the parser
-// refuses the second occurrence of a key (and nesting beyond json_fields::kMaxJsonDepth).
-json parseHeaderRejectingDuplicates(const std::string& path, std::string_view header) {
-    json_fields::JsonParseOptions options;
-    options.rejectDuplicateKeys = true;
-    options.describeDuplicate = [](const std::string& key, const std::string& entry) {
-        return entry.empty() ? "duplicate tensor name '" + key + "' in the header"
-                             : "duplicate key '" + key + "' inside the header entry '" + entry + "'";
-    };
-    return json_fields::parseJsonLimited(header, "safetensors file '" + path + "': the header", options);
-}
-
-uint64_t readUnsigned(const std::string& path, const std::string& tensor, const char* field, const json& value) {
-    if (!value.is_number_unsigned())
-        fail(path, "tensor '" + tensor + "': every element of '" + field +
-                       "' must be a non-negative integer, got " + json_fields::preview(value));
-    return value.get<uint64_t>();
-}
-
-TensorInfo parseTensorEntry(const std::string& path, const std::string& name, const json& entry) {
-    if (!entry.is_object())
-        fail(path, "tensor '" + name + "': the header entry must be an object with dtype, shape and data_offsets, got " +
-                       json_fields::preview(entry));
-    for (const auto& field : entry.items())
-        if (field.key() != "dtype" && field.key() != "shape" && field.key() != "data_offsets")
-            fail(path, "tensor '" + name + "': unknown field '" + field.key() +
-                           "' (expected only dtype, shape and data_offsets)");
-    for (const char* field : {"dtype", "shape", "data_offsets"})
-        if (!entry.contains(field)) fail(path, "tensor '" + name + "': the header entry has no '" + field + "'");
-
-    TensorInfo info;
-    const json& dtype = entry["dtype"];
-    if (!dtype.is_string()) fail(path, "tensor '" + name + "': dtype must be a string, got " + json_fields::preview(dtype));
-    info.dtype = dtype.get<std::string>();
-    const DtypeSpec* spec = findDtype(info.dtype);
-    if (!spec) fail(path, "tensor '" + name + "': unknown dtype '" + info.dtype + "' (known: " + knownDtypeList() + ")");
-
-    const json& shape = entry["shape"];
-    if (!shape.is_array()) fail(path, "tensor '" + name + "': shape must be a list of integers, got " + json_fields::preview(shape));
-    uint64_t numel = 1;
-    bool overflow = false;
-    for (const json& dim : shape) {
-        uint64_t size = readUnsigned(path, name, "shape", dim);
-        if (size > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
-            fail(path, "tensor '" + name + "': dimension " + std::to_string(size) + " is too large");
-        info.shape.push_back(static_cast<int64_t>(size));
-        overflow |= __builtin_mul_overflow(numel, size, &numel);
-    }
-    uint64_t expectedBytes = 0;
-    overflow |= __builtin_mul_overflow(numel, spec->bytes, &expectedBytes);
-    if (overflow)
-        fail(path, "tensor '" + name + "': shape " + formatShape(info.shape) + " of " + info.dtype +
-                       " overflows 64 bits of bytes");
-
-    const json& offsets = entry["data_offsets"];
-    if (!offsets.is_array() || offsets.size() != 2)
-        fail(path, "tensor '" + name + "': data_offsets must be [begin, end], got " + json_fields::preview(offsets));
-    info.begin = readUnsigned(path, name, "data_offsets", offsets[0]);
-    info.end = readUnsigned(path, name, "data_offsets", offsets[1]);
-    if (info.end < info.begin)
-        fail(path, "tensor '" + name + "': data_offsets end " + std::to_string(info.end) + " is before begin " +
-                       std::to_string(info.begin));
-    if (info.end - info.begin != expectedBytes)
-        fail(path, "tensor '" + name + "': shape " + formatShape(info.shape) + " of " + info.dtype + " needs " +
-                       std::to_string(expectedBytes) + " bytes, but data_offsets [" + std::to_string(info.begin) +
-                       ", " + std::to_string(info.end) + "] hold " + std::to_string(info.end - info.begin));
-    return info;
-}
-
-std::map<std::string, std::string> parseMetadata(const std::string& path, const json& metadata) {
-    if (!metadata.is_object())
-        fail(path, "__metadata__ must be an object of strings, got " + json_fields::preview(metadata));
-    std::map<std::string, std::string> result;
-    for (const auto& item : metadata.items()) {
-        if (!item.value().is_string())
-            fail(path, "__metadata__ entry '" + item.key() + "' must be a string, got " + json_fields::preview(item.value()));
-        result[item.key()] = item.value().get<std::string>();
-    }
-    return result;
-}
-
-// The tensors must tile the byte buffer exactly: sorted by offset, the first begins at 0,
-// each begins where the previous ends, and the last ends at the end of the file. Trailing
-// bytes are refused too: they are how polyglot files hide a second payload.
-void checkDataLayout(const std::string& path, const std::map<std::string, TensorInfo>& tensors, uint64_t bufferBytes) {
-    std::vector<std::tuple<uint64_t, uint64_t, std::string>> byOffset;
-    for (const auto& [name, info] : tensors) byOffset.emplace_back(info.begin, info.end, name);
-    std::sort(byOffset.begin(), byOffset.end());
-
-    uint64_t expectedBegin = 0;
-    std::string previous;
-    for (const auto& [begin, end, name] : byOffset) {
-        if (begin != expectedBegin) {
-            std::string problem = begin > expectedBegin ? "a gap" : "an overlap";
-            std::string where = previous.empty() ? "the first tensor must begin at byte 0"
-                                                 : "it must begin at byte " + std::to_string(expectedBegin) +
-                                                       ", where tensor '" + previous + "' ends";
-            fail(path, "tensor '" + name + "' begins at data byte " + std::to_string(begin) + " but " + where + " (" +
-                           problem + " in the data)");
-        }
-        if (end > bufferBytes)
-            fail(path, "tensor '" + name + "' ends at data byte " + std::to_string(end) + " but the file holds only " +
-                           std::to_string(bufferBytes) + " data bytes after the header (truncated file?)");
-        expectedBegin = end;
-        previous = name;
-    }
-    if (expectedBegin != bufferBytes)
-        fail(path, std::to_string(bufferBytes - expectedBegin) + " trailing bytes after the last tensor (data ends at " +
-                       std::to_string(expectedBegin) + ", the file has " + std::to_string(bufferBytes) +
-                       " data bytes)");
 }
 
 } // namespace
 
 std::shared_ptr<SafeTensorsFile> SafeTensorsFile::open(const std::string& path) {
     std::shared_ptr<SafeTensorsFile> file(new SafeTensorsFile());
-    file->path_ = path;
-
-    file->mapping_ = MappedFile::open(path, "safetensors file");
-    const uint64_t fileBytes = file->mapping_->size();
-    if (fileBytes < 8)
-        fail(path, "the file has " + std::to_string(fileBytes) + " bytes, fewer than the 8 of the header length");
-    const uint8_t* bytes = file->mapping_->bytes();
-
-    uint64_t headerBytes = 0;
-    std::memcpy(&headerBytes, bytes, 8);
-    if (headerBytes > kMaxHeaderBytes)
-        fail(path, "header length " + std::to_string(headerBytes) + " exceeds the limit of " +
-                       std::to_string(kMaxHeaderBytes) + " bytes");
-    if (8 + headerBytes > fileBytes)
-        fail(path, "header of " + std::to_string(headerBytes) + " bytes extends past the end of the file (" +
-                       std::to_string(fileBytes) + " bytes)");
-
-    std::string_view header(reinterpret_cast<const char*>(bytes + 8), headerBytes);
-    size_t badByte = utf8::findInvalid(header);
-    if (badByte != std::string_view::npos)
-        fail(path, "the header is not valid UTF-8 (bad byte at header offset " + std::to_string(badByte) + ")");
-    json parsed = parseHeaderRejectingDuplicates(path, header);
-    if (!parsed.is_object()) fail(path, "the header is not a JSON object (it is " + std::string(parsed.type_name()) + ")");
-
-    for (const auto& item : parsed.items()) {
-        if (item.key() == kMetadataKey) file->metadata_ = parseMetadata(path, item.value());
-        else file->tensors_[item.key()] = parseTensorEntry(path, item.key(), item.value());
-    }
-    checkDataLayout(path, file->tensors_, fileBytes - 8 - headerBytes);
-    file->data_ = bytes + 8 + headerBytes;
+    file->read(path);
     return file;
 }
 
 SafeTensorsFile::~SafeTensorsFile() = default;
-
-std::vector<std::string> SafeTensorsFile::names() const {
-    std::vector<std::string> result;
-    for (const auto& entry : tensors_) result.push_back(entry.first);
-    return result;
-}
-
-const TensorInfo& SafeTensorsFile::info(const std::string& name) const {
-    auto it = tensors_.find(name);
-    if (it == tensors_.end()) fail(path_, "no tensor named '" + name + "'");
-    return it->second;
-}
 
 at::Tensor SafeTensorsFile::load(const std::string& name) const {
     const TensorInfo& tensorInfo = info(name);
@@ -257,8 +94,8 @@ at::Tensor SafeTensorsFile::view(const std::string& name) const {
     if (spec->torchType == at::ScalarType::Undefined)
         fail(path_, "tensor '" + name + "' has dtype " + tensorInfo.dtype + ", which LibTorch 1.13 cannot hold");
     const uint8_t* begin = data_ + tensorInfo.begin;
-    if (reinterpret_cast<uintptr_t>(begin) % spec->bytes != 0)
-        fail(path_, "tensor '" + name + "' is not aligned to its " + std::to_string(spec->bytes) +
+    if (reinterpret_cast<uintptr_t>(begin) % spec->bytes() != 0)
+        fail(path_, "tensor '" + name + "' is not aligned to its " + std::to_string(spec->bytes()) +
                         "-byte elements in the file (header not padded to 8 bytes?); it can only be copied (load)");
     std::shared_ptr<const SafeTensorsFile> owner = shared_from_this();
     // The mapping is read-only: a write through this view faults instead of changing the file.
@@ -270,7 +107,7 @@ bool SafeTensorsFile::canView(const std::string& name) const {
     const TensorInfo& tensorInfo = info(name);
     const DtypeSpec* spec = findDtype(tensorInfo.dtype);
     return spec->torchType != at::ScalarType::Undefined &&
-           reinterpret_cast<uintptr_t>(data_ + tensorInfo.begin) % spec->bytes == 0;
+           reinterpret_cast<uintptr_t>(data_ + tensorInfo.begin) % spec->bytes() == 0;
 }
 
 at::Tensor SafeTensorsFile::loadFloat(const std::string& name) const {
@@ -293,7 +130,7 @@ std::pair<std::string, std::vector<uint64_t>> planLayout(const std::string& path
     for (size_t i = 0; i < entries.size(); ++i) {
         order[i] = i;
         const SafeTensorsEntry& e = entries[i];
-        if (e.name == kMetadataKey) fail(path, "cannot write a tensor named '__metadata__' (the name is reserved)");
+        if (e.name == kSafeTensorsMetadataKey) fail(path, "cannot write a tensor named '__metadata__' (the name is reserved)");
         if (!seen.insert(e.name).second) fail(path, "cannot write two tensors named '" + e.name + "'");
         const DtypeSpec* dtype = findDtype(e.dtype);
         if (!dtype)
@@ -302,7 +139,7 @@ std::pair<std::string, std::vector<uint64_t>> planLayout(const std::string& path
         for (int64_t size : e.shape)
             if (size < 0) fail(path, "cannot write tensor '" + e.name + "': negative dimension in " + formatShape(e.shape));
     }
-    auto bytesOf = [](const SafeTensorsEntry& e) { return findDtype(e.dtype)->bytes; };
+    auto bytesOf = [](const SafeTensorsEntry& e) { return findDtype(e.dtype)->bytes(); };
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
         if (bytesOf(entries[a]) != bytesOf(entries[b])) return bytesOf(entries[a]) > bytesOf(entries[b]);
         return entries[a].name < entries[b].name;
@@ -318,7 +155,7 @@ std::pair<std::string, std::vector<uint64_t>> planLayout(const std::string& path
         offsets[i] = offset;
         offset += bytes;
     }
-    if (!metadata.empty()) header[kMetadataKey] = metadata;
+    if (!metadata.empty()) header[kSafeTensorsMetadataKey] = metadata;
     std::string headerText;
     try {
         headerText = json_fields::dumpJson(header, -1, "the safetensors header");
@@ -330,7 +167,7 @@ std::pair<std::string, std::vector<uint64_t>> planLayout(const std::string& path
 }
 
 uint64_t entryBytes(const SafeTensorsEntry& e) {
-    uint64_t bytes = findDtype(e.dtype)->bytes;
+    uint64_t bytes = findDtype(e.dtype)->bytes();
     for (int64_t size : e.shape) bytes *= static_cast<uint64_t>(size);
     return bytes;
 }

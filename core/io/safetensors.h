@@ -1,6 +1,8 @@
 #pragma once
-// safetensors reader (memory-mapped, validated as the reference parser does and stricter:
-// duplicate names, gaps, overlaps, trailing bytes are all rejected) and an atomic writer.
+// safetensors reader (memory-mapped, its header validated as safetensors_header.h says) and an
+// atomic writer.
+#include "core/io/safetensors_header.h"
+
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
@@ -12,26 +14,13 @@
 
 namespace npw {
 
-class MappedFile;
-
-struct TensorInfo {
-    std::string dtype;             // safetensors dtype string: "F32", "F16", "BF16", ...
-    std::vector<int64_t> shape;
-    uint64_t begin = 0, end = 0;   // byte offsets into the data buffer
-};
-
-class SafeTensorsFile : public std::enable_shared_from_this<SafeTensorsFile> {
+// The header's reader (path, names, info, metadata) with the tensors as LibTorch's.
+class SafeTensorsFile : public SafeTensorsHeader, public std::enable_shared_from_this<SafeTensorsFile> {
 public:
     // Opens and validates the header; the data stay mapped until the object dies.
     // Throws npw::Error naming the file and what is wrong.
     static std::shared_ptr<SafeTensorsFile> open(const std::string& path);
-    ~SafeTensorsFile();
-
-    const std::string& path() const { return path_; }
-    bool has(const std::string& name) const { return tensors_.count(name) != 0; }
-    std::vector<std::string> names() const;
-    const TensorInfo& info(const std::string& name) const;  // throws when missing
-    const std::map<std::string, std::string>& metadata() const { return metadata_; }
+    ~SafeTensorsFile() override;
 
     // A float32 copy of the tensor (F32/F16/BF16/F64 are converted). Throws when missing.
     at::Tensor loadFloat(const std::string& name) const;
@@ -48,11 +37,6 @@ public:
 
 private:
     SafeTensorsFile() = default;
-    std::string path_;
-    std::map<std::string, TensorInfo> tensors_;
-    std::map<std::string, std::string> metadata_;
-    const uint8_t* data_ = nullptr;  // start of the byte buffer (after the header)
-    std::unique_ptr<MappedFile> mapping_;
 };
 
 // One tensor of a file whose layout is planned before its data exist.

@@ -1,17 +1,18 @@
 #pragma once
-// Tensor shapes as text for error messages: "[512, 64]".
-#include <c10/util/ArrayRef.h>
-
+// Tensor shapes as text for error messages: "[512, 64]". No LibTorch here: a std::vector<int64_t>
+// and a tensor's sizes() read alike, and npw-text (app/text) words the same messages.
 #include <cstdint>
 #include <string>
 
 namespace npw {
 
-inline std::string formatShape(c10::IntArrayRef shape) {
+template <class Shape>
+std::string formatShape(const Shape& shape) {
     std::string text = "[";
-    for (size_t i = 0; i < shape.size(); ++i) {
-        if (i) text += ", ";
-        text += std::to_string(shape[i]);
+    bool first = true;
+    for (int64_t size : shape) {
+        text += (first ? "" : ", ") + std::to_string(size);
+        first = false;
     }
     return text + "]";
 }

@@ -31,13 +31,8 @@ CheckpointInspection inspectLlamaCheckpoint(const std::string& model) {
                  : at.layout == CheckpointLayout::Llama2cCkpt ? "llama2.c-ckpt"
                  : at.layout == CheckpointLayout::HfDirectory ? "safetensors"
                                                               : "llama2.c";
-    std::set<std::string> seen;
-    for (const auto& [name, origin] : out.tensors) {
-        if (seen.insert(origin.file).second) out.files.push_back(origin.file);
-        out.bytesByDtype[origin.dtype] += origin.bytes;
-        out.weightBytes += origin.bytes;
-    }
-    std::sort(out.files.begin(), out.files.end());  // shard order (model-00001-of-…, consolidated.00, …)
+    for (const auto& [name, origin] : out.tensors) addWeightTensor(out, origin.file, origin.dtype, origin.bytes);
+    sortWeightFiles(out);
     if (meta) {  // every shard holds a piece of every tensor
         out.files.clear();
         const std::regex shard(R"(consolidated\.(\d+)\.pth)");

@@ -1,4 +1,10 @@
+// No LibTorch here (checkpoint_summary.h): npw-text compiles this file.
 #include "core/models/checkpoint_summary.h"
+
+#include "core/models/hf_llama_files.h"
+#include "core/text/tokenizer_files.h"
+
+#include <algorithm>
 
 namespace npw {
 
@@ -36,6 +42,61 @@ CheckpointSummary summarizeLlama2cCheckpoint(const std::string& binPath) {
         out.weightBytes += count * sizeof(float);
     }
     out.bytesByDtype["F32"] = out.weightBytes;
+    return out;
+}
+
+void addWeightTensor(CheckpointSummary& summary, const std::string& file, const std::string& dtype, uint64_t bytes) {
+    if (std::find(summary.files.begin(), summary.files.end(), file) == summary.files.end()) summary.files.push_back(file);
+    summary.bytesByDtype[dtype] += bytes;
+    summary.weightBytes += bytes;
+}
+
+void sortWeightFiles(CheckpointSummary& summary) { std::sort(summary.files.begin(), summary.files.end()); }
+
+namespace {
+
+// The loader's store (model_loader.cpp) with header entries for tensors: takeHfLlamaTensors
+// walks both alike.
+class HfHeaderStore {
+public:
+    struct Tensor {
+        const SafeTensorsHeader* file = nullptr;
+        std::string name;
+    };
+    HfHeaderStore(const std::string& dir, const std::string& configPath)
+        : listing_(dir, configPath, [](const std::string& path) { return SafeTensorsHeader::open(path); }) {}
+
+    bool has(const std::string& name) const { return listing_.has(name); }
+    Tensor take(const std::string& name, const HfShape& expected) { return {&listing_.take(name, expected), name}; }
+    static bool defined(const Tensor& t) { return t.file != nullptr; }
+    static bool nonZero(const Tensor& t) { return t.file->anyNonZero(t.name); }
+    [[noreturn]] static bool equal(const Tensor&, const Tensor&) { throw NeedsTensorValues{}; }
+    const std::string& fileOf(const std::string& name) const { return listing_.fileOf(name); }
+    const std::string& configPath() const { return listing_.configPath(); }
+    void rejectUntaken() const { listing_.rejectUntaken(); }
+    const HfSafetensorsListing& listing() const { return listing_; }
+
+private:
+    HfSafetensorsListing listing_;
+};
+
+} // namespace
+
+CheckpointSummary summarizeHfCheckpoint(const std::string& dir) {
+    CheckpointSummary out;
+    out.source = dir;
+    out.format = "safetensors";
+    const std::string configPath = hfConfigPath(dir);
+    out.config = readHfDirectoryConfig(configPath);
+    HfHeaderStore store(dir, configPath);
+    HfTensorSlots<HfHeaderStore::Tensor> slots;
+    takeHfLlamaTensors(out.config, store, slots);
+    out.tokenizerPath = findTokenizerFile(dir);
+    for (const auto& [name, file] : store.listing().taken()) {
+        const TensorInfo& info = file->info(name);
+        addWeightTensor(out, file->path(), info.dtype, info.end - info.begin);
+    }
+    sortWeightFiles(out);
     return out;
 }
 

@@ -1,8 +1,9 @@
 #pragma once
 // What `npw info` says of a LLaMA checkpoint: its config, files and weight bytes by stored dtype.
 // No LibTorch here or in the .cpp, so that npw-text (app/text) answers `npw info` on a llama2.c
-// .bin without loading it (the launcher says why: app/launcher/main.cpp). inspectLlamaCheckpoint
-// (checkpoint_inspection.h) fills the same fields for every format, through the loaders.
+// .bin or a Hugging Face folder without loading it (the launcher says why: app/launcher/main.cpp).
+// inspectLlamaCheckpoint (checkpoint_inspection.h) fills the same fields for every format,
+// through the loaders.
 #include "core/models/llama_config.h"
 #include "core/models/model_files.h"
 
@@ -31,5 +32,19 @@ LlamaConfig llama2cConfig(const Llama2cLayout& layout);
 // as loading checks it (readLlama2cLayout): the weights are every block but RoPE's stored
 // freq_cis tables, which npw computes, as loadLlama2cCheckpoint's TensorOrigins count them.
 CheckpointSummary summarizeLlama2cCheckpoint(const std::string& binPath);
+
+// A Hugging Face folder (CheckpointLayout::HfDirectory) from its config.json and safetensors
+// headers, checked as loadHfLlamaDirectory checks them, in the same order and words
+// (hf_llama_files.h: one walk for both); the only values read are the few small biases whose
+// zeros decide the structure, as the loader reads them. Throws NeedsTensorValues
+// (hf_llama_files.h) for a tied checkpoint that stores its classifier anyway (is it the
+// embedding? only the values say).
+CheckpointSummary summarizeHfCheckpoint(const std::string& dir);
+
+// A weight tensor of `bytes` bytes stored as `dtype` in `file`, counted into the summary's files,
+// bytes and bytes by dtype; then sortWeightFiles puts the files in shard order
+// (model-00001-of-…, consolidated.00, …).
+void addWeightTensor(CheckpointSummary& summary, const std::string& file, const std::string& dtype, uint64_t bytes);
+void sortWeightFiles(CheckpointSummary& summary);
 
 } // namespace npw

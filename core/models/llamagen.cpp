@@ -6,6 +6,7 @@
 #include "core/util/atomic_file.h"
 #include "core/util/error.h"
 #include "core/util/paths.h"
+#include "core/models/model_files.h"
 #include "core/text/json_fields.h"
 #include "core/text/json_output.h"
 
@@ -394,17 +395,6 @@ LlamaGenCheckpoint loadNpwDirectory(const std::string& dir) {
     return ck;
 }
 
-bool isNpwLlamaGenDir(const std::string& path) {
-    const fs::path config = fs::path(path) / "config.json";
-    if (!fs::is_regular_file(config)) return false;
-    try {
-        const json j = json_fields::readJsonFile(config.string());
-        return j.is_object() && j.contains("model_type") && j["model_type"] == "llamagen-c2i";
-    } catch (const std::exception&) {
-        return false;
-    }
-}
-
 } // namespace
 
 LlamaGenCheckpoint loadLlamaGenCheckpoint(const std::string& model, const LlamaGenLoadOptions& options) {
@@ -427,7 +417,7 @@ bool isLlamaGenModel(const std::string& model) {
         return false;
     }
     std::error_code ec;
-    if (fs::is_directory(path, ec)) return isNpwLlamaGenDir(path);
+    if (fs::is_directory(path, ec)) return isLlamaGenDirectory(path);
     if (!fs::is_regular_file(path, ec)) return false;
     try {
         auto ck = TorchCheckpoint::open(path);

@@ -1,7 +1,9 @@
 // No LibTorch here (model_files.h): npw-text links this file, and it must stay torch-free.
 #include "core/models/model_files.h"
 
+#include "core/models/hf_llama_files.h"
 #include "core/models/llama_config.h"
+#include "core/text/json_fields.h"
 #include "core/text/tokenizer_files.h"
 #include "core/util/error.h"
 #include "core/util/paths.h"
@@ -12,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 namespace fs = std::filesystem;
 
@@ -27,6 +30,17 @@ std::string slicedModelIsNoLlama(const std::string& model) {
     return "model '" + model + "' is a SliceGPT-sliced model (" + kSlicedModelFormat +
            "): its residual stream is rotated and sliced, with shortcut matrices no LLaMA loader, GGUF or llama.cpp "
            "has a place for; npw eval, generate, compare, zeroshot and bench run it, this command needs a LLaMA";
+}
+
+bool isLlamaGenDirectory(const std::string& path) {
+    const fs::path config = fs::path(path) / "config.json";
+    if (!fs::is_regular_file(config)) return false;
+    try {
+        const nlohmann::json j = json_fields::readJsonFile(config.string());
+        return j.is_object() && j.contains("model_type") && j["model_type"] == "llamagen-c2i";
+    } catch (const std::exception&) {
+        return false;
+    }
 }
 
 bool isMetaCheckpointDirectory(const std::string& dir) {
@@ -219,15 +233,7 @@ std::optional<int64_t> vocabularyFromConfig(const std::string& model) {
     switch (at.layout) {
     case CheckpointLayout::Missing: throw Error(modelNotFound(model, at));
     case CheckpointLayout::SlicedDirectory: throw Error(slicedModelIsNoLlama(model));
-    case CheckpointLayout::HfDirectory: {
-        const std::string configPath = (fs::path(at.path) / "config.json").string();
-        std::error_code ec;
-        if (!fs::is_regular_file(configPath, ec))
-            throw Error("'" + at.path + "' is not a Hugging Face model directory: it has no config.json");
-        LlamaConfig config = readHfLlamaConfig(configPath);
-        config.validate(configPath);
-        return config.vocab_size;
-    }
+    case CheckpointLayout::HfDirectory: return readHfDirectoryConfig(hfConfigPath(at.path)).vocab_size;
     case CheckpointLayout::Llama2cBin: return readLlama2cLayout(at.path).vocab;
     case CheckpointLayout::MetaRelease:  // params.json may say -1: the tensors say it
     case CheckpointLayout::Llama2cCkpt: return std::nullopt;  // a pickle: its tensors say it

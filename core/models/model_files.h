@@ -42,6 +42,10 @@ CheckpointLocation locateCheckpoint(const std::string& model);
 std::string modelNotFound(const std::string& model, const CheckpointLocation& at);
 std::string modelIsNoneOfTheLayouts(const std::string& model, const CheckpointLocation& at);
 
+// True for a folder npw wrote a LlamaGen image model into (config.json's model_type
+// "llamagen-c2i"; llamagen.h): npw info and generate take it as an image model.
+bool isLlamaGenDirectory(const std::string& path);
+
 // True for a directory with params.json and consolidated.00.pth (Meta's release).
 bool isMetaCheckpointDirectory(const std::string& dir);
 // The tokenizer of a Meta release folder: in a Hugging Face repository's "original/" folder the

@@ -1,5 +1,6 @@
 #include "core/models/model_loader.h"
 #include "core/models/checkpoint_summary.h"
+#include "core/models/hf_llama_files.h"
 #include "core/models/hf_streamed_resume.h"
 #include "core/models/sliced_llama.h"
 
@@ -41,212 +42,43 @@ using nlohmann::json;
 
 namespace {
 
-using Shape = std::vector<int64_t>;
+using Shape = HfShape;
 
-std::string layerTensorName(int64_t layer, const std::string& suffix) {
-    return "model.layers." + std::to_string(layer) + "." + suffix;
-}
-
-// Every tensor a LLaMA with this config must have, by Hugging Face name, with the shape the
-// config implies. The loader fills the weights through it and the writer reads them, so the
-// two cannot disagree on names or shapes. Weights is LlamaWeights or const LlamaWeights.
-template <class Weights, class Visit>
-void forEachRequiredHfTensor(const LlamaConfig& config, Weights& weights, Visit visit) {
-    const int64_t hidden = config.hidden_size;
-    visit("model.embed_tokens.weight", Shape{config.vocab_size, hidden}, weights.embed);
-    for (int64_t i = 0; i < config.num_layers; ++i) {
-        auto& layer = weights.layers[static_cast<size_t>(i)];
-        const int64_t qWidth = config.num_heads[static_cast<size_t>(i)] * config.head_dim;
-        const int64_t kvWidth = config.num_kv_heads[static_cast<size_t>(i)] * config.head_dim;
-        const int64_t inter = config.intermediate_size[static_cast<size_t>(i)];
-        visit(layerTensorName(i, "input_layernorm.weight"), Shape{hidden}, layer.attn_norm);
-        visit(layerTensorName(i, "self_attn.q_proj.weight"), Shape{qWidth, hidden}, layer.wq);
-        visit(layerTensorName(i, "self_attn.k_proj.weight"), Shape{kvWidth, hidden}, layer.wk);
-        visit(layerTensorName(i, "self_attn.v_proj.weight"), Shape{kvWidth, hidden}, layer.wv);
-        if (config.qkv_bias) {
-            visit(layerTensorName(i, "self_attn.q_proj.bias"), Shape{qWidth}, layer.wq_bias);
-            visit(layerTensorName(i, "self_attn.k_proj.bias"), Shape{kvWidth}, layer.wk_bias);
-            visit(layerTensorName(i, "self_attn.v_proj.bias"), Shape{kvWidth}, layer.wv_bias);
-        }
-        if (config.qk_norm) {
-            visit(layerTensorName(i, "self_attn.q_norm.weight"), Shape{config.head_dim}, layer.q_norm);
-            visit(layerTensorName(i, "self_attn.k_norm.weight"), Shape{config.head_dim}, layer.k_norm);
-        }
-        visit(layerTensorName(i, "self_attn.o_proj.weight"), Shape{hidden, qWidth}, layer.wo);
-        visit(layerTensorName(i, "post_attention_layernorm.weight"), Shape{hidden}, layer.ffn_norm);
-        visit(layerTensorName(i, "mlp.gate_proj.weight"), Shape{inter, hidden}, layer.w_gate);
-        visit(layerTensorName(i, "mlp.up_proj.weight"), Shape{inter, hidden}, layer.w_up);
-        visit(layerTensorName(i, "mlp.down_proj.weight"), Shape{hidden, inter}, layer.w_down);
-    }
-    visit("model.norm.weight", Shape{hidden}, weights.final_norm);
-    if (!config.tie_word_embeddings) visit("lm_head.weight", Shape{config.vocab_size, hidden}, weights.lm_head);
-}
-
-// npw models carry biases on q, k, v (Qwen2; LLaMA's attention_bias), o_proj and down_proj
-// (what FLAP's bias compensation adds). transformers' attention_bias switches on biases for all
-// of q, k, v, o and mlp_bias for all of gate, up, down, so the writer stores zeros for the
-// biases npw lacks (transformers would otherwise initialise them at random) and the reader
-// accepts gate/up biases only when they are zero.
-struct ZeroBias {
-    const char* suffix;
-    int64_t width;
-};
-
-std::vector<ZeroBias> zeroMlpBiases(const LlamaConfig& config, size_t layer) {
-    const int64_t inter = config.intermediate_size[layer];
-    return {{"mlp.gate_proj.bias", inter}, {"mlp.up_proj.bias", inter}};
-}
-
-// The safetensors files of one HF directory, and which tensors have been consumed, so that
-// anything left over can be refused: a checkpoint npw does not fully understand is rejected
-// rather than run wrong.
+// The tensors of HfSafetensorsListing (hf_llama_files.h) as LibTorch's: float32 (Mapped: a view
+// of the file in its stored dtype). Copy checks finiteness here, as it reads every value anyway;
+// Mapped reads no value (the header only) and leaves that to whoever reads the block
+// (weight_values.h).
 class HfTensorStore {
 public:
+    using Tensor = at::Tensor;
     HfTensorStore(const fs::path& dir, std::string configPath, WeightStorage storage)
-        : configPath_(std::move(configPath)), storage_(storage) {
-        const fs::path single = dir / "model.safetensors";
-        const fs::path index = dir / "model.safetensors.index.json";
-        if (fs::exists(single)) {  // transformers prefers it over an index too
-            auto file = SafeTensorsFile::open(single.string());
-            for (const std::string& name : file->names()) fileOf_[name] = file;
-            listing_ = single.string();
-        } else if (fs::exists(index)) {
-            openShards(dir, index.string());
-            listing_ = index.string();
-        } else {
-            throw Error("'" + dir.string() + "' has no model.safetensors or model.safetensors.index.json (npw reads "
-                        "Hugging Face weights in safetensors format only)");
-        }
-    }
+        : listing_(dir, std::move(configPath), [](const std::string& path) { return SafeTensorsFile::open(path); }),
+          storage_(storage) {}
 
-    bool has(const std::string& name) const { return fileOf_.count(name) != 0; }
-
-    // The tensor as float32 (Mapped: a view of the file in its stored dtype), after checking
-    // dtype and shape. Copy checks finiteness here, as it reads every value anyway; Mapped reads
-    // no value (the header only) and leaves that to whoever reads the block (weight_values.h).
+    bool has(const std::string& name) const { return listing_.has(name); }
     at::Tensor take(const std::string& name, const Shape& expected) {
-        auto it = fileOf_.find(name);
-        if (it == fileOf_.end())
-            throw Error("missing tensor '" + name + "' in '" + listing_ + "' (config '" + configPath_ +
-                        "' implies shape " + formatShape(expected) + ")");
-        const SafeTensorsFile& file = *it->second;
+        // Every file of the listing is a SafeTensorsFile: the constructor opened them as such.
+        const auto& file = static_cast<const SafeTensorsFile&>(listing_.take(name, expected));
         const TensorInfo& info = file.info(name);
-        if (info.dtype != "F32" && info.dtype != "F16" && info.dtype != "BF16")
-            throw Error("tensor '" + name + "' in '" + file.path() + "' has dtype " + info.dtype +
-                        "; npw loads F32, F16 or BF16 weights");
-        if (info.shape != expected)
-            throw Error("tensor '" + name + "' in '" + file.path() + "' has shape " + formatShape(info.shape) +
-                        " but config '" + configPath_ + "' implies " + formatShape(expected));
         const bool mapped = storage_ == WeightStorage::Mapped;
         at::Tensor tensor = mapped && file.canView(name) ? file.view(name) : file.loadFloat(name);
         if (!mapped) checkTensorFinite(tensor, file.path(), name);
-        taken_.insert(name);
         origins_[name] = TensorOrigin{file.path(), name, 0, info.dtype, info.shape, info.end - info.begin};
         return tensor;
     }
-
-    at::Tensor takeIfPresent(const std::string& name, const Shape& expected) {
-        return has(name) ? take(name, expected) : at::Tensor();
-    }
-
-    void takeZeroBias(const std::string& name, const Shape& expected) {
-        at::Tensor bias = takeIfPresent(name, expected);
-        if (bias.defined() && at::count_nonzero(bias).item<int64_t>() != 0)
-            throw Error("tensor '" + name + "' in '" + fileOf_.at(name)->path() +
-                        "' is a non-zero bias, which is unsupported: npw models have biases only on o_proj and "
-                        "down_proj");
-    }
-
-    const std::string& fileOf(const std::string& name) const { return fileOf_.at(name)->path(); }
+    static bool defined(const at::Tensor& t) { return t.defined(); }
+    static bool nonZero(const at::Tensor& t) { return at::count_nonzero(t).item<int64_t>() != 0; }
+    static bool equal(const at::Tensor& a, const at::Tensor& b) { return at::equal(a, b); }
+    const std::string& fileOf(const std::string& name) const { return listing_.fileOf(name); }
+    const std::string& configPath() const { return listing_.configPath(); }
+    void rejectUntaken() const { listing_.rejectUntaken(); }
     const std::map<std::string, TensorOrigin>& origins() const { return origins_; }
-    const std::string& configPath() const { return configPath_; }
-
-    void rejectUntaken() const {
-        for (const auto& [name, file] : fileOf_) {
-            // Older transformers saved this RoPE buffer; it is recomputed from rope_theta.
-            if (taken_.count(name) || endsWith(name, ".self_attn.rotary_emb.inv_freq")) continue;
-            throw Error("unexpected tensor '" + name + "' in '" + file->path() + "': a LLaMA with config '" +
-                        configPath_ + "' has no such tensor (npw refuses a checkpoint it does not fully understand)");
-        }
-    }
 
 private:
-    static bool endsWith(const std::string& text, const std::string& suffix) {
-        return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-    }
-
-    // Opens each shard once; the index and the shards must agree tensor for tensor.
-    void openShards(const fs::path& dir, const std::string& indexPath) {
-        const json index = json_fields::readJsonFile(indexPath, "index '" + indexPath + "'");
-        if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object())
-            throw Error("index '" + indexPath + "' has no \"weight_map\" object");
-        std::map<std::string, std::shared_ptr<SafeTensorsFile>> shards;
-        for (const auto& entry : index.at("weight_map").items()) {
-            const std::string& name = entry.key();
-            if (!entry.value().is_string())
-                throw Error("index '" + indexPath + "': the shard of tensor '" + name + "' must be a file name, got " +
-                            json_fields::preview(entry.value()));
-            const std::string shard = entry.value().get<std::string>();
-            // Shards live beside the index; a path could reach any file on the machine.
-            if (shard.empty() || shard == "." || shard == ".." || fs::path(shard).filename() != shard)
-                throw Error("index '" + indexPath + "': the shard '" + shard + "' of tensor '" + name +
-                            "' is not a plain file name in the same directory");
-            auto& file = shards[shard];
-            if (!file) file = SafeTensorsFile::open((dir / shard).string());
-            if (!file->has(name))
-                throw Error("index '" + indexPath + "' puts tensor '" + name + "' in '" + file->path() +
-                            "', which does not contain it");
-            fileOf_[name] = file;
-        }
-        for (const auto& [shard, file] : shards)
-            for (const std::string& name : file->names()) {
-                auto it = fileOf_.find(name);
-                if (it == fileOf_.end() || it->second != file)
-                    throw Error("tensor '" + name + "' in '" + file->path() + "' is not assigned to that file by index '" +
-                                indexPath + "'");
-            }
-    }
-
-    std::string configPath_;
+    HfSafetensorsListing listing_;
     WeightStorage storage_;
-    std::string listing_;  // where the tensors are listed: model.safetensors or the index
     std::map<std::string, TensorOrigin> origins_;  // of every tensor taken
-    std::map<std::string, std::shared_ptr<SafeTensorsFile>> fileOf_;
-    std::set<std::string> taken_;
 };
-
-// q/k/v biases of a family whose config switches them on (LLaMA's or Qwen3's attention_bias).
-// npw's own exports write zeros there when only o_proj has a bias (FLAP): biases that are all
-// zero are dropped, the model is the same without them. Non-zero ones are read when q_proj,
-// k_proj and v_proj have them in every layer.
-void takeOptionalQkvBiases(HfTensorStore& store, LlamaCheckpoint& checkpoint) {
-    LlamaConfig& config = checkpoint.config;
-    const char* projections[] = {"q_proj", "k_proj", "v_proj"};
-    auto name = [](int64_t l, const char* proj) { return layerTensorName(l, std::string("self_attn.") + proj + ".bias"); };
-    auto width = [&](int64_t l, const char* proj) {
-        return (proj[0] == 'q' ? config.num_heads[l] : config.num_kv_heads[l]) * config.head_dim;
-    };
-    std::string nonZero;
-    for (int64_t l = 0; l < config.num_layers; ++l)
-        for (const char* proj : projections) {
-            const at::Tensor bias = store.takeIfPresent(name(l, proj), Shape{width(l, proj)});
-            if (bias.defined() && nonZero.empty() && at::count_nonzero(bias).item<int64_t>() != 0) nonZero = name(l, proj);
-        }
-    if (nonZero.empty()) return;
-    for (int64_t l = 0; l < config.num_layers; ++l)
-        for (const char* proj : projections)
-            if (!store.has(name(l, proj)))
-                throw Error("tensor '" + name(l, proj) + "' is missing: the checkpoint with config '" + store.configPath() +
-                            "' has a non-zero bias '" + nonZero +
-                            "', and npw reads q/k/v biases only when q_proj, k_proj and v_proj have them in every layer");
-    for (int64_t l = 0; l < config.num_layers; ++l) {
-        LlamaLayerWeights& layer = checkpoint.weights.layers[static_cast<size_t>(l)];
-        layer.wq_bias = store.take(name(l, "q_proj"), Shape{width(l, "q_proj")});
-        layer.wk_bias = store.take(name(l, "k_proj"), Shape{width(l, "k_proj")});
-        layer.wv_bias = store.take(name(l, "v_proj"), Shape{width(l, "v_proj")});
-    }
-    config.qkv_bias = true;
-}
 
 // llama2.c and Meta's original checkpoints rotate adjacent pairs (2i, 2i+1) of each head;
 // Hugging Face LLaMA rotates (i, i + head_dim/2). Reordering each head's rows of wq and wk
@@ -344,42 +176,12 @@ LlamaCheckpoint loadLlamaCheckpoint(const std::string& model, WeightStorage stor
 }
 
 LlamaCheckpoint loadHfLlamaDirectory(const std::string& dir, WeightStorage storage) {
-    const fs::path root(dir);
-    const std::string configPath = (root / "config.json").string();
-    if (!fs::is_regular_file(configPath))
-        throw Error("'" + dir + "' is not a Hugging Face model directory: it has no config.json");
-
     LlamaCheckpoint checkpoint;
     checkpoint.source = dir;
-    checkpoint.config = readHfLlamaConfig(configPath);
-    const LlamaConfig& config = checkpoint.config;
-    config.validate(configPath);
-
-    HfTensorStore store(root, configPath, storage);
-    LlamaWeights& weights = checkpoint.weights;
-    weights.layers.resize(static_cast<size_t>(config.num_layers));
-    forEachRequiredHfTensor(config, weights, [&](const std::string& name, const Shape& shape, at::Tensor& target) {
-        target = store.take(name, shape);
-    });
-    if (config.tie_word_embeddings) {
-        // Some tied checkpoints store the classifier anyway; it must then be the embedding.
-        const std::string headName = "lm_head.weight";
-        at::Tensor head = store.takeIfPresent(headName, Shape{config.vocab_size, config.hidden_size});
-        if (head.defined() && !at::equal(head, weights.embed))
-            throw Error("tensor '" + headName + "' in '" + store.fileOf(headName) + "' differs from the embedding, but config '" +
-                        configPath + "' says tie_word_embeddings");
-        weights.lm_head = weights.embed;
-    }
-    for (size_t i = 0; i < weights.layers.size(); ++i) {
-        const auto layer = static_cast<int64_t>(i);
-        const Shape hiddenShape{config.hidden_size};
-        weights.layers[i].wo_bias = store.takeIfPresent(layerTensorName(layer, "self_attn.o_proj.bias"), hiddenShape);
-        weights.layers[i].w_down_bias = store.takeIfPresent(layerTensorName(layer, "mlp.down_proj.bias"), hiddenShape);
-        for (const ZeroBias& bias : zeroMlpBiases(config, i))
-            store.takeZeroBias(layerTensorName(layer, bias.suffix), Shape{bias.width});
-    }
-    if (!config.qkv_bias) takeOptionalQkvBiases(store, checkpoint);
-    store.rejectUntaken();
+    const std::string configPath = hfConfigPath(dir);
+    checkpoint.config = readHfDirectoryConfig(configPath);
+    HfTensorStore store(dir, configPath, storage);
+    takeHfLlamaTensors(checkpoint.config, store, checkpoint.weights);
 
     checkpoint.tokenizerPath = findTokenizerFile(dir);
     checkpoint.weightsMapped = storage == WeightStorage::Mapped;
@@ -460,15 +262,15 @@ LlamaCheckpoint loadLlama2cCheckpoint(const std::string& binPath, WeightStorage 
     origin("model.norm.weight", "rms_final_weight", -1);
     if (!tied) origin("lm_head.weight", "wcls", -1);
     for (int64_t i = 0; i < numLayers; ++i) {
-        origin(layerTensorName(i, "input_layernorm.weight"), "rms_att_weight", i);
-        origin(layerTensorName(i, "self_attn.q_proj.weight"), "wq", i);
-        origin(layerTensorName(i, "self_attn.k_proj.weight"), "wk", i);
-        origin(layerTensorName(i, "self_attn.v_proj.weight"), "wv", i);
-        origin(layerTensorName(i, "self_attn.o_proj.weight"), "wo", i);
-        origin(layerTensorName(i, "post_attention_layernorm.weight"), "rms_ffn_weight", i);
-        origin(layerTensorName(i, "mlp.gate_proj.weight"), "w1", i);
-        origin(layerTensorName(i, "mlp.down_proj.weight"), "w2", i);
-        origin(layerTensorName(i, "mlp.up_proj.weight"), "w3", i);
+        origin(hfLayerTensorName(i, "input_layernorm.weight"), "rms_att_weight", i);
+        origin(hfLayerTensorName(i, "self_attn.q_proj.weight"), "wq", i);
+        origin(hfLayerTensorName(i, "self_attn.k_proj.weight"), "wk", i);
+        origin(hfLayerTensorName(i, "self_attn.v_proj.weight"), "wv", i);
+        origin(hfLayerTensorName(i, "self_attn.o_proj.weight"), "wo", i);
+        origin(hfLayerTensorName(i, "post_attention_layernorm.weight"), "rms_ffn_weight", i);
+        origin(hfLayerTensorName(i, "mlp.gate_proj.weight"), "w1", i);
+        origin(hfLayerTensorName(i, "mlp.down_proj.weight"), "w2", i);
+        origin(hfLayerTensorName(i, "mlp.up_proj.weight"), "w3", i);
     }
     checkpoint.tokenizerPath = llama2cTokenizerFile(binPath);
     checkpoint.weightsMapped = storage == WeightStorage::Mapped;
@@ -545,7 +347,7 @@ HfDirectoryPlan planHfDirectory(const LlamaConfig& config, const std::vector<boo
         if (i < 0 || i >= config.num_layers) continue;
         const auto l = static_cast<size_t>(i);
         const int64_t qWidth = config.num_heads[l] * config.head_dim, kvWidth = config.num_kv_heads[l] * config.head_dim;
-        auto add = [&](const char* suffix, int64_t width) { ordered.push_back({layerTensorName(i, suffix), Shape{width}, i}); };
+        auto add = [&](const char* suffix, int64_t width) { ordered.push_back({hfLayerTensorName(i, suffix), Shape{width}, i}); };
         if (plan.writeQkvBias) {
             add("self_attn.q_proj.bias", qWidth);
             add("self_attn.k_proj.bias", kvWidth);
@@ -572,7 +374,7 @@ std::map<std::string, at::Tensor> hfLayerTensors(const LlamaConfig& config, cons
         if (tensor.defined()) out[name] = tensor;
     });
     auto bias = [&](const char* suffix, const at::Tensor& t) {
-        const std::string name = layerTensorName(i, suffix);
+        const std::string name = hfLayerTensorName(i, suffix);
         for (const HfDirectoryPlan::Entry& e : plan.entries)
             // A required tensor (Qwen2's and qkv_bias's q/k/v biases) is the layer's own, never zeros.
             if (e.name == name && !out.count(name))
@@ -624,7 +426,7 @@ void saveHfLlamaDirectory(const LlamaCheckpoint& checkpoint, const std::string& 
         const LlamaLayerWeights& layer = hfWeights.layers[i];
         auto check = [&](const char* suffix, const at::Tensor& bias) {
             if (bias.defined() && bias.sizes() != at::IntArrayRef(Shape{config.hidden_size}))
-                fail("tensor '" + layerTensorName(static_cast<int64_t>(i), suffix) + "' has shape " +
+                fail("tensor '" + hfLayerTensorName(static_cast<int64_t>(i), suffix) + "' has shape " +
                      formatShape(bias.sizes()) + " but the config implies [" + std::to_string(config.hidden_size) + "]");
         };
         check("self_attn.o_proj.bias", layer.wo_bias);

@@ -1,6 +1,7 @@
 #include "core/models/runtime.h"
 #include "core/models/compute_threads.h"
 #include "core/models/torch_compat.h"
+#include "core/util/thread_count.h"
 #include "core/util/error.h"
 
 #include <ATen/Context.h>
@@ -51,8 +52,7 @@ void limitCudaMemory(int device) {
 
 std::string Runtime::describe() const {
     std::string name = device.is_cuda() ? "cuda:" + std::to_string(device.index() < 0 ? 0 : device.index())
-                                        : "cpu (" + std::to_string(at::get_num_threads()) +
-                                              (at::get_num_threads() == 1 ? " thread)" : " threads)");
+                                        : cpuRuntimeName(at::get_num_threads());
     return name + " " + c10::toString(dtype);
 }
 
@@ -95,13 +95,11 @@ ScopedComputeThreads::ScopedComputeThreads(int threads) : previous_(at::get_num_
 ScopedComputeThreads::~ScopedComputeThreads() { setComputeThreads(previous_); }
 
 Runtime chooseRuntime(const std::string& preference, const std::string& dtype) {
-    // LibTorch reports 1 thread on small machines; use every core (notes/environment.md).
-    // NPW_NUM_THREADS overrides (e.g. two trainings side by side, one core each).
+    // LibTorch reports 1 thread on small machines; use every core (notes/environment.md), or
+    // NPW_NUM_THREADS (core/util/thread_count.h).
     static bool threadsSet = false;
     if (!threadsSet) {
-        int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-        if (const char* env = std::getenv("NPW_NUM_THREADS"); env && std::atoi(env) > 0) threads = std::atoi(env);
-        setComputeThreads(threads);
+        setComputeThreads(defaultComputeThreads());
         threadsSet = true;
     }
     const int gpus = cudaDeviceCount();
