@@ -8,10 +8,14 @@
 // Also the start: `npw --help`, `npw COMMAND --help`, --version and an unknown command answer
 // without loading LibTorch (the launcher, app/launcher), with npw-run's own texts, and every other
 // command loads it once (glibc's loader reports each library initialisation under LD_DEBUG=libs),
-// but `npw tokenize` and `npw info` of a llama2.c .bin, which need no tensor (npw-text).
+// but `npw tokenize` and `npw info` of a llama2.c .bin, a Hugging Face folder or a GGUF file, which
+// need no tensor (npw-text).
 #include "app/npw/commands.h"  // sweepSummaryText
 #include "app/npw/text_table.h"
+#include "core/io/safetensors.h"
 #include "core/util/paths.h"
+
+#include <ATen/ATen.h>
 
 #include <QCoreApplication>
 #include <QDir>
@@ -25,6 +29,8 @@
 #include <nlohmann/json.hpp>
 
 #include <cerrno>
+#include <cstring>
+#include <functional>
 #include <pty.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -131,6 +137,95 @@ class TestCliTerminal : public QObject {
         QVERIFY(summary);
         if (expectBar) QVERIFY2(bars > 0, "no finished progress line: was the bar drawn at all?");
         else QCOMPARE(bars, 0);
+    }
+
+    // Folders in a Hugging Face folder's form that npw info must read or refuse as loading does,
+    // each `from`'s config.json with other tensors or bytes: biases whose zeros decide the
+    // structure, tensors left over, and hostile files (truncated, a lying header length, deep
+    // nesting, an index that lies). Also dir_/hf-tied-head-stored: a tied folder that stores its
+    // classifier anyway (npw-run's: only the values say whether it is the embedding).
+    QString writeHostileHfFolders(const QString& from) {
+        using Tensors = std::vector<std::pair<std::string, at::Tensor>>;
+        auto tensorsOf = [](const QString& file) {
+            Tensors out;
+            const auto st = npw::SafeTensorsFile::open(file.toStdString());
+            for (const std::string& name : st->names()) out.emplace_back(name, st->load(name));
+            return out;
+        };
+        const QString root = dir_.filePath("hf-hostile");
+        auto folder = [&](const QString& name, const QString& source = QString()) {
+            const QString path = name.startsWith('/') ? name : root + "/" + name;
+            QDir().mkpath(path);
+            QFile::copy((source.isEmpty() ? from : source) + "/config.json", path + "/config.json");
+            return path;
+        };
+        auto write = [](const QString& path, const QByteArray& bytes) {
+            QFile f(path);
+            if (!f.open(QIODevice::WriteOnly) || f.write(bytes) != bytes.size()) qFatal("cannot write %s", qPrintable(path));
+        };
+        auto withHeader = [](const QByteArray& header, const QByteArray& rest = QByteArray()) {
+            QByteArray bytes(8, '\0');
+            const quint64 n = static_cast<quint64>(header.size());
+            std::memcpy(bytes.data(), &n, 8);
+            return bytes + header + rest;
+        };
+        const Tensors base = tensorsOf(from + "/model.safetensors");
+        auto width = [&](const std::string& name) {
+            for (const auto& [n, t] : base)
+                if (n == name) return t.size(0);
+            qFatal("no tensor %s", name.c_str());
+        };
+        auto edited = [&](const QString& name, const std::function<void(Tensors&)>& edit) {
+            Tensors t = base;
+            edit(t);
+            npw::writeSafeTensors((folder(name) + "/model.safetensors").toStdString(), t);
+        };
+        edited("zero-qkv-biases", [&](Tensors& t) {  // npw's FLAP exports: zeros, dropped
+            for (int layer = 0; layer < 2; ++layer)
+                for (const char* proj : {"q_proj", "k_proj", "v_proj"}) {
+                    const std::string prefix = "model.layers." + std::to_string(layer) + ".self_attn." + proj;
+                    t.emplace_back(prefix + ".bias", at::zeros({width(prefix + ".weight")}));
+                }
+        });
+        edited("nonzero-gate-bias", [&](Tensors& t) {
+            t.emplace_back("model.layers.0.mlp.gate_proj.bias", at::ones({width("model.layers.0.mlp.gate_proj.weight")}));
+        });
+        edited("nonzero-q-bias-in-one-layer", [&](Tensors& t) {
+            t.emplace_back("model.layers.0.self_attn.q_proj.bias", at::ones({width("model.layers.0.self_attn.q_proj.weight")}));
+        });
+        edited("unexpected-tensor", [&](Tensors& t) { t.emplace_back("model.extra.weight", at::zeros({3})); });
+        edited("bfloat16-shape-lies", [&](Tensors& t) { t[0].second = t[0].second.narrow(0, 0, 1).to(at::kBFloat16); });
+        QFile original(from + "/model.safetensors");
+        if (!original.open(QIODevice::ReadOnly)) qFatal("cannot read %s", qPrintable(original.fileName()));
+        const QByteArray whole = original.readAll();
+        write(folder("truncated") + "/model.safetensors", whole.left(whole.size() / 2));
+        QByteArray lying = whole;
+        const quint64 huge = quint64(1) << 40;
+        std::memcpy(lying.data(), &huge, 8);
+        write(folder("lying-header-length") + "/model.safetensors", lying);
+        write(folder("deep-nesting") + "/model.safetensors",
+              withHeader("{\"x\":" + QByteArray(100000, '[') + QByteArray(100000, ']') + "}"));
+        write(folder("empty-file") + "/model.safetensors", QByteArray());
+        // An index that lists a tensor its shard lacks, and one whose shard lies outside the folder.
+        const QString sharded = from + "_sharded";
+        for (const char* name : {"index-lists-a-missing-tensor", "index-escapes-the-folder"}) {
+            const QString path = folder(name, sharded);
+            for (const QString& shard : QDir(sharded).entryList({"model-*.safetensors"}))
+                QFile::copy(sharded + "/" + shard, path + "/" + shard);
+            QFile index(sharded + "/model.safetensors.index.json");
+            if (!index.open(QIODevice::ReadOnly)) qFatal("cannot read the index");
+            nlohmann::json j = nlohmann::json::parse(index.readAll().toStdString());
+            if (QString(name).contains("missing")) j["weight_map"]["model.extra.weight"] = "model-00001-of-00002.safetensors";
+            else j["weight_map"]["model.embed_tokens.weight"] = "../model-00001-of-00002.safetensors";
+            write(path + "/model.safetensors.index.json", QByteArray::fromStdString(j.dump(2)));
+        }
+        // Tied, with the classifier stored anyway (equal to the embedding).
+        const QString tiedFrom = QStringLiteral(NPW_TEST_DATA) + "/llama_ref/gqa_halfsplit_tied";
+        Tensors tied = tensorsOf(tiedFrom + "/model.safetensors");
+        for (const auto& [n, t] : Tensors(tied))
+            if (n == "model.embed_tokens.weight") tied.emplace_back("lm_head.weight", t.clone());
+        npw::writeSafeTensors((folder(dir_.filePath("hf-tied-head-stored"), tiedFrom) + "/model.safetensors").toStdString(), tied);
+        return root;
     }
 
 private slots:
@@ -285,9 +380,11 @@ private slots:
             QCOMPARE(out, expected);
             QCOMPARE(exitCode, expectedExit);
         }
-        QCOMPARE(libtorchStarts(npw_, {"info", "demo:lm"}, &out, &exitCode), 1);  // once, not started twice
+        // Meta's release: npw-text hands it to npw-run, which loads LibTorch once, not twice.
+        const QString metaRelease = QStringLiteral(NPW_TEST_DATA) + "/family_ref/meta_llama2_1shard";
+        QCOMPARE(libtorchStarts(npw_, {"info", metaRelease}, &out, &exitCode), 1);
         QCOMPARE(exitCode, 0);
-        QVERIFY(out.contains("demo:lm"));
+        QVERIFY(out.contains("meta_llama2_1shard"));
 
         // `npw tokenize` needs no tensor: npw-text answers it without LibTorch, with npw-run's
         // answer byte for byte (stdout, stderr, exit status), on a tokenizer file, on models whose
@@ -327,8 +424,34 @@ private slots:
                                          {"info", dir_.filePath("no-such.bin")},
                                          {"info", truncated},
                                          {"info", stories, "--no-such-flag"}};
-        for (const QStringList& args : tokenize + info) {
-            QVERIFY2(libtorchStarts(npw_, args, &out, &exitCode) == 0, qPrintable(args.join(' ')));
+        // `npw info` of a Hugging Face folder reads config.json and the safetensors headers
+        // (sharded, F32/F16/BF16, GQA, biases, each family), of a GGUF file its header: npw-text
+        // answers them too, --json and --device cpu included (the CPU's runtime needs no
+        // LibTorch to name), and refuses hostile files in npw-run's words.
+        const QString ref = data + "/llama_ref/", family = data + "/family_ref/";
+        const QString gguf = dir_.filePath("demo.gguf");
+        {
+            QProcess exporter;
+            exporter.start(npw_, {"export-gguf", "demo:lm", "--out", gguf});
+            QVERIFY(exporter.waitForFinished(300000));
+            QCOMPARE(exporter.exitCode(), 0);
+        }
+        const QString hostile = writeHostileHfFolders(ref + "mha_halfsplit");
+        QList<QStringList> torchFreeInfo = {{"info", "demo:lm"}, {"info", "demo:lm-gqa", "--json", "--device", "cpu"},
+                                            {"info", gguf}, {"info", gguf, "--json"},
+                                            {"info", dir_.filePath("no-such.gguf")},
+                                            {"info", stories, "--json", "--device", "cpu"},
+                                            {"info", baby, "--device", "cpu", "--dtype", "float32"},
+                                            {"info", ref + "mha_halfsplit/model.safetensors"},  // a file: none of the layouts
+                                            {"info", dir_.path()}};                             // no config.json
+        for (const char* folder : {"gqa_halfsplit_tied", "mha_halfsplit", "mha_halfsplit_bf16", "mha_halfsplit_f16",
+                                   "mha_halfsplit_sharded", "nonuniform_bias"})
+            torchFreeInfo.append({"info", ref + folder});
+        for (const char* folder : {"llama31_rope", "llama_linear_rope", "mistral", "qwen2_tied", "qwen3"})
+            torchFreeInfo.append({"info", family + folder, "--json", "--device", "cpu"});
+        for (const QString& folder : QDir(hostile).entryList(QDir::Dirs | QDir::NoDotAndDotDot, QDir::Name))
+            torchFreeInfo.append({"info", hostile + "/" + folder});
+        auto sameAsNpwRun = [&](const QStringList& args) {
             QProcess viaNpw, viaWorker;
             viaNpw.start(npw_, args);
             viaWorker.start(worker, args);
@@ -336,12 +459,26 @@ private slots:
             QCOMPARE(viaNpw.readAllStandardOutput(), viaWorker.readAllStandardOutput());
             QCOMPARE(viaNpw.readAllStandardError(), viaWorker.readAllStandardError());
             QCOMPARE(viaNpw.exitCode(), viaWorker.exitCode());
-            QCOMPARE(exitCode, viaWorker.exitCode());
+        };
+        for (const QStringList& args : tokenize + info + torchFreeInfo) {
+            QVERIFY2(libtorchStarts(npw_, args, &out, &exitCode) == 0, qPrintable(args.join(' ')));
+            sameAsNpwRun(args);
+            if (QTest::currentTestFailed()) return qWarning("differs: npw %s", qPrintable(args.join(' ')));
         }
-        // What shows or chooses the runtime (--json's "device", --device) is npw-run's: LibTorch once.
-        for (const QStringList& args : QList<QStringList>{{"info", stories, "--json"}, {"info", stories, "--device", "cpu"}}) {
-            QCOMPARE(libtorchStarts(npw_, args, &out, &exitCode), 1);
-            QCOMPARE(exitCode, 0);
+        // --json's "device" with --device auto: the CPU here unless LibTorch has CUDA (npw-run's
+        // answer then); the same answer either way.
+        for (const QStringList& args : QList<QStringList>{{"info", stories, "--json"}, {"info", "demo:lm", "--json"}})
+            sameAsNpwRun(args);
+        // What needs LibTorch is npw-run's: another dtype, Meta's release, llama2.c's ckpt.pt, a
+        // tied folder that stores its classifier anyway (is it the embedding?): LibTorch once.
+        const QList<QStringList> viaNpwRun = {{"info", stories, "--device", "cpu", "--dtype", "bf16"},
+                                             {"info", family + "meta_llama2_1shard"},
+                                             {"info", family + "llama2c_ckpt/ckpt.pt"},
+                                             {"info", dir_.filePath("hf-tied-head-stored")}};
+        for (const QStringList& args : viaNpwRun) {
+            QVERIFY2(libtorchStarts(npw_, args, &out, &exitCode) == 1, qPrintable(args.join(' ')));
+            sameAsNpwRun(args);
+            if (QTest::currentTestFailed()) return qWarning("differs: npw %s", qPrintable(args.join(' ')));
         }
 
         // Where only the tensors say the vocabulary (Meta's params.json with vocab_size -1, for a
