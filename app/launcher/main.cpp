@@ -5,8 +5,10 @@
 // (measured: about 37 % in LibTorch's static initialisers registering its operators, 32 % in the
 // dynamic loader resolving its symbols, 11 % page faults), and 1.5-2.5 s of wall time on a busy
 // machine. A command that may need no tensor (tokenize; info, which reads a llama2.c .bin's
-// header: 1.3 s → 0.02 s measured on stories260K) goes to npw-text instead, which runs the same
-// code without LibTorch (app/text) and hands npw-run what it cannot answer. And npw-run needs OMP_WAIT_POLICY and, on some CPUs, OPENBLAS_CORETYPE set before
+// header, a Hugging Face folder's config and safetensors headers or a GGUF file's header:
+// 1.3 s → 0.02 s measured on stories260K) goes to npw-text instead, which runs the same code
+// without LibTorch (app/text) and hands npw-run what it cannot answer. And npw-run needs
+// OMP_WAIT_POLICY and, on some CPUs, OPENBLAS_CORETYPE set before
 // LibTorch's libraries load (core/util/library_environment.h): set here, npw-run starts once
 // instead of starting and re-executing itself.
 #include "app/launcher/launcher_help.h"

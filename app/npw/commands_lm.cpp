@@ -77,7 +77,8 @@ int runInfo(const Args& args) {
     if (isImageModelRequest(args, model)) return runImageInfo(args, model);
     if (SlicedLlama::isSlicedDirectory(model)) return runSlicedInfo(args, model);
     // Config and tensor headers only: no weight is read or converted, at any size. The report is
-    // npw-text's too (info_command.h), which answers a llama2.c .bin without LibTorch.
+    // npw-text's too (info_command.h), which answers a llama2.c .bin, a Hugging Face folder and a
+    // GGUF file without LibTorch.
     return runLlamaInfo(args, model, inspectLlamaCheckpoint(model),
                         [&] { return chooseRuntime(args.get("device"), args.get("dtype")).describe(); });
 }
@@ -387,7 +388,8 @@ void addLanguageModelCommands(std::vector<Command>& out) {
     out.push_back({"info", "MODEL|FILE.gguf [--gpt-model B|L|XL|XXL|3B --image-size 256|384] [--json]",
                    "Show a model's architecture and parameter count (language or LlamaGen image model), or a GGUF file's metadata and tensors.",
                    flagsFor("info"), runInfo,
-                   // npw-text answers a llama2.c .bin's info (info_command.h) and hands the rest here.
+                   // npw-text answers a llama2.c .bin's, a Hugging Face folder's and a GGUF file's info
+                   // (info_command.h, app/text) and hands the rest here.
                    /*withoutLibTorch=*/true});
     out.push_back({"eval", "MODEL (--text FILE | --ids FILE | --dataset NAME:FILE) [--seqlen N] [--max-windows K] [--reference MODEL] [--layerwise]",
                    "Perplexity (GPTQ/FLAP protocol), bits per byte and KL divergence from a reference.",

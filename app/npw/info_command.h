@@ -1,8 +1,9 @@
 #pragma once
-// `npw info` of a LLaMA checkpoint: what it prints, without LibTorch. npw-run's info
-// (commands_lm.cpp) gives it any checkpoint's summary read through the loaders; npw-text
-// (app/text) a llama2.c .bin's, read from its header without loading LibTorch, which otherwise
-// costs every start 0.4 s of CPU (app/launcher/main.cpp). One text, one JSON: they cannot drift.
+// `npw info` of a LLaMA checkpoint or a GGUF file: what it prints, without LibTorch. npw-run's
+// info (commands_lm.cpp) gives it any checkpoint's summary read through the loaders; npw-text
+// (app/text) a llama2.c .bin's or a Hugging Face folder's, read from headers without loading
+// LibTorch, which otherwise costs every start 0.4 s of CPU (app/launcher/main.cpp). One text,
+// one JSON: they cannot drift.
 #include "app/npw/cli_args.h"
 #include "core/models/checkpoint_summary.h"
 
