@@ -437,9 +437,16 @@ private slots:
             QCOMPARE(exporter.exitCode(), 0);
         }
         const QString hostile = writeHostileHfFolders(ref + "mha_halfsplit");
+        QFile wholeGguf(gguf), shortGguf(dir_.filePath("truncated.gguf")), textGguf(dir_.filePath("text.gguf"));
+        QVERIFY(wholeGguf.open(QIODevice::ReadOnly) && shortGguf.open(QIODevice::WriteOnly) && textGguf.open(QIODevice::WriteOnly));
+        shortGguf.write(wholeGguf.read(200));  // inside the metadata
+        textGguf.write("not a GGUF file\n");
+        shortGguf.close();
+        textGguf.close();
         QList<QStringList> torchFreeInfo = {{"info", "demo:lm"}, {"info", "demo:lm-gqa", "--json", "--device", "cpu"},
                                             {"info", gguf}, {"info", gguf, "--json"},
                                             {"info", dir_.filePath("no-such.gguf")},
+                                            {"info", shortGguf.fileName()}, {"info", textGguf.fileName()},
                                             {"info", stories, "--json", "--device", "cpu"},
                                             {"info", baby, "--device", "cpu", "--dtype", "float32"},
                                             {"info", ref + "mha_halfsplit/model.safetensors"},  // a file: none of the layouts
