@@ -194,7 +194,7 @@ class TestCliTerminal : public QObject {
             t.emplace_back("model.layers.0.self_attn.q_proj.bias", at::ones({width("model.layers.0.self_attn.q_proj.weight")}));
         });
         edited("unexpected-tensor", [&](Tensors& t) { t.emplace_back("model.extra.weight", at::zeros({3})); });
-        edited("bfloat16-shape-lies", [&](Tensors& t) { t[0].second = t[0].second.narrow(0, 0, 1).to(at::kBFloat16); });
+        edited("first-tensor-bf16-one-row", [&](Tensors& t) { t[0].second = t[0].second.narrow(0, 0, 1).to(at::kBFloat16); });
         QFile original(from + "/model.safetensors");
         if (!original.open(QIODevice::ReadOnly)) qFatal("cannot read %s", qPrintable(original.fileName()));
         const QByteArray whole = original.readAll();
