@@ -444,6 +444,7 @@ private slots:
         shortGguf.close();
         textGguf.close();
         QList<QStringList> torchFreeInfo = {{"info", "demo:lm"}, {"info", "demo:lm-gqa", "--json", "--device", "cpu"},
+                                            {"info", "demo:classifier"},  // no LLaMA: its config refused alike
                                             {"info", gguf}, {"info", gguf, "--json"},
                                             {"info", dir_.filePath("no-such.gguf")},
                                             {"info", shortGguf.fileName()}, {"info", textGguf.fileName()},
@@ -476,9 +477,10 @@ private slots:
         // answer then); the same answer either way.
         for (const QStringList& args : QList<QStringList>{{"info", stories, "--json"}, {"info", "demo:lm", "--json"}})
             sameAsNpwRun(args);
-        // What needs LibTorch is npw-run's: another dtype, Meta's release, llama2.c's ckpt.pt, a
-        // tied folder that stores its classifier anyway (is it the embedding?): LibTorch once.
+        // What needs LibTorch is npw-run's: another dtype, an image model, Meta's release, llama2.c's
+        // ckpt.pt, a tied folder that stores its classifier anyway (is it the embedding?): LibTorch once.
         const QList<QStringList> viaNpwRun = {{"info", stories, "--device", "cpu", "--dtype", "bf16"},
+                                             {"info", "demo:c2i"},  // an image model (LlamaGen)
                                              {"info", family + "meta_llama2_1shard"},
                                              {"info", family + "llama2c_ckpt/ckpt.pt"},
                                              {"info", dir_.filePath("hf-tied-head-stored")}};
