@@ -11,9 +11,9 @@
 #include "core/models/gguf_export.h"
 #include "core/experiments/image_sweep.h"
 #include "core/prune/baselines.h"
+#include "core/prune/method_registry.h"
 #include "core/prune/pruner.h"
 #include "core/experiments/sweep.h"
-#include "core/experiments/sweep_method.h"
 #include "core/experiments/synthetic_checkpoint.h"
 #include "core/text/bpe_trainer.h"
 #include "core/train/classifier_trainer.h"
@@ -46,36 +46,21 @@ std::string number(double x) {
     return out.str();
 }
 
-// Core's method names. PruneMethod, BaselineMethod and CrossLayerRanking are enumerations numbered
-// from 0 whose name functions answer "?" past the last value: counting up to it reads every name
-// core has, in core's order.
-template <class Enum, class Name>
-std::vector<std::string> enumNames(Name name) {
-    std::vector<std::string> names;
-    for (int i = 0; i < 64; ++i) {
-        const std::string n = name(static_cast<Enum>(i));
-        if (n == "?") break;
-        names.push_back(n);
-    }
-    return names;
-}
-std::vector<std::string> pruneMethodNames() { return enumNames<PruneMethod>(methodName); }
-std::vector<std::string> baselineMethodNames() {
-    return enumNames<BaselineMethod>([](BaselineMethod m) { return std::string(baselineMethodName(m)); });
-}
-// `npw sweep --methods`: every PruneMethod, and numerical's variants as parseSweepMethod takes
-// them: numerical-RANKING for each cross-layer ranking, -nocomp, -box (each checked by it).
+// Core's method names, from its one table of methods (core/prune/method_registry.h).
+std::vector<std::string> pruneMethodNames() { return methodNames(MethodKind::PerUnit); }
+std::vector<std::string> baselineMethodNames() { return methodNames(MethodKind::Baseline); }
+// `npw sweep --methods`: every per-unit method and numerical's variants, as parseSweepMethod takes them.
 std::vector<std::string> sweepMethodNames() {
-    std::vector<std::string> names = pruneMethodNames();
-    std::vector<std::string> variants;
-    for (const std::string& ranking : enumNames<CrossLayerRanking>(crossLayerRankingName)) variants.push_back("numerical-" + ranking);
-    variants.push_back("numerical-nocomp");
-    variants.push_back("numerical-box");
-    for (const std::string& v : variants) {
-        parseSweepMethod(v);  // npw::Error at start-up (tst_cli_flags) for a variant core no longer takes
-        names.push_back(v);
-    }
-    return names;
+    return methodNamesWhere([](const MethodInfo& m) { return m.kind != MethodKind::Baseline; });
+}
+// --compensation's auto: each method's own where it has one (the registry's), none else.
+std::string autoCompensationText() {
+    std::string out;
+    for (const MethodInfo* m : methodsWhere([](const MethodInfo& m) {
+             return m.kind == MethodKind::PerUnit && m.compensation != CompensationKind::None;
+         }))
+        out += compensationName(m->compensation) + " for " + m->name + ", ";
+    return "auto (" + out + "none else)";
 }
 std::vector<std::string> join(std::vector<std::string> a, const std::vector<std::string>& b) {
     a.insert(a.end(), b.begin(), b.end());
@@ -177,8 +162,8 @@ std::vector<FlagEntry> buildTable() {
           {"metrics"});
 
     // ---- Pruning settings (PruneSettings) ---------------------------------------------------------
-    // The method names from core's own (methodName, baselineMethodName, parseSweepMethod), never a
-    // list typed here: a method core adds is offered and described without an edit of this table.
+    // The method names from core's table of methods (method_registry.h), never a list typed here: a
+    // method core adds is offered and described without an edit of this table.
     const std::vector<std::string> methods = pruneMethodNames(), baselines = baselineMethodNames();
     t.add(Flag::choice("method", "M", orList(join(methods, baselines)),
                        [](const std::string& v) {
@@ -244,8 +229,7 @@ std::vector<FlagEntry> buildTable() {
     t.add(Flag::toggle("no-compensation", "slice without compensating o_proj/down_proj"), {"prune"});
     t.add(Flag::choice("compensation", "KIND", "auto, theorem3, flap-bias (or bias) or none",
                        [](const std::string& v) { parseCompensation(v); },
-                       "auto (theorem3 for numerical, flap-bias for flap, none else), theorem3, flap-bias (also spelt "
-                       "bias), none")
+                       autoCompensationText() + ", theorem3, flap-bias (also spelt bias), none")
               .byDefault(compensationSettingName(prune.compensation))
               .reportedAs("compensation"),
           {"prune"});

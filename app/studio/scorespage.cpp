@@ -1,6 +1,7 @@
 #include "app/studio/scorespage.h"
 
 #include "app/studio/layerreporttable.h"
+#include "core/prune/method_registry.h"
 #include "core/util/error.h"
 #include "widgets/headmapwidget.h"
 #include "widgets/layeroverviewwidget.h"
@@ -194,9 +195,9 @@ void ScoresPage::showSelection(const SelectionView& v) {
                             .arg(v.method);
     updateRecomputeNotice();
     controls_->setAlphaAndLambdaEnabled(!v.baseline);  // the baselines select by ρ alone
-    // λ_rel is the numerical score's: FLAP, Wanda-sp, magnitude and random have none.
+    // λ_rel only for a method that takes it (the registry's options: the numerical score).
     const auto scores = session_->currentScores();
-    controls_->setLambdaEnabled(!v.baseline && scores && scores->settings.method == npw::PruneMethod::Numerical);
+    controls_->setLambdaEnabled(!v.baseline && scores && npw::methodInfo(scores->settings.method).options.lambda);
     const studio::SelectionKnobs k = session_->knobs();
     if (!v.perUnitScores) {
         // SliceGPT: nothing per head or channel to draw; the sentence says what it does at ρ.

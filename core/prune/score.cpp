@@ -4,6 +4,7 @@
 
 #include "core/prune/baseline_metrics.h"
 #include "core/prune/compensation.h"
+#include "core/prune/method_registry.h"
 #include "core/util/error.h"
 #include "core/util/finite.h"
 #include "core/util/number_text.h"
@@ -181,15 +182,14 @@ ChannelScore scoreChannels(const PruneSettings& s, const at::Tensor& weight, con
     case PruneMethod::Random: out.scores = randomScores(weight.size(1), rng); break;
     }
     out.scores = out.scores.to(at::kCPU, at::kDouble).contiguous();
-    if (s.method == PruneMethod::Flap || s.standardisedGlobal) out.scores = standardised(out.scores);
+    if (methodInfo(s.method).standardises || s.standardisedGlobal) out.scores = standardised(out.scores);
     return out;
 }
 
-// Wanda-sp, magnitude (and random) sum a head's channels in FLAP's code; the paper and FLAP's
+// Wanda-sp, magnitude (and random) sum a head's channels in FLAP's code (their rows' unitsSumChannels); the paper and FLAP's
 // AL-AM average them. Inside one layer both give the same order.
 bool unitsSumChannels(const PruneSettings& s) {
-    return !s.standardisedGlobal &&
-           (s.method == PruneMethod::WandaSp || s.method == PruneMethod::Magnitude || s.method == PruneMethod::Random);
+    return !s.standardisedGlobal && methodInfo(s.method).unitsSumChannels;
 }
 
 void rankUnits(ScoreSet& set) {
@@ -464,7 +464,7 @@ ScoreSet computeScoresByLayer(const LlamaConfig& config, const at::Tensor& embed
     set.mlpSolves.resize(layers);
     set.costs = unitCosts(config, settings.attentionUnit);
     std::mt19937_64 rng(settings.seed);
-    const bool needsStats = settings.method != PruneMethod::Magnitude && settings.method != PruneMethod::Random;
+    const bool needsStats = methodInfo(settings.method).needsStatistics;
     const LayerStats none;
     // A relative λ needs every layer's c before any z: solve first, then score with the λ found.
     std::vector<NumericalSolve> attnSolved(layers), mlpSolved(layers);
