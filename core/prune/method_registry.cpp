@@ -17,12 +17,28 @@ MethodInfo perUnit(const char* name, PruneMethod method, const char* description
     return m;
 }
 
+// A method ranked uniformly per layer whose unit score is the sum of its channels' (as FLAP's code
+// has Wanda-sp, magnitude and random).
+MethodInfo uniformSum(const char* name, PruneMethod method, bool needsStatistics, const char* description) {
+    MethodInfo m = perUnit(name, method, description);
+    m.unitsSumChannels = true;
+    m.needsStatistics = needsStatistics;
+    return m;
+}
+
 // numerical with one setting fixed by the name.
 MethodInfo variant(const MethodInfo& numerical, const char* name, const char* description) {
     MethodInfo m = numerical;
     m.name = name;
     m.kind = MethodKind::Variant;
     m.description = description;
+    return m;
+}
+
+// numerical ranked across layers another way.
+MethodInfo ranked(const MethodInfo& numerical, const char* name, CrossLayerRanking ranking, const char* description) {
+    MethodInfo m = variant(numerical, name, description);
+    m.fixedRanking = ranking;
     return m;
 }
 
@@ -58,42 +74,25 @@ std::vector<MethodInfo> buildRegistry() {
     flap.standardises = true;
     t.push_back(flap);
 
-    MethodInfo wandaSp = perUnit("wanda-sp", PruneMethod::WandaSp,
-                                 "mean |W| · ‖X_j‖ per channel, unit = sum, uniform per layer, no compensation");
-    wandaSp.unitsSumChannels = true;
-    t.push_back(wandaSp);
-
-    MethodInfo magnitude = perUnit("magnitude", PruneMethod::Magnitude,
-                                   "‖W[:, j]‖₂ per channel, unit = sum, uniform per layer, no compensation (no calibration needed)");
-    magnitude.unitsSumChannels = true;
-    magnitude.needsStatistics = false;
-    t.push_back(magnitude);
-
-    MethodInfo random = perUnit("random", PruneMethod::Random,
-                                "seeded uniform random scores, uniform per layer, no compensation (no calibration needed)");
-    random.unitsSumChannels = true;
-    random.needsStatistics = false;
-    t.push_back(random);
+    t.push_back(uniformSum("wanda-sp", PruneMethod::WandaSp, /*needsStatistics=*/true,
+                           "mean |W| · ‖X_j‖ per channel, unit = sum, uniform per layer, no compensation"));
+    t.push_back(uniformSum("magnitude", PruneMethod::Magnitude, /*needsStatistics=*/false,
+                           "‖W[:, j]‖₂ per channel, unit = sum, uniform per layer, no compensation (no calibration needed)"));
+    t.push_back(uniformSum("random", PruneMethod::Random, /*needsStatistics=*/false,
+                           "seeded uniform random scores, uniform per layer, no compensation (no calibration needed)"));
 
     // ---- numerical's variants: the sweeps' names for one fixed setting (sweep_method.h) ----------
-    MethodInfo z = variant(numerical, "numerical-z", "numerical ranked across layers by z itself (the paper's eq. 7)");
-    z.fixedRanking = CrossLayerRanking::Relaxed;
-    t.push_back(z);
-
-    MethodInfo lstar = variant(numerical, "numerical-lstar", "numerical ranked across layers by Theorem 3's compensated error L*");
-    lstar.fixedRanking = CrossLayerRanking::CompensatedError;
-    t.push_back(lstar);
-
-    MethodInfo lstarRel = variant(numerical, "numerical-lstar-rel",
-                                  "numerical ranked by L* relative to the residual stream (the default ranking: numerical)");
-    lstarRel.fixedRanking = CrossLayerRanking::RelativeCompensatedError;
+    t.push_back(ranked(numerical, "numerical-z", CrossLayerRanking::Relaxed,
+                       "numerical ranked across layers by z itself (the paper's eq. 7)"));
+    t.push_back(ranked(numerical, "numerical-lstar", CrossLayerRanking::CompensatedError,
+                       "numerical ranked across layers by Theorem 3's compensated error L*"));
+    MethodInfo lstarRel = ranked(numerical, "numerical-lstar-rel", CrossLayerRanking::RelativeCompensatedError,
+                                 "numerical ranked by L* relative to the residual stream (the default ranking: numerical)");
     lstarRel.sameAs = "numerical";
     t.push_back(lstarRel);
-
-    MethodInfo lstarKl = variant(numerical, "numerical-lstar-kl",
-                                 "numerical ranked by lstar-rel's curves scaled to each site's measured KL (2L + 1 "
-                                 "whole-model forward passes; language models)");
-    lstarKl.fixedRanking = CrossLayerRanking::MeasuredDamage;
+    MethodInfo lstarKl = ranked(numerical, "numerical-lstar-kl", CrossLayerRanking::MeasuredDamage,
+                                "numerical ranked by lstar-rel's curves scaled to each site's measured KL (2L + 1 "
+                                "whole-model forward passes; language models)");
     lstarKl.image = false;
     lstarKl.wholeModel = true;
     t.push_back(lstarKl);
