@@ -416,6 +416,9 @@ LayerScores ScoreSet::unitScoresAt(size_t layer, double rho) const {
     return out;
 }
 
+static ScoreSet scoreValidated(const LlamaConfig& config, const at::Tensor& embed, const ScoredLayerSource& layerAt,
+                               const PruneSettings& settings, const ProgressFn& progress, const ScoreJournal& journal);
+
 ScoreSet computeScores(const LlamaCheckpoint& checkpoint, const ModelStats& stats, const PruneSettings& settings,
                        const ProgressFn& progress) {
     settings.validate();
@@ -426,13 +429,13 @@ ScoreSet computeScores(const LlamaCheckpoint& checkpoint, const ModelStats& stat
     auto site = [&none](const std::vector<LayerStats>& sites, size_t l) -> const LayerStats& {
         return l < sites.size() ? sites[l] : none;
     };
-    return computeScoresByLayer(
+    return scoreValidated(  // validated above: not again
         checkpoint.config, checkpoint.weights.embed,
         [&](size_t l, bool) {
             const LlamaLayerWeights& w = checkpoint.weights.layers.at(l);
             return ScoredLayer{w.wo, w.w_down, site(stats.attn, l), site(stats.mlp, l)};
         },
-        settings, progress);
+        settings, progress, ScoreJournal{});
 }
 
 const char* scorePassName(ScorePass pass) {
@@ -452,6 +455,12 @@ ScoreSet computeScoresByLayer(const LlamaConfig& config, const at::Tensor& embed
 ScoreSet computeScoresByLayer(const LlamaConfig& config, const at::Tensor& embed, const ScoredLayerSource& layerAt,
                               const PruneSettings& settings, const ProgressFn& progress, const ScoreJournal& journal) {
     settings.validate();
+    return scoreValidated(config, embed, layerAt, settings, progress, journal);
+}
+
+// computeScoresByLayer once its entry point has validated the settings.
+static ScoreSet scoreValidated(const LlamaConfig& config, const at::Tensor& embed, const ScoredLayerSource& layerAt,
+                               const PruneSettings& settings, const ProgressFn& progress, const ScoreJournal& journal) {
     checkProtectedLayers(config, settings);
 
     ScoreSet set;
