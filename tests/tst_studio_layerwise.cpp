@@ -160,7 +160,7 @@ private slots:
             QVERIFY(!layerwise.jobs()->isRunning());  // re-selection needs no job
             QVERIFY2(sameMask(layerwise.selection()->selection.mask, inRam.selection()->selection.mask),
                      qPrintable(QString("ρ = %1").arg(rho)));
-            const double gap = relativeGap(layerwise.selection()->scores, inRam.selection()->scores);
+            const double gap = relativeGap(layerwise.selection()->unitScores, inRam.selection()->unitScores);
             QVERIFY2(gap <= 1e-9, qPrintable(QString::number(gap)));
         }
         if (npw::PruneMethod(method) == npw::PruneMethod::Numerical) {

@@ -81,7 +81,7 @@ private slots:
         QVERIFY(session.runScoring());
         QVERIFY(waitIdle(session));
         QVERIFY(session.selection().has_value());
-        QVERIFY(session.workbenchSelection().has_value());
+        QVERIFY(session.workbenchSelection());
 
         // The calibration both saw.
         QCOMPARE(cli["calibration"]["samples"].get<int64_t>(), int64_t(16));
@@ -167,8 +167,8 @@ private slots:
         QVERIFY(!session.jobs()->isRunning());
         QVERIFY(session.selection().has_value());
         const SelectionView& view = *session.selection();
-        QCOMPARE(view.method, method);
-        QVERIFY(view.baseline && view.perUnitScores);
+        QCOMPARE(QString::fromStdString(view.method), method);
+        QVERIFY(view.baseline && view.perUnitScores());
         QCOMPARE(session.workbench().calibration().summary.tokens, cli["calibration"]["tokens"].get<int64_t>());
 
         const Json& layers = cli["layers"];
@@ -206,8 +206,8 @@ private slots:
         QVERIFY(session.runScoring());
         QVERIFY(waitIdle(session));
         const SelectionView& view = *session.selection();
-        QVERIFY(view.baseline && !view.perUnitScores);
-        QVERIFY(view.description.contains(QStringLiteral("no per-unit scores")));
+        QVERIFY(view.baseline && !view.perUnitScores());
+        QVERIFY(QString::fromStdString(view.description).contains(QStringLiteral("no per-unit scores")));
         // Stated before slicing: the width and ratios the export then reaches.
         QCOMPARE(session.workbenchSelection()->native["width"].get<int64_t>(), cli["native"]["width"].get<int64_t>());
         QCOMPARE(view.achievedRatio, cli["achieved_ratio"].get<double>());

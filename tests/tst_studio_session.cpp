@@ -229,7 +229,7 @@ void TestStudioSession::scoringSelectsAndReportsLosses() {
     QCOMPARE(session.scoreMethods(), QStringList{QStringLiteral("numerical")});
     QVERIFY(session.selection().has_value());
     const SelectionView& v = *session.selection();
-    QCOMPARE(v.scores.size(), size_t(6));
+    QCOMPARE(v.unitScores.size(), size_t(6));
     QCOMPARE(v.kept.size(), size_t(6));
     QCOMPARE(v.unitName, QStringLiteral("head"));
     // Budget reading, ρ = 0.3: at least ρ of the attention + MLP weights go, at most a unit more.
@@ -285,7 +285,7 @@ void TestStudioSession::methodsAreKeptSideBySide() {
     QCOMPARE(session.currentMethod(), QStringLiteral("flap"));
     const npw::Mask flapMask = session.selection()->selection.mask;
     session.setCurrentMethod(QStringLiteral("numerical"));
-    QCOMPARE(session.selection()->method, QStringLiteral("numerical"));
+    QCOMPARE(session.selection()->method, std::string("numerical"));
     QVERIFY(!(session.selection()->selection.mask.keepChannels == flapMask.keepChannels));
 }
 
@@ -401,7 +401,7 @@ void TestStudioSession::boxConstrainedAndNewCalibrationAskForRecompute() {
     QCOMPARE(session.currentScores()->settings.ratio, solvedAt);
     QVERIFY(session.recomputeReason().isEmpty());
     // Every channel's z lies in the box.
-    for (const npw::LayerScores& layer : session.selection()->scores)
+    for (const npw::LayerScores& layer : session.selection()->unitScores)
         for (double z : layer.channels) QVERIFY(z >= 0 && z <= 1);
 
     // Moving ρ re-selects at once (on the old z) and says that the bounded optimum needs a solve.
@@ -526,12 +526,12 @@ void TestStudioSession::baselinesSelectAndRoundTrip() {
         QVERIFY(!first.jobs()->isRunning());  // a re-selection: no gradients
         QVERIFY(first.workbenchSelection()->baseline == importances);
         const SelectionView& v = *first.selection();
-        QVERIFY(v.baseline && v.perUnitScores);
+        QVERIFY(v.baseline && v.perUnitScores());
         QVERIFY(v.achievedRatio >= knobs.rho);
         for (const auto& k : v.kept) keptAt[i] += k.keptHeads + k.keptChannels;
-        QCOMPARE(v.scores.size(), size_t(6));
-        QVERIFY(std::isnan(v.scores[0].heads[0]));  // layer 0 is outside LLM-Pruner's range 1–4
-        QVERIFY(std::isfinite(v.scores[2].heads[0]));
+        QCOMPARE(v.unitScores.size(), size_t(6));
+        QVERIFY(std::isnan(v.unitScores[0].heads[0]));  // layer 0 is outside LLM-Pruner's range 1–4
+        QVERIFY(std::isfinite(v.unitScores[2].heads[0]));
     }
     QVERIFY(keptAt[1] < keptAt[0]);
 
@@ -546,9 +546,9 @@ void TestStudioSession::baselinesSelectAndRoundTrip() {
     QVERIFY(removedBlocks >= 3);  // ρ 0.4 of 6 equal blocks
 
     first.setCurrentMethod(QStringLiteral("slicegpt"));
-    QVERIFY(!first.selection()->perUnitScores);
-    QVERIFY(first.selection()->scores.empty());
-    QVERIFY(first.selection()->description.contains(QStringLiteral("no per-unit scores")));
+    QVERIFY(!first.selection()->perUnitScores());
+    QVERIFY(first.selection()->unitScores.empty());
+    QVERIFY(QString::fromStdString(first.selection()->description).contains(QStringLiteral("no per-unit scores")));
 
     first.setCurrentMethod(QStringLiteral("llm-pruner"));
     first.saveWorkspace(path);

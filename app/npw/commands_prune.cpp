@@ -252,7 +252,8 @@ int runPrune(const Args& args) {
     if (args.has("stats-on-disk") && !args.has("calib"))
         throw Error("--stats-on-disk FILE computes statistics: it needs --calib (--stats FILE already reads them from disk)");
     if (!args.has("out")) throw Error("--out DIR is required (the pruned model's directory)");
-    const PruneSettings settings = settingsFromArgs(args);  // bad flags fail before anything is loaded
+    // Validated once, here (settingsFromArgs): bad flags fail before anything is loaded or calibrated.
+    const PruneSettings settings = settingsFromArgs(args);
     // --calib wikitext2:FILE (ptb:, c4:, …): a data set's train split, prepared as GPTQ does.
     checkCalibDataset(args);
 
@@ -289,7 +290,6 @@ int runPrune(const Args& args) {
         // --stats-on-disk FILE: the statistics calibrated layer-wise into FILE (float64, reusable
         // with --stats); the model itself in RAM.
         const std::string statsFile = args.has("stats-on-disk") ? args.get("stats-on-disk") : "";
-        settings.validate();  // before the expensive calibration
         if (statsFile.empty()) {
             workbench.setCalibration(LanguagePruningWorkbench::calibrate(lm, request, terminalProgress()));
         } else {

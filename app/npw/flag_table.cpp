@@ -9,14 +9,20 @@
 #include "core/eval/perplexity.h"
 #include "core/eval/zeroshot.h"
 #include "core/models/gguf_export.h"
+#include "core/experiments/image_runtime_bench.h"
 #include "core/experiments/image_sweep.h"
 #include "core/prune/baselines.h"
+#include "core/prune/layerwise_prune.h"
+#include "core/prune/method_registry.h"
 #include "core/prune/pruner.h"
+#include "core/experiments/runtime_bench.h"
+#include "core/experiments/scale_bench.h"
+#include "core/experiments/scale_projection.h"
 #include "core/experiments/sweep.h"
-#include "core/experiments/sweep_method.h"
 #include "core/experiments/synthetic_checkpoint.h"
 #include "core/text/bpe_trainer.h"
 #include "core/train/classifier_trainer.h"
+#include "core/train/lm_trainer.h"
 #include "core/util/error.h"
 #include "core/util/paths.h"
 
@@ -46,36 +52,21 @@ std::string number(double x) {
     return out.str();
 }
 
-// Core's method names. PruneMethod, BaselineMethod and CrossLayerRanking are enumerations numbered
-// from 0 whose name functions answer "?" past the last value: counting up to it reads every name
-// core has, in core's order.
-template <class Enum, class Name>
-std::vector<std::string> enumNames(Name name) {
-    std::vector<std::string> names;
-    for (int i = 0; i < 64; ++i) {
-        const std::string n = name(static_cast<Enum>(i));
-        if (n == "?") break;
-        names.push_back(n);
-    }
-    return names;
-}
-std::vector<std::string> pruneMethodNames() { return enumNames<PruneMethod>(methodName); }
-std::vector<std::string> baselineMethodNames() {
-    return enumNames<BaselineMethod>([](BaselineMethod m) { return std::string(baselineMethodName(m)); });
-}
-// `npw sweep --methods`: every PruneMethod, and numerical's variants as parseSweepMethod takes
-// them: numerical-RANKING for each cross-layer ranking, -nocomp, -box (each checked by it).
+// Core's method names, from its one table of methods (core/prune/method_registry.h).
+std::vector<std::string> pruneMethodNames() { return methodNames(MethodKind::PerUnit); }
+std::vector<std::string> baselineMethodNames() { return methodNames(MethodKind::Baseline); }
+// `npw sweep --methods`: every per-unit method and numerical's variants, as parseSweepMethod takes them.
 std::vector<std::string> sweepMethodNames() {
-    std::vector<std::string> names = pruneMethodNames();
-    std::vector<std::string> variants;
-    for (const std::string& ranking : enumNames<CrossLayerRanking>(crossLayerRankingName)) variants.push_back("numerical-" + ranking);
-    variants.push_back("numerical-nocomp");
-    variants.push_back("numerical-box");
-    for (const std::string& v : variants) {
-        parseSweepMethod(v);  // npw::Error at start-up (tst_cli_flags) for a variant core no longer takes
-        names.push_back(v);
-    }
-    return names;
+    return methodNamesWhere([](const MethodInfo& m) { return m.kind != MethodKind::Baseline; });
+}
+// --compensation's auto: each method's own where it has one (the registry's), none else.
+std::string autoCompensationText() {
+    std::string out;
+    for (const MethodInfo* m : methodsWhere([](const MethodInfo& m) {
+             return m.kind == MethodKind::PerUnit && m.compensation != CompensationKind::None;
+         }))
+        out += compensationName(m->compensation) + " for " + m->name + ", ";
+    return "auto (" + out + "none else)";
 }
 std::vector<std::string> join(std::vector<std::string> a, const std::vector<std::string>& b) {
     a.insert(a.end(), b.begin(), b.end());
@@ -84,6 +75,13 @@ std::vector<std::string> join(std::vector<std::string> a, const std::vector<std:
 std::string commaList(const std::vector<std::string>& names) {
     std::string out;
     for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+    return out;
+}
+// A list flag's default as it is typed: "1,4,16".
+template <class T>
+std::string listDefault(const std::vector<T>& values) {
+    std::string out;
+    for (const T& v : values) out += (out.empty() ? "" : ",") + std::to_string(v);
     return out;
 }
 // "a, b or c": how a Choice's values read in help and errors.
@@ -133,6 +131,10 @@ std::vector<FlagEntry> buildTable() {
     const SamplingOptions textSampling;   // language models
     const PerplexityOptions perplexity;
     const ZeroShotOptions zeroShot;
+    const RuntimeBenchOptions runtimeBench;  // `npw bench`'s suites
+    const ImageRuntimeBenchOptions imageRuntimeBench;
+    const ScaleBenchOptions scaleBench;
+    const GpuAssumptions gpu;
 
     // ---- Inputs -------------------------------------------------------------------------------
     const Flag text = Flag::text("text", "FILE", "UTF-8 text, tokenized once with BOS at the start").reads();
@@ -177,8 +179,8 @@ std::vector<FlagEntry> buildTable() {
           {"metrics"});
 
     // ---- Pruning settings (PruneSettings) ---------------------------------------------------------
-    // The method names from core's own (methodName, baselineMethodName, parseSweepMethod), never a
-    // list typed here: a method core adds is offered and described without an edit of this table.
+    // The method names from core's table of methods (method_registry.h), never a list typed here: a
+    // method core adds is offered and described without an edit of this table.
     const std::vector<std::string> methods = pruneMethodNames(), baselines = baselineMethodNames();
     t.add(Flag::choice("method", "M", orList(join(methods, baselines)),
                        [](const std::string& v) {
@@ -244,8 +246,7 @@ std::vector<FlagEntry> buildTable() {
     t.add(Flag::toggle("no-compensation", "slice without compensating o_proj/down_proj"), {"prune"});
     t.add(Flag::choice("compensation", "KIND", "auto, theorem3, flap-bias (or bias) or none",
                        [](const std::string& v) { parseCompensation(v); },
-                       "auto (theorem3 for numerical, flap-bias for flap, none else), theorem3, flap-bias (also spelt "
-                       "bias), none")
+                       autoCompensationText() + ", theorem3, flap-bias (also spelt bias), none")
               .byDefault(compensationSettingName(prune.compensation))
               .reportedAs("compensation"),
           {"prune"});
@@ -261,7 +262,7 @@ std::vector<FlagEntry> buildTable() {
     t.add(Flag::choice("taylor", "KIND", "param_first, param_mix or vectorize", [](const std::string& v) { parseTaylorKind(v); },
                        "llm-pruner: first-order Taylor importance per group, param_first (sum of |w dL/dw|), param_mix "
                        "(with the Fisher second-order term) or vectorize")
-              .byDefault("param_first"),
+              .byDefault(taylorKindName(BaselineOptions{}.taylor)),
           {"prune"});
     t.add(Flag::text("llm-pruner-layers", "A-B", "llm-pruner: the layers pruned, A to B inclusive (default: all but the "
                                                  "first ceil(L/8) and the last ceil(L/16))"),
@@ -288,7 +289,7 @@ std::vector<FlagEntry> buildTable() {
           {"prune", "sweep"});
     const Flag nsamples = Flag::integer("nsamples", "N", 1, kMaxWindows, "calibration windows, drawn at seeded random offsets");
     t.add(nsamples.byDefault(std::to_string(kDefaultCalibrationSamples)).reportedAs("calibration.samples"), {"prune"});
-    t.add(nsamples.byDefault("16").described("scale suite: calibration windows of every prune"), {"bench"});
+    t.add(nsamples.byDefault(std::to_string(scaleBench.nsamples)).described("scale suite: calibration windows of every prune"), {"bench"});
     t.add(nsamples.asList("N1,N2")
               .byDefault(std::to_string(sweep.calibSamples.at(0)))
               .described("calibration samples (a list: the samples ablation)"),
@@ -305,7 +306,7 @@ std::vector<FlagEntry> buildTable() {
                            "the context, with a note)")
               .reportedAs("calibration.seqlen"),
           {"prune"});
-    t.add(seqlen.atLeast(2).byDefault("512").described("scale suite: tokens per calibration and evaluation window"),
+    t.add(seqlen.atLeast(2).byDefault(std::to_string(scaleBench.seqlen)).described("scale suite: tokens per calibration and evaluation window"),
           {"bench"});
     t.add(seqlen.asList("L1,L2")
               .described("calibration window length (default: the model's context, at most 2048; a list: the "
@@ -321,7 +322,8 @@ std::vector<FlagEntry> buildTable() {
               .byDefault(std::to_string(sweep.evaluation.seqlen)),
           {"sweep"});
     // (declared here, beside sweep's: a name's declarations stand together)
-    t.add(Flag::integer("eval-seqlen", "L", 1, kMaxSeqlen, "runtime suite: tokens per evaluation window").byDefault("256"),
+    t.add(Flag::integer("eval-seqlen", "L", 1, kMaxSeqlen, "runtime suite: tokens per evaluation window")
+              .byDefault(std::to_string(runtimeBench.evalSeqlen)),
           {"bench"});
     const Flag maxWindows = Flag::integer("max-windows", "K", 0, kNoLimit, "evaluate only the first K windows of each set (0 = all)");
     t.add(maxWindows.byDefault(std::to_string(perplexity.maxWindows)).described("score only the first K windows (0 = all)"),
@@ -390,7 +392,7 @@ std::vector<FlagEntry> buildTable() {
           {"generate", "prune", "sweep", "metrics"});
     t.add(Flag::real("cfg", "S", "image-runtime suite: classifier-free guidance scale (LlamaGen's sample_c2i default)")
               .above(0)
-              .byDefault("4"),
+              .byDefault(number(imageRuntimeBench.cfgScale)),
           {"bench"});
     t.add(Flag::integer("cfg-interval", "I", -1, kMaxTokens,
                         "image models: guide only decode steps 0..I (LlamaGen's cfg_interval; -1 = all)")
@@ -406,7 +408,7 @@ std::vector<FlagEntry> buildTable() {
     t.add(Flag::text("gpt-model", "NAME", "size of a LlamaGen checkpoint that does not say it: B, L, XL, XXL or 3B"),
           {"info", "generate", "prune", "sweep", "metrics"});
     t.add(Flag::text("gpt-model", "NAME", "image-runtime suite: the random GPT's LlamaGen size (B, L, XL, XXL or 3B)")
-              .byDefault("B"),
+              .byDefault(imageRuntimeBench.gptModel),
           {"bench"});
     t.add(Flag::integer("image-size", "PX", 1, 1 << 16, "image size of a LlamaGen checkpoint named with --gpt-model (256 or 384)")
               .byDefault("256"),
@@ -450,7 +452,7 @@ std::vector<FlagEntry> buildTable() {
     t.add(batch.byDefault("64"), {"prune", "sweep"});
     t.add(batch.byDefault("250").described("images per feature-network batch"), {"metrics"});
     t.add(batch.byDefault(std::to_string(zeroShot.batchRows)).described("sequences per forward pass"), {"zeroshot"});
-    t.add(batch.asList("N1,N2").byDefault("1,4,16").described("image-runtime suite: images per forward pass (2 rows each with guidance)"),
+    t.add(batch.asList("N1,N2").byDefault(listDefault(imageRuntimeBench.batches)).described("image-runtime suite: images per forward pass (2 rows each with guidance)"),
           {"bench"});
     const Flag seed = Flag::integer("seed", "S", 0, kNoLimit, "seed of initialisation and data order").byDefault("1");
     t.add(seed.byDefault(std::to_string(prune.seed))
@@ -461,20 +463,24 @@ std::vector<FlagEntry> buildTable() {
           {"generate"});
     t.add(seed.byDefault(std::to_string(textSampling.seed)).described("sampling seed, the same for every model"),
           {"compare"});
-    t.add(seed.byDefault("0").described("image models: evaluation sample i uses seed S + i (calibration: S + 1000000 + i)"),
+    t.add(seed.byDefault(std::to_string(imageSweep.evalSampling.seed)).described("image models: evaluation sample i uses seed S + i (calibration: S + 1000000 + i)"),
           {"sweep"});
     t.add(seed.described("seed of --degrade noise; --model: sample i uses seed S + i"), {"metrics"});
-    t.add(seed.byDefault("0").described("--write-synthetic, --write-synthetic-image and the scale suite: seed of the random weights (and of the scale suite's token ids)"), {"bench"});
+    t.add(seed.byDefault(std::to_string(SyntheticCheckpointOptions{}.seed)).described("--write-synthetic, --write-synthetic-image and the scale suite: seed of the random weights (and of the scale suite's token ids)"), {"bench"});
     t.add(seed.described("seed of the verse order, distractors and gold positions"), {"make-verse-task"});
     t.add(seed, {"train-lm"});
     t.add(seed.byDefault(std::to_string(ClassifierTrainOptions{}.seed)), {"train-classifier"});
     t.add(seed.described("seed of initialisation, data order and class dropout"), {"train-vq", "train-c2i"});
 
     // ---- Speed benchmarks (`npw bench`) -----------------------------------------------------------------
-    t.add(Flag::integer("prompt-tokens", "N", 1, kMaxTokens, "prompt length for the prefill figure").byDefault("128"), {"bench"});
-    t.add(Flag::integer("decode-tokens", "N", 1, kMaxTokens, "tokens generated for the decode figure").byDefault("128"),
+    t.add(Flag::integer("prompt-tokens", "N", 1, kMaxTokens, "prompt length for the prefill figure")
+              .byDefault(std::to_string(runtimeBench.promptTokens)),
           {"bench"});
-    t.add(Flag::integer("repeats", "R", 1, kMaxRepeats, "timed runs (median reported) after one warm-up").byDefault("3"),
+    t.add(Flag::integer("decode-tokens", "N", 1, kMaxTokens, "tokens generated for the decode figure")
+              .byDefault(std::to_string(runtimeBench.decodeTokens)),
+          {"bench"});
+    t.add(Flag::integer("repeats", "R", 1, kMaxRepeats, "timed runs (median reported) after one warm-up")
+              .byDefault(std::to_string(runtimeBench.repeats)),
           {"bench"});
     t.add(Flag::choice("suite", "NAME", "pruning, calibration-memory, runtime, image-runtime, scale or projection",
                        oneOf({"pruning", "calibration-memory", "runtime", "image-runtime", "scale", "projection"}),
@@ -500,20 +506,21 @@ std::vector<FlagEntry> buildTable() {
     t.add(Flag::real("gpu-gemm32-tflops", "T", "projection: one GPU's GEMM rate for the forward (bf16 inputs, float32 "
                                                "accumulation; default 60 % of an H100 SXM's 989)")
               .above(0)
-              .byDefault("400"),
+              .byDefault(number(gpu.gemm32 / 1e12)),
           {"bench"});
     t.add(Flag::real("gpu-gemm64-tflops", "T", "projection: one GPU's float64 GEMM rate for the Gram updates (default "
                                                "75 % of an H100 SXM's 67)")
               .above(0)
-              .byDefault("50"),
+              .byDefault(number(gpu.gemm64 / 1e12)),
           {"bench"});
     t.add(Flag::integer("gpu-host-cores", "N", 1, 4096, "projection: the GPU machine's CPU cores, which run the solves")
-              .byDefault("16"),
+              .byDefault(std::to_string(gpu.hostCores)),
           {"bench"});
-    t.add(Flag::integer("threads", "N", 1, 1024, "runtime, image-runtime and scale suites: threads of every runtime they time").byDefault("1"),
+    t.add(Flag::integer("threads", "N", 1, 1024, "runtime, image-runtime and scale suites: threads of every runtime they time")
+              .byDefault(std::to_string(runtimeBench.threads)),
           {"bench"});
     t.add(Flag::integer("eval-windows", "N", 1, kMaxWindows, "runtime suite: windows of the evaluation figure")
-              .byDefault("4"),
+              .byDefault(std::to_string(runtimeBench.evalWindows)),
           {"bench"});
     t.add(Flag::integer("layers", "N", 0, 100000,
                         "calibration-memory: only the first N layers of the synthetic model (0 = all)")
@@ -544,12 +551,13 @@ std::vector<FlagEntry> buildTable() {
                         "calibration generates --per-class samples of each)")
               .byDefault("1000"),
           {"bench"});
-    t.add(Flag::integer("shard-mib", "N", 1, 1 << 20, "--write-synthetic: MiB per safetensors shard").byDefault("2048"),
+    t.add(Flag::integer("shard-mib", "N", 1, 1 << 20, "--write-synthetic: MiB per safetensors shard")
+              .byDefault(std::to_string(SyntheticCheckpointOptions{}.shardBytes >> 20)),
           {"bench"});
     t.add(Flag::integer("shard-mib", "N", 1, 1 << 20,
                         "the layer-wise road's export: MiB per safetensors shard (whole layers; a rerun after an "
                         "interruption keeps the finished shards)")
-              .byDefault("2048"),
+              .byDefault(std::to_string(LayerwisePruneOptions{}.shardBytes >> 20)),
           {"prune"});
     t.add(Flag::toggle("llamacpp", "also time llama.cpp on the same weights (a GGUF in the checkpoint's dtype, see --llamacpp-dtype; Node + "
                        "tests/fixtures/llamacpp)"),
@@ -581,7 +589,9 @@ std::vector<FlagEntry> buildTable() {
     const Flag epochs = Flag::integer("epochs", "E", 1, kMaxIterations, "passes over the 60 000 training images");
     t.add(epochs.byDefault(std::to_string(ClassifierTrainOptions{}.epochs)), {"train-classifier"});
     t.add(epochs.described("passes over the 60 000 training images (default: the demo recipe)"), {"train-vq", "train-c2i"});
-    t.add(Flag::real("max-minutes", "M", "stop (after a checkpoint) after M minutes; 0 = run to the end").atLeast(0).byDefault("0"),
+    t.add(Flag::real("max-minutes", "M", "stop (after a checkpoint) after M minutes; 0 = run to the end")
+              .atLeast(0)
+              .byDefault(number(LmTrainOptions{}.maxSeconds / 60)),
           {"train-lm", "train-classifier", "train-vq", "train-c2i"});
     const Flag work = Flag::text("work", "DIR", "checkpoint folder (default DIR.train)").writes();
     t.add(work, {"train-lm", "train-classifier", "train-vq"});

@@ -1,5 +1,7 @@
 #include "app/studio/imagespage.h"
 
+#include "app/studio/methodlists.h"
+
 #include "widgets/imagepairwidget.h"
 #include "widgets/scientificspinbox.h"
 #include "widgets/sweepplotwidget.h"
@@ -58,7 +60,8 @@ ImagesPage::ImagesPage(ImageSession* session, QWidget* parent) : QWidget(parent)
     about_ = new QLabel(tr("No image model open"));
     about_->setWordWrap(true);
     method_ = new QComboBox;
-    method_->addItems({"numerical", "flap", "numerical-z", "numerical-nocomp", "numerical-box", "wanda-sp", "magnitude", "random"});
+    method_->setObjectName(QStringLiteral("imageMethodCombo"));
+    method_->addItems(studio::imageMethods());  // core's table of methods (method_registry.h)
     method_->setToolTip(tr("How the pruned model was pruned; scores are computed once per method\n"
                            "(numerical-box: z constrained to [0, 1], solved again for every ρ)"));
     ratio_ = new QDoubleSpinBox;
@@ -67,12 +70,14 @@ ImagesPage::ImagesPage(ImageSession* session, QWidget* parent) : QWidget(parent)
     ratio_->setValue(0.3);
     ratio_->setToolTip(tr("ρ: the fraction of attention + MLP parameters removed"));
     lambda_ = new ScientificSpinBox;
+    lambda_->setObjectName(QStringLiteral("imageLambda"));
     lambda_->setRange(0, 1e8);  // 0: the relative default, as for every model
     lambda_->setSpecialValueText(tr("relative (default)"));
     lambda_->setValue(0);
     lambda_->setToolTip(tr("An absolute λ of the numerical score, or the default: λ = λ_rel / median c, the same\n"
                            "for every model (Help ▸ Manual, \"Choosing λ\"). With the default ranking (numerical: L* across\n"
-                           "layers) λ does not change the mask; numerical-z ranks z itself, where λ·c decides."));
+                           "layers) λ does not change the mask; numerical-z ranks z itself, where λ·c decides.\n"
+                           "Inactive when neither the method nor any of the sweep's methods takes λ."));
     classes_ = new QComboBox;
     classes_->setToolTip(tr("Which classes to generate (a row each)"));
     perClass_ = new QSpinBox;
@@ -154,7 +159,8 @@ ImagesPage::ImagesPage(ImageSession* session, QWidget* parent) : QWidget(parent)
     compareLayout->addWidget(pair_, 1);
 
     sweepMethods_ = new QLineEdit(QStringLiteral("numerical,flap"));
-    sweepMethods_->setToolTip(tr("Methods, comma-separated: numerical, numerical-nocomp, flap, wanda-sp, magnitude, random"));
+    sweepMethods_->setObjectName(QStringLiteral("imageSweepMethods"));
+    sweepMethods_->setToolTip(tr("Methods, comma-separated:\n%1").arg(studio::methodList(studio::imageMethods())));
     sweepRatios_ = new QLineEdit(QStringLiteral("0.1,0.2,0.3"));
     sweepRatios_->setToolTip(tr("Pruning ratios ρ, comma-separated"));
     samples_ = new QSpinBox;
@@ -226,6 +232,13 @@ ImagesPage::ImagesPage(ImageSession* session, QWidget* parent) : QWidget(parent)
     });
     connect(zoom_, &QSpinBox::valueChanged, pair_, &ImagePairWidget::setZoom);
     connect(metric_, &QComboBox::currentIndexChanged, this, &ImagesPage::redrawPlot);
+    // λ only when the comparison's method or one of the sweep's takes it (the registry's options).
+    const auto lambdaActive = [this] {
+        lambda_->setEnabled(studio::usesLambda(method_->currentText()) || studio::anyUsesLambda(splitComma(sweepMethods_->text())));
+    };
+    connect(method_, &QComboBox::currentTextChanged, this, lambdaActive);
+    connect(sweepMethods_, &QLineEdit::textChanged, this, lambdaActive);
+    lambdaActive();
     connect(session_, &ImageSession::modelChanged, this, &ImagesPage::onModelChanged);
     connect(session_, &ImageSession::comparisonReady, this, &ImagesPage::onComparison);
     connect(session_, &ImageSession::sweepCleared, this, &ImagesPage::redrawPlot);

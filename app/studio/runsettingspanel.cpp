@@ -1,5 +1,7 @@
 #include "app/studio/runsettingspanel.h"
 
+#include "app/studio/methodlists.h"
+
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
@@ -19,9 +21,6 @@
 
 namespace {
 
-const npw::PruneMethod kMethods[] = {npw::PruneMethod::Numerical, npw::PruneMethod::Flap, npw::PruneMethod::WandaSp,
-                                     npw::PruneMethod::Magnitude, npw::PruneMethod::Random};
-
 // The method list's item data: a PruneMethod, or a baseline (manual, "Sweeps and baselines") offset past them.
 constexpr int kBaselineItem = 100;
 constexpr int kLlmPrunerGlobalItem = 200;
@@ -33,6 +32,20 @@ int itemOf(const studio::RunSettings& s) {
 }
 
 bool isBaselineItem(int item) { return item >= kBaselineItem; }
+
+// The registry's row of an item (llm-pruner-global: llm-pruner's).
+const npw::MethodInfo& rowOf(int item) {
+    if (item == kLlmPrunerGlobalItem) return npw::methodInfo(npw::BaselineMethod::LlmPruner);
+    return isBaselineItem(item) ? npw::methodInfo(static_cast<npw::BaselineMethod>(item - kBaselineItem))
+                                : npw::methodInfo(static_cast<npw::PruneMethod>(item));
+}
+
+// "name: what it does" per row, one a line.
+QString describedRows(const std::vector<const npw::MethodInfo*>& rows) {
+    QStringList lines;
+    for (const npw::MethodInfo* m : rows) lines << QStringLiteral("%1: %2").arg(QString::fromUtf8(m->name), QString::fromUtf8(m->description));
+    return lines.join(QLatin1Char('\n'));
+}
 
 } // namespace
 
@@ -70,39 +83,33 @@ RunSettingsPanel::RunSettingsPanel(QWidget* parent) : QWidget(parent) {
                          "the same seed gives the same statistics and scores."));
     method_ = new QComboBox;
     method_->setObjectName(QStringLiteral("methodCombo"));
-    for (npw::PruneMethod m : kMethods) method_->addItem(QString::fromStdString(npw::methodName(m)), int(m));
-    method_->insertSeparator(method_->count());
-    // The baselines in their own structure, scored from the calibration windows.
-    const struct {
-        const char* name;
-        int item;
-        QString tip;
-    } baselines[] = {
-        {"llm-pruner", kBaselineItem + int(npw::BaselineMethod::LlmPruner),
-         tr("LLM-Pruner without recovery (Ma et al. 2023): first-order Taylor importance |w·∂L/∂w| of every KV\n"
-            "group and MLP channel through autograd; every layer of its range (the first ⌈L/8⌉ and last ⌈L/16⌉\n"
-            "skipped) removes the same fraction r, solved for ρ. Moving ρ re-selects without new gradients.")},
-        {"llm-pruner-global", kLlmPrunerGlobalItem,
-         tr("LLM-Pruner with --global_pruning: the same Taylor importances, every unit of the range ranked\n"
-            "across layers and kinds, the lowest removed until ρ is reached.")},
-        {"block-influence", kBaselineItem + int(npw::BaselineMethod::BlockInfluence),
-         tr("Depth pruning by ShortGPT's Block Influence: one score per block (1 − cos of its input and output\n"
-            "hidden states); the fewest lowest blocks that reach ρ are removed whole.")},
-        {"slicegpt", kBaselineItem + int(npw::BaselineMethod::SliceGpt),
-         tr("SliceGPT (Ashkboos et al. 2024): rotates the residual stream by PCA and deletes its least\n"
-            "significant directions. No per-unit scores; its width is solved for ρ, and applying it (Export,\n"
-            "the Text tab) slices the model, in npw's own format.")},
+    // Every per-unit method and baseline the language workbench runs: the registry's rows
+    // (core/prune/method_registry.h), each with its one line as the item's tip.
+    const auto languageRows = [](npw::MethodKind kind) {
+        return npw::methodsWhere([kind](const npw::MethodInfo& m) { return m.kind == kind && m.language; });
     };
-    for (const auto& b : baselines) {
-        method_->addItem(QString::fromLatin1(b.name), b.item);
-        method_->setItemData(method_->count() - 1, b.tip, Qt::ToolTipRole);
+    const auto addRow = [this](const npw::MethodInfo& m, int item) {
+        method_->addItem(QString::fromUtf8(m.name), item);
+        method_->setItemData(method_->count() - 1, QString::fromUtf8(m.description), Qt::ToolTipRole);
+    };
+    for (const npw::MethodInfo* m : languageRows(npw::MethodKind::PerUnit)) addRow(*m, int(m->method));
+    method_->insertSeparator(method_->count());
+    // The baselines in their own structure, scored from the calibration windows; LLM-Pruner also
+    // with its global ranking (its option --llm-pruner-global), right after it.
+    for (const npw::MethodInfo* m : languageRows(npw::MethodKind::Baseline)) {
+        addRow(*m, kBaselineItem + int(m->baseline));
+        if (m->baseline != npw::BaselineMethod::LlmPruner) continue;
+        method_->addItem(QStringLiteral("llm-pruner-global"), kLlmPrunerGlobalItem);
+        method_->setItemData(method_->count() - 1,
+                             tr("LLM-Pruner with --global_pruning: the same Taylor importances, every unit of the range ranked\n"
+                                "across layers and kinds, the lowest removed until ρ is reached."),
+                             Qt::ToolTipRole);
     }
-    method_->setToolTip(tr("numerical: the paper's score (Newton on the pruning error; global ranking, Theorem 3).\n"
-                           "flap: FLAP's fluctuation metric, standardised, global, bias compensation.\n"
-                           "wanda-sp, magnitude, random: uniform per layer, no compensation.\n"
-                           "llm-pruner, block-influence, slicegpt: the paper's other baselines and depth pruning,\n"
+    method_->setToolTip(describedRows(languageRows(npw::MethodKind::PerUnit)) + QLatin1Char('\n') +
+                        tr("%1: the paper's other baselines and depth pruning,\n"
                            "each in its own structure (hover an item for what it does).\n"
-                           "Each method's scores are kept: switch between them in the Selection bar."));
+                           "Each method's scores are kept: switch between them in the Selection bar.")
+                            .arg(studio::baselineMethods().join(QStringLiteral(", "))));
     iters_ = new QSpinBox;
     iters_->setRange(0, 100);
     iters_->setSpecialValueText(tr("0 (closed form)"));
@@ -207,7 +214,7 @@ studio::RunSettings RunSettingsPanel::settings() const {
     } else {
         s.prune.method = static_cast<npw::PruneMethod>(item);
     }
-    const bool numerical = s.prune.method == npw::PruneMethod::Numerical;
+    const bool numerical = npw::methodInfo(s.prune.method).options.box;  // a baseline leaves the method's default
     s.prune.boxConstrained = numerical && box_->isChecked();
     s.prune.iters = s.prune.boxConstrained ? 0 : iters_->value();  // alternatives
     s.prune.crossLayer = static_cast<npw::CrossLayerRanking>(ranking_->currentData().toInt());
@@ -237,13 +244,12 @@ void RunSettingsPanel::setSettings(const studio::RunSettings& s) {
 void RunSettingsPanel::updateEnabled() {
     // T and the box belong to the numerical score; the box has its own solver instead of T.
     // The baselines compensate nothing and take none of these.
-    const int item = method_->currentData().toInt();
-    const bool numerical = !isBaselineItem(item) && static_cast<npw::PruneMethod>(item) == npw::PruneMethod::Numerical;
-    damp_->setEnabled(!isBaselineItem(item));
-    compensate_->setEnabled(!isBaselineItem(item));
-    box_->setEnabled(numerical);
-    ranking_->setEnabled(numerical);
-    iters_->setEnabled(numerical && !box_->isChecked());
+    const npw::MethodOptions options = rowOf(method_->currentData().toInt()).options;  // the registry's
+    damp_->setEnabled(options.compensation);
+    compensate_->setEnabled(options.compensation);
+    box_->setEnabled(options.box);
+    ranking_->setEnabled(options.ranking);
+    iters_->setEnabled(options.iterations && !box_->isChecked());
 }
 
 void RunSettingsPanel::setCalibrationStale(bool stale, bool haveModel) {

@@ -1,6 +1,7 @@
 #include "app/studio/scorespage.h"
 
 #include "app/studio/layerreporttable.h"
+#include "core/prune/method_registry.h"
 #include "core/util/error.h"
 #include "widgets/headmapwidget.h"
 #include "widgets/layeroverviewwidget.h"
@@ -185,66 +186,68 @@ QWidget* ScoresPage::buildEmptyState() {
 }
 
 void ScoresPage::showSelection(const SelectionView& v) {
+    const QString method = QString::fromStdString(v.method), description = QString::fromStdString(v.description),
+                  scoreLabel = QString::fromStdString(v.scoreLabel);
     // The sentence goes in the notice line, or (no per-unit scores) in place of the views with a
     // short pointer in the line.
-    methodNote_ = v.perUnitScores || v.description.isEmpty()
-                      ? v.description
+    methodNote_ = v.perUnitScores() || description.isEmpty()
+                      ? description
                       : tr("%1 has no per-unit scores: what it removes at ρ is said below; moving ρ solves its width "
                            "again at once.")
-                            .arg(v.method);
+                            .arg(method);
     updateRecomputeNotice();
     controls_->setAlphaAndLambdaEnabled(!v.baseline);  // the baselines select by ρ alone
-    // λ_rel is the numerical score's: FLAP, Wanda-sp, magnitude and random have none.
+    // λ_rel only for a method that takes it (the registry's options: the numerical score).
     const auto scores = session_->currentScores();
-    controls_->setLambdaEnabled(!v.baseline && scores && scores->settings.method == npw::PruneMethod::Numerical);
+    controls_->setLambdaEnabled(!v.baseline && scores && npw::methodInfo(scores->settings.method).options.lambda);
     const studio::SelectionKnobs k = session_->knobs();
-    if (!v.perUnitScores) {
+    if (!v.perUnitScores()) {
         // SliceGPT: nothing per head or channel to draw; the sentence says what it does at ρ.
         noScores_->setText(tr("<p style='font-size:large'><b>%1</b></p><p>%2</p>")
-                               .arg(v.method, v.description.toHtmlEscaped()));
+                               .arg(method, description.toHtmlEscaped()));
         viewStack_->setCurrentIndex(1);
         summary_->setText(tr("<b>%1</b> at ρ = %2: no per-unit scores; removes <b>%3%</b> of the attention + MLP "
                              "parameters (%4% of the model). α and λ do not apply.")
-                              .arg(v.method)
+                              .arg(method)
                               .arg(k.rho, 0, 'f', 3)
                               .arg(100 * v.achievedRatio, 0, 'f', 1)
                               .arg(100 * v.achievedRatioModel, 0, 'f', 1));
-        if (methodSelector_->currentText() != v.method) methodSelector_->setCurrentText(v.method);
+        if (methodSelector_->currentText() != method) methodSelector_->setCurrentText(method);
         return;
     }
     viewStack_->setCurrentIndex(0);
     // One score per block: a layer's histogram would be one bar; the head map and the layer
     // overview show the blocks.
-    histogram_->setVisible(!v.perBlockScores);
-    overview_->setScoreLabel(v.baseline ? v.scoreLabel : QString());
+    histogram_->setVisible(!v.perBlockScores());
+    overview_->setScoreLabel(v.baseline ? scoreLabel : QString());
     headMap_->setUnitName(v.unitName);
-    headMap_->setScoreLabel(v.scoreLabel);
-    headMap_->setData(v.scores, v.selection.mask);
-    histogram_->setData(v.scores, v.selection.mask, v.selection.threshold);
-    overview_->setData(v.scores, v.selection.mask, v.selection.threshold);
+    headMap_->setScoreLabel(scoreLabel);
+    headMap_->setData(v.unitScores, v.selection.mask);
+    histogram_->setData(v.unitScores, v.selection.mask, v.selection.threshold);
+    overview_->setData(v.unitScores, v.selection.mask, v.selection.threshold);
     layerTable_->setKept(v.kept, v.unitName);
     if (v.baseline)
         layerTable_->setNoLosses(tr("%1 removes units as they are (no compensation): no reconstruction loss "
-                                    "is computed").arg(v.method));
+                                    "is computed").arg(method));
     else if (session_->pruneRoad().layerwise)
         layerTable_->setNoLosses(tr("Layer by layer, each layer's loss is computed as it is compensated: File ▸ Export "
                                     "pruned model writes them into the export's report and fills this table"));
     int blocksGone = 0;
     for (const npw::LayerKeptCounts& c : v.kept) blocksGone += c.keptHeads == 0 && c.keptChannels == 0 ? 1 : 0;
-    const QString removes = v.perBlockScores
+    const QString removes = v.perBlockScores()
                                 ? tr("removes %1 of %2 blocks whole").arg(blocksGone).arg(v.kept.size())
                                 : tr("removes %1 %2s and %3 MLP channels")
                                       .arg(v.selection.removedHeads)
                                       .arg(v.unitName)
                                       .arg(QLocale().toString(qlonglong(v.selection.removedChannels)));
     summary_->setText(tr("<b>%1</b> at ρ = %2: %3, <b>%4%</b> of the attention + MLP parameters (%5% of the model).")
-                          .arg(v.method)
+                          .arg(method)
                           .arg(k.rho, 0, 'f', 3)
                           .arg(removes)
                           .arg(100 * v.achievedRatio, 0, 'f', 1)
                           .arg(100 * v.achievedRatioModel, 0, 'f', 1) +
                       (v.baseline ? tr(" α and λ do not apply.") : QString()));
-    if (methodSelector_->currentText() != v.method) methodSelector_->setCurrentText(v.method);
+    if (methodSelector_->currentText() != method) methodSelector_->setCurrentText(method);
 }
 
 void ScoresPage::onModelChanged() {

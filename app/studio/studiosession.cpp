@@ -76,7 +76,7 @@ std::vector<npw::WorkbenchSelection> StudioSession::selectionsAtKnobs() {
 }
 
 std::shared_ptr<const npw::ScoreSet> StudioSession::currentScores() const {
-    if (selected_ && selected_->method == current_.toStdString()) return selected_->scores;
+    if (view_ && view_->method == current_.toStdString()) return view_->scores;
     return workbench_.computedScores(current_.toStdString());
 }
 
@@ -87,7 +87,6 @@ void StudioSession::resetModelState() {
     statsCalibration_.reset();
     current_.clear();
     view_.reset();
-    selected_.reset();
     layerReports_.clear();
     ++reportGeneration_;
     sweepRows_.clear();
@@ -346,40 +345,28 @@ void StudioSession::reselect() {
 void StudioSession::reselectOrThrow() {
     if (!workbench_.hasScores(current_.toStdString())) {
         view_.reset();
-        selected_.reset();
         return;
     }
     // The knob is λ_rel: numerical scores follow it in closed form (the workbench re-scores).
     npw::WorkbenchSelection selected =
         workbench_.select(current_.toStdString(), knobs_.rho, knobs_.alpha, knobs_.mode, knobs_.lambda);
     SelectionView v;
-    v.method = current_;
-    v.scores = selected.unitScores;
-    v.selection = selected.selection;
-    v.kept = selected.kept;
-    v.achievedRatio = selected.achievedRatio;
-    v.achievedRatioModel = selected.achievedRatioModel;
     v.unitName = qs(npw::attentionUnitLabel(workbench_.model().model->config(),
                                             selected.scores ? selected.scores->settings.attentionUnit
                                                             : npw::AttentionUnitKind::KvGroup));
-    v.scoreLabel = qs(selected.scoreLabel);
-    v.description = qs(selected.description);
-    v.baseline = selected.baseline != nullptr;
-    v.perUnitScores = !selected.unitScores.empty();
-    v.perBlockScores = selected.baseline && selected.baseline->method == npw::BaselineMethod::BlockInfluence;
-    selected_ = std::move(selected);
-    view_ = v;
+    static_cast<npw::WorkbenchSelection&>(v) = std::move(selected);
+    view_ = std::move(v);
     emit selectionChanged(*view_);
     startLayerReports();
 }
 
 void StudioSession::startLayerReports() {
     const quint64 generation = ++reportGeneration_;
-    if (!view_ || !selected_ || !workbench_.isCalibrated() || selected_->baseline) return;  // baselines: no losses
+    if (!view_ || !workbench_.isCalibrated() || view_->baseline) return;  // baselines: no losses
     const npw::PruneSettings settings = settings_.prune;  // compensation and damp
     const auto model = workbench_.model().model;
     const auto stats = workbench_.calibration().stats;
-    const npw::WorkbenchSelection selection = *selected_;
+    const npw::WorkbenchSelection selection = *view_;
     auto* watcher = new QFutureWatcher<std::vector<npw::LayerPruneReport>>(this);
     connect(watcher, &QFutureWatcher<std::vector<npw::LayerPruneReport>>::finished, this, [this, watcher, generation] {
         watcher->deleteLater();
@@ -505,14 +492,14 @@ void StudioSession::addSweepRow(npw::SweepRow row) {
 }
 
 bool StudioSession::exportPrunedModel(const QString& dir) {
-    if (!view_ || !selected_) return false;
-    if (selected_->baseline) return exportBaseline(dir);
+    if (!view_) return false;
+    if (view_->baseline) return exportBaseline(dir);
     if (road_.layerwise) return exportLayerwise(dir);
     if (!workbench_.isCalibrated()) return false;
     const npw::PruneSettings settings = settings_.prune;  // compensation and damp
     const auto model = workbench_.model().model;
     const auto stats = workbench_.calibration().stats;
-    const npw::WorkbenchSelection selection = *selected_;
+    const npw::WorkbenchSelection selection = *view_;
     const npw::CalibrationSummary calibration = workbench_.calibration().summary;
     const std::string target = dir.toStdString(), source = modelRef_.toStdString();
     const npw::OutputGuard guard = outputGuard();
@@ -541,7 +528,7 @@ bool StudioSession::exportLayerwise(const QString& dir) {
     const npw::PruneSettings settings = settings_.prune;  // compensation and damp
     const auto model = workbench_.model().model;
     const auto stats = layerwise_;  // the job holds the scratch file open while it writes
-    const npw::WorkbenchSelection selection = *selected_;
+    const npw::WorkbenchSelection selection = *view_;
     const std::string target = dir.toStdString(), source = modelRef_.toStdString();
     const npw::OutputGuard guard = outputGuard();
     // The per-layer losses come with the export on this road (each layer's report as it is
@@ -576,7 +563,7 @@ bool StudioSession::exportLayerwise(const QString& dir) {
 
 bool StudioSession::exportBaseline(const QString& dir) {
     const auto model = workbench_.model().model;
-    const npw::WorkbenchSelection selection = *selected_;
+    const npw::WorkbenchSelection selection = *view_;
     const npw::CalibrationSummary calibration = workbench_.calibration().summary;
     const std::string target = dir.toStdString(), source = modelRef_.toStdString();
     const npw::OutputGuard guard = outputGuard();

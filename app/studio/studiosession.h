@@ -28,22 +28,15 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-// What every score view shows for the current method and knobs.
-struct SelectionView {
-    QString method;                          // the score set ("numerical", "flap", …)
-    std::vector<npw::LayerScores> scores;    // per layer, at ρ (z for numerical)
-    npw::SelectionResult selection;          // mask, removed counts, threshold (NaN: per-layer)
-    std::vector<npw::LayerKeptCounts> kept;  // per layer
-    double achievedRatio = 0;                // of attention + MLP parameters
-    double achievedRatioModel = 0;           // of all parameters
-    QString unitName;                        // "head", or "KV group" for GQA models
-    // The baselines (core's WorkbenchSelection): what the scores are, a sentence on what the
-    // selection removes, and whether the method has per-unit scores at all (SliceGPT has none).
-    QString scoreLabel;
-    QString description;
-    bool baseline = false;
-    bool perUnitScores = true;
-    bool perBlockScores = false;  // one score per block (block influence): no per-layer histogram
+// What every score view shows for the current method and knobs: core's selection as the
+// workbench made it (the score set's name, the mask and its counts, the per-unit scores at ρ and
+// their label, a baseline's scores, native knob and sentence), and what the studio adds.
+struct SelectionView : npw::WorkbenchSelection {
+    QString unitName;  // "head", or "KV group" for GQA models
+    // Whether the method has per-unit scores at all (SliceGPT has none), and whether they are one
+    // per block (block influence: no per-layer histogram).
+    bool perUnitScores() const { return !unitScores.empty(); }
+    bool perBlockScores() const { return baseline && baseline->method == npw::BaselineMethod::BlockInfluence; }
 };
 Q_DECLARE_METATYPE(SelectionView)
 
@@ -63,7 +56,7 @@ public:
     // The core workbench this session adapts (calibration, score sets, selection, report).
     const npw::LanguagePruningWorkbench& workbench() const { return workbench_; }
     // The current selection as core made it (null before scores).
-    const std::optional<npw::WorkbenchSelection>& workbenchSelection() const { return selected_; }
+    const npw::WorkbenchSelection* workbenchSelection() const { return view_ ? &*view_ : nullptr; }
     QString modelReference() const { return modelRef_; }
     QString device() const { return device_; }
     // What the open model brings to empty fields (core's modelDefaults: the demo models' texts,
@@ -193,8 +186,7 @@ private:
     studio::SelectionKnobs knobs_;
     std::optional<studio::CalibrationSettings> statsCalibration_;  // what stats_ was computed from
     QString current_;
-    std::optional<SelectionView> view_;
-    std::optional<npw::WorkbenchSelection> selected_;  // what view_ shows, as core selected it
+    std::optional<SelectionView> view_;  // core's selection of current_ at the knobs, and the studio's additions
     std::vector<npw::LayerPruneReport> layerReports_;
     std::atomic<quint64> reportGeneration_{0};  // stale loss results are dropped (read by the loss job)
     std::vector<npw::SweepRow> sweepRows_;

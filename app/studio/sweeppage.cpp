@@ -1,5 +1,7 @@
 #include "app/studio/sweeppage.h"
 
+#include "app/studio/methodlists.h"
+
 #include "core/eval/sweep_curves.h"
 #include "widgets/sweepplotwidget.h"
 
@@ -68,9 +70,8 @@ npw::SweepPointKey curveKey(const npw::SweepSummaryRow& s) {
 SweepPage::SweepPage(StudioSession* session, QWidget* parent) : QWidget(parent), session_(session) {
     // What to sweep, and the plot that grows as rows arrive.
     methods_ = new QLineEdit(QStringLiteral("numerical,flap,wanda-sp"));
-    methodsTip_ = tr("Methods, comma-separated: numerical, numerical-nocomp, numerical-box (z in [0, 1],\n"
-                     "one solve per ratio), flap, wanda-sp, magnitude, random; the baselines in their own\n"
-                     "structure: llm-pruner, slicegpt, block-influence (no per-unit scores: curves only)");
+    methodsTip_ = tr("Methods, comma-separated:\n%1;\nthe baselines in their own structure: %2 (no per-unit scores: curves only)")
+                      .arg(studio::methodList(studio::languageSweepMethods()), studio::baselineMethods().join(QStringLiteral(", ")));
     methods_->setToolTip(methodsTip_);
     ratios_ = new QLineEdit(QStringLiteral("0.1,0.2,0.3"));
     ratios_->setToolTip(tr("Pruning ratios ρ in [0, 1), comma-separated: each only re-selects"));
@@ -102,7 +103,8 @@ SweepPage::SweepPage(StudioSession* session, QWidget* parent) : QWidget(parent),
     seqlens_ = axis(tr("Ablation: calibration sequence lengths, comma-separated (e.g. 64,128).\n"
                        "Empty: the Run settings' value. One curve per value."));
     lambdas_ = axis(tr("Ablation: λ of the numerical score, comma-separated (e.g. 1e-4,1,100).\n"
-                       "Empty: the Selection's λ. One curve per value (other methods ignore λ)."));
+                       "Empty: the Selection's λ. One curve per value (other methods ignore λ: the field is\n"
+                       "inactive unless Methods holds one that takes it)."));
     evalTexts_ = new QLineEdit;
     evalTexts_->setObjectName(QStringLiteral("sweepEvalTexts"));
     evalTexts_->setPlaceholderText(tr("open a model first"));
@@ -198,6 +200,10 @@ SweepPage::SweepPage(StudioSession* session, QWidget* parent) : QWidget(parent),
     layout->addWidget(road_);
     layout->addWidget(splitter_, 1);
 
+    // λ only for the methods that take it (the registry's options).
+    const auto lambdaActive = [this] { lambdas_->setEnabled(studio::anyUsesLambda(methods_->text().split(QLatin1Char(',')))); };
+    connect(methods_, &QLineEdit::textChanged, this, lambdaActive);
+    lambdaActive();
     connect(speedShow_, &QComboBox::currentIndexChanged, this, &SweepPage::redraw);
     connect(run_, &QPushButton::clicked, this, &SweepPage::runSweep);
     connect(session_, &StudioSession::sweepCleared, this, &SweepPage::redraw);
@@ -235,15 +241,16 @@ void SweepPage::updateRoad() {
             if (!refused.contains(QString::fromStdString(m))) kept << QString::fromStdString(m);
         methods_->setText(kept.join(QLatin1Char(',')));
     }
-    methods_->setToolTip(tr("Methods, comma-separated, on this model's layer-by-layer road: numerical, numerical-nocomp,\n"
-                            "numerical-box, numerical-z, numerical-lstar, numerical-lstar-rel, flap, wanda-sp, magnitude, random.\n"
-                            "Not offered: llm-pruner, slicegpt and block-influence (they prune from the whole model in memory)\n"
-                            "and numerical-lstar-kl (2L + 1 whole-model forward passes)."));
+    const QString baselines = studio::baselineMethods().join(QStringLiteral(", "));
+    const QString wholeModel = studio::wholeModelVariants().join(QStringLiteral(", "));
+    methods_->setToolTip(tr("Methods, comma-separated, on this model's layer-by-layer road:\n%1.\n"
+                            "Not offered: %2 (they prune from the whole model in memory)\n"
+                            "and %3 (2L + 1 whole-model forward passes).")
+                             .arg(studio::methodList(studio::layerwiseSweepMethods()), baselines, wholeModel));
     road_->setText(tr("This model sweeps %1, as npw sweep --layerwise: the statistics go to a scratch file, each pruned "
                       "model is written to a work folder and evaluated one block at a time. Not on this road, as they "
-                      "need the whole model in memory: the baselines (llm-pruner, slicegpt, block-influence), "
-                      "numerical-lstar-kl, the zero-shot task and speed rows.%2")
-                       .arg(session_->pruneRoadText(),
+                      "need the whole model in memory: the baselines (%2), %3, the zero-shot task and speed rows.%4")
+                       .arg(session_->pruneRoadText(), baselines, wholeModel,
                             refused.isEmpty() ? QString() : tr(" Taken out of Methods: %1.").arg(refused.join(QStringLiteral(", ")))));
 }
 

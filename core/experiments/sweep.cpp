@@ -8,6 +8,7 @@
 #include "core/eval/generate.h"
 #include "core/eval/perplexity.h"
 #include "core/prune/baseline_pruner.h"
+#include "core/prune/method_registry.h"
 #include "core/prune/calibration.h"
 #include "core/prune/layerwise_prune.h"
 #include "core/models/sliced_llama.h"
@@ -65,8 +66,10 @@ void checkSweepSpec(const SweepSpec& spec) {
         if (!parseBaselineMethod(m)) parseSweepMethod(m);  // reject typos before any work
     for (double r : spec.ratios) {
         if (!(r >= 0 && r < 1)) throw Error("sweep: ratio " + std::to_string(r) + " is outside [0, 1)");
-        if (r == 0 && std::find(spec.methods.begin(), spec.methods.end(), "numerical-box") != spec.methods.end())
-            throw Error("sweep: numerical-box needs ratios > 0 (at ρ = 0 every z is 1)");
+        for (const auto& m : spec.methods) {
+            const MethodInfo* row = findMethod(m);
+            if (r == 0 && row && row->fixedBox) throw Error("sweep: " + m + " needs ratios > 0 (at ρ = 0 every z is 1)");
+        }
     }
 }
 
@@ -448,12 +451,8 @@ void refuseOnLayerwiseSweep(const SweepSpec& spec, const std::string& why) {
 }
 
 bool sweepMethodNeedsWholeModel(const std::string& method) {
-    if (parseBaselineMethod(method)) return true;
-    try {
-        return parseSweepMethod(method).crossLayer == CrossLayerRanking::MeasuredDamage;
-    } catch (const std::exception&) {
-        return false;  // unknown: not this road's to refuse
-    }
+    const MethodInfo* row = findMethod(method);
+    return row && row->wholeModel;  // unknown: not this road's to refuse
 }
 
 std::vector<SweepRow> runSweepLayerwise(const LanguageModel& lm, const SweepSpec& spec, const LayerwiseSweepOptions& options,

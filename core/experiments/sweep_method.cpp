@@ -1,5 +1,6 @@
 #include "core/experiments/sweep_method.h"
 
+#include "core/prune/method_registry.h"
 #include "core/util/error.h"
 
 namespace npw {
@@ -12,23 +13,18 @@ std::string siteDamageOnImageModelRefusal() {
 }
 
 SweepMethod parseSweepMethod(const std::string& name, SweptModel model) {
-    SweepMethod m;
-    if (name == "numerical-nocomp") {
-        m.compensation = CompensationKind::None;
-    } else if (name == "numerical-box") {
-        m.boxConstrained = true;
-    } else if (name == "numerical-z") {
-        m.crossLayer = CrossLayerRanking::Relaxed;
-    } else if (name == "numerical-lstar") {
-        m.crossLayer = CrossLayerRanking::CompensatedError;
-    } else if (name == "numerical-lstar-rel") {
-        m.crossLayer = CrossLayerRanking::RelativeCompensatedError;
-    } else if (name == "numerical-lstar-kl") {
-        if (model == SweptModel::Image) throw Error(siteDamageOnImageModelRefusal());
-        m.crossLayer = CrossLayerRanking::MeasuredDamage;
-    } else {
-        m.method = parsePruneMethod(name);
+    const MethodInfo* row = findMethod(name);
+    // Unknown (or a baseline): parsePruneMethod's error, listing the methods.
+    if (!row || row->kind == MethodKind::Baseline) return SweepMethod{parsePruneMethod(name)};
+    if (model == SweptModel::Image && !row->image) {
+        if (row->fixedRanking == CrossLayerRanking::MeasuredDamage) throw Error(siteDamageOnImageModelRefusal());
+        throw Error("method " + name + " is not available for image models");
     }
+    SweepMethod m;
+    m.method = row->method;
+    m.compensation = row->fixedCompensation;
+    m.boxConstrained = row->fixedBox;
+    m.crossLayer = row->fixedRanking;
     return m;
 }
 

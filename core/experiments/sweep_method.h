@@ -19,10 +19,10 @@ struct SweepMethod {
 // Which model a sweep prunes: an image model (LlamaGen) cannot be ranked lstar-kl.
 enum class SweptModel { Language, Image };
 
-// "numerical-nocomp" (no compensation), "numerical-box" (the box-constrained score),
-// "numerical-z", "numerical-lstar", "numerical-lstar-rel", "numerical-lstar-kl" (numerical
-// ranked across layers so), or a PruneMethod's name. npw::Error for any other name (listing
-// the methods), and for numerical-lstar-kl on an image model (saying why).
+// A per-unit method's or a variant's name (their rows in method_registry.h: "numerical-nocomp",
+// "numerical-box", "numerical-z", "numerical-lstar", ... each fixes one setting). npw::Error for
+// any other name (listing the methods), and for a row not offered for image models on one
+// (numerical-lstar-kl: saying why).
 SweepMethod parseSweepMethod(const std::string& name, SweptModel model = SweptModel::Language);
 
 // Why an image model is not ranked lstar-kl: the one message of the image sweep and the image

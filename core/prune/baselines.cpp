@@ -17,17 +17,14 @@
 namespace npw {
 
 const char* baselineMethodName(BaselineMethod method) {
-    switch (method) {
-    case BaselineMethod::LlmPruner: return "llm-pruner";
-    case BaselineMethod::SliceGpt: return "slicegpt";
-    case BaselineMethod::BlockInfluence: return "block-influence";
-    }
+    for (const MethodInfo* m : methodsWhere([](const MethodInfo& row) { return row.kind == MethodKind::Baseline; }))
+        if (m->baseline == method) return m->name;
     return "?";
 }
 
 std::optional<BaselineMethod> parseBaselineMethod(const std::string& name) {
-    for (BaselineMethod m : {BaselineMethod::LlmPruner, BaselineMethod::SliceGpt, BaselineMethod::BlockInfluence})
-        if (name == baselineMethodName(m)) return m;
+    const MethodInfo* m = findMethod(name);
+    if (m && m->kind == MethodKind::Baseline) return m->baseline;
     return std::nullopt;
 }
 

@@ -14,6 +14,7 @@
 // its achieved ratio and its native knob (blocks removed, per-layer ratio, slicing fraction).
 #include "core/models/llama.h"
 #include "core/prune/calibration.h"
+#include "core/prune/method_registry.h"
 #include "core/prune/report.h"
 
 #include <limits>
@@ -26,7 +27,7 @@ namespace npw {
 
 class SlicedLlama;
 
-enum class BaselineMethod { LlmPruner, SliceGpt, BlockInfluence };
+// BaselineMethod and each baseline's row: method_registry.h.
 const char* baselineMethodName(BaselineMethod method);  // "llm-pruner", "slicegpt", "block-influence"
 // nullopt for any other name (then it is a PruneMethod or a typo).
 std::optional<BaselineMethod> parseBaselineMethod(const std::string& name);

@@ -4,6 +4,7 @@
 
 #include "core/prune/baseline_metrics.h"
 #include "core/prune/compensation.h"
+#include "core/prune/method_registry.h"
 #include "core/util/error.h"
 #include "core/util/finite.h"
 #include "core/util/number_text.h"
@@ -181,15 +182,14 @@ ChannelScore scoreChannels(const PruneSettings& s, const at::Tensor& weight, con
     case PruneMethod::Random: out.scores = randomScores(weight.size(1), rng); break;
     }
     out.scores = out.scores.to(at::kCPU, at::kDouble).contiguous();
-    if (s.method == PruneMethod::Flap || s.standardisedGlobal) out.scores = standardised(out.scores);
+    if (methodInfo(s.method).standardises || s.standardisedGlobal) out.scores = standardised(out.scores);
     return out;
 }
 
-// Wanda-sp, magnitude (and random) sum a head's channels in FLAP's code; the paper and FLAP's
+// Wanda-sp, magnitude (and random) sum a head's channels in FLAP's code (their rows' unitsSumChannels); the paper and FLAP's
 // AL-AM average them. Inside one layer both give the same order.
 bool unitsSumChannels(const PruneSettings& s) {
-    return !s.standardisedGlobal &&
-           (s.method == PruneMethod::WandaSp || s.method == PruneMethod::Magnitude || s.method == PruneMethod::Random);
+    return !s.standardisedGlobal && methodInfo(s.method).unitsSumChannels;
 }
 
 void rankUnits(ScoreSet& set) {
@@ -416,6 +416,9 @@ LayerScores ScoreSet::unitScoresAt(size_t layer, double rho) const {
     return out;
 }
 
+static ScoreSet scoreValidated(const LlamaConfig& config, const at::Tensor& embed, const ScoredLayerSource& layerAt,
+                               const PruneSettings& settings, const ProgressFn& progress, const ScoreJournal& journal);
+
 ScoreSet computeScores(const LlamaCheckpoint& checkpoint, const ModelStats& stats, const PruneSettings& settings,
                        const ProgressFn& progress) {
     settings.validate();
@@ -426,13 +429,13 @@ ScoreSet computeScores(const LlamaCheckpoint& checkpoint, const ModelStats& stat
     auto site = [&none](const std::vector<LayerStats>& sites, size_t l) -> const LayerStats& {
         return l < sites.size() ? sites[l] : none;
     };
-    return computeScoresByLayer(
+    return scoreValidated(  // validated above: not again
         checkpoint.config, checkpoint.weights.embed,
         [&](size_t l, bool) {
             const LlamaLayerWeights& w = checkpoint.weights.layers.at(l);
             return ScoredLayer{w.wo, w.w_down, site(stats.attn, l), site(stats.mlp, l)};
         },
-        settings, progress);
+        settings, progress, ScoreJournal{});
 }
 
 const char* scorePassName(ScorePass pass) {
@@ -452,6 +455,12 @@ ScoreSet computeScoresByLayer(const LlamaConfig& config, const at::Tensor& embed
 ScoreSet computeScoresByLayer(const LlamaConfig& config, const at::Tensor& embed, const ScoredLayerSource& layerAt,
                               const PruneSettings& settings, const ProgressFn& progress, const ScoreJournal& journal) {
     settings.validate();
+    return scoreValidated(config, embed, layerAt, settings, progress, journal);
+}
+
+// computeScoresByLayer once its entry point has validated the settings.
+static ScoreSet scoreValidated(const LlamaConfig& config, const at::Tensor& embed, const ScoredLayerSource& layerAt,
+                               const PruneSettings& settings, const ProgressFn& progress, const ScoreJournal& journal) {
     checkProtectedLayers(config, settings);
 
     ScoreSet set;
@@ -464,7 +473,7 @@ ScoreSet computeScoresByLayer(const LlamaConfig& config, const at::Tensor& embed
     set.mlpSolves.resize(layers);
     set.costs = unitCosts(config, settings.attentionUnit);
     std::mt19937_64 rng(settings.seed);
-    const bool needsStats = settings.method != PruneMethod::Magnitude && settings.method != PruneMethod::Random;
+    const bool needsStats = methodInfo(settings.method).needsStatistics;
     const LayerStats none;
     // A relative λ needs every layer's c before any z: solve first, then score with the λ found.
     std::vector<NumericalSolve> attnSolved(layers), mlpSolved(layers);

@@ -1,19 +1,14 @@
 #include "core/prune/settings.h"
 
+#include "core/prune/method_registry.h"
 #include "core/util/error.h"
 #include "core/util/number_text.h"
 
 #include <cmath>
-#include <utility>
 
 namespace npw {
 
 namespace {
-
-const std::vector<std::pair<PruneMethod, const char*>> kMethodNames = {
-    {PruneMethod::Numerical, "numerical"}, {PruneMethod::Flap, "flap"},    {PruneMethod::WandaSp, "wanda-sp"},
-    {PruneMethod::Magnitude, "magnitude"}, {PruneMethod::Random, "random"},
-};
 
 bool isFiniteNumber(double x) { return std::isfinite(x); }
 
@@ -27,16 +22,16 @@ std::string scoreSetName(const PruneSettings& settings) {
 }
 
 std::string methodName(PruneMethod method) {
-    for (const auto& [m, name] : kMethodNames)
-        if (m == method) return name;
+    for (const MethodInfo* m : methodsWhere([](const MethodInfo& row) { return row.kind == MethodKind::PerUnit; }))
+        if (m->method == method) return m->name;
     return "?";
 }
 
 PruneMethod parsePruneMethod(const std::string& name) {
     std::string choices;
-    for (const auto& [m, n] : kMethodNames) {
-        if (name == n) return m;
-        choices += (choices.empty() ? "" : ", ") + std::string(n);
+    for (const MethodInfo* m : methodsWhere([](const MethodInfo& row) { return row.kind == MethodKind::PerUnit; })) {
+        if (name == m->name) return m->method;
+        choices += (choices.empty() ? "" : ", ") + std::string(m->name);
     }
     throw Error("unknown pruning method '" + name + "' (choose one of " + choices + ")");
 }
@@ -87,14 +82,11 @@ void PruneSettings::validate() const {
 }
 
 CompensationKind PruneSettings::effectiveCompensation() const {
-    if (compensation != CompensationKind::MethodDefault) return compensation;
-    if (method == PruneMethod::Numerical) return CompensationKind::Theorem3;
-    if (method == PruneMethod::Flap) return CompensationKind::FlapBias;
-    return CompensationKind::None;
+    return compensation != CompensationKind::MethodDefault ? compensation : methodInfo(method).compensation;
 }
 
 bool PruneSettings::selectsGlobally() const {
-    return method == PruneMethod::Numerical || method == PruneMethod::Flap || standardisedGlobal;
+    return methodInfo(method).selectsGlobally || standardisedGlobal;
 }
 
 AlphaMode parseAlphaMode(const std::string& name) {

@@ -3,15 +3,8 @@
 // reading, λ, compensation, scope and protection; the names users type for them and their one
 // parser each. Everything below (score, select, apply, report, export) takes these settings.
 //
-// Methods and their native structure (reference.md §1-2):
-//   numerical  the paper: z = 1 − ρ·w per channel (closed form, or Algorithm 1 with iters > 0),
-//              unit = mean of its channels' z, one global ranking (eq. 7 or the budget reading),
-//              Theorem 3 compensation of o_proj/down_proj.
-//   flap       FLAP's AL-AM: WIFV (attention squared), standardised per layer, unit = mean,
-//              global ranking, bias compensation.
-//   wanda-sp   mean|W|·‖X_j‖, unit = sum, uniform per layer (int(ρH) units, int(ρ·D_inter) channels).
-//   magnitude  ‖W[:, j]‖₂, unit = sum, uniform per layer.
-//   random     seeded uniform random scores, uniform per layer.
+// The methods themselves (their names, native structure, compensation, the options they take)
+// are the rows of core/prune/method_registry.h; PruneMethod below only numbers the per-unit ones.
 // standardisedGlobal is the explicitly labelled option that standardises any method's channel
 // metric per layer and site and ranks it globally like FLAP (flap already is that).
 #include <cmath>
@@ -51,6 +44,7 @@ enum class SelectionScope { AttentionAndMlp, AttentionOnly, MlpOnly };
 //     depth while every local error grows), so this one measures it: 2L forward passes more.
 enum class CrossLayerRanking { Relaxed, CompensatedError, RelativeCompensatedError, MeasuredDamage };
 
+// A per-unit method's name, its registry row's (method_registry.h).
 std::string methodName(PruneMethod method);          // "numerical", "flap", "wanda-sp", ...
 PruneMethod parsePruneMethod(const std::string& name);  // npw::Error listing the choices
 std::string compensationName(CompensationKind kind);    // "theorem3", "flap-bias", "none"
