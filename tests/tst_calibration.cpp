@@ -453,6 +453,47 @@ private slots:
         for (size_t b = 0; b < lastHiddenPlain.size(); ++b) QVERIFY(at::equal(lastHiddenPlain[b], lastHiddenCopied[b]));
     }
 
+    // calibrate() on the CPU runs layer by layer while the hidden states of all windows are at
+    // most an eighth of the statistics (here: wide MLPs, few tokens): the statistics must be what
+    // the whole model's forward per batch gives (calibrateWithForward over logits, the same
+    // batches) — in float32, and with the block matrices held in bfloat16 (widened once per layer
+    // there, in every product of every batch here).
+    void inRamLayerByLayerEqualsTheWholeModelForward_data() {
+        QTest::addColumn<bool>("bf16");
+        QTest::newRow("float32") << false;
+        QTest::newRow("bfloat16 blocks") << true;
+    }
+    void inRamLayerByLayerEqualsTheWholeModelForward() {
+        QFETCH(bool, bf16);
+        LlamaCheckpoint checkpoint = tinyLlama({4, 4}, {2, 2}, {96, 96});
+        if (bf16)
+            for (LlamaLayerWeights& L : checkpoint.weights.layers)
+                for (at::Tensor* t : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) *t = t->to(at::kBFloat16);
+        const LlamaModel model(std::move(checkpoint), chooseRuntime("cpu"));
+        CalibrationSet set = drawCalibrationSet(randomIds(400, 40, 2), 6, 16, 3, "ids.txt");
+        set.sourceIsIds = true;
+        QVERIFY(layerwiseHiddenBytes(model, set) <= modelStatsBytes(model.config()) / 8);
+        CalibrationOptions options;
+        options.batchTokens = 32;  // 2 windows a batch: 3 batches
+        std::vector<double> progress;
+        const ModelStats layered = calibrate(model, set, [&](const Progress& p) {
+            progress.push_back(p.done / p.total);
+            return true;
+        }, options);
+        QCOMPARE(progress.back(), 1.0);
+        QVERIFY(std::is_sorted(progress.begin(), progress.end()));
+        const ModelStats whole = calibrateWithForward(
+            model.config(), c10::Device(c10::kCPU), 6, 2, [&](int64_t first, int64_t count, const ActivationTap& tap) {
+                at::Tensor ids = at::empty({count, set.seqlen}, at::kLong);
+                for (int64_t b = 0; b < count; ++b)
+                    for (int64_t t = 0; t < set.seqlen; ++t) ids[b][t] = set.windows[size_t(first + b)][size_t(t)];
+                model.logits(ids, nullptr, true, tap);
+            });
+        const double difference = maxRelativeDifference(layered, whole);
+        qInfo("layer by layer vs the whole model's forward: max relative difference %.3g", difference);
+        QCOMPARE(difference, 0.0);
+    }
+
     // The road of `npw prune` on a GPU (choosePruneRoad): in RAM only while the model in the
     // runtime's dtype and every statistic in float64 fit 3/4 of the GPU's memory; the RAM rule
     // still applies. Llama-2-7B's shape: 6.74 G parameters (13.5 GB in bfloat16), 35 GB of statistics.

@@ -336,6 +336,27 @@ std::pair<LayerStats, LayerStats> emptyLayerStats(const LlamaConfig& config, siz
     return out;
 }
 
+// A block whose matrices the model keeps in bfloat16 / float16 for a float32 CPU runtime (a
+// mapped file's views, widened in every product: llamaKeepsStoredDtype).
+bool holdsNarrowWeights(const LlamaLayerWeights& L, const Runtime& rt) {
+    for (const at::Tensor* t : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down})
+        if (llamaKeepsStoredDtype(*t, rt)) return true;
+    return false;
+}
+
+// The same block with those matrices widened to float32 (the rest shared as it is).
+LlamaLayerWeights widenedBlock(const LlamaLayerWeights& L) {
+    LlamaLayerWeights d = L;
+    for (at::Tensor LlamaLayerWeights::*m : {&LlamaLayerWeights::wq, &LlamaLayerWeights::wk, &LlamaLayerWeights::wv,
+                                             &LlamaLayerWeights::wo, &LlamaLayerWeights::w_gate, &LlamaLayerWeights::w_up,
+                                             &LlamaLayerWeights::w_down}) {
+        const at::Tensor& t = L.*m;
+        if (t.defined() && (t.scalar_type() == at::kBFloat16 || t.scalar_type() == at::kHalf))
+            d.*m = t.to(at::kFloat).contiguous();
+    }
+    return d;
+}
+
 std::map<std::string, std::string> statsFileMetadata(const std::map<std::string, std::string>& metadata) {
     std::map<std::string, std::string> meta = metadata;
     meta["format"] = "npw-calibration-stats";
@@ -376,6 +397,24 @@ ModelStats calibrateWithForward(const LlamaConfig& config, c10::Device statsDevi
 ModelStats calibrate(const LlamaModel& model, const CalibrationSet& set, const ProgressFn& progress,
                      const CalibrationOptions& options) {
     checkCalibrationSet(model.config(), set);
+    if (model.runtime().device.is_cpu() && !options.blockRuntime &&
+        layerwiseHiddenBytes(model, set) <= modelStatsBytes(model.config()) / 8) {
+        // Layer by layer, the statistics kept here: a mapped 16-bit block is widened once per
+        // layer instead of once per batch, and the output head (not a scored site) never runs.
+        ModelStats stats;
+        stats.attn.resize(static_cast<size_t>(model.config().num_layers));
+        stats.mlp.resize(static_cast<size_t>(model.config().num_layers));
+        CalibrationOptions layered = options;
+        layered.widenBlocks = true;
+        calibrateEachLayer(
+            model, set,
+            [&stats](size_t l, const LayerStats& attn, const LayerStats& mlp, const std::vector<at::Tensor>&) {
+                stats.attn[l] = attn;
+                stats.mlp[l] = mlp;
+            },
+            progress, layered);
+        return stats;
+    }
     const c10::Device statsDevice = options.statsOnModelDevice ? model.runtime().device : c10::Device(c10::kCPU);
     return calibrateWithForward(
         model.config(), statsDevice, static_cast<int64_t>(set.windows.size()), windowsPerBatch(model.config(), model.runtime().dtype, set, options),
@@ -452,8 +491,11 @@ void calibrateEachLayer(const LlamaModel& model, const CalibrationSet& set, cons
         };
         try {
             // This block on the compute runtime (a copy only when it is not the model's own).
-            const LlamaLayerWeights copied = copyBlocks ? llamaLayerOnRuntime(weights.layers[l], compute) : LlamaLayerWeights{};
-            const LlamaLayerWeights& block = copyBlocks ? copied : weights.layers[l];
+            const bool widen = !copyBlocks && options.widenBlocks && hidden.size() > 1 && holdsNarrowWeights(weights.layers[l], compute);
+            const LlamaLayerWeights copied = copyBlocks ? llamaLayerOnRuntime(weights.layers[l], compute)
+                                             : widen    ? widenedBlock(weights.layers[l])
+                                                        : LlamaLayerWeights{};
+            const LlamaLayerWeights& block = copyBlocks || widen ? copied : weights.layers[l];
             for (at::Tensor& x : hidden) {
                 x = llamaBlockForward(config, block, static_cast<int64_t>(l), x, tables, nullptr, tap);
                 done += x.size(0);

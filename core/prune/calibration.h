@@ -132,10 +132,21 @@ struct CalibrationOptions {
     // hidden states of every window and one layer's statistics (float64, where the activations
     // are) — a 70B's block is 1.7 GB in bfloat16 — never the whole model. Unset: the model's runtime.
     std::optional<Runtime> blockRuntime;
+    // calibrateEachLayer only, on the CPU in float32: a block whose weights the model holds in
+    // bfloat16 / float16 (a mapped file) is widened to float32 once for all batches of its layer
+    // — one block in float32 in memory (1.1B: 176 MB; 7B: 0.8 GB) — instead of in every product
+    // of every batch. calibrate() sets it; the layer-wise road keeps its memory bound.
+    bool widenBlocks = false;
 };
 
-// Runs `model` on the windows and accumulates every scored layer's input. Reports progress
-// per batch ("calibrate", windows done / windows) and throws npw::Cancelled when asked to.
+// Runs `model` on the windows and accumulates every scored layer's input. On the CPU, while the
+// hidden states of every window (layerwiseHiddenBytes) are at most an eighth of the statistics'
+// bytes, it runs layer by layer (calibrateEachLayer with widenBlocks, the statistics kept in RAM:
+// each block's weights read and widened once, no output head); otherwise the whole model per
+// batch. The same batches either way, so the same statistics (to float32 rounding where a
+// 16-bit block is widened once instead of in blocks of rows). Reports progress ("calibrate",
+// windows · layers done / windows · layers, or windows done / windows) and throws
+// npw::Cancelled when asked to.
 // Throws npw::Error when a window is longer than the model's context, a token id is outside the
 // vocabulary, or an activation is NaN/Inf (the error names the layer and site).
 ModelStats calibrate(const LlamaModel& model, const CalibrationSet& set, const ProgressFn& progress = nullptr,
