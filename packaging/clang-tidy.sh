@@ -7,7 +7,8 @@
 #   packaging/clang-tidy.sh                every .cpp of core/, app/, widgets/ and tests/
 #   packaging/clang-tidy.sh FILE...        only these (paths from the repository root)
 #   packaging/clang-tidy.sh --changed REF  the .cpp files changed since the merge base with REF,
-#                                          and those whose header (same name, .h) changed
+#                                          and those whose header (same name, .h) changed; on REF
+#                                          itself (HEAD is the merge base), the last commit's
 #
 # Uses the compile commands of the build directory (NPW_TIDY_BUILD, default build): if it has no
 # compile_commands.json it is configured with CMAKE_EXPORT_COMPILE_COMMANDS=ON (nothing else
@@ -18,7 +19,7 @@
 # NPW_WERROR) and with the force-included precompiled header (cmake/npw_pch.cmake) replaced by its
 # plain text, since clang cannot read g++'s .gch. NPW_TIDY_JOBS=N runs N at a time (default
 # nproc); every clang-tidy runs under `nice` (NPW_TIDY_NICE, default 10). Installs clang-tidy with
-# apt where it is missing (as packaging/setup.sh does for the build).
+# apt where it is missing (as packaging/setup.sh does for the build); exits 2 when it cannot.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -29,7 +30,7 @@ files=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --changed) changed_base=${2:?--changed needs a git ref}; shift 2 ;;
-    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,/^set -e/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) files+=("$1"); shift ;;
   esac
 done
@@ -46,11 +47,14 @@ find_tidy() {
 }
 if ! find_tidy; then
   SUDO=""
-  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-  say "installing clang-tidy (Debian's)"
-  $SUDO apt-get update -q >&2
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y --no-install-recommends clang-tidy >&2
-  find_tidy || { say "clang-tidy could not be installed"; exit 2; }
+  if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then SUDO="sudo -n"; fi
+  if command -v apt-get >/dev/null 2>&1 && { [ "$(id -u)" -eq 0 ] || [ -n "$SUDO" ]; }; then
+    say "installing clang-tidy (Debian's)"
+    $SUDO apt-get update -q >&2 &&
+      DEBIAN_FRONTEND=noninteractive $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y --no-install-recommends \
+        clang-tidy >&2 || true
+  fi
+  find_tidy || { say "clang-tidy is not installed and could not be (apt-get install clang-tidy)"; exit 2; }
 fi
 
 build=${NPW_TIDY_BUILD:-build}
@@ -67,6 +71,7 @@ mkdir -p "$out/logs" "$out/pch"
 # The files: the repository's own .cpp files, as the build compiles them.
 if [ -n "$changed_base" ]; then
   base=$(git merge-base HEAD "$changed_base")
+  if [ "$base" = "$(git rev-parse HEAD)" ]; then base=$(git rev-parse HEAD~1); fi  # on REF: its last commit
   mapfile -t changed < <(git diff --name-only --diff-filter=d "$base" -- core app widgets tests)
   for f in "${changed[@]}"; do
     case "$f" in
