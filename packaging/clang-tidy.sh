@@ -155,7 +155,7 @@ printf '%s\0' "${targets[@]}" | xargs -0 -n1 -P "$jobs" bash -c '
   rc=0
   nice -n "$NPW_TIDY_NICE" "$NPW_TIDY_EXE" -p "$NPW_TIDY_OUT" --quiet \
     --header-filter="^$NPW_TIDY_ROOT/(core|app|widgets|tests)/" "$f" >"$log" 2>&1 || rc=$?
-  times >"$log.cpu"  # the shell's children: clang-tidy's user and system time
+  times >"$log.cpu"  # the user and system time of this shell and of its children (clang-tidy)
   cpu=$(tail -1 "$log.cpu")
   echo "$rc $(( $(date +%s) - t0 )) ${cpu// /,} ${f#"$NPW_TIDY_ROOT"/}" >>"$NPW_TIDY_OUT/times"
 ' _
