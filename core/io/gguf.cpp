@@ -152,7 +152,8 @@ GgufValue readScalar(Reader& r, GgufValueType type, const std::string& key) {
     const char* what = "a metadata value";
     switch (type) {
     case GgufValueType::Uint8: v.integer = r.get<uint8_t>(what); break;
-    case GgufValueType::Int8: v.integer = static_cast<int64_t>(r.get<int8_t>(what)); break;
+    // NOLINTNEXTLINE(bugprone-signed-char-misuse): GGUF's INT8 is signed; the sign extension is meant
+    case GgufValueType::Int8: v.integer = r.get<int8_t>(what); break;
     case GgufValueType::Uint16: v.integer = r.get<uint16_t>(what); break;
     case GgufValueType::Int16: v.integer = r.get<int16_t>(what); break;
     case GgufValueType::Uint32: v.integer = r.get<uint32_t>(what); break;
