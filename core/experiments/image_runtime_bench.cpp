@@ -81,7 +81,7 @@ std::shared_ptr<VqModel> syntheticVq16(uint64_t seed) {
     at::manual_seed(seed);
     std::map<std::string, at::Tensor> tensors;
     for (const auto& [name, shape] : vqTensorShapes(c)) tensors[name] = at::randn(shape) * 0.02;
-    return VqModel::fromTensors(std::move(tensors), "synthetic VQ-16");
+    return VqModel::fromTensors(tensors, "synthetic VQ-16");
 }
 
 double processCpuSeconds() {

@@ -152,6 +152,7 @@ GgufValue readScalar(Reader& r, GgufValueType type, const std::string& key) {
     const char* what = "a metadata value";
     switch (type) {
     case GgufValueType::Uint8: v.integer = r.get<uint8_t>(what); break;
+    // NOLINTNEXTLINE(bugprone-signed-char-misuse): GGUF's INT8 is signed; the sign extension is meant
     case GgufValueType::Int8: v.integer = r.get<int8_t>(what); break;
     case GgufValueType::Uint16: v.integer = r.get<uint16_t>(what); break;
     case GgufValueType::Int16: v.integer = r.get<int16_t>(what); break;
@@ -319,7 +320,7 @@ void writeGguf(const std::string& path, const GgufMetadata& metadata, std::vecto
     GgufMetadata kv = metadata;
     if (const auto it = std::find_if(kv.begin(), kv.end(), [](const auto& p) { return p.first == "general.alignment"; });
         it == kv.end())
-        kv.insert(kv.begin() + std::min<size_t>(kv.size(), 1), {"general.alignment", GgufValue::u32(alignment)});
+        kv.insert(kv.begin() + (kv.empty() ? 0 : 1), {"general.alignment", GgufValue::u32(alignment)});
     else if (it->second.type != GgufValueType::Uint32 || it->second.integer != alignment)
         throw Error("GGUF '" + path + "': general.alignment is given as " + it->second.describe() + ", but the data is aligned to " +
                     std::to_string(alignment));

@@ -64,7 +64,7 @@ void drawText(at::Tensor& img, const std::string& text, int64_t x, int64_t y, in
         // 4 vertices of 16 bytes each: x, y, z (floats), rgba.
         float xs[4], ys[4];
         for (int v = 0; v < 4; ++v) {
-            const float* f = reinterpret_cast<const float*>(buffer.data() + (q * 4 + v) * 16);
+            const float* f = reinterpret_cast<const float*>(buffer.data() + static_cast<size_t>(q * 4 + v) * 16);
             xs[v] = f[0] * float(scale);
             ys[v] = f[1] * float(scale);
         }

@@ -37,7 +37,6 @@ const char* pickleKindName(PickleKind kind) {
         case PickleKind::Bool:
             return "bool";
         case PickleKind::Int:
-            return "int";
         case PickleKind::BigInt:
             return "int";
         case PickleKind::Float:

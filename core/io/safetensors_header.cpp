@@ -140,6 +140,7 @@ std::map<std::string, std::string> parseMetadata(const std::string& path, const 
 // bytes are refused too: they are how polyglot files hide a second payload.
 void checkDataLayout(const std::string& path, const std::map<std::string, TensorInfo>& tensors, uint64_t bufferBytes) {
     std::vector<std::tuple<uint64_t, uint64_t, std::string>> byOffset;
+    byOffset.reserve(tensors.size());
     for (const auto& [name, info] : tensors) byOffset.emplace_back(info.begin, info.end, name);
     std::sort(byOffset.begin(), byOffset.end());
 

@@ -194,7 +194,7 @@ std::shared_ptr<TorchCheckpoint> TorchCheckpoint::open(const std::string& path, 
             begin = end + 1;
         }
     } else if (const PickleValue* model = root.get("model"); model && model->is(PickleKind::Dict)) {
-        keys.push_back("model");
+        keys.emplace_back("model");
     }
     const PickleValue* stateDict = &root;
     std::string walked;

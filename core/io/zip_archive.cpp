@@ -310,6 +310,7 @@ std::pair<ZipEntry, uint64_t> readEntry(const std::string& path, const Bytes& by
 // zip bombs and polyglot archives make one byte range mean two things.
 void checkNoOverlap(const std::string& path, const std::vector<ZipEntry>& entries) {
     std::vector<std::tuple<uint64_t, uint64_t, const std::string*>> spans;
+    spans.reserve(entries.size());
     for (const ZipEntry& entry : entries)
         spans.emplace_back(entry.localHeaderOffset, entry.dataOffset + entry.size, &entry.name);
     std::sort(spans.begin(), spans.end());

@@ -228,9 +228,11 @@ void tiledRows(const TileFn<Fmt> (&tiles)[kMaxTileRows][kMaxTileVecs], int R, in
     }
 }
 
+// NOLINTBEGIN(bugprone-macro-parentheses): fn<F, r, v> names a template instance; (fn)<…> would not
 #define NPW_TILES(fn, F)                                                                                       \
     {{fn<F, 1, 1>, fn<F, 1, 2>, fn<F, 1, 3>, fn<F, 1, 4>, fn<F, 1, 5>, fn<F, 1, 6>},                           \
      {fn<F, 2, 1>, fn<F, 2, 2>, fn<F, 2, 3>, fn<F, 2, 4>, fn<F, 2, 5>, fn<F, 2, 6>}}
+// NOLINTEND(bugprone-macro-parentheses)
 
 #ifdef NPW_GEMV_X86
 // AVX2 + FMA (x86-64 since Haswell / Zen 1), chosen at run time; the rest of npw stays baseline
@@ -352,7 +354,7 @@ NPW_AVX2 void tileAvx2(const typename Fmt::T* W, int64_t ldw, int64_t cols, cons
 NPW_AVX2 float streamSumAvx2(const float* p, int64_t n) {
     __m256 a[8];
 #pragma GCC unroll 8
-    for (int i = 0; i < 8; ++i) a[i] = _mm256_setzero_ps();
+    for (__m256& ai : a) ai = _mm256_setzero_ps();
     int64_t k = 0;
     for (; k + 64 <= n; k += 64)
 #pragma GCC unroll 8

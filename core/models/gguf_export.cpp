@@ -455,8 +455,7 @@ LazyTensor fixed(const at::Tensor& t) {
 }
 
 LazyTensor then(LazyTensor x, std::vector<int64_t> shape, std::function<at::Tensor(const at::Tensor&)> step) {
-    auto make = x.make;
-    return {std::move(shape), [make, step] { return step(make()); }};
+    return {std::move(shape), [make = std::move(x.make), step = std::move(step)] { return step(make()); }};
 }
 
 struct PendingTensor {
@@ -772,7 +771,7 @@ GgufExportPlan planGgufExport(const LlamaCheckpoint& ckpt, const GgufExportOptio
         for (auto& entry : placeholderVocabulary(c))
             kv.push_back(std::move(entry));
         report.tokenizerModel = "none (placeholder ids)";
-        report.notes.push_back("no tokenizer: every token is the placeholder control token '<id:N>', so llama.cpp runs "
+        report.notes.emplace_back("no tokenizer: every token is the placeholder control token '<id:N>', so llama.cpp runs "
                                "the model on token ids only (a prompt as ids, ids out) and cannot tokenize or print text");
     } else {
         for (auto& entry : ggufTokenizerMetadata(ckpt.tokenizerPath, c.vocab_size, &report.tokenizerModel, &report.notes))

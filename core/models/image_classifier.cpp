@@ -155,7 +155,7 @@ double classifierAccuracy(const ImageClassifier& model, const at::Tensor& images
         at::Tensor logits = classifierForward(model.config, model.weights, images.narrow(0, b, m)).logits;
         correct += logits.argmax(1).eq(labels.narrow(0, b, m)).sum().item<int64_t>();
     }
-    return n ? double(correct) / n : 0.0;
+    return n ? double(correct) / double(n) : 0.0;
 }
 
 } // namespace npw

@@ -15,7 +15,7 @@ at::Tensor normalInit(at::IntArrayRef shape, double stdev, at::Generator& gen) {
 
 LlamaWeights initLlamaWeights(const LlamaConfig& c, uint64_t seed) {
     at::Generator gen = at::detail::createCPUGenerator(seed);
-    const double s = 0.02, sOut = 0.02 / std::sqrt(2.0 * c.num_layers);
+    const double s = 0.02, sOut = 0.02 / std::sqrt(2.0 * static_cast<double>(c.num_layers));
     LlamaWeights w;
     w.embed = normalInit({c.vocab_size, c.hidden_size}, s, gen);
     for (int64_t l = 0; l < c.num_layers; ++l) {

@@ -509,7 +509,8 @@ std::pair<at::Tensor, at::Tensor> llamaGenRopeTables(const LlamaGenConfig& confi
     for (int64_t i = 0; i < length; ++i) {
         const int64_t p = start + i - config.cls_token_num;
         if (p < 0) continue;  // the class token: cos = sin = 0
-        const double row = static_cast<double>(p / config.grid), col = static_cast<double>(p % config.grid);
+        const int64_t gridRow = p / config.grid, gridCol = p % config.grid;  // the token's place in the image
+        const double row = static_cast<double>(gridRow), col = static_cast<double>(gridCol);
         angles[i].narrow(0, 0, quarter).copy_(freqs * row);
         angles[i].narrow(0, quarter, quarter).copy_(freqs * col);
     }

@@ -313,16 +313,16 @@ HfDirectoryPlan planHfDirectory(const LlamaConfig& config, const std::vector<boo
         break;
     case ModelFamily::Qwen3:
         flags.attentionBias = config.qkv_bias || anyO;
-        if (anyDown) outside.push_back("mlp.down_proj.bias");
+        if (anyDown) outside.emplace_back("mlp.down_proj.bias");
         break;
     case ModelFamily::Qwen2:
-        if (anyO) outside.push_back("self_attn.o_proj.bias");
-        if (anyDown) outside.push_back("mlp.down_proj.bias");
+        if (anyO) outside.emplace_back("self_attn.o_proj.bias");
+        if (anyDown) outside.emplace_back("mlp.down_proj.bias");
         break;
     case ModelFamily::Mistral:
         if (config.qkv_bias) outside.insert(outside.end(), {"self_attn.q_proj.bias", "self_attn.k_proj.bias", "self_attn.v_proj.bias"});
-        if (anyO) outside.push_back("self_attn.o_proj.bias");
-        if (anyDown) outside.push_back("mlp.down_proj.bias");
+        if (anyO) outside.emplace_back("self_attn.o_proj.bias");
+        if (anyDown) outside.emplace_back("mlp.down_proj.bias");
         break;
     }
     plan.writeQkvBias = (config.qkv_bias || flags.attentionBias) && !config.qkv_bias;  // zeros where npw has none

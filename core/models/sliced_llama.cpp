@@ -215,7 +215,7 @@ SlicedLlama SlicedLlama::load(const std::string& dir, const Runtime& runtime) {
         if (!at::isfinite(t).all().item<bool>())
             throw Error("sliced model '" + weightsPath + "': tensor " + name + " holds NaN or Inf");
     };
-    auto shape = [&](const std::string& name, const at::Tensor& t, std::vector<int64_t> expected) {
+    auto shape = [&](const std::string& name, const at::Tensor& t, const std::vector<int64_t>& expected) {
         if (t.sizes().vec() != expected) {
             std::ostringstream e, g;
             for (int64_t x : expected) e << x << " ";

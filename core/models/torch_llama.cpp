@@ -199,6 +199,7 @@ LlamaCheckpoint loadMetaCheckpoint(const std::string& dirName, bool headersOnly,
     if (shardPaths.empty()) throw Error("Meta checkpoint '" + dirName + "' has no consolidated.00.pth");
     const int64_t ranks = static_cast<int64_t>(shardPaths.size());
     std::vector<std::shared_ptr<TorchCheckpoint>> shards;
+    shards.reserve(shardPaths.size());
     TorchCheckpointOptions options;
     options.stateDictPath = "";  // Meta saves the state dict itself
     for (const std::string& path : shardPaths) shards.push_back(TorchCheckpoint::open(path, options));
@@ -270,9 +271,8 @@ LlamaCheckpoint loadMetaCheckpoint(const std::string& dirName, bool headersOnly,
         }
         for (size_t d = 0; d < expected.size(); ++d)
             if (expected[d] >= 0 && whole.size(static_cast<int64_t>(d)) != expected[d]) {
-                Shape shown = expected;
                 throw Error("tensor '" + name + "' of Meta checkpoint '" + dirName + "' (" + how + ") has shape " +
-                            formatShape(whole.sizes()) + " but params '" + paramsPath + "' imply " + formatShape(shown) +
+                            formatShape(whole.sizes()) + " but params '" + paramsPath + "' imply " + formatShape(expected) +
                             (name.find("w1") != std::string::npos || name.find("w2") != std::string::npos ||
                                      name.find("w3") != std::string::npos
                                  ? " (MLP width " + std::to_string(hidden) + " from dim, multiple_of and ffn_dim_multiplier)"

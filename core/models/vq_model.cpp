@@ -158,8 +158,9 @@ VqConfig inferConfig(const std::map<std::string, at::Tensor>& t, const std::stri
 
 } // namespace
 
-std::shared_ptr<VqModel> VqModel::fromTensors(std::map<std::string, at::Tensor> tensors, const std::string& source,
-                                              const Runtime& runtime, int64_t normGroups, bool l2Norm) {
+std::shared_ptr<VqModel> VqModel::fromTensors(const std::map<std::string, at::Tensor>& tensors,
+                                              const std::string& source, const Runtime& runtime, int64_t normGroups,
+                                              bool l2Norm) {
     VqConfig config = inferConfig(tensors, source, normGroups);
     config.l2Norm = l2Norm;
     auto model = std::shared_ptr<VqModel>(new VqModel());
@@ -221,7 +222,7 @@ std::shared_ptr<VqModel> VqModel::load(const std::string& model, const Runtime& 
     } else {
         fail(model, "no such file or directory");
     }
-    return fromTensors(std::move(tensors), path, runtime, groups, l2);
+    return fromTensors(tensors, path, runtime, groups, l2);
 }
 
 at::Tensor VqModel::p(const std::string& name) const {

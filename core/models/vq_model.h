@@ -58,9 +58,9 @@ public:
     // npw::Error names the file, the tensor, the expected and actual shapes.
     static std::shared_ptr<VqModel> load(const std::string& path, const Runtime& runtime = Runtime{});
     // From named tensors (float32, LlamaGen's names); the config is inferred from the shapes.
-    static std::shared_ptr<VqModel> fromTensors(std::map<std::string, at::Tensor> tensors, const std::string& source,
-                                                const Runtime& runtime = Runtime{}, int64_t normGroups = 32,
-                                                bool l2Norm = true);
+    static std::shared_ptr<VqModel> fromTensors(const std::map<std::string, at::Tensor>& tensors,
+                                                const std::string& source, const Runtime& runtime = Runtime{},
+                                                int64_t normGroups = 32, bool l2Norm = true);
 
     const VqConfig& config() const { return config_; }
     const std::string& source() const { return source_; }

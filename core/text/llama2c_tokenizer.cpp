@@ -272,8 +272,7 @@ std::string Llama2cTokenizer::decode(const std::vector<int32_t>& ids) const {
     std::string text;
     int32_t previous = -1;
     bool first = true;  // the first piece holds the dummy prefix even without BOS before it
-    for (std::size_t i = 0; i < ids.size(); ++i) {
-        const int32_t id = ids[i];
+    for (const int32_t id : ids) {
         checkId(id);
         const int32_t before = previous;
         previous = id;

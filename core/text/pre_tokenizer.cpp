@@ -36,7 +36,7 @@ double threadCpuSeconds() {
 
 // ICU calls this about once per step of a long match; false stops the match.
 UBool withinCpuBudget(const void* deadline, int32_t) {
-    return threadCpuSeconds() < *static_cast<const double*>(deadline);
+    return static_cast<UBool>(threadCpuSeconds() < *static_cast<const double*>(deadline));
 }
 
 // GPT-2's bytes_to_unicode: printable Latin-1 bytes stand for themselves, the other 68 bytes

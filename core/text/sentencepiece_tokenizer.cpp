@@ -317,12 +317,11 @@ std::vector<int32_t> SentencePieceTokenizer::encode(const std::string& text, boo
     bool previousUnknown = false;
     for (const auto& [piece, id] : result) {
         const bool unknown = isType(id, PieceType::Unknown);
-        if (isType(id, PieceType::Control)) {
-            ids.push_back(id);
-        } else if (unknown && model_.trainer.byteFallback) {
+        const bool control = isType(id, PieceType::Control);
+        if (!control && unknown && model_.trainer.byteFallback) {
             for (unsigned char byte : piece)
                 ids.push_back(byteIds_[byte]);
-        } else if (!(previousUnknown && unknown)) {
+        } else if (control || !(previousUnknown && unknown)) {
             ids.push_back(id);
         }
         previousUnknown = unknown;

@@ -44,6 +44,7 @@ ChildRun runChildMeasured(const std::string& program, const std::vector<std::str
     std::vector<std::string> argvText = {program};
     argvText.insert(argvText.end(), args.begin(), args.end());
     std::vector<char*> argv;
+    argv.reserve(argvText.size() + 1);
     for (std::string& a : argvText) argv.push_back(a.data());
     argv.push_back(nullptr);
     // The child's environment built here, before fork: between fork and exec a multi-threaded
@@ -60,6 +61,7 @@ ChildRun runChildMeasured(const std::string& program, const std::vector<std::str
         if (!overridden(*e)) envText.emplace_back(*e);
     envText.insert(envText.end(), environment.begin(), environment.end());
     std::vector<char*> envp;
+    envp.reserve(envText.size() + 1);
     for (std::string& e : envText) envp.push_back(e.data());
     envp.push_back(nullptr);
     const auto start = std::chrono::steady_clock::now();

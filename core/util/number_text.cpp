@@ -14,8 +14,8 @@ std::string shortNumber(double x) {
 std::string byteSizeText(int64_t bytes) {
     std::ostringstream out;
     out << std::fixed << std::setprecision(1);
-    if (bytes >= (int64_t(1) << 30)) out << bytes / 1073741824.0 << " GiB";
-    else out << bytes / 1048576.0 << " MiB";
+    if (bytes >= (int64_t(1) << 30)) out << static_cast<double>(bytes) / 1073741824.0 << " GiB";
+    else out << static_cast<double>(bytes) / 1048576.0 << " MiB";
     return out.str();
 }
 
