@@ -123,6 +123,42 @@ private slots:
         }
     }
 
+    // allFinite reads the bits (NaN and ±inf: every exponent bit set) where at::isfinite builds a
+    // bool tensor: the two must agree on every dtype, at every position of a bad value (the
+    // first and last element, block and thread-chunk boundaries), on views that are not
+    // contiguous, on the largest finite values and on subnormals.
+    void allFiniteAgreesWithLibTorch() {
+        const int64_t n = (int64_t(1) << 20) * 3 + 17;  // more than one parallel chunk, a ragged end
+        const std::vector<int64_t> positions = {0, 1, (1 << 14) - 1, 1 << 14, (1 << 20) - 1, 1 << 20, n - 1};
+        const std::vector<double> bad = {std::nan(""), INFINITY, -INFINITY};
+        for (const at::ScalarType dtype : {at::kFloat, at::kDouble, at::kBFloat16, at::kHalf}) {
+            const QByteArray name = c10::toString(dtype);
+            at::Tensor t = at::randn({n}, at::kDouble).mul_(100).to(dtype);
+            QVERIFY2(allFinite(t), name.constData());
+            // The extremes of the type stay finite: max, lowest, the smallest subnormal.
+            const at::Tensor edges = at::tensor({1e300, -1e300, 1e-320, 0.0, -0.0}, at::kDouble).to(dtype);
+            QCOMPARE(allFinite(edges), at::isfinite(edges).all().item<bool>());
+            for (const int64_t pos : positions)
+                for (const double v : bad) {
+                    at::Tensor u = t.clone();
+                    u[pos] = v;
+                    const QByteArray what = name + " at " + QByteArray::number(qint64(pos)) + " = " + QByteArray::number(v);
+                    QVERIFY2(!allFinite(u), what.constData());
+                    QVERIFY2(!allFinite(u.view({-1, 1}).t()), what.constData());        // a 1 × n view
+                    QVERIFY2(!allFinite(u.narrow(0, 0, n - 1).view({-1})) || pos == n - 1, what.constData());
+                }
+            // A strided view (every other element) sees a bad value only where it lies.
+            at::Tensor u = t.clone();
+            u[1] = std::nan("");
+            QVERIFY(!u.slice(0, 1, n, 2).is_contiguous());
+            QVERIFY(!allFinite(u.slice(0, 1, n, 2)));
+            QVERIFY(allFinite(u.slice(0, 0, n, 2)));
+        }
+        QVERIFY(allFinite(at::Tensor()));
+        QVERIFY(allFinite(at::empty({0}, at::kFloat)));
+        QVERIFY(allFinite(at::arange(10, at::kLong)));
+    }
+
     void everyCommandRefusesTheResult() {
         expectNonFiniteError({"eval", huge_, "--text", text_, "--seqlen", "32"}, "in window 1 of");
         expectNonFiniteError({"eval", huge_, "--text", text_, "--seqlen", "32"}, "layer 1's MLP output");

@@ -1,4 +1,5 @@
 #include "core/eval/image_metrics.h"
+#include "core/models/non_finite.h"
 
 #include "core/io/shape_text.h"
 #include "core/io/safetensors.h"
@@ -16,7 +17,7 @@ namespace npw {
 namespace {
 
 void requireFinite(const at::Tensor& t, const std::string& what) {
-    if (!at::isfinite(t).all().item<bool>()) throw Error(what + " holds NaN or Inf");
+    if (!allFinite(t)) throw Error(what + " holds NaN or Inf");
 }
 
 at::Tensor symmetric(const at::Tensor& m) { return (m + m.transpose(0, 1)) * 0.5; }

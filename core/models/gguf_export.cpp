@@ -1,4 +1,5 @@
 #include "core/models/gguf_export.h"
+#include "core/models/non_finite.h"
 #include "core/models/weight_values.h"
 
 #include "core/text/llama2c_tokenizer.h"
@@ -493,7 +494,7 @@ GgufTensorToWrite toWrite(const PendingTensor& p, GgmlType matrixType, const std
         constexpr int64_t kChunk = int64_t(1) << 22;
         for (int64_t i = 0; i < flat.numel(); i += kChunk) {
             at::Tensor data = flat.narrow(0, i, std::min(kChunk, flat.numel() - i)).to(at::kFloat).contiguous();
-            if (!at::isfinite(data).all().item<bool>())
+            if (!allFinite(data))
                 throw Error("checkpoint '" + source + "': tensor '" + p.name + "' holds NaN or Inf; not exported");
             if (type == GgmlType::F16) {
                 if (data.abs().max().item<double>() > 65504.0) {

@@ -1,4 +1,5 @@
 #include "core/models/image_classifier.h"
+#include "core/models/non_finite.h"
 
 #include "core/io/shape_text.h"
 #include "core/io/safetensors.h"
@@ -126,7 +127,7 @@ ImageClassifier loadImageClassifier(const std::string& dir) {
         if (t.sizes() != at::IntArrayRef(shapes[i]))
             throw Error("classifier weights '" + weightsPath.string() + "': tensor '" + name + "' has shape " +
                         formatShape(t.sizes()) + "; config.json expects " + formatShape(shapes[i]));
-        if (!at::isfinite(t).all().item<bool>())
+        if (!allFinite(t))
             throw Error("classifier weights '" + weightsPath.string() + "': tensor '" + name + "' holds NaN or Inf");
         *named[i].second = t;
     }

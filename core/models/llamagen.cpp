@@ -1,4 +1,5 @@
 #include "core/models/llamagen.h"
+#include "core/models/non_finite.h"
 
 #include "core/io/safetensors.h"
 #include "core/io/shape_text.h"
@@ -180,7 +181,7 @@ struct TensorStore {
             throw Error("LlamaGen checkpoint '" + file + "': tensor '" + name + "' has shape " + formatShape(actual) +
                         ", expected " + formatShape(expected) + why);
         at::Tensor t = loadFloat(name);
-        if (!at::isfinite(t).all().item<bool>())
+        if (!allFinite(t))
             throw Error("LlamaGen checkpoint '" + file + "': tensor '" + name + "' holds NaN or Inf values");
         taken.insert(name);
         return t;

@@ -4,12 +4,74 @@
 #include "core/util/finite.h"
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdint>
 
 namespace npw {
 
+namespace {
+
+// Whether any of n values (their raw bits) has every exponent bit set: NaN or ±inf. Blocks of 16 Ki
+// values without a branch inside (the compiler can vectorise them), stopping after the first block
+// that has one.
+template <typename Bits>
+bool anyExponentAllOnes(const Bits* bits, int64_t n, Bits exponent) {
+    constexpr int64_t kBlock = int64_t(1) << 14;
+    for (int64_t i = 0; i < n; i += kBlock) {
+        const int64_t end = std::min(n, i + kBlock);
+        unsigned hit = 0;
+        for (int64_t j = i; j < end; ++j) hit |= static_cast<unsigned>((bits[j] & exponent) == exponent);
+        if (hit != 0) return true;
+    }
+    return false;
+}
+
+template <typename Bits>
+bool bitsAllFinite(const at::Tensor& t, Bits exponent) {
+    const Bits* bits = static_cast<const Bits*>(t.data_ptr());
+    std::atomic<bool> found{false};
+    at::parallel_for(0, t.numel(), int64_t(1) << 20, [&](int64_t begin, int64_t end) {
+        if (!found.load(std::memory_order_relaxed) && anyExponentAllOnes(bits + begin, end - begin, exponent))
+            found.store(true, std::memory_order_relaxed);
+    });
+    return !found.load();
+}
+
+} // namespace
+
+bool allFinite(const at::Tensor& t) {
+    if (!t.defined() || t.numel() == 0 || !t.is_floating_point()) return true;
+    if (!t.device().is_cpu()) return at::isfinite(t).all().item<bool>();  // one reduction on the device
+    if (t.is_contiguous()) {
+        switch (t.scalar_type()) {
+            case at::kFloat: return bitsAllFinite<uint32_t>(t, 0x7F800000u);
+            case at::kDouble: return bitsAllFinite<uint64_t>(t, 0x7FF0000000000000ull);
+            case at::kBFloat16: return bitsAllFinite<uint16_t>(t, 0x7F80u);
+            case at::kHalf: return bitsAllFinite<uint16_t>(t, 0x7C00u);
+            default: break;
+        }
+    }
+    // Chunks, each reduced to its smallest and largest element: those are finite exactly when
+    // every element is (NaN and ±inf propagate). Half and bfloat16 (no aminmax on the CPU) go
+    // through float32 per chunk.
+    const at::Tensor flat = t.reshape({-1});
+    constexpr int64_t kChunk = int64_t(1) << 22;
+    for (int64_t i = 0; i < flat.numel(); i += kChunk) {
+        at::Tensor chunk = flat.narrow(0, i, std::min(kChunk, flat.numel() - i));
+        if (chunk.scalar_type() != at::kFloat && chunk.scalar_type() != at::kDouble) chunk = chunk.to(at::kFloat);
+        const auto [low, high] = at::aminmax(chunk);
+        if (!std::isfinite(low.item<double>()) || !std::isfinite(high.item<double>())) return false;
+    }
+    return true;
+}
+
 std::string nonFiniteValues(const at::Tensor& t) {
-    if (!t.defined() || t.numel() == 0 || !t.is_floating_point() || at::isfinite(t).all().item<bool>()) return "";
+    if (allFinite(t)) return "";
     std::string found;
     const auto add = [&found](const char* name) { found += (found.empty() ? "" : ", ") + std::string(name); };
     if (at::isnan(t).any().item<bool>()) add("NaN");

@@ -13,6 +13,15 @@
 
 namespace npw {
 
+// Whether every value of `t` is finite (true for an undefined, empty or non-floating-point
+// tensor). One pass over the values' bits for contiguous CPU float32/64, bfloat16 and float16
+// (NaN and ±inf are the values whose exponent bits are all ones), stopping at the first block
+// that has one; nothing the size of the tensor is allocated. at::isfinite(t).all() writes a bool
+// tensor of t's size first: on a float64 Gram matrix of 2 048² that cost more than the update it
+// checked (a fifth of the 110M calibration's time), and on a 4 GB mapped tensor it left 1.4 GB
+// of heap behind. Any other tensor goes through float32 chunks of 4 M elements (aminmax).
+bool allFinite(const at::Tensor& t);
+
 // The non-finite values a tensor holds: "NaN", "inf", "-inf" or several joined with ", "; "" when
 // every value is finite (or the tensor is undefined, empty or not floating-point).
 std::string nonFiniteValues(const at::Tensor& t);

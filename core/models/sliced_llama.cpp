@@ -1,5 +1,6 @@
 // A SliceGPT-sliced LLaMA: forward, parameter counts, files (sliced_llama.h).
 #include "core/models/sliced_llama.h"
+#include "core/models/non_finite.h"
 
 #include "core/io/safetensors.h"
 #include "core/text/json_fields.h"
@@ -212,7 +213,7 @@ SlicedLlama SlicedLlama::load(const std::string& dir, const Runtime& runtime) {
             throw Error("sliced model '" + weightsPath + "': tensor " + name + " is missing");
         }
         t = file->loadFloat(name);
-        if (!at::isfinite(t).all().item<bool>())
+        if (!allFinite(t))
             throw Error("sliced model '" + weightsPath + "': tensor " + name + " holds NaN or Inf");
     };
     auto shape = [&](const std::string& name, const at::Tensor& t, const std::vector<int64_t>& expected) {

@@ -1,4 +1,5 @@
 #include "core/models/torch_llama.h"
+#include "core/models/non_finite.h"
 #include "core/text/tokenizer_files.h"
 
 #include "core/text/json_fields.h"
@@ -31,7 +32,7 @@ namespace {
 std::optional<double> gMetaRopeScalingFactor;
 
 void checkFinite(const at::Tensor& tensor, const std::string& file, const std::string& name) {
-    if (!at::isfinite(tensor).all().item<bool>())
+    if (!allFinite(tensor))
         throw Error("tensor '" + name + "' in '" + file + "' has NaN or infinite values");
 }
 

@@ -1,4 +1,5 @@
 #include "core/models/vq_model.h"
+#include "core/models/non_finite.h"
 
 #include "core/io/safetensors.h"
 #include "core/io/shape_text.h"
@@ -181,7 +182,7 @@ std::shared_ptr<VqModel> VqModel::fromTensors(const std::map<std::string, at::Te
         if (name.find("norm") != std::string::npos && name.find(".weight") != std::string::npos && shape[0] % config.normGroups != 0)
             fail(source, "tensor '" + name + "' has " + std::to_string(shape[0]) + " channels, not a multiple of the " +
                              std::to_string(config.normGroups) + " GroupNorm groups");
-        if (!at::isfinite(t).all().item<bool>()) fail(source, "tensor '" + name + "' holds NaN or Inf values");
+        if (!allFinite(t)) fail(source, "tensor '" + name + "' holds NaN or Inf values");
         model->params_[name] = t.to(runtime.device, at::kFloat).contiguous();
     }
     return model;

@@ -1,5 +1,6 @@
 #include "core/models/weight_values.h"
 
+#include "core/models/non_finite.h"
 #include "core/util/error.h"
 
 #include <ATen/ATen.h>
@@ -9,22 +10,11 @@
 namespace npw {
 
 void checkTensorFinite(const at::Tensor& tensor, const std::string& file, const std::string& name, int64_t firstIndex) {
-    // Chunks of 4M elements, each reduced to its smallest and largest element: those are finite
-    // exactly when every element is (NaN and ±inf propagate), and nothing the size of the tensor
-    // is allocated. at::isfinite on the whole tensor builds four tensor-sized temporaries, which
-    // left +1.4 GB of anonymous memory in the heap after checking a 4 GB memory-mapped model
-    // tensor by tensor. Half and bfloat16 (no aminmax on the CPU) go through float32 per chunk.
-    // The exact check below runs only to name the first bad element.
-    const at::Tensor flat = tensor.reshape({-1});
-    constexpr int64_t kChunk = int64_t(1) << 22;
-    bool finite = true;
-    for (int64_t i = 0; finite && i < flat.numel(); i += kChunk) {
-        at::Tensor chunk = flat.narrow(0, i, std::min(kChunk, flat.numel() - i));
-        if (chunk.scalar_type() != at::kFloat && chunk.scalar_type() != at::kDouble) chunk = chunk.to(at::kFloat);
-        const auto [low, high] = at::aminmax(chunk);
-        finite = std::isfinite(low.item<double>()) && std::isfinite(high.item<double>());
-    }
-    if (finite) return;
+    // allFinite allocates nothing the size of the tensor: at::isfinite on the whole tensor builds
+    // four tensor-sized temporaries, which left +1.4 GB of anonymous memory in the heap after
+    // checking a 4 GB memory-mapped model tensor by tensor. The exact check below runs only to
+    // name the first bad element.
+    if (allFinite(tensor)) return;
     at::Tensor bad = at::logical_not(at::isfinite(tensor)).flatten();
     throw Error("tensor '" + name + "' in '" + file + "' has " + std::to_string(bad.sum().item<int64_t>()) +
                 " NaN or infinite values (the first at flat index " +

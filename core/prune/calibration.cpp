@@ -41,7 +41,7 @@ std::string statName(size_t layer, const std::string& site, const std::string& f
 void accumulateFinite(LayerStats& stats, const at::Tensor& input, int64_t layer, TapSite site, int64_t first,
                       int64_t windows) {
     stats.accumulate(input);
-    if (at::isfinite(stats.sum).all().item<bool>()) return;
+    if (allFinite(stats.sum)) return;
     for (int64_t b = 0; b < input.size(0); ++b)
         if (const std::string values = nonFiniteValues(input[b]); !values.empty())
             throw Error("calibration: layer " + std::to_string(layer) + "'s " +
@@ -58,7 +58,7 @@ void accumulateFinite(LayerStats& stats, const at::Tensor& input, int64_t layer,
 void requireFinite(LayerStats& s, size_t layer, const char* what) {
     if (s.channels() == 0) return;
     s.symmetriseGram();
-    if (!at::isfinite(s.gram).all().item<bool>() || !at::isfinite(s.sum).all().item<bool>())
+    if (!allFinite(s.gram) || !allFinite(s.sum))
         throw Error("calibration: the input of " + std::string(what) + " in layer " + std::to_string(layer) +
                     " has NaN or infinite values (the model overflows on the calibration data; try float32 weights)");
 }
@@ -336,24 +336,25 @@ std::pair<LayerStats, LayerStats> emptyLayerStats(const LlamaConfig& config, siz
     return out;
 }
 
-// A block whose matrices the model keeps in bfloat16 / float16 for a float32 CPU runtime (a
-// mapped file's views, widened in every product: llamaKeepsStoredDtype).
+// A block's seven matrices. One rule (llamaKeepsStoredDtype) says which of them the model keeps
+// in bfloat16 / float16 for a float32 CPU runtime (a mapped file's views, widened in every
+// product); both functions below ask it, so "holds narrow weights" and "what widening changes"
+// cannot disagree.
+constexpr at::Tensor LlamaLayerWeights::*kBlockMatrices[] = {
+    &LlamaLayerWeights::wq,     &LlamaLayerWeights::wk,   &LlamaLayerWeights::wv,    &LlamaLayerWeights::wo,
+    &LlamaLayerWeights::w_gate, &LlamaLayerWeights::w_up, &LlamaLayerWeights::w_down};
+
 bool holdsNarrowWeights(const LlamaLayerWeights& L, const Runtime& rt) {
-    for (const at::Tensor* t : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down})
-        if (llamaKeepsStoredDtype(*t, rt)) return true;
+    for (at::Tensor LlamaLayerWeights::*m : kBlockMatrices)
+        if (llamaKeepsStoredDtype(L.*m, rt)) return true;
     return false;
 }
 
-// The same block with those matrices widened to float32 (the rest shared as it is).
-LlamaLayerWeights widenedBlock(const LlamaLayerWeights& L) {
+// The same block with those matrices widened to the runtime's float32 (the rest shared as it is).
+LlamaLayerWeights widenedBlock(const LlamaLayerWeights& L, const Runtime& rt) {
     LlamaLayerWeights d = L;
-    for (at::Tensor LlamaLayerWeights::*m : {&LlamaLayerWeights::wq, &LlamaLayerWeights::wk, &LlamaLayerWeights::wv,
-                                             &LlamaLayerWeights::wo, &LlamaLayerWeights::w_gate, &LlamaLayerWeights::w_up,
-                                             &LlamaLayerWeights::w_down}) {
-        const at::Tensor& t = L.*m;
-        if (t.defined() && (t.scalar_type() == at::kBFloat16 || t.scalar_type() == at::kHalf))
-            d.*m = t.to(at::kFloat).contiguous();
-    }
+    for (at::Tensor LlamaLayerWeights::*m : kBlockMatrices)
+        if (llamaKeepsStoredDtype(L.*m, rt)) d.*m = (L.*m).to(rt.dtype).contiguous();
     return d;
 }
 
@@ -493,7 +494,7 @@ void calibrateEachLayer(const LlamaModel& model, const CalibrationSet& set, cons
             // This block on the compute runtime (a copy only when it is not the model's own).
             const bool widen = !copyBlocks && options.widenBlocks && hidden.size() > 1 && holdsNarrowWeights(weights.layers[l], compute);
             const LlamaLayerWeights copied = copyBlocks ? llamaLayerOnRuntime(weights.layers[l], compute)
-                                             : widen    ? widenedBlock(weights.layers[l])
+                                             : widen    ? widenedBlock(weights.layers[l], compute)
                                                         : LlamaLayerWeights{};
             const LlamaLayerWeights& block = copyBlocks || widen ? copied : weights.layers[l];
             for (at::Tensor& x : hidden) {

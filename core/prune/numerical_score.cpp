@@ -1,4 +1,5 @@
 #include "core/prune/numerical_score.h"
+#include "core/models/non_finite.h"
 
 #include "core/prune/dense_kernels.h"
 #include "core/util/error.h"
@@ -221,7 +222,7 @@ BoxedNumericalScore numericalScoreBoxed(const at::Tensor& A, double rho, double 
     if (!(rho >= 0 && rho <= 1)) throw Error("numericalScoreBoxed: ρ must lie in [0, 1], got " + std::to_string(rho));
     const int64_t d = A.size(0);
     at::Tensor a = A.to(at::kCPU, at::kDouble).contiguous();
-    if (!at::isfinite(a).all().item<bool>()) throw Error("numericalScoreBoxed: A has NaN or Inf entries");
+    if (!allFinite(a)) throw Error("numericalScoreBoxed: A has NaN or Inf entries");
     if (jitter > 0) a = a + jitter * at::eye(d, a.options());
     const double r = (1 - rho) * static_cast<double>(d);
     // ½(z−1)ᵀA(z−1) + ½λ(1ᵀz − r)² = ½zᵀHz − bᵀz + const, H = A + λ11ᵀ, b = A1 + λr·1.

@@ -1,5 +1,6 @@
 // Step "score": every method's channel metric per layer, reduced to unit scores (score.h).
 #include "core/prune/score.h"
+#include "core/models/non_finite.h"
 #include "core/prune/score_journal.h"
 
 #include "core/prune/baseline_metrics.h"
@@ -77,7 +78,7 @@ void requireFiniteWeights(const LlamaCheckpoint& checkpoint) {
     LlamaWeights weights = checkpoint.weights;  // handles only: namedTensors wants a mutable object
     for (const auto& [name, tensor] : namedTensors(weights)) {
         if (!tensor->defined() || tensor->numel() == 0) continue;
-        if (!at::isfinite(*tensor).all().item<bool>())
+        if (!allFinite(*tensor))
             throw Error("model '" + checkpoint.source + "': tensor '" + name +
                         "' has NaN or infinite values; a model with non-finite weights cannot be pruned");
     }
@@ -86,7 +87,7 @@ void requireFiniteWeights(const LlamaCheckpoint& checkpoint) {
 // Scores that became NaN or ±∞ (weights too large for the arithmetic) would rank arbitrarily:
 // an error naming the layer, the site and the first such unit.
 void requireFiniteScores(const at::Tensor& scores, size_t layer, const char* site) {
-    if (!scores.defined() || scores.numel() == 0 || at::isfinite(scores).all().item<bool>()) return;
+    if (!scores.defined() || scores.numel() == 0 || allFinite(scores)) return;
     const at::Tensor flat = scores.to(at::kDouble).flatten();
     const at::Tensor bad = at::logical_not(at::isfinite(flat)).nonzero();
     const int64_t unit = bad[0][0].item<int64_t>();

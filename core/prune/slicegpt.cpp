@@ -1,5 +1,6 @@
 // SliceGPT (slicegpt.h).
 #include "core/prune/slicegpt.h"
+#include "core/models/non_finite.h"
 
 #include "core/models/parameter_count.h"
 #include "core/prune/export.h"
@@ -29,7 +30,7 @@ at::Tensor slicegptBasis(const std::vector<at::Tensor>& batches, at::Tensor* val
         const at::Tensor x = b.reshape({-1, D}).to(at::kDouble).cpu();
         H += at::matmul(x.t(), x);
     }
-    if (!at::isfinite(H).all().item<bool>()) throw Error("slicegpt: the hidden states hold NaN or Inf");
+    if (!allFinite(H)) throw Error("slicegpt: the hidden states hold NaN or Inf");
     const double damp = 0.01 * H.diagonal().mean().item<double>();
     H.diagonal().add_(damp);
     auto [eigenvalues, eigenvectors] = at::linalg_eigh(H);
