@@ -194,7 +194,16 @@ bool StudioSession::runScoringFor(std::vector<npw::ScoreRequest> list, const QSt
     }
     QStringList names;
     for (npw::ScoreRequest& request : list) {
-        request = npw::settingsAtKnobs(request, knobs_);
+        request = npw::scoredAtKnobs(request, knobs_);
+        // Run is the studio's edge: its settings are validated here, once; the steps trust them.
+        if (!request.baseline) {
+            try {
+                request.settings.validate();
+            } catch (const npw::Error& e) {
+                emit refused(tr("Run"), qs(std::string(e.what())));
+                return false;
+            }
+        }
         names << qs(npw::scoreSetName(request));
     }
     if (road_.layerwise) return runLayerwiseScoring(list, names.join(QStringLiteral(", ")), keepCurrent);

@@ -543,7 +543,6 @@ WorkbenchPrune LanguagePruningWorkbench::applySelection(const LlamaModel& model,
 }
 
 WorkbenchPrune LanguagePruningWorkbench::prune(const PruneSettings& settings, const ProgressFn& progress) {
-    settings.validate();
     auto start = Clock::now();
     const std::string name = scoreAndKeep(settings, progress);
     const double scoreSeconds = secondsSince(start);
