@@ -419,6 +419,30 @@ void TestStudioSession::boxConstrainedAndNewCalibrationAskForRecompute() {
     QCOMPARE(session.currentMethod(), QStringLiteral("numerical-box"));
     QCOMPARE(session.currentScores()->settings.ratio, 0.45);
     QVERIFY(session.recomputeReason().isEmpty());
+    // Run is the studio's edge: settings that cannot be scored are refused there, naming the
+    // setting, before any job (the steps no longer check them again).
+    {
+        QSignalSpy refused(&session, &StudioSession::refused);
+        QSignalSpy started(session.jobs(), &JobRunner::started);
+        knobs.rho = 0;
+        session.setKnobs(knobs);
+        QVERIFY(!session.recompute());
+        QCOMPARE(refused.count(), 1);
+        QVERIFY2(refused.back()[1].toString().contains(QStringLiteral("box-constrained score needs ρ > 0")),
+                 qPrintable(refused.back()[1].toString()));
+        studio::RunSettings bad = session.settings();
+        bad.prune.damp = -1;
+        session.setSettings(bad);
+        QVERIFY(!session.runScoring());
+        QCOMPARE(refused.count(), 2);
+        QVERIFY2(refused.back()[1].toString().contains(QStringLiteral("dampening γ must be ≥ 0, got -1")),
+                 qPrintable(refused.back()[1].toString()));
+        QCOMPARE(started.count(), 0);
+        bad.prune.damp = s.prune.damp;
+        session.setSettings(bad);
+        knobs.rho = 0.45;
+        session.setKnobs(knobs);
+    }
 
     // New calibration settings: both sets are from the old statistics until recomputed.
     s = session.settings();
