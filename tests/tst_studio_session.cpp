@@ -347,6 +347,20 @@ void TestStudioSession::exportsPrunedModelThatLoads() {
     }
     const auto manifest = nlohmann::json::parse(npw::readTextFile((target + "/npw-manifest.json").toStdString()));
     QCOMPARE(QString::fromStdString(manifest.dump()).contains(QStringLiteral("numerical")), true);
+    // Refused before any job: a dampening the Run settings now hold that no Run has seen, named.
+    {
+        QSignalSpy refused(&session, &StudioSession::refused);
+        studio::RunSettings bad = session.settings();
+        const studio::RunSettings good = bad;
+        bad.prune.damp = -0.5;
+        session.setSettings(bad);
+        QVERIFY(!session.exportPrunedModel(dir.filePath(QStringLiteral("refused"))));
+        QCOMPARE(refused.count(), 1);
+        QVERIFY2(refused.back()[1].toString().contains(QStringLiteral("dampening γ must be ≥ 0, got -0.5")),
+                 qPrintable(refused.back()[1].toString()));
+        QVERIFY(!QFile::exists(dir.filePath(QStringLiteral("refused"))));
+        session.setSettings(good);
+    }
     // Refused: exporting onto the source model.
     QSignalSpy failed(session.jobs(), &JobRunner::failed);
     QVERIFY(session.exportPrunedModel(QString::fromStdString(session.model().model->checkpoint().source)));

@@ -503,6 +503,14 @@ void StudioSession::addSweepRow(npw::SweepRow row) {
 bool StudioSession::exportPrunedModel(const QString& dir) {
     if (!view_) return false;
     if (view_->baseline) return exportBaseline(dir);
+    // The export compensates with the Run settings as they are now, which no Run may have seen:
+    // their compensation part is validated here, at this edge (the apply step does not again).
+    try {
+        static_cast<const npw::CompensationSettings&>(settings_.prune).validate();
+    } catch (const npw::Error& e) {
+        emit refused(tr("Export"), qs(e.what()));
+        return false;
+    }
     if (road_.layerwise) return exportLayerwise(dir);
     if (!workbench_.isCalibrated()) return false;
     const npw::PruneSettings settings = settings_.prune;  // compensation and damp

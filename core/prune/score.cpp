@@ -417,7 +417,7 @@ LayerScores ScoreSet::unitScoresAt(size_t layer, double rho) const {
 }
 
 static ScoreSet scoreChecked(const LlamaConfig& config, const at::Tensor& embed, const ScoredLayerSource& layerAt,
-                               const PruneSettings& settings, const ProgressFn& progress, const ScoreJournal& journal);
+                             const PruneSettings& settings, const ProgressFn& progress, const ScoreJournal& journal);
 
 ScoreSet computeScores(const LlamaCheckpoint& checkpoint, const ModelStats& stats, const PruneSettings& settings,
                        const ProgressFn& progress) {
@@ -462,7 +462,7 @@ ScoreSet computeScoresByLayer(const LlamaConfig& config, const at::Tensor& embed
 // where the z is solved at ρ). The rest of the settings were validated at the edge that built them
 // (PruneSettings::validate): the CLI, the settings JSON, the studio's Run, a sweep's specification.
 static ScoreSet scoreChecked(const LlamaConfig& config, const at::Tensor& embed, const ScoredLayerSource& layerAt,
-                               const PruneSettings& settings, const ProgressFn& progress, const ScoreJournal& journal) {
+                             const PruneSettings& settings, const ProgressFn& progress, const ScoreJournal& journal) {
     checkProtectedLayers(config, settings);
 
     ScoreSet set;
