@@ -238,6 +238,9 @@ private slots:
         for (double rho : {0.2, 0.5})
             QVERIFY(sameMask(selectMask(afresh, rho, NAN, AlphaMode::Paper).mask,
                              selectMask(rescored, rho, NAN, AlphaMode::Paper).mask));
+        // The one field the re-score sets is checked there (the rest were validated where built).
+        QVERIFY(errorOf([&] { rescoreNumerical(scores, 0); }).contains("λ must be a positive number, got 0"));
+        QVERIFY(errorOf([&] { rescoreNumerical(scores, NAN); }).contains("λ must be a positive number"));
     }
 
     void algorithm1AgreesWithClosedForm() {
@@ -358,13 +361,66 @@ private slots:
         QVERIFY(errorOf([&] { computeScores(f.model.checkpoint(), f.stats, settings); }).contains("out of range"));
     }
 
+    // Each part of the settings checks its own fields, naming them; PruneSettings::validate (what
+    // the edges call: the CLI, the settings JSON, the studio's Run, a sweep's specification) is
+    // every part's, with the same words, and the rule that joins two parts.
+    void settingsPartsNameTheirFields() {
+        auto named = [](const QString& message, const char* field) {
+            if (!message.contains(QString::fromUtf8(field))) qWarning("%s", qPrintable(message));
+            return message.contains(QString::fromUtf8(field));
+        };
+        PruneSettings s;
+        s.lambda = -1;
+        QVERIFY(named(errorOf([&] { static_cast<const ScoreSettings&>(s).validate(); }), "λ must be a positive number, got -1"));
+        QVERIFY(named(errorOf([&] { s.validate(); }), "λ must be a positive number, got -1"));
+        s = PruneSettings{};
+        s.lambdaRel = 0;
+        QVERIFY(named(errorOf([&] { static_cast<const ScoreSettings&>(s).validate(); }), "relative λ (λ_rel"));
+        s = PruneSettings{};
+        s.iters = -2;
+        QVERIFY(named(errorOf([&] { static_cast<const ScoreSettings&>(s).validate(); }), "Newton iterations T must be ≥ 0, got -2"));
+        s = PruneSettings{};
+        s.ratio = 1;
+        QVERIFY(named(errorOf([&] { static_cast<const SelectionSettings&>(s).validate(); }), "pruning ratio ρ must lie in [0, 1), got 1"));
+        QVERIFY(named(errorOf([&] { s.validate(); }), "pruning ratio ρ must lie in [0, 1), got 1"));
+        s.ratio = NAN;
+        QVERIFY(named(errorOf([&] { static_cast<const SelectionSettings&>(s).validate(); }), "pruning ratio ρ"));
+        s = PruneSettings{};
+        s.alpha = 0;
+        QVERIFY(named(errorOf([&] { static_cast<const SelectionSettings&>(s).validate(); }), "α must be a positive number, got 0"));
+        s = PruneSettings{};
+        s.protectedLayers = {1, -3};
+        QVERIFY(named(errorOf([&] { static_cast<const SelectionSettings&>(s).validate(); }), "protected layer -3 is negative"));
+        s = PruneSettings{};
+        s.damp = -0.5;
+        QVERIFY(named(errorOf([&] { static_cast<const CompensationSettings&>(s).validate(); }), "dampening γ must be ≥ 0, got -0.5"));
+        QVERIFY(named(errorOf([&] { s.validate(); }), "dampening γ must be ≥ 0, got -0.5"));
+        // A part checks its own fields only: a bad ρ is not the score part's, a bad γ not the selection's.
+        s = PruneSettings{};
+        s.ratio = 2;
+        s.damp = -1;
+        static_cast<const ScoreSettings&>(s).validate();
+        s.ratio = 0.3;
+        static_cast<const SelectionSettings&>(s).validate();
+        // The joined rule (a solve at ρ needs ρ > 0) is PruneSettings', and the one scoring keeps.
+        s = PruneSettings{};
+        s.iters = 4;
+        s.ratio = 0;
+        static_cast<const ScoreSettings&>(s).validate();
+        static_cast<const SelectionSettings&>(s).validate();
+        QVERIFY(named(errorOf([&] { s.validate(); }), "Algorithm 1 (iterations T > 0) needs ρ > 0"));
+        QVERIFY(named(errorOf([&] { s.requireSolveRatio(); }), "Algorithm 1 (iterations T > 0) needs ρ > 0"));
+    }
+
     void badInputsAreErrors() {
         Fixture f = makeFixture({2}, {2}, {8});
         PruneSettings settings;
+        // Bad settings are refused where they are built (PruneSettings::validate, at the edge),
+        // not again by every step.
         settings.ratio = 1.0;
-        QVERIFY(errorOf([&] { computeScores(f.model.checkpoint(), f.stats, settings); }).contains("must lie in [0, 1), got 1"));
+        QVERIFY(errorOf([&] { settings.validate(); }).contains("must lie in [0, 1), got 1"));
         settings.ratio = -0.1;
-        QVERIFY(errorOf([&] { computeScores(f.model.checkpoint(), f.stats, settings); }).contains("got -0.1"));
+        QVERIFY(errorOf([&] { settings.validate(); }).contains("got -0.1"));
         settings.ratio = 0.3;
         settings.lambda = 0;
         QVERIFY(errorOf([&] { settings.validate(); }).contains("λ"));

@@ -347,6 +347,20 @@ void TestStudioSession::exportsPrunedModelThatLoads() {
     }
     const auto manifest = nlohmann::json::parse(npw::readTextFile((target + "/npw-manifest.json").toStdString()));
     QCOMPARE(QString::fromStdString(manifest.dump()).contains(QStringLiteral("numerical")), true);
+    // Refused before any job: a dampening the Run settings now hold that no Run has seen, named.
+    {
+        QSignalSpy refused(&session, &StudioSession::refused);
+        studio::RunSettings bad = session.settings();
+        const studio::RunSettings good = bad;
+        bad.prune.damp = -0.5;
+        session.setSettings(bad);
+        QVERIFY(!session.exportPrunedModel(dir.filePath(QStringLiteral("refused"))));
+        QCOMPARE(refused.count(), 1);
+        QVERIFY2(refused.back()[1].toString().contains(QStringLiteral("dampening γ must be ≥ 0, got -0.5")),
+                 qPrintable(refused.back()[1].toString()));
+        QVERIFY(!QFile::exists(dir.filePath(QStringLiteral("refused"))));
+        session.setSettings(good);
+    }
     // Refused: exporting onto the source model.
     QSignalSpy failed(session.jobs(), &JobRunner::failed);
     QVERIFY(session.exportPrunedModel(QString::fromStdString(session.model().model->checkpoint().source)));
@@ -419,6 +433,30 @@ void TestStudioSession::boxConstrainedAndNewCalibrationAskForRecompute() {
     QCOMPARE(session.currentMethod(), QStringLiteral("numerical-box"));
     QCOMPARE(session.currentScores()->settings.ratio, 0.45);
     QVERIFY(session.recomputeReason().isEmpty());
+    // Run is the studio's edge: settings that cannot be scored are refused there, naming the
+    // setting, before any job (the steps no longer check them again).
+    {
+        QSignalSpy refused(&session, &StudioSession::refused);
+        QSignalSpy started(session.jobs(), &JobRunner::started);
+        knobs.rho = 0;
+        session.setKnobs(knobs);
+        QVERIFY(!session.recompute());
+        QCOMPARE(refused.count(), 1);
+        QVERIFY2(refused.back()[1].toString().contains(QStringLiteral("box-constrained score needs ρ > 0")),
+                 qPrintable(refused.back()[1].toString()));
+        studio::RunSettings bad = session.settings();
+        bad.prune.damp = -1;
+        session.setSettings(bad);
+        QVERIFY(!session.runScoring());
+        QCOMPARE(refused.count(), 2);
+        QVERIFY2(refused.back()[1].toString().contains(QStringLiteral("dampening γ must be ≥ 0, got -1")),
+                 qPrintable(refused.back()[1].toString()));
+        QCOMPARE(started.count(), 0);
+        bad.prune.damp = s.prune.damp;
+        session.setSettings(bad);
+        knobs.rho = 0.45;
+        session.setKnobs(knobs);
+    }
 
     // New calibration settings: both sets are from the old statistics until recomputed.
     s = session.settings();

@@ -65,6 +65,7 @@ private slots:
     void runSettingsRoundTrip();
     void runSettingsErrorsNameTheField();
     void settingsAtTheKnobs();
+    void settingsWrittenBeforeTheSplitLoad();
     void workspaceRoundTripsEveryField();
     void loadWorkspaceRecomputesTheSameScores();
     void damagedWorkspacesNameFileAndField_data();
@@ -120,12 +121,13 @@ void TestWorkspace::settingsAtTheKnobs() {
     PruneSettings given = method(PruneMethod::Numerical);
     given.lambda = 1e-3;  // an absolute λ: the knob's λ_rel replaces it
     given.damp = 0.2;
-    const PruneSettings s = settingsAtKnobs(given, k);
-    QCOMPARE(s.ratio, 0.35);
+    const PruneSettings s = scoredAtKnobs(given, k);
+    QCOMPARE(s.ratio, 0.35);  // what a solve at ρ reads (the box, Algorithm 1)
     QVERIFY(std::isnan(s.lambda));
     QCOMPARE(s.lambdaRel, 7.0);
-    QCOMPARE(s.alpha, 0.6);
-    QVERIFY(s.alphaMode == AlphaMode::Paper);
+    // α and its reading are the selection's: never scored, so never written into the score's settings.
+    QVERIFY(std::isnan(s.alpha));
+    QVERIFY(s.alphaMode == AlphaMode::Budget);
     QCOMPARE(s.damp, 0.2);  // what the knobs do not hold stays
 
     QCOMPARE(calibrationRequest(CalibrationSettings{}).source, defaultCalibrationSource());
@@ -133,6 +135,44 @@ void TestWorkspace::settingsAtTheKnobs() {
     QCOMPARE(r.samples, int64_t(4));
     QCOMPARE(r.seqlen, int64_t(32));
     QCOMPARE(r.seed, uint64_t(3));
+}
+
+// The settings JSON as the studio and the workspace file wrote it before PruneSettings was split
+// into its score, selection and compensation parts (and the knobs beside it): it loads to the
+// same values and is written back unchanged.
+void TestWorkspace::settingsWrittenBeforeTheSplitLoad() {
+    const char* const written = R"({"calibration": {"samples": 4, "seed": 3, "seqlen": 32, "source": "/data/corpus.txt",
+                                                    "source_is_ids": false},
+                                    "prune": {"box_constrained": false, "compensation": "none", "damp": 0.05,
+                                              "iters": 3, "lambda": 0.002, "lambda_rel": 2.5, "method": "numerical",
+                                              "ranking": "z", "ratio": 0.35, "seed": 7, "standardised_global": true,
+                                              "unit": "query-slot"}})";
+    const nlohmann::json j = nlohmann::json::parse(written);
+    const RunSettings s = runSettingsFromJson(j);
+    const PruneSettings& p = s.prune;
+    QVERIFY(p.method == PruneMethod::Numerical);
+    QCOMPARE(p.ratio, 0.35);
+    QCOMPARE(p.lambda, 0.002);
+    QCOMPARE(p.lambdaRel, 2.5);
+    QVERIFY(p.crossLayer == CrossLayerRanking::Relaxed);
+    QCOMPARE(p.iters, 3);
+    QCOMPARE(p.damp, 0.05);
+    QVERIFY(p.compensation == CompensationKind::None);
+    QCOMPARE(p.seed, uint64_t(7));
+    QVERIFY(p.attentionUnit == AttentionUnitKind::QuerySlot);
+    QVERIFY(p.standardisedGlobal);
+    QVERIFY(!p.boxConstrained);
+    // What the JSON does not hold keeps the defaults.
+    QVERIFY(std::isnan(p.alpha) && p.alphaMode == AlphaMode::Budget && p.scope == SelectionScope::AttentionAndMlp &&
+            p.protectedLayers.empty() && p.z0 == 1.0);
+    QCOMPARE(s.calibration.samples, int64_t(4));
+    QCOMPARE(s.calibration.source, std::string("/data/corpus.txt"));
+    QCOMPARE(toJson(s).dump(), j.dump());  // written back as it was
+    const nlohmann::json knobs =
+        nlohmann::json::parse(R"({"alpha": null, "alpha_mode": "paper", "lambda_rel": 7.0, "rho": 0.45})");
+    const SelectionKnobs k = knobsFromJson(knobs);
+    QVERIFY(k.rho == 0.45 && std::isnan(k.alpha) && k.mode == AlphaMode::Paper && k.lambda == 7.0);
+    QCOMPARE(toJson(k).dump(), knobs.dump());
 }
 
 void TestWorkspace::workspaceRoundTripsEveryField() {
@@ -347,7 +387,7 @@ void TestWorkspace::recomputeReasons() {
     LanguagePruningWorkbench empty;
     QVERIFY(recomputeReason(empty, "", std::nullopt, {}, {}).empty());  // nothing open
 
-    LanguagePruningWorkbench wb = calibratedDemo({method(PruneMethod::Flap), settingsAtKnobs(box, SelectionKnobs{})});
+    LanguagePruningWorkbench wb = calibratedDemo({method(PruneMethod::Flap), scoredAtKnobs(box, SelectionKnobs{})});
     const std::string boxName = wb.scoreSetNames()[1];
     SelectionKnobs knobs;  // ρ 0.3, λ_rel default: what the box set was solved at
     const CalibrationSettings asked = smallCalibration();

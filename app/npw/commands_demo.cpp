@@ -174,6 +174,7 @@ int runDemo(const Args& args) {
             PruneSettings settings;
             settings.method = method;
             settings.ratio = ratio;
+            settings.validate();  // --ratio: this command's edge
             const WorkbenchPrune run = workbench.prune(settings);
             const std::string variant = methodName(method);
             const fs::path dir = out / (name.substr(5) + "-" + variant + "-" + std::to_string(int(ratio * 100)));

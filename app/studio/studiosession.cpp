@@ -194,7 +194,16 @@ bool StudioSession::runScoringFor(std::vector<npw::ScoreRequest> list, const QSt
     }
     QStringList names;
     for (npw::ScoreRequest& request : list) {
-        request = npw::settingsAtKnobs(request, knobs_);
+        request = npw::scoredAtKnobs(request, knobs_);
+        // Run is the studio's edge: its settings are validated here, once; the steps trust them.
+        if (!request.baseline) {
+            try {
+                request.settings.validate();
+            } catch (const npw::Error& e) {
+                emit refused(tr("Run"), qs(std::string(e.what())));
+                return false;
+            }
+        }
         names << qs(npw::scoreSetName(request));
     }
     if (road_.layerwise) return runLayerwiseScoring(list, names.join(QStringLiteral(", ")), keepCurrent);
@@ -494,6 +503,14 @@ void StudioSession::addSweepRow(npw::SweepRow row) {
 bool StudioSession::exportPrunedModel(const QString& dir) {
     if (!view_) return false;
     if (view_->baseline) return exportBaseline(dir);
+    // The export compensates with the Run settings as they are now, which no Run may have seen:
+    // their compensation part is validated here, at this edge (the apply step does not again).
+    try {
+        static_cast<const npw::CompensationSettings&>(settings_.prune).validate();
+    } catch (const npw::Error& e) {
+        emit refused(tr("Export"), qs(e.what()));
+        return false;
+    }
     if (road_.layerwise) return exportLayerwise(dir);
     if (!workbench_.isCalibrated()) return false;
     const npw::PruneSettings settings = settings_.prune;  // compensation and damp

@@ -128,6 +128,7 @@ std::shared_ptr<const ScoreSet> ImagePruningWorkbench::scores(const std::string&
                                                               const ProgressFn& progress, double ratio) {
     PruneSettings settings = sweepMethodSettings(method, lambda, AlphaMode::Budget, std::nan(""));
     settings.ratio = ratio;
+    settings.validate();  // built here from loose values: this is their edge
     return scores(settings, progress);
 }
 
@@ -143,7 +144,6 @@ std::shared_ptr<const ScoreSet> ImagePruningWorkbench::scores(const PruneSetting
 }
 
 void ImagePruningWorkbench::checkSettings(const PruneSettings& settings) {
-    settings.validate();
     // Measuring each site's damage runs the language model's forward on text windows: scoreModel
     // would refuse it for want of windows, naming --stats; this says why an image model cannot.
     if (settings.method == PruneMethod::Numerical && settings.crossLayer == CrossLayerRanking::MeasuredDamage)
@@ -174,6 +174,7 @@ PrunedModel ImagePruningWorkbench::prune(const std::string& method, double ratio
                                          const ProgressFn& progress, AlphaMode alphaMode, double alpha) {
     PruneSettings settings = sweepMethodSettings(method, lambda, alphaMode, alpha);
     settings.ratio = ratio;
+    settings.validate();  // built here from loose values: this is their edge
     return prune(settings, progress).pruned;
 }
 

@@ -73,9 +73,10 @@ public:
     // others once for every ρ). Throws npw::Error before calibrate().
     std::shared_ptr<const ScoreSet> scores(const std::string& method, double lambda = std::numeric_limits<double>::quiet_NaN(),
                                            const ProgressFn& progress = nullptr, double ratio = 0.2);
-    // npw::Error for settings an image model cannot be pruned with: validate()'s, and ranking
-    // lstar-kl (site damage is measured on a language model's text windows). Cheap: callers
-    // check before calibrating.
+    // npw::Error for settings an image model cannot be pruned with: ranking lstar-kl (site damage
+    // is measured on a language model's text windows). Cheap: callers check before calibrating.
+    // The settings themselves are validated where they are built (the CLI's flags; the overloads
+    // on a sweep method's name below).
     static void checkSettings(const PruneSettings& settings);
     // The scores for any settings npw prune takes (method, λ, ranking, unit, scope, …), through
     // the one dispatch (scoreModel), computed on first use for those settings.

@@ -513,10 +513,10 @@ BaselineRun LanguagePruningWorkbench::pruneBaseline(BaselineMethod method, const
 
 PruneSettings LanguagePruningWorkbench::appliedSettings(const WorkbenchSelection& selection, const PruneSettings& given) {
     if (!selection.scores) throw Error("internal: a baseline's selection has no score set's settings to apply");
-    // What was selected how comes from the selection; how to compensate from `given`.
+    // What was scored comes from the score set, what was selected from the selection (scope and
+    // protection the score set's), how to compensate from `given`: its whole part.
     PruneSettings settings = selection.scores->settings;
-    settings.compensation = given.compensation;
-    settings.damp = given.damp;
+    static_cast<CompensationSettings&>(settings) = given;
     settings.ratio = selection.ratio;
     settings.alpha = selection.alpha;
     settings.alphaMode = selection.alphaMode;
@@ -543,7 +543,6 @@ WorkbenchPrune LanguagePruningWorkbench::applySelection(const LlamaModel& model,
 }
 
 WorkbenchPrune LanguagePruningWorkbench::prune(const PruneSettings& settings, const ProgressFn& progress) {
-    settings.validate();
     auto start = Clock::now();
     const std::string name = scoreAndKeep(settings, progress);
     const double scoreSeconds = secondsSince(start);

@@ -140,7 +140,6 @@ LayerwiseStatistics::~LayerwiseStatistics() {
 }
 
 ScoreSet LayerwiseStatistics::score(const LlamaModel& model, const PruneSettings& settings, const ProgressFn& progress) const {
-    settings.validate();
     refuseMeasuredDamageLayerByLayer(settings, "use the L*-relative ranking (the default)");
     c10::InferenceMode guard;
     const LlamaCheckpoint& checkpoint = model.checkpoint();
@@ -168,7 +167,6 @@ LayerwiseExport LayerwiseStatistics::exportScores(const LlamaModel& model, const
     if (checkpoint.source != modelSource_)
         throw Error("internal: the statistics in " + file_ + " are of '" + modelSource_ + "', not of '" +
                     checkpoint.source + "'");
-    settings.validate();
     const nlohmann::json scratchFacts = statisticsScratchJson(precision(), bytes(), boundBytes_, hiddenBytes_);
     return writeLayerwiseExport(
         checkpoint, *scratch_, scores, selection, settings, defaultAlpha, outDir,

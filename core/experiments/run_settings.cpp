@@ -223,17 +223,15 @@ CalibrationRequest calibrationRequest(const CalibrationSettings& settings) {
     return request;
 }
 
-PruneSettings settingsAtKnobs(PruneSettings settings, const SelectionKnobs& knobs) {
-    settings.ratio = knobs.rho;
+PruneSettings scoredAtKnobs(PruneSettings settings, const SelectionKnobs& knobs) {
+    settings.ratio = knobs.rho;  // read by scoring only where it solves at ρ (the score set records it)
     settings.lambda = std::numeric_limits<double>::quiet_NaN();  // relative: the knob is λ_rel
     settings.lambdaRel = knobs.lambda;
-    settings.alpha = knobs.alpha;
-    settings.alphaMode = knobs.mode;
     return settings;
 }
 
-ScoreRequest settingsAtKnobs(ScoreRequest request, const SelectionKnobs& knobs) {
-    request.settings = settingsAtKnobs(std::move(request.settings), knobs);
+ScoreRequest scoredAtKnobs(ScoreRequest request, const SelectionKnobs& knobs) {
+    request.settings = scoredAtKnobs(std::move(request.settings), knobs);
     return request;
 }
 

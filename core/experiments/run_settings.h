@@ -97,10 +97,13 @@ ScoreRequest scoreRequestFromJson(const nlohmann::json& j);
 // The settings' calibration as the workbench takes it (an empty source: the demo corpus).
 CalibrationRequest calibrationRequest(const CalibrationSettings& settings);
 
-// A method's settings as scored at the knobs: ρ (Algorithm 1 and the box-constrained solve use
-// it), λ relative at the knobs' λ_rel, α and its reading.
-PruneSettings settingsAtKnobs(PruneSettings settings, const SelectionKnobs& knobs);
-ScoreRequest settingsAtKnobs(ScoreRequest request, const SelectionKnobs& knobs);  // its settings
+// The knobs are the selection's settings (ρ, α and its reading; the run keeps scope and
+// protection) plus λ_rel, and the studio selects with them directly (workbench select, no
+// re-score). What scoring reads of them, and only that, is set here: ρ where the z is solved at
+// one ρ (the box-constrained z, Algorithm 1: ScoreSettings::solvesAtRatio), and a relative λ at
+// the knobs' λ_rel (the λ the z shown and a box solve use). α and its reading are never scored.
+PruneSettings scoredAtKnobs(PruneSettings settings, const SelectionKnobs& knobs);
+ScoreRequest scoredAtKnobs(ScoreRequest request, const SelectionKnobs& knobs);  // its settings
 
 // What Run and Recompute compute off the GUI thread: the calibration (`calibration` as given when
 // it holds statistics, else calibrated from `settings`), then each request's score set on it (a

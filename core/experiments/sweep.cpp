@@ -53,7 +53,11 @@ std::string csvCell(const std::string& text) {
     return out + "\"";
 }
 
-// What every sweep checks before any work: at least one of each, ratios in [0, 1), known methods.
+PruneSettings sweepSettings(const SweepMethod& choice, const SweepSpec& spec, int seed, double lambda);
+
+// What every sweep checks before any work: at least one of each, ratios in [0, 1), known methods,
+// and every method's settings at every ratio and λ (PruneSettings::validate: the sweep's edge; the
+// steps below trust them).
 void checkSweepSpec(const SweepSpec& spec) {
     if (spec.methods.empty()) throw Error("sweep: no methods given");
     if (spec.ratios.empty()) throw Error("sweep: no ratios given");
@@ -70,6 +74,19 @@ void checkSweepSpec(const SweepSpec& spec) {
             const MethodInfo* row = findMethod(m);
             if (r == 0 && row && row->fixedBox) throw Error("sweep: " + m + " needs ratios > 0 (at ρ = 0 every z is 1)");
         }
+    }
+    for (const auto& m : spec.methods) {
+        if (parseBaselineMethod(m)) continue;
+        for (double lambda : spec.lambdas)
+            for (double r : spec.ratios) {
+                PruneSettings settings = sweepSettings(parseSweepMethod(m), spec, 0, lambda);
+                settings.ratio = r;
+                try {
+                    settings.validate();
+                } catch (const Error& e) {
+                    throw Error("sweep: " + m + ": " + e.what());
+                }
+            }
     }
 }
 

@@ -167,7 +167,6 @@ void checkMaskLayers(const LlamaConfig& config, const Mask& mask) {
 
 PrunedModel applyMask(const LlamaCheckpoint& checkpoint, const ModelStats& stats, const Mask& mask,
                       const PruneSettings& settings) {
-    settings.validate();
     const LlamaConfig& config = checkpoint.config;
     checkMaskLayers(config, mask);
     const auto layers = static_cast<size_t>(config.num_layers);

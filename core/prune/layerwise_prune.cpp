@@ -605,7 +605,6 @@ LayerwisePruneRun pruneLayerwise(const LlamaModel& model, const CalibrationSet& 
                                  const LayerwisePruneOptions& options, const ProgressFn& progress) {
     using Clock = std::chrono::steady_clock;
     auto seconds = [](Clock::time_point since) { return std::chrono::duration<double>(Clock::now() - since).count(); };
-    settings.validate();
     refuseMeasuredDamageLayerByLayer(settings, "use --ranking lstar-rel (the default) or prune in RAM");
     c10::InferenceMode guard;
     const LlamaCheckpoint& checkpoint = model.checkpoint();

@@ -417,12 +417,12 @@ LayerScores ScoreSet::unitScoresAt(size_t layer, double rho) const {
     return out;
 }
 
-static ScoreSet scoreValidated(const LlamaConfig& config, const at::Tensor& embed, const ScoredLayerSource& layerAt,
-                               const PruneSettings& settings, const ProgressFn& progress, const ScoreJournal& journal);
+static ScoreSet scoreChecked(const LlamaConfig& config, const at::Tensor& embed, const ScoredLayerSource& layerAt,
+                             const PruneSettings& settings, const ProgressFn& progress, const ScoreJournal& journal);
 
 ScoreSet computeScores(const LlamaCheckpoint& checkpoint, const ModelStats& stats, const PruneSettings& settings,
                        const ProgressFn& progress) {
-    settings.validate();
+    settings.requireSolveRatio();
     checkpoint.config.validate(checkpoint.source);
     checkProtectedLayers(checkpoint.config, settings);
     requireFiniteWeights(checkpoint);
@@ -430,7 +430,7 @@ ScoreSet computeScores(const LlamaCheckpoint& checkpoint, const ModelStats& stat
     auto site = [&none](const std::vector<LayerStats>& sites, size_t l) -> const LayerStats& {
         return l < sites.size() ? sites[l] : none;
     };
-    return scoreValidated(  // validated above: not again
+    return scoreChecked(  // checked above: not again
         checkpoint.config, checkpoint.weights.embed,
         [&](size_t l, bool) {
             const LlamaLayerWeights& w = checkpoint.weights.layers.at(l);
@@ -455,13 +455,15 @@ ScoreSet computeScoresByLayer(const LlamaConfig& config, const at::Tensor& embed
 
 ScoreSet computeScoresByLayer(const LlamaConfig& config, const at::Tensor& embed, const ScoredLayerSource& layerAt,
                               const PruneSettings& settings, const ProgressFn& progress, const ScoreJournal& journal) {
-    settings.validate();
-    return scoreValidated(config, embed, layerAt, settings, progress, journal);
+    settings.requireSolveRatio();
+    return scoreChecked(config, embed, layerAt, settings, progress, journal);
 }
 
-// computeScoresByLayer once its entry point has validated the settings.
-static ScoreSet scoreValidated(const LlamaConfig& config, const at::Tensor& embed, const ScoredLayerSource& layerAt,
-                               const PruneSettings& settings, const ProgressFn& progress, const ScoreJournal& journal) {
+// computeScoresByLayer once its entry point has checked the one joined rule a solve needs (ρ > 0
+// where the z is solved at ρ). The rest of the settings were validated at the edge that built them
+// (PruneSettings::validate): the CLI, the settings JSON, the studio's Run, a sweep's specification.
+static ScoreSet scoreChecked(const LlamaConfig& config, const at::Tensor& embed, const ScoredLayerSource& layerAt,
+                             const PruneSettings& settings, const ProgressFn& progress, const ScoreJournal& journal) {
     checkProtectedLayers(config, settings);
 
     ScoreSet set;
@@ -587,10 +589,11 @@ ScoreSet rescoreNumerical(const ScoreSet& scores, double lambda) {
     if (scores.settings.boxConstrained)
         throw Error("box-constrained numerical scores were solved at λ = " + shortNumber(scores.settings.lambda) +
                     "; another λ needs a new solve (compute the scores again)");
+    // The one field this step sets (the rest are the set's, as computed).
+    if (!(lambda > 0 && std::isfinite(lambda))) throw Error("λ must be a positive number, got " + shortNumber(lambda));
     ScoreSet out = scores;
     out.settings.lambda = lambda;
     out.settings.iters = 0;  // from the stored solves: the closed form
-    out.settings.validate();
     out.newtonMaxDeviation = -1;
     auto rescore = [&](const NumericalSolve& solve, at::Tensor& channels) {
         if (solve.D == 0) return;

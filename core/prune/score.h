@@ -57,8 +57,10 @@ struct ScoreSet {
 };
 
 // Scores of every layer. checkpoint: CPU float32 weights (LlamaModel::checkpoint()); stats from
-// calibrate() on that model. Throws npw::Error on invalid settings, NaN/Inf weights (naming the
-// tensor), missing statistics, or Algorithm 1 with ρ = 0.
+// calibrate() on that model; settings as validated where they were built (PruneSettings::validate:
+// the CLI, the settings JSON, the studio's Run, a sweep's specification). Throws npw::Error on
+// NaN/Inf weights (naming the tensor), missing statistics, a protected layer beyond the model, or
+// a solve at ρ = 0 (the box-constrained z, Algorithm 1).
 ScoreSet computeScores(const LlamaCheckpoint& checkpoint, const ModelStats& stats, const PruneSettings& settings,
                        const ProgressFn& progress = nullptr);
 // One layer's share of what scoring reads: the scored projections' weights (torch layout, any

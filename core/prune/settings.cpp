@@ -57,28 +57,44 @@ std::string scopeName(SelectionScope scope) {
     return "?";
 }
 
-void PruneSettings::validate() const {
-    if (!(ratio >= 0 && ratio < 1))
-        throw Error("the pruning ratio ρ must lie in [0, 1), got " + shortNumber(ratio));
-    if (!std::isnan(alpha) && !(alpha > 0 && isFiniteNumber(alpha)))
-        throw Error("α must be a positive number, got " + shortNumber(alpha));
+void ScoreSettings::validate() const {
     if (!lambdaIsRelative() && !(lambda > 0 && isFiniteNumber(lambda)))
         throw Error("λ must be a positive number, got " + shortNumber(lambda));
     if (lambdaIsRelative() && !(lambdaRel > 0 && isFiniteNumber(lambdaRel)))
         throw Error("the relative λ (λ_rel, λ = λ_rel / median c) must be a positive number, got " + shortNumber(lambdaRel));
-    if (!(damp >= 0 && isFiniteNumber(damp)))
-        throw Error("the dampening γ must be ≥ 0, got " + shortNumber(damp));
     if (iters < 0) throw Error("the Newton iterations T must be ≥ 0, got " + std::to_string(iters));
     if (boxConstrained && method != PruneMethod::Numerical)
         throw Error("the box constraint applies to the numerical score only, not " + methodName(method));
     if (boxConstrained && iters > 0)
         throw Error("the box constraint and Algorithm 1 (iterations T > 0) are alternatives: the box-constrained z comes from its own active-set solve");
-    if (boxConstrained && ratio == 0)
-        throw Error("the box-constrained score needs ρ > 0: at ρ = 0 every z is 1 and ranks nothing");
-    if (iters > 0 && method == PruneMethod::Numerical && ratio == 0)
-        throw Error("Algorithm 1 (iterations T > 0) needs ρ > 0: its z at ρ = 0 is all ones and ranks nothing");
+}
+
+void SelectionSettings::validate() const {
+    if (!(ratio >= 0 && ratio < 1))
+        throw Error("the pruning ratio ρ must lie in [0, 1), got " + shortNumber(ratio));
+    if (!std::isnan(alpha) && !(alpha > 0 && isFiniteNumber(alpha)))
+        throw Error("α must be a positive number, got " + shortNumber(alpha));
     for (int64_t layer : protectedLayers)
         if (layer < 0) throw Error("protected layer " + std::to_string(layer) + " is negative");
+}
+
+void CompensationSettings::validate() const {
+    if (!(damp >= 0 && isFiniteNumber(damp)))
+        throw Error("the dampening γ must be ≥ 0, got " + shortNumber(damp));
+}
+
+void PruneSettings::validate() const {
+    SelectionSettings::validate();
+    ScoreSettings::validate();
+    CompensationSettings::validate();
+    requireSolveRatio();
+}
+
+void PruneSettings::requireSolveRatio() const {
+    if (!solvesAtRatio() || ratio > 0) return;  // a NaN ρ is refused too
+    if (boxConstrained)
+        throw Error("the box-constrained score needs ρ > 0: at ρ = 0 every z is 1 and ranks nothing");
+    throw Error("Algorithm 1 (iterations T > 0) needs ρ > 0: its z at ρ = 0 is all ones and ranks nothing");
 }
 
 CompensationKind PruneSettings::effectiveCompensation() const {

@@ -1,7 +1,7 @@
 #pragma once
 // What a pruning run is asked to do (design.md's flow, step 0): the method, ρ, α and its
-// reading, λ, compensation, scope and protection; the names users type for them and their one
-// parser each. Everything below (score, select, apply, report, export) takes these settings.
+// reading, λ, compensation, scope and protection, split by the stage that reads them (score,
+// select, apply); the names users type for them and their one parser each.
 //
 // The methods themselves (their names, native structure, compensation, the options they take)
 // are the rows of core/prune/method_registry.h; PruneMethod below only numbers the per-unit ones.
@@ -85,15 +85,17 @@ constexpr double kDefaultLambda = 1e-4;
 // (README, "Choosing λ"); λ then only changes the z shown.
 constexpr CrossLayerRanking kDefaultCrossLayerRanking = CrossLayerRanking::RelativeCompensatedError;
 
-struct PruneSettings {
+// The settings, split by the stage that reads them (design.md's flow). PruneSettings is the three
+// together: what a run is asked, what the CLI, the JSON readers and the studio validate once at
+// the edge (PruneSettings::validate), and what a score set and a manifest record. Each part's
+// validate() checks its own fields only; rules that join two parts are PruneSettings::validate's.
+// Some fields are read by a second stage too, named at the field.
+
+// Read by scoring (computeScores, rescoreNumerical, scoreModel and the layer-wise road).
+struct ScoreSettings {
+    // Also read by selection (selectsGlobally: global or FLAP's uniform structure) and by apply
+    // (the method's own compensation when compensation is MethodDefault).
     PruneMethod method = PruneMethod::Numerical;
-    double ratio = 0.2;  // ρ ∈ [0, 1): a fraction of parameters (budget) or of units (paper)
-    double alpha = std::numeric_limits<double>::quiet_NaN();  // NaN: unit params / channel params
-                                                               // (4·D_h/3 MHA, (2g+2)·D_h/3 KV groups)
-    // Budget by default: ρ is then the fraction of attention+MLP parameters removed (at least ρ,
-    // at most one unit more), as the paper's tables compare methods; eq. 7 read literally with
-    // α ≫ 1 hardly ever removes a head (measured: none on the demo models, README).
-    AlphaMode alphaMode = AlphaMode::Budget;
     // The absolute λ; NaN (the default): λ = lambdaRel / median c, resolved by computeScores
     // (its ScoreSet's settings hold the λ it used).
     double lambda = std::numeric_limits<double>::quiet_NaN();
@@ -105,18 +107,59 @@ struct PruneSettings {
     bool boxConstrained = false;
     double z0 = 1.0;       // Algorithm 1's starting point (every z_j = z0); the objective is
                            // quadratic, so the first Newton step lands on z* from any z0
-    double damp = 0.01;    // γ of Theorem 3, relative to mean(diag 2G)
-    CompensationKind compensation = CompensationKind::MethodDefault;
-    SelectionScope scope = SelectionScope::AttentionAndMlp;
-    std::vector<int64_t> protectedLayers;
     uint64_t seed = 0;     // the random method's scores (calibration has its own seed)
+    // Also read by apply: which query heads and KV heads a removed unit takes with it.
     AttentionUnitKind attentionUnit = AttentionUnitKind::KvGroup;
     bool standardisedGlobal = false;
 
     bool lambdaIsRelative() const { return std::isnan(lambda); }
-    // npw::Error naming the setting: ρ outside [0, 1), λ ≤ 0 (or λ_rel ≤ 0), γ < 0, α ≤ 0, iters < 0, a box
-    // constraint on another method, with iters, or at ρ = 0.
+    // The scores are solved at one ρ (SelectionSettings::ratio, read at score time): the
+    // box-constrained z and Algorithm 1's. The other scores rank every ρ alike.
+    bool solvesAtRatio() const { return method == PruneMethod::Numerical && (boxConstrained || iters > 0); }
+    // npw::Error naming the setting: λ ≤ 0 (or λ_rel ≤ 0), iters < 0, a box constraint on
+    // another method or with iters.
     void validate() const;
+};
+
+// Read by selection (MaskSelector, selectGlobal, selectUniformPerLayer and the workbenches'
+// select). The score set records scope and protection (MaskSelector reads them from it).
+struct SelectionSettings {
+    // ρ ∈ [0, 1): a fraction of parameters (budget) or of units (paper). Also read by scoring
+    // where it solves at one ρ (ScoreSettings::solvesAtRatio).
+    double ratio = 0.2;
+    double alpha = std::numeric_limits<double>::quiet_NaN();  // NaN: unit params / channel params
+                                                               // (4·D_h/3 MHA, (2g+2)·D_h/3 KV groups)
+    // Budget by default: ρ is then the fraction of attention+MLP parameters removed (at least ρ,
+    // at most one unit more), as the paper's tables compare methods; eq. 7 read literally with
+    // α ≫ 1 hardly ever removes a head (measured: none on the demo models, README).
+    AlphaMode alphaMode = AlphaMode::Budget;
+    SelectionScope scope = SelectionScope::AttentionAndMlp;
+    // Also read by scoring: a layer beyond the model is refused there, before any solve.
+    std::vector<int64_t> protectedLayers;
+
+    // npw::Error naming the setting: ρ outside [0, 1), α ≤ 0, a negative protected layer.
+    void validate() const;
+};
+
+// Read by apply (applyMask: compensation, then slicing).
+struct CompensationSettings {
+    // Also read by scoring: the L* rankings (lstar, lstar-rel, lstar-kl) weigh each prefix by
+    // Theorem 3's error after compensation with this dampening.
+    double damp = 0.01;    // γ of Theorem 3, relative to mean(diag 2G)
+    CompensationKind compensation = CompensationKind::MethodDefault;
+
+    // npw::Error naming the setting: γ < 0 or not finite.
+    void validate() const;
+};
+
+struct PruneSettings : ScoreSettings, SelectionSettings, CompensationSettings {
+    // Every part's validate(), then what joins them: a box constraint or Algorithm 1 at ρ = 0
+    // (their z at ρ = 0 ranks nothing). The edges call it once (the CLI's flags, the settings
+    // JSON, the studio's Run and the sweeps' specifications); the stages below trust it.
+    void validate() const;
+    // The one check of the joined rule that scoring keeps (computeScores, computeScoresByLayer):
+    // a solve at ρ = 0 would divide by it. npw::Error as validate() words it.
+    void requireSolveRatio() const;
     CompensationKind effectiveCompensation() const;
     bool selectsGlobally() const;  // numerical, flap, or standardisedGlobal
 };
