@@ -56,7 +56,6 @@ struct BaselineOptions {
     int64_t roundInterval = 8;
 };
 
-// NOLINTNEXTLINE(bugprone-exception-escape): json's noexcept json() reaches a throw for a bad value_t, never null
 struct BaselineRun {
     std::string method;
     LlamaCheckpoint pruned;               // llm-pruner, block-influence: a LLaMA of today's structure
