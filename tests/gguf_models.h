@@ -21,7 +21,7 @@ inline LlamaCheckpoint prunedDemo(const std::string& demo, PruneMethod method, C
     const LanguageModel lm = openLanguageModel(demo, chooseRuntime("cpu", "float32"));
     const std::vector<int32_t> stream =
         readCalibrationStream(resourcesDir() + "/demo/data/kjv-ot.txt", false, lm);
-    const std::vector<int32_t> head(stream.begin(), stream.begin() + std::min<size_t>(stream.size(), 40000));
+    const std::vector<int32_t> head(stream.begin(), stream.begin() + static_cast<std::ptrdiff_t>(std::min<size_t>(stream.size(), 40000)));
     const CalibrationSet set = drawCalibrationSet(head, 16, 128, 0, "kjv-ot.txt");
     PruneSettings settings;
     settings.method = method;
@@ -90,8 +90,7 @@ inline LlamaCheckpoint demoAsFamily(ModelFamily family, RopeScaling::Type scalin
     at::manual_seed(21);
     if (family == ModelFamily::Qwen2) {
         c.config.qkv_bias = true;
-        for (size_t l = 0; l < c.weights.layers.size(); ++l) {
-            LlamaLayerWeights& L = c.weights.layers[l];
+        for (LlamaLayerWeights& L : c.weights.layers) {
             L.wq_bias = at::randn({L.wq.size(0)}) * 0.3;
             L.wk_bias = at::randn({L.wk.size(0)}) * 0.3;
             L.wv_bias = at::randn({L.wv.size(0)}) * 0.1;

@@ -26,6 +26,7 @@ __attribute__((constructor)) void restartWithNpwLibraryEnvironment() {
         at = end + 1;
     }
     std::vector<char*> argv;
+    argv.reserve(args.size() + 1);
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
     if (!args.empty()) ::execv("/proc/self/exe", argv.data());

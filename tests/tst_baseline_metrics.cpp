@@ -17,7 +17,7 @@ const auto f64 = at::TensorOptions().dtype(at::kDouble);
 // out = 2, D = 2: input channel 0 feeds column [1, 3], channel 1 feeds column [−2, 4].
 at::Tensor handWeight() { return at::tensor({1.0, -2.0, 3.0, 4.0}, f64).reshape({2, 2}); }
 
-bool near(const at::Tensor& a, std::vector<double> expected) {
+bool near(const at::Tensor& a, const std::vector<double>& expected) {
     return at::allclose(a, at::tensor(expected, f64), 1e-14, 1e-14);
 }
 

@@ -75,6 +75,7 @@ class TestCalibration : public QObject {
 private slots:
     void perSequenceWindowsAreSequenceStarts() {
         std::vector<std::vector<int32_t>> sequences;
+        sequences.reserve(10);
         for (int i = 0; i < 10; ++i) sequences.push_back(randomIds(i == 3 ? 5 : 40, 40, uint64_t(i)));  // #3 too short
         const CalibrationSet a = drawCalibrationSetFromSequences(sequences, 6, 16, 2, "ids.txt");
         const CalibrationSet b = drawCalibrationSetFromSequences(sequences, 6, 16, 2);

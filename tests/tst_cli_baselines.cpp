@@ -45,7 +45,7 @@ class TestCliBaselines : public QObject {
 
     // The SliceGPT export of demo:lm at ρ 0.3 (made once) and a 20-item verse task.
     QString slicedModel() {
-        const QString dir = dir_.filePath("sliced-runtime");
+        QString dir = dir_.filePath("sliced-runtime");
         if (!QFileInfo::exists(dir)) {
             const Run r = run(prune("slicegpt", "sliced-runtime"));
             if (r.rc != 0) qWarning("%s", qPrintable(r.err));
@@ -53,7 +53,7 @@ class TestCliBaselines : public QObject {
         return dir;
     }
     QString verseTask() {
-        const QString file = dir_.filePath("verses.jsonl");
+        QString file = dir_.filePath("verses.jsonl");
         if (!QFileInfo::exists(file)) run({"make-verse-task", "--text", eval_, "--out", file, "--n", "20"});
         return file;
     }

@@ -194,7 +194,7 @@ private slots:
                 const QString where = QString::fromStdString("npw " + c.name + " --" + f.name);
                 std::vector<std::string> bad = {"nan", "NaN", "inf", "-inf", "1e400", "x", ""};
                 for (const std::string& v : outOfRange(f)) bad.push_back(v);
-                if (integral(f)) bad.push_back("1.5");
+                if (integral(f)) bad.emplace_back("1.5");
                 for (const std::string& v : bad) {
                     const QString e = refusal(c, f.name, v);
                     QVERIFY2(!e.isEmpty(), qPrintable(where + " took '" + QString::fromStdString(v) + "'"));
@@ -419,7 +419,7 @@ private slots:
                 QVERIFY2(v->contains(part), qPrintable(QString::fromStdString("--" + f.name + ": no key " + f.jsonKey)));
                 v = &(*v)[part];
             }
-            const std::string value = given.at(f.name);
+            const std::string& value = given.at(f.name);
             if (v->is_number())
                 QVERIFY2(std::fabs(v->get<double>() - std::stod(value)) < 1e-12,
                          qPrintable(QString::fromStdString("--" + f.name + " " + value + " reported as " + v->dump())));

@@ -106,6 +106,7 @@ class TestCliHostile : public QObject {
         std::vector<std::string> argv = {npw_};
         for (const QString& a : args) argv.push_back(a.toStdString());
         std::vector<char*> cargv;
+        cargv.reserve(argv.size() + 1);
         for (std::string& a : argv) cargv.push_back(a.data());
         cargv.push_back(nullptr);
         const auto start = std::chrono::steady_clock::now();
@@ -157,7 +158,7 @@ class TestCliHostile : public QObject {
 
     // A copy of demo:lm's folder (config.json, tokenizer.json, model.safetensors).
     std::string demoCopy(const std::string& name) {
-        const std::string dir = path(name);
+        std::string dir = path(name);
         fs::create_directories(dir);
         for (const char* f : {"config.json", "tokenizer.json", "model.safetensors"})
             fs::copy_file(resourcesDir() + "/demo/lm/" + f, dir + "/" + f, fs::copy_options::overwrite_existing);
@@ -329,6 +330,7 @@ private slots:
     void flagsRefuseNanAndOutOfRange() {
         expectRefused({"prune", "demo:lm", "--alpha", "nan", "--out", QString::fromStdString(path("p3"))}, {"--alpha", "nan"});
         expectRefused({"generate", "demo:lm", "--prompt", "a", "--temperature", "nan"}, {"--temperature", "nan"});
+        // NOLINTNEXTLINE(bugprone-suspicious-missing-comma): NPW_TEST_DATA "/..." is one path, the macro joined to it
         expectRefused({"eval", "demo:lm", "--text", NPW_TEST_DATA "/text_datasets/wikitext-2-raw/wiki.test.raw", "--seqlen", "0"},
                       {"--seqlen", "0"});
     }

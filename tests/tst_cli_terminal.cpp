@@ -76,6 +76,7 @@ class TestCliTerminal : public QObject {
         std::vector<std::string> storage{npw_.toStdString()};
         for (const QString& a : args) storage.push_back(a.toStdString());
         std::vector<char*> argv;
+        argv.reserve(storage.size() + 1);
         for (std::string& s : storage) argv.push_back(s.data());
         argv.push_back(nullptr);
         struct winsize size = {50, 200, 0, 0};
@@ -152,9 +153,9 @@ class TestCliTerminal : public QObject {
             for (const std::string& name : st->names()) out.emplace_back(name, st->load(name));
             return out;
         };
-        const QString root = dir_.filePath("hf-hostile");
+        QString root = dir_.filePath("hf-hostile");
         auto folder = [&](const QString& name, const QString& source = QString()) {
-            const QString path = name.startsWith('/') ? name : root + "/" + name;
+            QString path = name.startsWith('/') ? name : root + "/" + name;
             QDir().mkpath(path);
             QFile::copy((source.isEmpty() ? from : source) + "/config.json", path + "/config.json");
             return path;
@@ -284,17 +285,17 @@ private slots:
             {"magnitude", "0.30", "piqa", "0.300", "", "acc 0.6100 (1 seed)"},
             {"numerical", "0.40", "speed", "0.300", "", "decode 5354 tok/s (median of 3 runs, 5000–5400), weights 1.50 MiB"}};
         const bool right[] = {false, true, false, true, true, false};
-        QMap<int, int> edge;  // column → its start (left-aligned) or end (right-aligned)
+        QMap<int, qsizetype> edge;  // column → its start (left-aligned) or end (right-aligned)
         for (int row = 0; row < lines.size(); ++row) {
             const QString& line = lines[row];
-            int at = 0;
+            qsizetype at = 0;
             for (int col = 0; col < cells[row].size(); ++col) {
                 const QString& cell = cells[row][col];
                 if (cell.isEmpty()) continue;
-                const int found = line.indexOf(cell, at);
+                const qsizetype found = line.indexOf(cell, at);
                 QVERIFY2(found >= 0, qPrintable("'" + cell + "' is not whole in: " + line));
                 if (col > 0) QVERIFY2(found >= at + 2 && line.mid(at, found - at).trimmed().isEmpty(), qPrintable(line));
-                const int position = right[col] ? found + cell.size() : found;
+                const qsizetype position = right[col] ? found + cell.size() : found;
                 if (edge.contains(col)) QVERIFY2(edge[col] == position, qPrintable("column " + QString::number(col) + " moves: " + line));
                 edge[col] = position;
                 at = found + cell.size();

@@ -15,6 +15,7 @@
 #include <QtTest>
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 
 using namespace npw;
@@ -62,7 +63,7 @@ std::vector<double> bruteMinorantSlopes(const std::vector<double>& inc, const st
     }
     std::vector<double> out(n);
     for (size_t k = 1; k <= n; ++k) {
-        double best = -INFINITY;
+        double best = -std::numeric_limits<double>::infinity();
         for (size_t i = 0; i < k; ++i) {
             double worst = INFINITY;
             for (size_t j = k; j <= n; ++j) worst = std::min(worst, (c[j] - c[i]) / (cw[j] - cw[i]));
@@ -86,7 +87,7 @@ struct Fixture {
 };
 
 Fixture makeFixture(std::vector<int64_t> heads, std::vector<int64_t> kv, std::vector<int64_t> inter, uint64_t seed = 11) {
-    LlamaModel model(tinyLlama(heads, kv, inter, seed), chooseRuntime("cpu"));
+    LlamaModel model(tinyLlama(std::move(heads), std::move(kv), std::move(inter), seed), chooseRuntime("cpu"));
     const CalibrationSet set = drawCalibrationSet(randomIds(3000, 40, seed + 1), 16, 32, seed + 2);
     ModelStats stats = calibrate(model, set);
     return {std::move(model), std::move(stats)};
@@ -107,7 +108,7 @@ private slots:
         const std::vector<double> damped = compensatedLossCurve(l.weight, l.gram, order, 0.01);
         QCOMPARE(exact.size(), order.size());
         for (size_t k = 1; k <= order.size(); ++k) {
-            const std::vector<int64_t> first(order.begin(), order.begin() + k);
+            const std::vector<int64_t> first(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k));
             const double reference = remarkLoss(l, first);
             QVERIFY2(std::abs(exact[k - 1] - reference) <= 1e-9 * reference, qPrintable(QString::number(k)));
             std::vector<bool> keep(12, true);

@@ -29,7 +29,7 @@ GgufTensorToWrite floats(const std::string& name, std::vector<int64_t> ne, std::
     t.info.name = name;
     t.info.ne = std::move(ne);
     t.info.type = GgmlType::F32;
-    t.writeData = [values](std::ostream& out) {
+    t.writeData = [values = std::move(values)](std::ostream& out) {
         out.write(reinterpret_cast<const char*>(values.data()), static_cast<std::streamsize>(values.size() * 4));
     };
     return t;
@@ -83,7 +83,7 @@ class TestGguf : public QObject {
         std::vector<GgufTensorToWrite> tensors;
         tensors.push_back(floats("odd", {3}, {1, 2, 3}));             // 12 bytes: the next one is padded to 32
         tensors.push_back(floats("matrix", {2, 3}, {1, 2, 3, 4, 5, 6}));  // PyTorch shape [3, 2]
-        const std::string p = path("small.gguf");
+        std::string p = path("small.gguf");
         writeGguf(p, kv, std::move(tensors));
         return p;
     }
@@ -141,7 +141,7 @@ private slots:
     void readerRefusesCorruptFiles() {
         const std::string good = fileBytes(writeSmall());
         const std::string p = path("corrupt.gguf");
-        auto errorFor = [&](std::string bytes) {
+        auto errorFor = [&](const std::string& bytes) {
             writeBytes(p, bytes);
             return errorOf([&] { readGgufFile(p); });
         };

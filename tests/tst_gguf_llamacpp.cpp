@@ -65,7 +65,7 @@ class TestGgufLlamaCpp : public QObject {
     }
 
     std::string exportTo(const LlamaCheckpoint& c, const QString& name, GgufDtype dtype, GgufExportReport* report = nullptr) {
-        const std::string path = dir_.filePath(name).toStdString();
+        std::string path = dir_.filePath(name).toStdString();
         GgufExportOptions options;
         options.dtype = dtype;
         const GgufExportReport r = exportGguf(c, path, options);
@@ -140,7 +140,7 @@ class TestGgufLlamaCpp : public QObject {
                 break;
             }
         }
-        const double smallest = *std::min_element(actual.margins.begin(), actual.margins.begin() + agreed);
+        const double smallest = *std::min_element(actual.margins.begin(), actual.margins.begin() + static_cast<std::ptrdiff_t>(agreed));
         qInfo("%s: architecture %s, %s: %zu of %d greedy tokens identical to npw (smallest llama.cpp margin %.4g)",
               qPrintable(label), report.architecture.c_str(), report.dtype.c_str(), agreed, kTokens, smallest);
         QVERIFY2(agreed >= static_cast<size_t>(kTokens) / 2,
@@ -513,7 +513,7 @@ private:
         const LanguageModel lm{std::make_shared<LlamaModel>(c, chooseRuntime("cpu", "float32")),
                                Tokenizer::fromFile(c.tokenizerPath), c.source, /*sliced=*/nullptr};
         const std::vector<int32_t> stream = readCalibrationStream(resourcesDir() + "/demo/data/kjv-ot.txt", false, lm);
-        const std::vector<int32_t> head(stream.begin(), stream.begin() + std::min<size_t>(stream.size(), 40000));
+        const std::vector<int32_t> head(stream.begin(), stream.begin() + static_cast<std::ptrdiff_t>(std::min<size_t>(stream.size(), 40000)));
         BaselineOptions options;
         options.ratio = 0.3;
         BaselineRun run = runBaseline(method, model, drawCalibrationSet(head, 8, 128, 0, "kjv-ot.txt"), options);
@@ -523,7 +523,7 @@ private:
         const LanguageModel lm{std::make_shared<LlamaModel>(c, chooseRuntime("cpu", "float32")),
                                Tokenizer::fromFile(c.tokenizerPath), c.source, /*sliced=*/nullptr};
         const std::vector<int32_t> stream = readCalibrationStream(resourcesDir() + "/demo/data/kjv-ot.txt", false, lm);
-        const std::vector<int32_t> head(stream.begin(), stream.begin() + std::min<size_t>(stream.size(), 40000));
+        const std::vector<int32_t> head(stream.begin(), stream.begin() + static_cast<std::ptrdiff_t>(std::min<size_t>(stream.size(), 40000)));
         PruneSettings settings;
         settings.method = method;
         settings.ratio = 0.3;

@@ -70,7 +70,7 @@ double bruteCoverage(const std::vector<std::vector<double>>& manifold, const std
         }
         inside += in;
     }
-    return double(inside) / points.size();
+    return double(inside) / double(points.size());
 }
 
 std::vector<std::vector<double>> rows(const at::Tensor& t) {

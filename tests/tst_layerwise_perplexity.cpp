@@ -60,7 +60,7 @@ std::string writeF16Model(const QTemporaryDir& dir) {
         L.wv_bias = 0.1 * at::randn({L.wv.size(0)});
     }
     ck.config.qkv_bias = true;
-    const std::string path = dir.filePath("f16").toStdString();
+    std::string path = dir.filePath("f16").toStdString();
     saveHfLlamaDirectory(ck, path);
     const std::string file = path + "/model.safetensors";
     std::vector<std::pair<std::string, at::Tensor>> tensors;

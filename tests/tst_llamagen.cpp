@@ -326,7 +326,7 @@ private slots:
         auto file = SafeTensorsFile::open(good + "/model.safetensors");
         auto rewrite = [&](const std::string& name, const std::function<std::vector<std::pair<std::string, at::Tensor>>(
                                                         const std::string&, const at::Tensor&)>& edit) {
-            const std::string out = (dir.path() + "/" + QString::fromStdString(name)).toStdString();
+            std::string out = (dir.path() + "/" + QString::fromStdString(name)).toStdString();
             std::filesystem::create_directories(out);
             std::filesystem::copy_file(good + "/config.json", out + "/config.json");
             std::vector<std::pair<std::string, at::Tensor>> tensors;

@@ -202,7 +202,7 @@ private slots:
             // and the writing (and numerical's scores and compensation, float64 work) have a
             // positive ratio.
             QJsonObject stages;
-            for (const QJsonValue& v : j["stage_bounds"].toObject()["stages"].toArray())
+            for (const QJsonValue v : j["stage_bounds"].toObject()["stages"].toArray())
                 stages[v.toObject()["stage"].toString()] = v;
             QStringList bounded = {"calibration_forward", "gram_accumulation", "writing"};
             if (QString(method) == "numerical") bounded << "scores" << "compensation";
@@ -388,7 +388,7 @@ private slots:
         const QJsonArray stages = j["stage_bounds"].toObject()["stages"].toArray();
         QVERIFY(stages.size() >= 5);
         QStringList named;
-        for (const QJsonValue& v : stages) {
+        for (const QJsonValue v : stages) {
             const QJsonObject st = v.toObject();
             named << st["stage"].toString();
             QVERIFY2(std::isfinite(st["seconds"].toDouble()) && st["seconds"].toDouble() >= 0,

@@ -261,7 +261,7 @@ private slots:
         const LanguageModel lm = openLanguageModelInSteps(
             bf16_, chooseRuntime("cpu"),
             [&](const LlamaCheckpoint& ck) {
-                events.push_back("headers");
+                events.emplace_back("headers");
                 layers = ck.config.num_layers;
                 QVERIFY(!ck.valuesChecked);
             },

@@ -99,7 +99,7 @@ void LayerOverviewWidget::setData(const std::vector<npw::LayerScores>& scores, c
     const npw::ValueRange range = npw::nonDegenerate(scoreRange);
     const double pad = 0.05 * (range.hi - range.lo);
     plot_->yAxis->setRange(range.lo - pad, range.hi + pad);
-    plot_->yAxis2->setRange(0, std::max<double>(widest, 1) * 1.05);
+    plot_->yAxis2->setRange(0, std::max(static_cast<double>(widest), 1.0) * 1.05);
     plot_->xAxis->setRange(-0.5, std::max(layerCount(), 1) - 0.5);
     plotstyle::setIntegerTicks(*plot_->xAxis, layerCount());
     thresholdLine_->setVisible(lineShown);

@@ -41,8 +41,8 @@ std::string modelLabel(const std::string& model) {
     const fs::path manifest = fs::path(model) / "npw-manifest.json";
     std::error_code ec;
     // The folder's name, not its whole path: a title has to fit above a picture.
-    const std::string name = fs::path(model).filename().empty() ? fs::path(model).parent_path().filename().string()
-                                                                 : fs::path(model).filename().string();
+    std::string name = fs::path(model).filename().empty() ? fs::path(model).parent_path().filename().string()
+                                                           : fs::path(model).filename().string();
     if (!fs::is_regular_file(manifest, ec)) return model.find('/') == std::string::npos ? model : name;
     // Any folder's file of that name may be read here, so through the one bounded parser, and
     // only when it is of a manifest's size.

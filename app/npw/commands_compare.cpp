@@ -66,6 +66,7 @@ int runCompare(const Args& args) {
         throw Error("'npw compare' takes a dense MODEL and at least one PRUNED model, got " + std::to_string(pos.size()));
     const Runtime runtime = chooseRuntime(args.get("device"), args.get("dtype"));
     std::vector<LanguageModel> models;
+    models.reserve(pos.size());
     // Any of them may be a SliceGPT export (sliced_llama.h): all run through CausalLm.
     for (const std::string& m : pos) models.push_back(openCausalLanguageModel(m, runtime, args.get("tokenizer"), args.flag("allow-small-vocab")));
     const LanguageModel& dense = models.front();
@@ -76,6 +77,7 @@ int runCompare(const Args& args) {
     o.seed = static_cast<uint64_t>(args.getInt("seed"));
     if (!args.flag("no-stop")) o.stopToken = dense.causal().config().eos_token_id;
     std::vector<std::string> labels;
+    labels.reserve(pos.size());
     for (const std::string& m : pos) labels.push_back(modelLabel(m));
     std::vector<ComparedModel> pruned;
     for (size_t k = 1; k < models.size(); ++k) pruned.push_back({labels[k], &models[k].causal()});

@@ -145,6 +145,7 @@ int runImageGenerate(const Args& args, const std::string& model) {
         writePng(out, images[0]);  // one sample, not a comparison: the raw image
     } else {
         std::vector<std::string> labels;
+        labels.reserve(all.size());
         for (int64_t k : all)
             labels.push_back(k < static_cast<int64_t>(names.size()) ? std::to_string(k) + " " + names[k]
                                                                     : "class " + std::to_string(k));

@@ -179,7 +179,7 @@ int runSweepCommand(const Args& args) {
     };
     if (!json) {
         std::vector<std::string> titles;
-        for (const Column& c : columns) titles.push_back(c.title);
+        for (const Column& c : columns) titles.emplace_back(c.title);
         std::cout << tableLine(titles) << std::endl;
     }
     std::vector<SweepRow> rows;

@@ -40,10 +40,10 @@ int runTrainTokenizer(const Args& args) {
     auto tok = Tokenizer::fromJson(json, args.get("out"));
     const size_t tokens = tok->encode(text, false).size();
     nlohmann::json j = {{"out", args.get("out")}, {"vocab", tok->vocabSize()}, {"corpus_bytes", text.size()},
-                        {"corpus_tokens", tokens}, {"bytes_per_token", double(text.size()) / tokens}};
+                        {"corpus_tokens", tokens}, {"bytes_per_token", double(text.size()) / double(tokens)}};
     printResult(args, j, [&] {
         std::cout << "wrote " << args.get("out") << ": " << tok->vocabSize() << " tokens, "
-                  << double(text.size()) / tokens << " bytes/token on the corpus\n";
+                  << double(text.size()) / double(tokens) << " bytes/token on the corpus\n";
     });
     return 0;
 }

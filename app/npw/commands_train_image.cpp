@@ -24,7 +24,7 @@ namespace {
 void logLine(const std::string& line) { std::cerr << line << std::endl; }
 
 fs::path workDir(const Args& args, const fs::path& out) {
-    const fs::path work = args.has("work") ? fs::path(args.get("work")) : fs::path(out.string() + ".train");
+    fs::path work = args.has("work") ? fs::path(args.get("work")) : fs::path(out.string() + ".train");
     fs::create_directories(work);
     return work;
 }

@@ -93,7 +93,7 @@ std::string orList(const std::vector<std::string>& names) {
 
 // A Choice that has no parser in core: one of `names`.
 std::function<void(const std::string&)> oneOf(std::vector<std::string> names) {
-    return [names](const std::string& value) {
+    return [names = std::move(names)](const std::string& value) {
         for (const std::string& n : names)
             if (n == value) return;
         throw Error("'" + value + "'");

@@ -14,6 +14,7 @@ std::string formatTextTable(const std::vector<TextTableColumn>& columns, const s
     const bool titled = std::any_of(columns.begin(), columns.end(), [](const TextTableColumn& c) { return !c.title.empty(); });
     if (titled) {
         std::vector<std::string> header;
+        header.reserve(columns.size());
         for (const TextTableColumn& c : columns) header.push_back(c.title);
         lines.push_back(header);
     }

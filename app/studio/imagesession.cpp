@@ -94,7 +94,7 @@ bool ImageSession::openModelThen(const QString& reference, std::function<void()>
             npw::reportProgress(progress, "load", 1, 1);
             return o;
         },
-        [this, reference, then](Opened o) {
+        [this, reference, then = std::move(then)](Opened o) {
             workbench_ = std::move(o.workbench);
             reference_ = reference;
             classNames_ = o.names;
@@ -219,7 +219,7 @@ bool ImageSession::runSweep(const ImageSweepRequest& request) {
                                                  progress);
             return static_cast<int>(rows.size());
         },
-        [this](npw::ImageSweepRow row) {
+        [this](const npw::ImageSweepRow& row) {
             sweepRows_.push_back(row);
             emit logMessage(tr("%1 at ρ = %2: FID %3, IS %4, class accuracy %5, %6 tokens/s")
                                 .arg(qs(row.method))

@@ -77,7 +77,7 @@ void JobRunner::release(const std::shared_ptr<State>& state) {
 }
 
 void JobRunner::announceEnd(const std::shared_ptr<State>& state) {
-    const double seconds = state->clock.elapsed() / 1000.0;
+    const double seconds = static_cast<double>(state->clock.elapsed()) / 1000.0;
     if (state->cancelled) emit cancelled(state->title);
     else if (!state->error.isEmpty()) emit failed(state->title, state->error);
     else emit finished(state->title, seconds);
@@ -119,6 +119,6 @@ void JobRunner::catchInto(State& state) {
 
 void JobRunner::onProgress(const QString& stage, double done, double total) {
     const double fraction = total > 0 ? done / total : std::numeric_limits<double>::quiet_NaN();
-    eta_.update(fraction, state_->clock.elapsed() / 1000.0);
+    eta_.update(fraction, static_cast<double>(state_->clock.elapsed()) / 1000.0);
     emit progressed(stage, fraction, eta_.secondsLeft());
 }

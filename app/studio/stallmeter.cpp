@@ -20,10 +20,10 @@ void StallMeter::stop() { timer_.stop(); }
 
 void StallMeter::tick() {
     const qint64 now = clock_.nsecsElapsed();
-    const double stall = lastNs_ >= 0 ? (now - lastNs_) / 1e6 - intervalMs_ : 0;
+    const double stall = lastNs_ >= 0 ? static_cast<double>(now - lastNs_) / 1e6 - intervalMs_ : 0;
     if (stall > longest_) {
         longest_ = stall;
-        longestAt_ = now / 1e6;
+        longestAt_ = static_cast<double>(now) / 1e6;
     }
     lastNs_ = now;
     ++ticks_;

@@ -116,7 +116,7 @@ int main(int argc, char** argv) {
         auto clock = std::make_shared<QElapsedTimer>();
         clock->start();
         QObject::connect(window.session(), &StudioSession::logMessage, &window, [clock](const QString& line) {
-            std::fprintf(stderr, "[%7.1f s] %s\n", clock->elapsed() / 1000.0, qPrintable(line));
+            std::fprintf(stderr, "[%7.1f s] %s\n", static_cast<double>(clock->elapsed()) / 1000.0, qPrintable(line));
         });
         // The progress bar's stage, fraction and estimate: when the stage changes, else every 30 s.
         auto last = std::make_shared<std::pair<QString, qint64>>();
@@ -129,8 +129,9 @@ int main(int argc, char** argv) {
                                                   : std::isfinite(secondsLeft)
                                                       ? QStringLiteral("about %1 s left").arg(secondsLeft, 0, 'f', 0)
                                                       : QStringLiteral("estimating the time left");
-                             std::fprintf(stderr, "[%7.1f s] progress: %s %.1f %%, %s\n", now / 1000.0,
-                                          qPrintable(stage), 100.0 * fraction, qPrintable(left));
+                             std::fprintf(stderr, "[%7.1f s] progress: %s %.1f %%, %s\n",
+                                          static_cast<double>(now) / 1000.0, qPrintable(stage), 100.0 * fraction,
+                                          qPrintable(left));
                          });
     }
     window.show();

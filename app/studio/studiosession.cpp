@@ -115,7 +115,7 @@ bool StudioSession::openModel(const QString& reference, const QString& device) {
             openingRef_ = reference;
             emit logMessage(tr("%1: architecture read from the headers in %2 s; checking the weights, layer by layer…")
                                 .arg(reference)
-                                .arg(clock->elapsed() / 1000.0, 0, 'f', 1));
+                                .arg(static_cast<double>(clock->elapsed()) / 1000.0, 0, 'f', 1));
             emit headersRead();
         },
         [this, reference, device](npw::LanguageModel lm) {
@@ -537,7 +537,7 @@ bool StudioSession::exportPrunedModel(const QString& dir) {
                 .arg(report.paramsAfter)
                 .arg(qs(target));
         },
-        [this](QString message) { emit logMessage(message); });
+        [this](const QString& message) { emit logMessage(message); });
 }
 
 bool StudioSession::exportLayerwise(const QString& dir) {
@@ -602,7 +602,7 @@ bool StudioSession::exportBaseline(const QString& dir) {
                 .arg(run.report.paramsAfter)
                 .arg(qs(target));
         },
-        [this](QString message) { emit logMessage(message); });
+        [this](const QString& message) { emit logMessage(message); });
 }
 
 npw::OutputGuard StudioSession::outputGuard() const {

@@ -16,7 +16,7 @@ namespace {
 // A saved export as its row is labelled: "flap ρ=0.30 (folder)" from its npw-manifest.json (the
 // method and ratio npw prune wrote), else the folder's name.
 std::string exportLabel(const std::string& dir) {
-    const std::string folder = QFileInfo(QString::fromStdString(dir)).fileName().toStdString();
+    std::string folder = QFileInfo(QString::fromStdString(dir)).fileName().toStdString();
     try {
         const std::string manifest = dir + "/npw-manifest.json";
         if (!QFileInfo::exists(QString::fromStdString(manifest))) return folder;
@@ -118,6 +118,7 @@ std::vector<std::string> TextSession::pieces(const std::vector<int32_t>& prompt,
     const npw::LanguageModel& lm = session_->model();
     if (!lm.tokenizer) {
         std::vector<std::string> out;
+        out.reserve(tokens.size());
         for (int32_t t : tokens) out.push_back(" " + std::to_string(t));
         return out;
     }
@@ -237,7 +238,7 @@ bool TextSession::run(const TextRequest& request) {
             }
             return out;
         },
-        [this](TextStep step) { onStep(std::move(step)); },
+        [this](const TextStep& step) { onStep(step); },
         [this](std::vector<npw::TextComparison> r) {
             results_ = std::move(r);
             live_.assign(promptIds_.size(), {});
@@ -245,7 +246,7 @@ bool TextSession::run(const TextRequest& request) {
         });
 }
 
-void TextSession::onStep(TextStep step) {
+void TextSession::onStep(const TextStep& step) {
     if (step.prompt < 0 || size_t(step.prompt) >= live_.size()) return;
     live_[size_t(step.prompt)].push_back(step);
     emit stepAvailable(step);
@@ -306,8 +307,7 @@ QString TextSession::html() const {
 
 QString TextSession::plainText() const {
     QString t;
-    for (size_t p = 0; p < results_.size(); ++p) {
-        const npw::TextComparison& c = results_[p];
+    for (const npw::TextComparison& c : results_) {
         const npw::LanguageModel& lm = session_->model();
         t += QStringLiteral("prompt: %1\n").arg(qs(lm.tokenizer ? lm.decode(c.prompt) : std::string("BOS")));
         for (const npw::ComparedContinuation& m : c.models) {

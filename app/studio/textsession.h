@@ -64,7 +64,7 @@ signals:
     void logMessage(const QString& text);  // e.g. a Text part that could not be restored
 
 private:
-    void onStep(TextStep step);
+    void onStep(const TextStep& step);
     std::vector<std::string> pieces(const std::vector<int32_t>& prompt, const std::vector<int32_t>& tokens) const;
 
     StudioSession* session_;

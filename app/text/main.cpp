@@ -102,6 +102,7 @@ int runInfo(const cli::Args& args) {
         }
         throw NeedsNpwRun{};
     };
+    // NOLINTNEXTLINE(performance-no-automatic-move): a copy of the caller's string; a move would empty it
     return cli::runLlamaInfo(args, model, summary(), [&] { return runtime; });
 }
 

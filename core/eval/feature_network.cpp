@@ -151,7 +151,7 @@ ImageSource imageSourceFromTensor(at::Tensor images, std::string description) {
     ImageSource s;
     s.count = images.size(0);
     s.description = std::move(description);
-    s.read = [images](int64_t begin, int64_t n) { return images.narrow(0, begin, n); };
+    s.read = [images = std::move(images)](int64_t begin, int64_t n) { return images.narrow(0, begin, n); };
     return s;
 }
 

@@ -110,7 +110,7 @@ std::map<std::string, uint64_t> heldWeightBytes(const CausalLm& model) {
 double peakResidentMiB() {
     struct rusage usage {};
     getrusage(RUSAGE_SELF, &usage);
-    return usage.ru_maxrss / 1024.0;  // Linux reports KiB
+    return static_cast<double>(usage.ru_maxrss) / 1024.0;  // Linux reports KiB
 }
 
 BenchResult benchmarkGeneration(const CausalLm& model, int64_t promptTokens, int64_t decodeTokens, int repeats,
@@ -135,7 +135,7 @@ BenchResult benchmarkGeneration(const CausalLm& model, int64_t promptTokens, int
         GenerationResult g = generate(model, prompt, greedy);
         if (i > 0) {  // run 0 warms up allocators and caches
             prefill.push_back(g.prefillSeconds);
-            decode.push_back(g.decodeSeconds / std::max<size_t>(1, g.tokens.size() - 1) );
+            decode.push_back(g.decodeSeconds / static_cast<double>(std::max<size_t>(1, g.tokens.size() - 1)));
         }
         reportProgress(progress, "bench", i + 1, repeats + 1);
     }
@@ -148,11 +148,11 @@ BenchResult benchmarkGeneration(const CausalLm& model, int64_t promptTokens, int
     r.promptTokens = promptTokens;
     r.decodeTokens = decodeTokens;
     r.repeats = repeats;
-    r.prefillTokensPerSecond = promptTokens / median(prefill);
+    r.prefillTokensPerSecond = static_cast<double>(promptTokens) / median(prefill);
     r.decodeTokensPerSecond = 1.0 / median(decode);
-    r.bestPrefillTokensPerSecond = promptTokens / *std::min_element(prefill.begin(), prefill.end());
+    r.bestPrefillTokensPerSecond = static_cast<double>(promptTokens) / *std::min_element(prefill.begin(), prefill.end());
     r.bestDecodeTokensPerSecond = 1.0 / *std::min_element(decode.begin(), decode.end());
-    r.slowestPrefillTokensPerSecond = promptTokens / *std::max_element(prefill.begin(), prefill.end());
+    r.slowestPrefillTokensPerSecond = static_cast<double>(promptTokens) / *std::max_element(prefill.begin(), prefill.end());
     r.slowestDecodeTokensPerSecond = 1.0 / *std::max_element(decode.begin(), decode.end());
     r.peakMemoryMiB = peakResidentMiB();
     r.peakMemoryKind = "process peak RSS";

@@ -116,8 +116,9 @@ InceptionScore inceptionScore(const at::Tensor& logits, int64_t splits) {
     }
     InceptionScore r;
     r.splits = splits;
-    for (double s : scores) r.mean += s / splits;
-    for (double s : scores) r.std += (s - r.mean) * (s - r.mean) / splits;  // numpy's std (ddof 0)
+    const auto splitCount = static_cast<double>(splits);
+    for (double s : scores) r.mean += s / splitCount;
+    for (double s : scores) r.std += (s - r.mean) * (s - r.mean) / splitCount;  // numpy's std (ddof 0)
     r.std = std::sqrt(r.std);
     return r;
 }

@@ -95,13 +95,13 @@ int64_t windowsScoredBytes(const DecodeFn& decode, const std::vector<int32_t>& i
 
 void finishPerplexity(PerplexityResult& r, double totalKl) {
     r.tokens = r.windows * (r.seqlen - 1);
-    r.nll = r.totalNll / r.tokens;
+    r.nll = r.totalNll / static_cast<double>(r.tokens);
     r.ppl = std::exp(r.nll);
     // Every window's NLL was finite: a perplexity past float64 (a mean NLL above 709 nats) is
     // what is left to refuse here.
     requireFinite(r.ppl, "the perplexity (exp of a mean NLL of " + std::to_string(r.nll) + " nats)", kNonFiniteHint);
-    if (std::isfinite(totalKl)) r.kl = totalKl / r.tokens;
-    if (r.bytes > 0) r.bitsPerByte = r.totalNll / std::log(2.0) / r.bytes;
+    if (std::isfinite(totalKl)) r.kl = totalKl / static_cast<double>(r.tokens);
+    if (r.bytes > 0) r.bitsPerByte = r.totalNll / std::log(2.0) / static_cast<double>(r.bytes);
 }
 
 LogitsSource logitsSourceOf(const CausalLm& model) {

@@ -150,8 +150,8 @@ std::string kindOfTaskName(const std::string& name) {
 
 size_t characterCount(const std::string& s) {
     size_t n = 0;
-    for (size_t i = 0; i < s.size(); ++i)
-        if ((static_cast<unsigned char>(s[i]) & 0xC0) != 0x80) ++n;
+    for (char c : s)
+        if ((static_cast<unsigned char>(c) & 0xC0) != 0x80) ++n;
     return n;
 }
 

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <ctime>
 #include <filesystem>
 #include <map>
@@ -138,7 +139,7 @@ ImageRuntimeBenchReport runImageRuntimeBench(const ImageRuntimeBenchOptions& o, 
     if (o.prunedRatio > 0) {
         LlamaGenConfig pruned = config;
         pruned.transformer = prunedByShape(config.transformer, o.prunedRatio);
-        add(shape + " pruned " + std::to_string(int(o.prunedRatio * 100 + 0.5)) + " % (by shape)",
+        add(shape + " pruned " + std::to_string(std::lround(o.prunedRatio * 100)) + " % (by shape)",
             syntheticLlamaGen(pruned, 2), nullptr, "the dense model's", 0);
     }
     if (o.demo) {

@@ -33,7 +33,7 @@ std::vector<ImageSweepRow> runImageSweep(ImagePruningWorkbench& bench, FeatureNe
 
     std::vector<ImageSweepRow> rows;
     auto emitRow = [&](ImageSweepRow row) {
-        rows.push_back(row);
+        rows.push_back(std::move(row));
         if (onRow) onRow(rows.back());
     };
     // Sample metrics (FID, …) when asked; the held-out token perplexity when codes are given.

@@ -279,7 +279,7 @@ std::string LanguagePruningWorkbench::addScores(BaselineScores scores) {
     Entry entry;
     entry.request.baseline = scores.method;
     entry.request.baselineOptions = scores.options;
-    const std::string name = scoreSetName(entry.request);
+    std::string name = scoreSetName(entry.request);
     entry.baseline = std::make_shared<const BaselineScores>(std::move(scores));
     if (!entries_.count(name)) order_.push_back(name);
     entries_[name] = std::move(entry);
@@ -304,7 +304,7 @@ std::shared_ptr<const BaselineScores> LanguagePruningWorkbench::baselineScores(c
 }
 
 std::string LanguagePruningWorkbench::addScores(ScoreSet scores) {
-    const std::string name = scoreSetName(scores.settings);
+    std::string name = scoreSetName(scores.settings);
     Entry entry;
     entry.request = ScoreRequest(scores.settings);
     entry.computed = std::make_shared<const ScoreSet>(std::move(scores));

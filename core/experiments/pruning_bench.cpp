@@ -36,7 +36,7 @@ SolverTiming benchmarkNumericalSolvers(int64_t D, int iterations, double lambda,
     SolverTiming t;
     t.D = D;
     t.iterations = iterations;
-    const double r = (1.0 - rho) * D;
+    const double r = (1.0 - rho) * static_cast<double>(D);
     at::Tensor z0 = at::rand({D}, gen).to(at::kDouble);
     auto t0 = Clock::now();
     NumericalSolve solve = solveNumericalScore(A);
@@ -132,10 +132,10 @@ LlamaConfig prunedByShape(const LlamaConfig& config, double rho) {
     for (int64_t l = 0; l < c.num_layers; ++l) {
         const int64_t groups = config.num_kv_heads[l];
         const int64_t perGroup = groups > 0 ? config.num_heads[l] / groups : 0;
-        const int64_t keptGroups = groups - static_cast<int64_t>(std::llround(rho * groups));
+        const int64_t keptGroups = groups - static_cast<int64_t>(std::llround(rho * static_cast<double>(groups)));
         c.num_kv_heads[l] = keptGroups;
         c.num_heads[l] = keptGroups * perGroup;
-        c.intermediate_size[l] = config.intermediate_size[l] - static_cast<int64_t>(std::llround(rho * config.intermediate_size[l]));
+        c.intermediate_size[l] = config.intermediate_size[l] - static_cast<int64_t>(std::llround(rho * static_cast<double>(config.intermediate_size[l])));
     }
     return c;
 }
@@ -144,7 +144,7 @@ double currentResidentMiB() {
     std::ifstream statm("/proc/self/statm");
     long pages = 0, resident = 0;
     statm >> pages >> resident;
-    return resident * static_cast<double>(sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0);
+    return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0);
 }
 
 namespace {
@@ -172,14 +172,14 @@ CalibrationMemoryRow measureCalibrationMemory(const LlamaConfig& config, const R
     ck.weights = initLlamaWeights(config, 1);
     ck.source = "synthetic";
     row.parameters = config.parameterCount();
-    row.weightsMiB = row.parameters * 4.0 / (1024.0 * 1024.0);
+    row.weightsMiB = static_cast<double>(row.parameters) * 4.0 / (1024.0 * 1024.0);
     const LlamaModel model(std::move(ck), runtime);
     std::mt19937_64 rng(5);
     std::vector<int32_t> stream(static_cast<size_t>(std::max<int64_t>(4 * seqlen, 4096)));
     for (int32_t& id : stream) id = static_cast<int32_t>(rng() % static_cast<uint64_t>(config.vocab_size));
     const CalibrationSet set = drawCalibrationSet(stream, windows, seqlen, 0, "random ids");
-    row.statsMiB = modelStatsBytes(config) / (1024.0 * 1024.0);
-    row.hiddenMiB = layerwise ? layerwiseHiddenBytes(model, set) / (1024.0 * 1024.0) : 0.0;
+    row.statsMiB = static_cast<double>(modelStatsBytes(config)) / (1024.0 * 1024.0);
+    row.hiddenMiB = layerwise ? static_cast<double>(layerwiseHiddenBytes(model, set)) / (1024.0 * 1024.0) : 0.0;
 
     row.residentBeforeMiB = procStatusMiB("VmRSS");
     {

@@ -211,7 +211,7 @@ double decodeBytesPerToken(const LlamaConfig& c, int64_t context, int weightByte
     for (int64_t l = 0; l < c.num_layers; ++l) {
         const double q = double(c.num_heads[l] * c.head_dim), kv = double(c.num_kv_heads[l] * c.head_dim);
         weights += double(c.hidden_size) * (2 * q + 2 * kv) + 3.0 * double(c.hidden_size) * double(c.intermediate_size[l]);
-        cache += 2 * c.hidden_size;          // the two norms (float32 whatever the weights)
+        cache += 2.0 * double(c.hidden_size);  // the two norms (float32 whatever the weights)
         cache += 2.0 * kv * double(context);  // K and V of the cached positions
     }
     return double(weightBytes) * weights + 4.0 * cache;

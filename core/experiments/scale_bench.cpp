@@ -126,7 +126,7 @@ json runScaleBench(const ScaleBenchOptions& o, const std::function<void(const st
                                          "--calib",   calib,       "--calib-ids", "--nsamples", std::to_string(o.nsamples),
                                          "--seqlen",  std::to_string(o.seqlen), "--seed", std::to_string(o.seed),
                                          "--out",     out,         "--json"};
-        if (o.layerwise) args.push_back("--layerwise");
+        if (o.layerwise) args.emplace_back("--layerwise");
         json p = step(o, "prune " + method, args);
         p["export_bytes"] = regularFileBytesUnder(out);
         std::string timings;

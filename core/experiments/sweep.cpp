@@ -125,7 +125,8 @@ double sweepSteps(const SweepSpec& spec) {
     size_t lambdaRuns = 0;
     for (const auto& m : spec.methods)
         lambdaRuns += !parseBaselineMethod(m) && parseSweepMethod(m).method == PruneMethod::Numerical ? spec.lambdas.size() : 1;
-    return 1.0 + double(spec.seeds) * spec.calibSamples.size() * spec.calibSeqlens.size() * lambdaRuns * spec.ratios.size();
+    return 1.0 + double(spec.seeds) * double(spec.calibSamples.size()) * double(spec.calibSeqlens.size()) *
+                     double(lambdaRuns) * double(spec.ratios.size());
 }
 
 // Calibration, scoring and evaluation report inside the current step `done` (stage "sweep: WHAT"),
@@ -720,16 +721,17 @@ std::vector<SweepSummaryRow> summariseOverSeeds(const std::vector<SweepRow>& row
         SweepSummaryRow s;
         s.first = *g.front();
         s.count = static_cast<int>(g.size());
+        const double n = static_cast<double>(g.size());
         for (const SweepRow* r : g) {
-            s.pplMean += r->ppl / g.size();
-            s.achievedRatioMean += r->achievedRatio / g.size();
-            s.bitsPerByteMean += r->bitsPerByte / g.size();
-            s.accMean += r->acc / g.size();
-            s.accNormMean += r->accNorm / g.size();
-            s.decodeMean += r->decodeTokensPerSecond / g.size();
-            s.prefillMean += r->prefillTokensPerSecond / g.size();
-            s.weightsMiBMean += r->weightsMiB / g.size();
-            s.kvCacheMiBMean += r->kvCacheMiB / g.size();
+            s.pplMean += r->ppl / n;
+            s.achievedRatioMean += r->achievedRatio / n;
+            s.bitsPerByteMean += r->bitsPerByte / n;
+            s.accMean += r->acc / n;
+            s.accNormMean += r->accNorm / n;
+            s.decodeMean += r->decodeTokensPerSecond / n;
+            s.prefillMean += r->prefillTokensPerSecond / n;
+            s.weightsMiBMean += r->weightsMiB / n;
+            s.kvCacheMiBMean += r->kvCacheMiB / n;
         }
         // Sample standard deviations (NaN propagates: ppl for zero-shot rows, acc for the rest).
         auto sampleStd = [&](double mean, double SweepRow::*field) {

@@ -80,7 +80,7 @@ fs::path beginPartialFolder(const std::string& dir, const std::string& command) 
     if (fs::exists(dir, ec))
         throw Error("'" + dir + "' already exists; the synthetic checkpoint is written into a new folder (npw never "
                     "replaces a folder it did not write)");
-    const fs::path partial = fs::path(dir).lexically_normal().string() + ".npw-partial";
+    fs::path partial = fs::path(dir).lexically_normal().string() + ".npw-partial";
     if (fs::exists(partial, ec)) {
         if (!fs::exists(partial / kPartialMarker, ec))
             throw Error("'" + partial.string() + "' exists and was not left by an interrupted '" + command + "'; "
@@ -215,7 +215,7 @@ LlamaGenConfig syntheticLlamaGenConfig(const std::string& size, int64_t numClass
 
 std::vector<std::string> syntheticLlamaGenSizes() {
     std::vector<std::string> names = llamaGenModelNames();
-    names.push_back("tiny");
+    names.emplace_back("tiny");
     return names;
 }
 

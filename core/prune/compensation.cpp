@@ -164,7 +164,8 @@ CompensationResult compensatePrunedChannelsScaled(const at::Tensor& weight, cons
     }
     dense::StageWork work;
     work.choleskyFlops = cube(d) / 3;
-    work.gemmFlops = (2.0 * k * p + static_cast<double>(k) * k + static_cast<double>(p) * p) * static_cast<double>(rows);
+    const double kd = static_cast<double>(k), pd = static_cast<double>(p);
+    work.gemmFlops = (2.0 * kd * pd + kd * kd + pd * pd) * static_cast<double>(rows);
     dense::addWork(dense::WorkStage::Compensation, work);
     out.optimalLoss = 0.5 * lossSq;
     out.uncompensatedLoss = 0.5 * (zeroedSq + lossSq - f.dampening * prunedSq);

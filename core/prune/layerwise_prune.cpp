@@ -541,7 +541,7 @@ LayerwiseExport writeLayerwiseExport(const LlamaCheckpoint& checkpoint, const Gr
         const auto layerStart = Clock::now();
         reportProgress(progress, "apply", static_cast<double>(l), static_cast<double>(layers));
         LlamaConfig layerConfig = config;  // applyMaskToLayer writes the layer's sizes into it
-        const LlamaLayerWeights layer =
+        LlamaLayerWeights layer =  // not const: returned by move
             applyMaskToLayer(config, l, layerInFloat32(checkpoint.weights.layers[l]), scratch.read(l, true, true),
                              scratch.read(l, false, true), mask, settings, layerConfig, pruned.layers[l]);
         if (layerConfig.num_heads[l] != newConfig.num_heads[l] || layerConfig.num_kv_heads[l] != newConfig.num_kv_heads[l] ||
@@ -576,7 +576,7 @@ LayerwiseExport writeLayerwiseExport(const LlamaCheckpoint& checkpoint, const Gr
     reportProgress(progress, "apply", static_cast<double>(layers), static_cast<double>(layers));
     out.seconds = seconds(exportStart);
     out.scratchReadSeconds = scratch.readSeconds() - readSeconds;
-    out.bytesWritten = regularFileBytesUnder(outDir);
+    out.bytesWritten = static_cast<int64_t>(regularFileBytesUnder(outDir));
     return out;
 }
 

@@ -151,7 +151,7 @@ std::vector<const MethodInfo*> methodsWhere(const std::function<bool(const Metho
 
 std::vector<std::string> methodNamesWhere(const std::function<bool(const MethodInfo&)>& keep) {
     std::vector<std::string> out;
-    for (const MethodInfo* m : methodsWhere(keep)) out.push_back(m->name);
+    for (const MethodInfo* m : methodsWhere(keep)) out.emplace_back(m->name);
     return out;
 }
 

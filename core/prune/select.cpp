@@ -56,7 +56,7 @@ void requireMaskMatchesCosts(const Mask& mask, const std::vector<LayerUnitCost>&
 } // namespace
 
 SelectionIndex::SelectionIndex(const std::vector<LayerScores>& scores, std::vector<LayerUnitCost> costs,
-                               SelectionOptions options)
+                               const SelectionOptions& options)
     : costs_(std::move(costs)) {
     if (costs_.size() != scores.size())
         throw Error("SelectionIndex: " + std::to_string(scores.size()) + " layers of scores but " +

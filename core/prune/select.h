@@ -58,7 +58,7 @@ public:
     // Sorts the candidates once. Throws npw::Error on NaN scores, a cost list of the wrong
     // length, a non-positive cost where there are units, or a protected layer out of range.
     SelectionIndex(const std::vector<LayerScores>& scores, std::vector<LayerUnitCost> costs,
-                   SelectionOptions options = {});
+                   const SelectionOptions& options = {});
 
     // ρ ∈ [0, 1) and α > 0 finite (npw::Error otherwise). No sorting here.
     // headOffset (Paper reading only; finite): ranks α·unit score + headOffset instead of

@@ -102,6 +102,7 @@ SlicedLlama sliceGpt(const LlamaModel& model, const CalibrationSet& set, int64_t
 
     // Step 0: the embedding's output and its basis.
     std::vector<at::Tensor> signal;  // hidden states in the original basis, [B, T, D] per batch
+    signal.reserve(ids.size());
     const at::Tensor embed = dense.weights.embed.to(opts);
     for (const at::Tensor& t : ids) signal.push_back(at::embedding(embed, t));
     at::Tensor Q = slicegptBasis(signal);  // [D, D] float64
@@ -109,6 +110,7 @@ SlicedLlama sliceGpt(const LlamaModel& model, const CalibrationSet& set, int64_t
     SlicedWeights w;
     w.embed = f32(at::matmul(f64(dense.weights.embed), Qd));
     std::vector<at::Tensor> x;  // the sliced model's hidden states, [B, T, d_in]
+    x.reserve(signal.size());
     for (const at::Tensor& s : signal) x.push_back(at::matmul(s, Qd.to(opts)));
     signal.clear();
     reportProgress(progress, "slicegpt", ++step, totalSteps);
@@ -132,8 +134,9 @@ SlicedLlama sliceGpt(const LlamaModel& model, const CalibrationSet& set, int64_t
         run.wo_bias = src.wo_bias.defined() ? src.wo_bias.to(opts) : at::Tensor();
         run.attn_shortcut = Qd.t().to(opts);  // [d, D]: back to the original basis
         std::vector<at::Tensor> mid;
-        for (size_t b = 0; b < x.size(); ++b)
-            mid.push_back(at::matmul(x[b], run.attn_shortcut) + slicedAttention(cfg, run, l, x[b], tables));
+        mid.reserve(x.size());
+        for (const at::Tensor& xb : x)
+            mid.push_back(at::matmul(xb, run.attn_shortcut) + slicedAttention(cfg, run, l, xb, tables));
         const at::Tensor Qm = slicegptBasis(mid), Qmd = Qm.narrow(1, 0, d);
         if (heads) S.wo = f32(at::matmul(Qmd.t(), f64(src.wo)));
         if (src.wo_bias.defined()) S.wo_bias = f32(at::matmul(f64(src.wo_bias), Qmd));
@@ -153,6 +156,7 @@ SlicedLlama sliceGpt(const LlamaModel& model, const CalibrationSet& set, int64_t
         runMlp.w_down_bias = src.w_down_bias.defined() ? src.w_down_bias.to(opts) : at::Tensor();
         runMlp.mlp_shortcut = Qmd.t().to(opts);
         std::vector<at::Tensor> out;
+        out.reserve(mid.size());
         for (const at::Tensor& m : mid) out.push_back(at::matmul(m, runMlp.mlp_shortcut) + slicedMlp(cfg, runMlp, l, m));
         mid.clear();
         // The last block feeds the classifier at full width, unrotated (SliceGPT leaves the head

@@ -26,13 +26,14 @@ double defaultAlpha(const LlamaConfig& config) {
     for (int64_t l = 0; l < config.num_layers; ++l) {
         const int64_t kv = config.num_kv_heads.at(l);
         if (kv <= 0) continue;
-        const double layerAlpha = (2.0 * (config.num_heads.at(l) / kv) + 2.0) * config.head_dim / 3.0;
+        const int64_t group = config.num_heads.at(l) / kv;  // whole: validate() has kv divide the heads
+        const double layerAlpha = (2.0 * static_cast<double>(group) + 2.0) * static_cast<double>(config.head_dim) / 3.0;
         if (alpha != 0 && layerAlpha != alpha)
             throw Error("defaultAlpha: layers differ in query heads per KV head (α " + std::to_string(alpha) + " vs " +
                         std::to_string(layerAlpha) + " in layer " + std::to_string(l) + "); give α explicitly");
         alpha = layerAlpha;
     }
-    return alpha != 0 ? alpha : 4.0 * config.head_dim / 3.0;
+    return alpha != 0 ? alpha : 4.0 * static_cast<double>(config.head_dim) / 3.0;
 }
 
 AttentionUnits::AttentionUnits(const LlamaConfig& config, int64_t layer, AttentionUnitKind k)

@@ -91,7 +91,7 @@ LlamaGenCheckpoint trainC2i(const at::Tensor& codes, const at::Tensor& labels, c
         const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
         status.step = step;
         status.loss = run.state.smoothLoss;
-        status.tokensPerSecond = double(step - firstStep) * o.batchSize * T / std::max(elapsed, 1e-9);
+        status.tokensPerSecond = double(step - firstStep) * double(o.batchSize) * double(T) / std::max(elapsed, 1e-9);
         if (log && isLogStep(step, steps))
             log(stepLogLine(step, steps, stepsPerEpoch, run.state.smoothLoss) + " " +
                 std::to_string(static_cast<int64_t>(status.tokensPerSecond)) + " tok/s");

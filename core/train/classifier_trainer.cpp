@@ -77,7 +77,7 @@ ImageClassifierWeights trainClassifier(const at::Tensor& images, const at::Tenso
         const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
         status.step = step;
         status.loss = smoothLoss;
-        status.imagesPerSecond = (step - firstStep) * o.batchSize / std::max(elapsed, 1e-9);
+        status.imagesPerSecond = static_cast<double>((step - firstStep) * o.batchSize) / std::max(elapsed, 1e-9);
         if (log && isLogStep(step, steps)) {
             std::ostringstream figures;
             figures << " lr " << learningRateAt(o, step - 1, steps) << " " << static_cast<int64_t>(status.imagesPerSecond)

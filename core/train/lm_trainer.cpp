@@ -101,7 +101,7 @@ LlamaWeights trainLlama(const std::vector<int32_t>& corpus, const LmTrainOptions
         const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
         status.step = step;
         status.loss = smoothLoss;
-        status.tokensPerSecond = (step - firstStep) * o.batchSize * o.seqlen / std::max(elapsed, 1e-9);
+        status.tokensPerSecond = static_cast<double>((step - firstStep) * o.batchSize * o.seqlen) / std::max(elapsed, 1e-9);
         if (log && (step % 25 == 0 || step == o.steps)) {
             std::ostringstream line;
             line << "step " << step << "/" << o.steps << " loss " << smoothLoss << " lr " << learningRateAt(o, step - 1)

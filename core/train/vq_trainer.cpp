@@ -125,7 +125,7 @@ std::map<std::string, at::Tensor> trainVq(const at::Tensor& images, const VqTrai
         ++step;
         const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
         status.step = step;
-        status.imagesPerSecond = (step - firstStep) * o.batchSize / std::max(elapsed, 1e-9);
+        status.imagesPerSecond = static_cast<double>((step - firstStep) * o.batchSize) / std::max(elapsed, 1e-9);
         if (log && isLogStep(step, steps)) {
             const int64_t used = std::get<0>(at::_unique(at::cat(recentCodes))).numel();
             status.codebookUsage = static_cast<double>(used) / static_cast<double>(c.codebookSize);
