@@ -9,6 +9,7 @@
 #include "core/models/checkpoint_inspection.h"
 #include "core/models/language_model.h"
 #include "core/models/model_loader.h"
+#include "core/models/non_finite.h"
 #include "core/models/sliced_llama.h"
 #include "core/text/json_fields.h"
 #include "core/text/token_ids.h"
@@ -257,7 +258,7 @@ std::vector<int32_t> parseIdList(const std::string& text) {
 // nothing is written.
 void writeLogitsNpy(const std::string& path, const at::Tensor& logits) {
     const at::Tensor values = logits.to(at::kFloat).contiguous().cpu();
-    if (!values.isfinite().all().item<bool>())
+    if (!allFinite(values))
         throw Error("--logits '" + path + "': the model's logits for this prompt are not all finite; nothing written");
     std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + std::to_string(values.size(0)) + ", " +
                          std::to_string(values.size(1)) + "), }";

@@ -5,8 +5,6 @@
 
 #include <ATen/ATen.h>
 
-#include <cmath>
-
 namespace npw {
 
 void checkTensorFinite(const at::Tensor& tensor, const std::string& file, const std::string& name, int64_t firstIndex) {

@@ -87,7 +87,7 @@ void requireFiniteWeights(const LlamaCheckpoint& checkpoint) {
 // Scores that became NaN or ±∞ (weights too large for the arithmetic) would rank arbitrarily:
 // an error naming the layer, the site and the first such unit.
 void requireFiniteScores(const at::Tensor& scores, size_t layer, const char* site) {
-    if (!scores.defined() || scores.numel() == 0 || allFinite(scores)) return;
+    if (allFinite(scores)) return;  // also an undefined or empty set
     const at::Tensor flat = scores.to(at::kDouble).flatten();
     const at::Tensor bad = at::logical_not(at::isfinite(flat)).nonzero();
     const int64_t unit = bad[0][0].item<int64_t>();
