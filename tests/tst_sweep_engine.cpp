@@ -130,6 +130,45 @@ private slots:
         QVERIFY2(unknown.contains("unknown pruning method 'numerical-fast'"), qPrintable(unknown));
         QVERIFY(errorOf([] { parseSweepMethod("numerical-fast", SweptModel::Image); }) == unknown);
     }
+
+    // A sweep's spec is the sweep's edge: every method's settings at every ratio and λ are checked
+    // (PruneSettings::validate) before anything is calibrated. The model given is none at all,
+    // which the sweep would refuse next, so an error naming the setting proves the check came first.
+    void sweepSpecSettingsAreCheckedBeforeAnyWork() {
+        const auto specWith = [](const std::function<void(SweepSpec&)>& change) {
+            SweepSpec spec;
+            spec.methods = {"flap", "numerical"};
+            spec.ratios = {0.2, 0.5};
+            spec.calibStream = randomIds(400, 40, 8);
+            SweepEvalSet eval;
+            eval.name = "ids";
+            eval.ids = randomIds(200, 40, 9);
+            spec.evalSets = {eval};
+            change(spec);
+            return spec;
+        };
+        LanguageModel none;
+        none.name = "no model";
+        struct Case {
+            const char* what;
+            std::function<void(SweepSpec&)> change;
+            const char* expected;
+        };
+        const Case cases[] = {
+            {"α", [](SweepSpec& s) { s.alpha = -1; }, "sweep: flap: α must be a positive number, got -1"},
+            {"λ_rel", [](SweepSpec& s) { s.lambdaRel = 0; }, "sweep: numerical: the relative λ"},
+            {"λ", [](SweepSpec& s) { s.lambdas = {0.01, -2}; }, "sweep: numerical: λ must be a positive number, got -2"},
+            {"ratio", [](SweepSpec& s) { s.ratios = {0.2, 1.0}; }, "sweep: ratio 1"},
+        };
+        for (const Case& c : cases) {
+            const SweepSpec spec = specWith(c.change);
+            const QString error = errorOf([&] { runSweep(none, spec); });
+            QVERIFY2(error.startsWith(c.expected), qPrintable(QString(c.what) + ": " + error));
+        }
+        // The same spec with sound settings gets past the check to the next refusal.
+        const QString sound = errorOf([&] { runSweep(none, specWith([](SweepSpec&) {})); });
+        QVERIFY2(sound.contains("is no LLaMA"), qPrintable(sound));
+    }
 };
 
 QTEST_GUILESS_MAIN(TestSweepEngine)

@@ -96,7 +96,7 @@ struct ScoreRequest {
     BaselineOptions baselineOptions;         // its ratio is ignored: a kept set selects at any ρ
 
     ScoreRequest() = default;
-    ScoreRequest(PruneSettings s) : settings(std::move(s)) {}  // NOLINT: a PruneMethod's request
+    ScoreRequest(PruneSettings s) : settings(std::move(s)) {}  // NOLINT(google-explicit-constructor): implicit on purpose, a PruneMethod's settings are its request
 };
 // scoreSetName(settings), or the baseline's: "llm-pruner" ("llm-pruner-global" for its global
 // ranking; "-param_mix" / "-vectorize" for another Taylor importance; "-layers-A-B" for another

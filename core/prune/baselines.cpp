@@ -16,11 +16,7 @@
 
 namespace npw {
 
-const char* baselineMethodName(BaselineMethod method) {
-    for (const MethodInfo* m : methodsWhere([](const MethodInfo& row) { return row.kind == MethodKind::Baseline; }))
-        if (m->baseline == method) return m->name;
-    return "?";
-}
+const char* baselineMethodName(BaselineMethod method) { return methodInfo(method).name; }
 
 std::optional<BaselineMethod> parseBaselineMethod(const std::string& name) {
     const MethodInfo* m = findMethod(name);

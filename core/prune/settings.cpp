@@ -21,11 +21,7 @@ std::string scoreSetName(const PruneSettings& settings) {
            (settings.boxConstrained ? "-box" : "");
 }
 
-std::string methodName(PruneMethod method) {
-    for (const MethodInfo* m : methodsWhere([](const MethodInfo& row) { return row.kind == MethodKind::PerUnit; }))
-        if (m->method == method) return m->name;
-    return "?";
-}
+std::string methodName(PruneMethod method) { return methodInfo(method).name; }
 
 PruneMethod parsePruneMethod(const std::string& name) {
     std::string choices;
