@@ -10,7 +10,7 @@ namespace studio_test {
 
 // $NPW_STUDIO_SHOTS, made if missing: the suites save what they looked at there (empty: no shots).
 inline QString screenshotFolder() {
-    const QString folder = qEnvironmentVariable("NPW_STUDIO_SHOTS");
+    QString folder = qEnvironmentVariable("NPW_STUDIO_SHOTS");
     if (!folder.isEmpty()) QDir().mkpath(folder);
     return folder;
 }

@@ -27,7 +27,7 @@ std::vector<int32_t> sampledIds(const LlamaModel& model, int samples, int64_t to
     for (int s = 0; s < samples; ++s) {
         SamplingOptions o;
         o.temperature = 1.0;
-        o.seed = uint64_t(s + 1);
+        o.seed = uint64_t(s) + 1;
         o.maxNewTokens = tokens;
         ids.push_back(1);
         const GenerationResult g = generate(model, {1}, o);

@@ -27,7 +27,8 @@ struct Fixture {
     ModelStats stats;
 };
 
-Fixture makeFixture(std::vector<int64_t> heads, std::vector<int64_t> kv, std::vector<int64_t> inter, uint64_t seed = 7) {
+Fixture makeFixture(const std::vector<int64_t>& heads, const std::vector<int64_t>& kv, const std::vector<int64_t>& inter,
+                    uint64_t seed = 7) {
     LlamaModel model(tinyLlama(heads, kv, inter, seed), chooseRuntime("cpu"));
     CalibrationSet set = drawCalibrationSet(randomIds(3000, 40, seed + 1), 16, 32, seed + 2);
     ModelStats stats = calibrate(model, set);

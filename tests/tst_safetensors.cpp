@@ -156,6 +156,7 @@ private slots:
         const QString whole = dir_.filePath("whole.safetensors"), streamed = dir_.filePath("streamed.safetensors");
         writeSafeTensors(whole.toStdString(), tensors, metadata);
         std::vector<SafeTensorsEntry> entries;
+        entries.reserve(tensors.size());
         for (const auto& [name, t] : tensors) entries.push_back({name, t.scalar_type(), t.sizes().vec()});
         {
             SafeTensorsStreamWriter writer(streamed.toStdString(), entries, metadata);

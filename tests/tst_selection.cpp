@@ -344,9 +344,10 @@ private slots:
         QElapsedTimer timer;
         timer.start();
         const SelectionIndex index(scores, costs);
-        const double buildMs = timer.nsecsElapsed() / 1e6;
+        const double buildMs = static_cast<double>(timer.nsecsElapsed()) / 1e6;
 
         std::vector<double> rhos;
+        rhos.reserve(50);
         for (int i = 0; i < 50; ++i) rhos.push_back(0.01 + 0.018 * i);
         std::vector<double> ms[2];
         int64_t sink = 0;
@@ -354,12 +355,12 @@ private slots:
             for (double rho : rhos) {
                 timer.restart();
                 const SelectionResult r = index.select(rho, 4.0 * 128 / 3, m == 0 ? AlphaMode::Paper : AlphaMode::Budget);
-                ms[m].push_back(timer.nsecsElapsed() / 1e6);
+                ms[m].push_back(static_cast<double>(timer.nsecsElapsed()) / 1e6);
                 sink += r.removedChannels;
             }
         timer.restart();
         const Mask slow = bruteForceSelect(scores, 0.5, 4.0 * 128 / 3, AlphaMode::Paper, {});
-        const double bruteMs = timer.nsecsElapsed() / 1e6;
+        const double bruteMs = static_cast<double>(timer.nsecsElapsed()) / 1e6;
         QVERIFY(sink > 0 && !slow.keepHeads.empty());
         auto median = [](std::vector<double> v) {
             std::sort(v.begin(), v.end());

@@ -19,6 +19,7 @@
 #include <QtTest>
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 using namespace npw;
 using namespace npw::test;
@@ -52,7 +53,7 @@ double bruteKl(const at::Tensor& denseLogits, const at::Tensor& prunedLogits) {
     auto pb = b.accessor<double, 2>();
     double sum = 0;
     for (int64_t t = 0; t < a.size(0); ++t) {
-        double ma = -INFINITY, mb = -INFINITY;
+        double ma = -std::numeric_limits<double>::infinity(), mb = ma;
         for (int64_t v = 0; v < a.size(1); ++v) ma = std::max(ma, pa[t][v]), mb = std::max(mb, pb[t][v]);
         double za = 0, zb = 0;
         for (int64_t v = 0; v < a.size(1); ++v) za += std::exp(pa[t][v] - ma), zb += std::exp(pb[t][v] - mb);

@@ -49,7 +49,7 @@ void writeBytes(const QString& path, const QByteArray& bytes) {
 // demo:lm copied to dir/name (config.json, model.safetensors, tokenizer.json), to be spoilt.
 QString copyDemoModel(const QTemporaryDir& dir, const QString& name) {
     const QString source = QString::fromStdString(npw::resolveModelPath("demo:lm"));
-    const QString target = dir.filePath(name);
+    QString target = dir.filePath(name);
     QDir().mkpath(target);
     for (const QString& file : QDir(source).entryList(QDir::Files))
         if (!QFile::copy(source + "/" + file, target + "/" + file)) qFatal("cannot copy %s", qPrintable(file));
@@ -90,7 +90,7 @@ QString coreError(const QString& path) {
 
 // A hostile copy of demo:lm per kind; returns the path to open.
 QString hostileModel(const QTemporaryDir& dir, const QString& kind) {
-    const QString m = copyDemoModel(dir, kind);
+    QString m = copyDemoModel(dir, kind);
     const QString config = m + "/config.json";
     if (kind == "config-deep") {
         // 400,000 arrays deep: printing or copying it once overflowed the stack.

@@ -171,7 +171,7 @@ void TestStudioSession::jobRunnerStreamsTypedPartialsBeforeTheEnd() {
         })));
     QVERIFY((!runner.startWithPartials<int, npw::TokenStep>(
         "second", [](const npw::ProgressFn&, const PartialResults<npw::TokenStep>&) { return 0; },
-        [](npw::TokenStep) {}, [](int) {})));  // one job at a time, whatever its channel
+        [](const npw::TokenStep&) {}, [](int) {})));  // one job at a time, whatever its channel
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 10000);
     QCOMPARE(result, 20);
     QCOMPARE(stepsAtResult, size_t(20));  // every partial before the result

@@ -136,7 +136,7 @@ private slots:
                                                     if (step.index != steps++) return false;
                                                     for (size_t k = 0; k < step.models.size(); ++k)
                                                         if (step.models[k].token >= 0)
-                                                            streamed.push_back({k, step.models[k].token});
+                                                            streamed.emplace_back(k, step.models[k].token);
                                                     return true;
                                                 });
         QCOMPARE(c.models.size(), size_t(3));

@@ -324,6 +324,7 @@ private slots:
     void rowsAreBoundedWithTheirBookkeeping() {
         QTemporaryDir dir;
         const std::string path = dir.filePath("lines.test.raw").toStdString();
+        // NOLINTNEXTLINE(bugprone-string-constructor): nine million empty lines, on purpose
         writeTextFile(path, std::string(9000000, '\n'));
         const QString m = test::errorOf([&] { readTextDataset(*parseTextDatasetRef("wikitext2:" + path), TextDatasetUse::Evaluation); });
         QVERIFY2(m.contains(QString::fromStdString(path)) && m.contains("rows already take more than 256 MiB"), qPrintable(m));

@@ -325,7 +325,7 @@ private slots:
     void rejectsDisallowedOrMalformedPickles_data() {
         QTest::addColumn<QByteArray>("bytes");
         QTest::addColumn<QStringList>("expected");
-        auto row = [](const char* name, const PickleBuilder& pickle, QStringList expected) {
+        auto row = [](const char* name, const PickleBuilder& pickle, const QStringList& expected) {
             QTest::newRow(name) << pickle.qbytes() << (QStringList{"test.pkl"} + expected);
         };
         row("INST calls a class", PickleBuilder().proto().op('(').op('i').raw("os\nsystem\n").stop(),

@@ -37,6 +37,7 @@ LmTrainOptions tinyOptions() {
 // A periodic token stream: easy to learn, so the loss must fall well below uniform.
 std::vector<int32_t> periodicCorpus() {
     std::vector<int32_t> ids;
+    ids.reserve(2000);
     for (int i = 0; i < 2000; ++i) ids.push_back((i * 7 + (i / 5)) % 17);
     return ids;
 }
